@@ -1,0 +1,50 @@
+"""One place for every hash the kit writes (per-sample hashes digest upward, as lm-eval does)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+_CHUNK = 1 << 20
+
+
+def sha256_text(text: str) -> str:
+    """sha256 of the UTF-8 bytes of ``text`` (prompts, targets, chat templates)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: str | Path) -> str:
+    """Streamed sha256 of a file, so multi-GB archives do not have to fit in memory."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(_CHUNK), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def canonical_json(obj: Any) -> bytes:
+    """Canonical serialization: sorted keys, no insignificant whitespace, UTF-8, no NaN."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode(
+        "utf-8"
+    )
+
+
+def sha256_json(obj: Any) -> str:
+    """sha256 of the canonical JSON form of ``obj`` (gold targets that are not strings)."""
+    return sha256_bytes(canonical_json(obj))
+
+
+def digest_of_hashes(hashes: Iterable[str]) -> str:
+    """Digest over an ordered sequence of hex hashes (newline-joined), e.g. all prompt hashes."""
+    h = hashlib.sha256()
+    for item in hashes:
+        h.update(item.encode("ascii"))
+        h.update(b"\n")
+    return h.hexdigest()
