@@ -51,6 +51,20 @@ class LazyGroup(click.Group):
         module = importlib.import_module(module_name)
         return getattr(module, attr)
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """List commands with their short help; a command whose module fails to import is shown
+        with the import error instead of breaking ``--help`` for every other command."""
+        rows = []
+        for name in self.list_commands(ctx):
+            try:
+                cmd = self.get_command(ctx, name)
+                short = cmd.get_short_help_str(limit=70) if cmd is not None else ""
+            except ImportError as exc:  # pragma: no cover - only while a module is broken
+                short = f"(unavailable: {exc})"
+            rows.append((name, short))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
 
 @click.group(cls=LazyGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="seam-repro")
