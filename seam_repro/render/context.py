@@ -1,0 +1,38 @@
+"""What a renderer needs to know about one (dataset, run): the recorded choices, resolved against
+the prompt file. Rendering reads only these recorded choices, never a random generator."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Choices of one (dataset, run), as frozen in the manifest, plus the prompt file content."""
+
+    dataset: str
+    profile: str
+    """``upstream`` (bit-exact with SEAM@6ad83f4, quirks kept) or ``seam-repro-1`` (quirks fixed)."""
+    prompt_file: dict[str, Any]
+    paraphrase_index: int
+    demo_indices: tuple[int, ...]
+    max_num_docs: int
+    doc_order: tuple[int, ...]
+
+    @property
+    def paraphrase(self) -> dict[str, Any]:
+        return self.prompt_file["prompts"][self.paraphrase_index]
+
+    @property
+    def instructions(self) -> str:
+        return self.paraphrase["instructions"]
+
+    @property
+    def upstream(self) -> bool:
+        return self.profile == "upstream"
+
+    def demos(self, key: str = "demonstrations") -> list[dict[str, Any]]:
+        """The selected demonstrations in sampled order (fresh copies: renderers may not mutate)."""
+        pool = self.prompt_file[key]
+        return [dict(pool[i]) for i in self.demo_indices]

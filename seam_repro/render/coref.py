@@ -1,0 +1,123 @@
+"""ECB+ and SciCo prompts: mentions marked ``[first token ... last token](id)`` with drawn ids.
+
+Ports of upstream ``datasets_classes/cdcr/ecb.py`` (``_process_single_dataset``, ``pre_process``)
+and ``datasets_classes/cdcr/scico.py::pre_process``; both render with the base template.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from seam_repro.errors import InputError
+from seam_repro.instances import Instance
+from seam_repro.render.common import base_block, shuffle_documents
+from seam_repro.render.context import RunContext
+
+
+def few_shots(ctx: RunContext) -> str:
+    """Coreference demos carry pre-marked documents and list-of-lists targets in the prompt file."""
+    blocks = []
+    for demo in ctx.demos():
+        docs = shuffle_documents(demo.pop("documents"), ctx.max_num_docs, ctx.doc_order)
+        blocks.append(base_block(ctx.instructions, docs, demo.get("target", "")))
+    return "\n\n".join(blocks)
+
+
+def _clusters_as_upstream(cluster_of: Sequence[Any], mention_ids: Sequence[int]) -> list[list[int]]:
+    """``sorted([list(set(ids)) for each cluster])``.
+
+    Upstream turns each cluster's id list into a ``set`` and back into a list before sorting the
+    outer list, so the inner order is CPython's set iteration order (hash-bucket order, which for
+    small ints is mostly but not always ascending). Building the same set from the same ids in the
+    same insertion order reproduces it exactly.
+    """
+    by_cluster: dict[Any, list[int]] = {}
+    for cluster_id, mid in zip(cluster_of, mention_ids, strict=True):
+        by_cluster.setdefault(cluster_id, []).append(int(mid))
+    return sorted([list(set(ids)) for ids in by_cluster.values()])
+
+
+def ecb_documents(instance: Instance, mention_ids: Sequence[int]) -> list[str]:
+    """Marked document strings of one ECB+ topic, before sorting and permutation.
+
+    Each document is cut to the tokens between its first and last annotated token (by token id),
+    marks are applied in mention order to the first row carrying the mention's first/last token id,
+    so marks on shared tokens nest exactly as upstream's successive ``DataFrame.loc`` edits do.
+    """
+    docs = {d.doc_id: d for d in instance.documents}
+    texts = {doc_id: [t.text for t in doc.tokens] for doc_id, doc in docs.items()}
+    first_row: dict[str, dict[int, int]] = {}
+    for doc_id, doc in docs.items():
+        index: dict[int, int] = {}
+        for row, tok in enumerate(doc.tokens):
+            index.setdefault(tok.token_id, row)
+        first_row[doc_id] = index
+    for k, mention in enumerate(instance.mentions):
+        if mention.doc_id not in docs:
+            raise InputError(instance.dataset, f"mention {k} names document '{mention.doc_id}' not in topic",
+                             record=instance.instance_id, field="doc_id")
+        if not mention.token_ids:
+            raise InputError(instance.dataset, f"mention {k} has no tokens", record=instance.instance_id,
+                             field="tokens_ids")
+        index = first_row[mention.doc_id]
+        start, end = mention.token_ids[0], mention.token_ids[-1]
+        if start not in index or end not in index:
+            raise InputError(instance.dataset, f"mention {k} token ids {start}..{end} not in document "
+                             f"'{mention.doc_id}'", record=instance.instance_id, field="tokens_ids")
+        row = index[start]
+        texts[mention.doc_id][row] = f"[{texts[mention.doc_id][row]}"
+        row = index[end]
+        texts[mention.doc_id][row] = f"{texts[mention.doc_id][row]}]({mention_ids[k]})"
+    # Upstream builds the topic's documents from a set of doc ids; order is irrelevant because the
+    # strings are sorted afterwards.
+    used = []
+    for doc_id in dict.fromkeys(m.doc_id for m in instance.mentions):
+        doc = docs[doc_id]
+        annotated = [t.token_id for t in doc.tokens if t.is_annotated]
+        if not annotated:
+            raise InputError(instance.dataset, f"document '{doc_id}' has no annotated token",
+                             record=instance.instance_id, field="is_annotated")
+        lo, hi = min(annotated), max(annotated)
+        rows = [(tok.token_id, texts[doc_id][r]) for r, tok in enumerate(doc.tokens) if lo <= tok.token_id <= hi]
+        rows.sort(key=lambda pair: pair[0])
+        used.append(" ".join(text for _, text in rows))
+    return used
+
+
+def ecb_test_block(instance: Instance, ctx: RunContext, mention_ids: Sequence[int]) -> tuple[str, Any]:
+    docs = sorted(ecb_documents(instance, mention_ids))
+    shuffled = shuffle_documents(docs, ctx.max_num_docs, ctx.doc_order)
+    target = _clusters_as_upstream([m.cluster_id for m in instance.mentions], mention_ids)
+    return base_block(ctx.instructions, shuffled), target
+
+
+def scico_documents(instance: Instance, mention_ids: Sequence[int]) -> list[str]:
+    """Marked SciCo documents: paragraphs space-joined, each followed by a newline, grouped by
+    ``doc_ids`` (which upstream requires to be contiguous from 0)."""
+    tokens = [list(p) for p in instance.paragraphs]
+    for k, mention in enumerate(instance.mentions):
+        p, start, end = mention.paragraph, mention.start, mention.end
+        if not (0 <= p < len(tokens)) or not (0 <= start <= end < len(tokens[p])):
+            raise InputError(instance.dataset, f"mention {k} [{p}, {start}, {end}] outside the paragraphs",
+                             record=instance.instance_id, field="mentions")
+        tokens[p][start] = f"[{tokens[p][start]}"
+        tokens[p][end] = f"{tokens[p][end]}]({mention_ids[k]})"
+    paragraphs = [" ".join(par) for par in tokens]
+    documents: list[str] = []
+    for index, doc_id in enumerate(instance.paragraph_doc_ids):
+        if doc_id == len(documents):
+            documents.append("")
+        elif not 0 <= doc_id < len(documents):
+            raise InputError(instance.dataset, f"doc_ids must be contiguous from 0, got {doc_id} at paragraph "
+                             f"{index}", record=instance.instance_id, field="doc_ids")
+        documents[doc_id] += f"{paragraphs[index]}\n"
+    return documents
+
+
+def scico_test_block(instance: Instance, ctx: RunContext, mention_ids: Sequence[int]) -> tuple[str, Any]:
+    docs = shuffle_documents(scico_documents(instance, mention_ids), ctx.max_num_docs, ctx.doc_order)
+    clusters: dict[Any, list[int]] = {}
+    for mention, mid in zip(instance.mentions, mention_ids, strict=True):
+        clusters.setdefault(mention.cluster_id, []).append(int(mid))
+    return base_block(ctx.instructions, docs), sorted(clusters.values())

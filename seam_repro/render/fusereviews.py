@@ -1,0 +1,91 @@
+"""FuseReviews (fusion in context) prompts. Port of upstream
+``datasets_classes/mds/fuse_reviews.py`` (``_make_demo``, ``_add_highlights``,
+``_generate_prompts``) without the chain-of-thought variant, which upstream builds but never uses.
+
+The template is filled by successive ``str.replace`` calls on the whole accumulated string, in
+upstream's order; that order is kept so that text containing a placeholder renders identically.
+Highlights are the literal markers ``{HS}``/``{HE}``. The eight reviews of a test instance follow
+the run's permutation (``review_i`` takes the text of ``review_{doc_order[i]}``); demos do not.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from seam_repro.errors import InputError
+from seam_repro.instances import Instance
+from seam_repro.render.context import RunContext
+
+HS, HE = "{HS}", "{HE}"
+_HIGHLIGHT_RE = re.compile(r"\{HS\}(.*?)\{HE\}", re.DOTALL)
+
+
+def add_highlights(text: str, spans: Sequence[tuple[int, int]], *, merge_overlaps: bool, where: str) -> str:
+    """Insert ``{HS}``/``{HE}`` around each character span (upstream ``_add_highlights``).
+
+    Upstream asserts that removing the markers gives back the text, which fails for overlapping
+    spans; the ``upstream`` profile reports that as a data error, ``seam-repro-1`` merges them.
+    """
+    if not spans:
+        return text
+    ordered = sorted((tuple(s) for s in spans), key=lambda s: s[0])
+    if merge_overlaps:
+        merged: list[list[int]] = []
+        for s, e in ordered:
+            if merged and s <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], e)
+            else:
+                merged.append([s, e])
+        ordered = [(s, e) for s, e in merged]
+    out = text[: ordered[0][0]]
+    for i, (s, e) in enumerate(ordered):
+        nxt = ordered[i + 1][0] if i < len(ordered) - 1 else len(text)
+        out += HS + text[s:e] + HE + text[e:nxt]
+    if out.replace(HS, "").replace(HE, "") != text:
+        raise InputError(where, f"highlight offsets {list(ordered)} overlap or leave the text; upstream SEAM "
+                         "asserts on this row (use --profile seam-repro-1 to merge overlaps)", field="offsets")
+    return out
+
+
+def _fill(structure: str, instructions: str, reviews: Mapping[str, str], answer: str) -> tuple[str, str]:
+    """One demo or test block; returns (block, highlights listing)."""
+    prompt = structure.replace("{INST}", instructions)
+    prompt = prompt.replace("{H_REV}", "\n".join(f"{name}: {text}" for name, text in reviews.items()))
+    prompt = prompt.replace("{HS}", HS).replace("{HE}", HE)
+    per_review = {
+        name: "\n ".join(f"{i + 1}. {span}" for i, span in enumerate(_HIGHLIGHT_RE.findall(text)))
+        for name, text in reviews.items()
+    }
+    listing = "\n".join(f"{name}:\n {spans}" for name, spans in per_review.items())
+    prompt = prompt.replace("{HIGHLIGHTS}", listing)
+    prompt = prompt.replace("{COT}", "")
+    prompt = prompt.replace("{A}", answer)
+    return prompt.strip(), listing
+
+
+def few_shots(ctx: RunContext) -> str:
+    """Demos joined by ``demo_sep``; the test block follows the last separator directly."""
+    pf = ctx.prompt_file
+    head = ""
+    for demo in ctx.demos("demos"):
+        block, _ = _fill(pf["prompt_structure"], ctx.instructions, demo["reviews"], demo["output"])
+        head += block + pf["demo_sep"]
+    return head
+
+
+def test_block(instance: Instance, ctx: RunContext) -> tuple[str, Any]:
+    docs = instance.documents
+    if len(docs) != ctx.max_num_docs:
+        raise InputError(instance.dataset, f"expected {ctx.max_num_docs} reviews, found {len(docs)}",
+                         record=instance.instance_id, field="review_i_text")
+    highlighted = {
+        f"review_{i}": add_highlights(d.text, d.highlights, merge_overlaps=not ctx.upstream,
+                                      where=f"{instance.dataset}: record {instance.instance_id}: review_{i}")
+        for i, d in enumerate(docs)
+    }
+    shuffled = {f"review_{i}": highlighted[f"review_{ctx.doc_order[i]}"] for i in range(len(docs))}
+    block, listing = _fill(ctx.prompt_file["prompt_structure"], ctx.instructions, shuffled, "")
+    target = {"highlights_concat": listing, "review_side_alignments": list(instance.review_alignments)}
+    return block, target

@@ -1,0 +1,51 @@
+"""MuSiQue prompts. Port of upstream ``datasets_classes/qa/MuSiQue.py::get_sample``.
+
+Upstream quirks kept in the ``upstream`` profile: no space after ``*Instructions*:``; the
+paraphrase's ``output_format`` is never passed, so an empty string and a trailing space remain;
+``?`` is appended to every question (``??`` for questions that already end with one); question
+and ``*The documents*:`` share a line. ``seam-repro-1`` inserts the output format, adds ``?`` only
+when missing, puts the documents header on its own line and writes demo answers as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from seam_repro.instances import Instance
+from seam_repro.render.common import number_documents, shuffle_documents
+from seam_repro.render.context import RunContext
+
+
+def _block(ctx: RunContext, question: str, documents: list[str], answer: Any = "") -> str:
+    docs = number_documents(documents)
+    if ctx.upstream:
+        return (
+            f"*Instructions*:{ctx.instructions} \n"
+            f"*Question*: {question}? "
+            f"*The documents*:\n{docs}\n"
+            f"*Answer*: {answer}"
+        )
+    if isinstance(answer, dict):
+        answer = json.dumps(answer, ensure_ascii=False)  # JSON, not a Python repr, in seam-repro-1
+    output_format = ctx.paraphrase.get("output_format", "")
+    q = question if question.rstrip().endswith("?") else f"{question}?"
+    return (
+        f"*Instructions*: {ctx.instructions} {output_format}".rstrip() + "\n"
+        f"*Question*: {q}\n"
+        f"*The documents*:\n{docs}\n"
+        f"*Answer*: {answer}"
+    )
+
+
+def few_shots(ctx: RunContext) -> str:
+    blocks = []
+    for demo in ctx.demos():
+        docs = shuffle_documents(demo.pop("documents"), ctx.max_num_docs, ctx.doc_order)
+        blocks.append(_block(ctx, demo.get("question", ""), docs, demo.get("answer", "")))
+    return "\n\n".join(blocks)
+
+
+def test_block(instance: Instance, ctx: RunContext) -> tuple[str, Any]:
+    docs = shuffle_documents([d.text for d in instance.documents], ctx.max_num_docs, ctx.doc_order)
+    return _block(ctx, instance.question or "", docs), instance.target

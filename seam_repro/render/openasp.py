@@ -1,0 +1,36 @@
+"""OpenASP prompts. Port of upstream ``datasets_classes/mds/aspect_based.py::get_sample``.
+
+Upstream quirk kept in the ``upstream`` profile: the instruction paraphrase is drawn (a random
+draw is consumed) but never written into the prompt. ``seam-repro-1`` puts it first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from seam_repro.instances import Instance
+from seam_repro.render.common import number_documents, shuffle_documents
+from seam_repro.render.context import RunContext
+
+
+def _block(ctx: RunContext, aspect_label: str, documents: list[str], target: Any = "") -> str:
+    body = (
+        f"Aspect label: {aspect_label}\n\nThe provided documents:\n{number_documents(documents)}\n"
+        f"Aspect-based summary: {target}"
+    )
+    if ctx.upstream:
+        return body
+    return f"*Instructions*: {ctx.instructions}\n{body}"
+
+
+def few_shots(ctx: RunContext) -> str:
+    blocks = []
+    for demo in ctx.demos():
+        docs = shuffle_documents(demo.pop("documents"), ctx.max_num_docs, ctx.doc_order)
+        blocks.append(_block(ctx, demo.get("aspect_label", ""), docs, demo.get("target", "")))
+    return "\n\n".join(blocks)
+
+
+def test_block(instance: Instance, ctx: RunContext) -> tuple[str, Any]:
+    docs = shuffle_documents([d.text for d in instance.documents], ctx.max_num_docs, ctx.doc_order)
+    return _block(ctx, instance.aspect_label or "", docs), instance.target

@@ -1,0 +1,217 @@
+"""Stage *sample*: draw every random choice of every (dataset, run).
+
+``upstream`` is a call-for-call port of seam-benchmark/SEAM@6ad83f4 ``scripts/generate_benchmark.py``
+and ``datasets_classes/**``: ONE stdlib ``random.Random(random_seed)`` shared by all datasets (in
+config order) and all runs, with the same calls in the same order, so it yields the same streams:
+
+    for dataset in config order:                          # generate_benchmark.load_all_datasets
+      for run in range(num_different_runs):               # one Dataset.__init__ per run
+        doc_order   = sample(range(D0), D0)               # base.__init__; D0 per dataset below
+        FuseReviews: choice(prompts); sample(demos, k)    # get_prompt at start of pre_process
+        ECB:   for split in train,dev,test x events,entities; for topic (sorted):
+                   sample(range(n_mentions), n_mentions)
+               D = max docs per topic; doc_order = sample(range(D), D); choice; sample(demos, k)
+        SciCo: for split, for row: sample(range(1, 100), n_mentions); after row 0: choice; sample
+        others: choice(prompts); sample(demos, k)         # first get_sample2msg
+        if max_num_samples > -1: for split in order: if len > cap: sample(split, cap)
+
+D0: ECB 1, MuSiQue 20, FuseReviews 8, SciCo max(doc_ids) (largest index: upstream's off-by-one),
+others the largest document count over all splits. ``seam-repro-1`` instead seeds one generator
+per (dataset, run) from a hash of the root seed, draws only for the evaluated split, and uses the
+true document count, so adding a dataset or a training row changes nothing else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from seam_repro.config import SeamConfig
+from seam_repro.errors import InputError
+from seam_repro.instances import Instance, LoadedDataset
+
+FIXED_MAX_DOCS = {"MusiQue": 20, "FuseReviews": 8}
+DEMO_KEY = {"FuseReviews": "demos"}
+
+
+def derive_seed(*parts: object) -> int:
+    """A 32-bit seed from a hash of the parts (content-derived sub-seeds, as unitxt does)."""
+    digest = hashlib.sha256("|".join(str(p) for p in parts).encode("utf-8")).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
+@dataclass(frozen=True)
+class RunChoices:
+    """Everything random about one (dataset, run); rendering needs nothing else."""
+
+    dataset: str
+    run: int
+    split: str
+    paraphrase_index: int
+    demo_indices: tuple[int, ...]
+    max_num_docs: int
+    doc_order: tuple[int, ...]
+    instance_ids: tuple[str, ...]
+    """Evaluated instances in prompt order (upstream: the sampled order)."""
+    mention_ids: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """Coreference: drawn id of each gold mention, in the instance's mention order."""
+    gen_seeds: dict[str, int] = field(default_factory=dict)
+    sample_seed: int | None = None
+    """seam-repro-1: the (dataset, run) sub-seed; None for upstream's shared stream."""
+
+
+class _PromptDraw:
+    """Upstream ``get_prompt``: one paraphrase (``choice``) then demos without replacement."""
+
+    def __init__(self, prompt_file: dict[str, Any], num_demos: int, dataset: str):
+        self.n_prompts = len(prompt_file.get("prompts", []))
+        self.n_demos = len(prompt_file.get(DEMO_KEY.get(dataset, "demonstrations"), []))
+        self.num_demos = num_demos
+        if self.n_prompts == 0:
+            raise InputError(f"{dataset}.json", "no paraphrases", field="prompts")
+        if num_demos > self.n_demos:
+            raise InputError(f"{dataset}.json", f"{num_demos} demonstrations requested, pool has {self.n_demos}",
+                             field=DEMO_KEY.get(dataset, "demonstrations"))
+        self.paraphrase: int | None = None
+        self.demos: tuple[int, ...] = ()
+
+    def draw(self, rng: random.Random) -> None:
+        if self.paraphrase is None:
+            self.paraphrase = rng.choice(range(self.n_prompts))
+            self.demos = tuple(rng.sample(range(self.n_demos), k=self.num_demos))
+
+
+def _max_docs_upstream(name: str, data: LoadedDataset) -> int:
+    everything = [inst for split in data.splits.values() for inst in split]
+    if name == "ECB":
+        return 1
+    if name in FIXED_MAX_DOCS:
+        return FIXED_MAX_DOCS[name]
+    if not everything:
+        raise InputError(name, "no instances in any split")
+    if name == "SciCo":
+        return max(max(inst.paragraph_doc_ids) for inst in everything)
+    return max(len(inst.documents) for inst in everything)
+
+
+def _scico_ids(rng: random.Random, inst: Instance, low: int = 1, high: int = 100) -> tuple[int, ...]:
+    n = len(inst.mentions)
+    if n > high - low:
+        raise InputError(inst.dataset, f"{n} mentions, but upstream draws ids from {low}..{high - 1} "
+                         "without replacement", record=inst.instance_id, field="mentions")
+    return tuple(rng.sample(range(low, high), k=n))
+
+
+def _subsample(rng: random.Random, splits: dict[str, list[Instance]], cap: int, evaluated: str) -> list[Instance]:
+    chosen = list(splits[evaluated])
+    if cap <= -1:
+        return chosen
+    for name, insts in splits.items():
+        if len(insts) > cap:
+            picked = rng.sample(range(len(insts)), k=cap)
+            if name == evaluated:
+                chosen = [insts[i] for i in picked]
+    return chosen
+
+
+def draw_run_upstream(rng: random.Random, name: str, split: str, data: LoadedDataset,
+                      prompt_file: dict[str, Any], cfg: SeamConfig, run: int) -> RunChoices:
+    """One upstream ``Dataset.__init__``: consumes ``rng`` exactly as upstream does."""
+    data.split(split)  # fail early with the list of available splits
+    max_docs = _max_docs_upstream(name, data)
+    doc_order = rng.sample(range(max_docs), k=max_docs)
+    prompt = _PromptDraw(prompt_file, cfg.num_demos, name)
+    mention_ids: dict[str, tuple[int, ...]] = {}
+    if name == "FuseReviews":
+        prompt.draw(rng)
+    elif name == "ECB":
+        for split_name, insts in data.splits.items():
+            for inst in insts:
+                ids = tuple(rng.sample(range(len(inst.mentions)), k=len(inst.mentions)))
+                if split_name == split:
+                    mention_ids[inst.instance_id] = ids
+        max_docs = max(len(inst.documents) for insts in data.splits.values() for inst in insts)
+        doc_order = rng.sample(range(max_docs), k=max_docs)
+        prompt.draw(rng)
+    elif name == "SciCo":
+        for split_name, insts in data.splits.items():
+            for inst in insts:
+                ids = _scico_ids(rng, inst)
+                prompt.draw(rng)  # fires once, right after the first row's ids
+                if split_name == split:
+                    mention_ids[inst.instance_id] = ids
+    elif any(data.splits.values()):
+        prompt.draw(rng)
+    chosen = _subsample(rng, data.splits, cfg.max_instances, split)
+    return _choices(name, run, split, prompt, max_docs, doc_order, chosen, mention_ids, cfg, None)
+
+
+def _max_docs_corrected(name: str, insts: Sequence[Instance], prompt_file: dict[str, Any]) -> int:
+    if name == "FuseReviews":
+        return FIXED_MAX_DOCS[name]
+    if name == "SciCo":
+        counts = [max(i.paragraph_doc_ids) + 1 for i in insts if i.paragraph_doc_ids]
+    else:
+        counts = [len(i.documents) for i in insts]
+    counts += [len(d.get("documents", [])) for d in prompt_file.get("demonstrations", [])]
+    return max(counts or [1])
+
+
+def draw_run_corrected(name: str, split: str, data: LoadedDataset, prompt_file: dict[str, Any],
+                       cfg: SeamConfig, run: int) -> RunChoices:
+    """seam-repro-1: an independent generator per (dataset, run); only the evaluated split draws."""
+    seed = derive_seed("seam-repro-1", "sample", cfg.random_seed, name, run)
+    rng = random.Random(seed)
+    insts = data.split(split)
+    max_docs = _max_docs_corrected(name, insts, prompt_file)
+    doc_order = rng.sample(range(max_docs), k=max_docs)
+    prompt = _PromptDraw(prompt_file, cfg.num_demos, name)
+    prompt.draw(rng)
+    mention_ids: dict[str, tuple[int, ...]] = {}
+    for inst in insts:
+        n = len(inst.mentions)
+        if name == "ECB":
+            mention_ids[inst.instance_id] = tuple(rng.sample(range(n), k=n))
+        elif name == "SciCo":
+            mention_ids[inst.instance_id] = _scico_ids(rng, inst, 1, max(100, n + 1))
+    chosen = _subsample(rng, {split: list(insts)}, cfg.max_instances, split)
+    return _choices(name, run, split, prompt, max_docs, doc_order, chosen, mention_ids, cfg, seed)
+
+
+def _choices(name: str, run: int, split: str, prompt: _PromptDraw, max_docs: int, doc_order: Sequence[int],
+             chosen: Sequence[Instance], mention_ids: dict[str, tuple[int, ...]], cfg: SeamConfig,
+             seed: int | None) -> RunChoices:
+    ids = [inst.instance_id for inst in chosen]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise InputError(name, f"duplicate instance id '{dup}' in split '{split}'", field="id")
+    return RunChoices(
+        dataset=name, run=run, split=split,
+        paraphrase_index=prompt.paraphrase if prompt.paraphrase is not None else -1,
+        demo_indices=prompt.demos, max_num_docs=max_docs, doc_order=tuple(doc_order),
+        instance_ids=tuple(ids),
+        mention_ids={i: mention_ids[i] for i in ids if i in mention_ids},
+        gen_seeds={i: derive_seed("generate", cfg.random_seed, name, run, i) for i in ids},
+        sample_seed=seed,
+    )
+
+
+def draw_all(cfg: SeamConfig, profile: str, data: dict[str, LoadedDataset],
+             prompt_files: dict[str, dict[str, Any]], rng: random.Random | None = None) -> list[RunChoices]:
+    """Choices of every (dataset, run) in config order. ``rng`` may be injected (tests record calls)."""
+    out: list[RunChoices] = []
+    if profile == "upstream":
+        shared = rng if rng is not None else random.Random(cfg.random_seed)
+        for entry in cfg.datasets:
+            for run in range(cfg.num_runs):
+                out.append(draw_run_upstream(shared, entry.name, entry.split, data[entry.name],
+                                             prompt_files[entry.name], cfg, run))
+    else:
+        for entry in cfg.datasets:
+            for run in range(cfg.num_runs):
+                out.append(draw_run_corrected(entry.name, entry.split, data[entry.name],
+                                              prompt_files[entry.name], cfg, run))
+    return out
