@@ -1,0 +1,150 @@
+"""``sample``, ``freeze``, ``prompts`` and ``verify``: thin wrappers over manifest/verify."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from seam_repro.config import PROFILES
+
+data_dir_option = click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path),
+                               help="Read each dataset from DIR/<name> instead of config paths or the cache.")
+prompts_dir_option = click.option("--prompts-dir", type=click.Path(file_okay=False, path_type=Path),
+                                  help="Read prompt files from DIR/<name>.json instead of the pinned upstream ones.")
+
+
+def _write(manifest_path: Path, cfg, profile: str, sources, records_too: bool, store: bool, manifest) -> None:
+    from seam_repro.manifest import seal, write_manifest, write_prompt_store
+
+    if store:
+        store_path = manifest_path.with_name(manifest_path.stem + ".prompts.jsonl.gz")
+        digest = write_prompt_store(records_too, store_path)
+        manifest = seal({**manifest, "prompt_store": {"path": store_path.name, "sha256": digest}})
+    write_manifest(manifest, manifest_path)
+
+
+def _sample(cfg, profile: str, base_dir: Path, out: Path, data_dir, prompts_dir, store: bool,
+            recorded=None) -> None:
+    from seam_repro.manifest import build_manifest
+    from seam_repro.sample import draw_all
+    from seam_repro.sourcing import load_sources
+
+    for note in cfg.notes:
+        click.echo(f"note: {note}", err=True)
+    sources = load_sources(cfg, profile, data_dir=data_dir, prompts_dir=prompts_dir, base_dir=base_dir,
+                           recorded=recorded)
+    choices = draw_all(cfg, profile, sources.data, sources.prompt_files)
+    manifest, records = build_manifest(cfg, profile, choices, sources, progress=sys.stderr.isatty())
+    # Paths are stored relative to the manifest so the repository can move.
+    manifest["sources"] = sources.as_json(relative_to=out.resolve().parent)
+    manifest["config"]["datasets"] = [
+        {**d, "path": manifest["sources"]["data"][d["name"]]["path"]} for d in manifest["config"]["datasets"]
+    ]
+    from seam_repro.manifest import seal
+
+    manifest = seal(manifest)
+    _write(out, cfg, profile, sources, records, store, manifest)
+    click.echo(f"wrote {out}: {len(records)} prompts in {len(choices)} (dataset, run) pairs, "
+               f"prompt digest {manifest['prompt_digest'][:16]}…, digest {manifest['digest'][:16]}…")
+
+
+@click.command()
+@click.argument("config", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("-o", "--out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Manifest to write.")
+@click.option("--profile", type=click.Choice(PROFILES), default="upstream", show_default=True,
+              help="upstream = bit-exact SEAM@6ad83f4; seam-repro-1 = corrected protocol.")
+@data_dir_option
+@prompts_dir_option
+@click.option("--store-prompts", is_flag=True, help="Also write <manifest>.prompts.jsonl.gz so verify can show diffs.")
+def sample(config: Path, out: Path, profile: str, data_dir, prompts_dir, store_prompts: bool) -> None:
+    """Draw every choice of a Listing-1 CONFIG and freeze them with prompt hashes into a manifest.
+
+    \b
+    Examples:
+      seam-repro sample generate.json -o paper.json --data-dir ~/seam-data
+      seam-repro sample my.json -o my.json --profile seam-repro-1 --prompts-dir prompts/
+    """
+    from seam_repro.config import read_config
+
+    cfg = read_config(config, profile)
+    _sample(cfg, profile, config.resolve().parent, out, data_dir, prompts_dir, store_prompts)
+
+
+@click.command()
+@click.argument("manifest", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Where to write the frozen manifest (default: a new file MANIFEST stem + '.frozen.json').")
+@data_dir_option
+@prompts_dir_option
+@click.option("--store-prompts", is_flag=True, help="Also write the prompt texts beside the manifest.")
+def freeze(manifest: Path, out: Path | None, data_dir, prompts_dir, store_prompts: bool) -> None:
+    """Fill an unfrozen MANIFEST (protocol + pins, no choices) from verified local data.
+
+    The input is never modified. Pinned prompt-file hashes recorded in MANIFEST are enforced.
+    """
+    from seam_repro.errors import ManifestError
+    from seam_repro.manifest import load_manifest, manifest_config
+
+    m = load_manifest(manifest)
+    if m["frozen"]:
+        raise ManifestError(f"{manifest}: already frozen (digest {m['digest'][:16]}…); nothing to do")
+    out = out or manifest.with_name(manifest.stem + ".frozen.json")
+    if out.resolve() == manifest.resolve():
+        raise ManifestError(f"{manifest}: refusing to overwrite the input; pass -o OUT")
+    cfg = manifest_config(m)
+    _sample(cfg, m["profile"], manifest.resolve().parent, out, data_dir, prompts_dir, store_prompts,
+            recorded=m["sources"])
+
+
+@click.command()
+@click.argument("manifest", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("-o", "--out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="JSONL file: one prompt record per line ('-' for stdout).")
+@data_dir_option
+@prompts_dir_option
+def prompts(manifest: Path, out: Path, data_dir, prompts_dir) -> None:
+    """Write the exact prompt of every instance of MANIFEST, rendered from its recorded choices."""
+    from seam_repro.manifest import load_manifest, render_records
+
+    m = load_manifest(manifest)
+    records = render_records(m, data_dir=data_dir, prompts_dir=prompts_dir, base=manifest)
+    lines = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in records)
+    if str(out) == "-":
+        sys.stdout.write(lines)
+    else:
+        tmp = out.with_name(out.name + ".tmp")
+        tmp.write_text(lines, encoding="utf-8")
+        tmp.replace(out)
+        click.echo(f"wrote {len(records)} prompts to {out}", err=True)
+
+
+@click.command()
+@click.argument("manifests", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@data_dir_option
+@prompts_dir_option
+@click.option("--max-listed", default=20, show_default=True, help="How many mismatches to list per manifest.")
+def verify(manifests: tuple[Path, ...], data_dir, prompts_dir, max_listed: int) -> None:
+    """Re-derive choices from the seed, re-render every prompt and compare all hashes.
+
+    Exit 0 when everything matches, 1 on any mismatch (listing each and a unified diff of the
+    first), 2 on bad input. Never modifies the manifest.
+    """
+    from seam_repro.verify import verify_manifest
+
+    failed = False
+    for path in manifests:
+        report = verify_manifest(path, data_dir=data_dir, prompts_dir=prompts_dir)
+        click.echo(report.summary())
+        if not report.ok:
+            failed = True
+            for mm in report.mismatches[:max_listed]:
+                click.echo(f"  {mm}")
+            if len(report.mismatches) > max_listed:
+                click.echo(f"  … and {len(report.mismatches) - max_listed} more")
+            if report.first_diff:
+                click.echo(report.first_diff)
+    if failed:
+        click.get_current_context().exit(1)

@@ -1,0 +1,236 @@
+"""Stage *manifest*: freeze every choice and hash of a sampled benchmark into one JSON file.
+
+Format (``data/manifest.schema.json``, ``schema_version`` 1): kit version, profile, config, sources
+(sha256 of every prompt and data file read), and per (dataset, run) the paraphrase, demos, document
+order, instance ids, mention-id maps, generation seeds and per-instance prompt/target sha256, plus
+a digest over all prompt hashes. ``digest`` = sha256 of the canonical JSON of everything else.
+The file is written with sorted keys and a fixed indent, so equal content gives equal bytes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from seam_repro import __version__
+from seam_repro.config import SeamConfig, parse_config
+from seam_repro.errors import ManifestError
+from seam_repro.hashing import canonical_json, digest_of_hashes, sha256_bytes, sha256_json, sha256_text
+from seam_repro.instances import Instance
+from seam_repro.render import TASKS, few_shots, render_instance
+from seam_repro.render.context import RunContext
+from seam_repro.sample import RunChoices
+from seam_repro.sourcing import Sources
+
+SCHEMA_VERSION = 1
+SCHEMA_PATH = Path(__file__).parent / "data" / "manifest.schema.json"
+
+
+def _run_context(run: dict[str, Any], profile: str, prompt_file: dict[str, Any]) -> RunContext:
+    return RunContext(
+        dataset=run["dataset"], profile=profile, prompt_file=prompt_file,
+        paraphrase_index=run["paraphrase_index"], demo_indices=tuple(run["demo_indices"]),
+        max_num_docs=run["max_num_docs"], doc_order=tuple(run["doc_order"]),
+    )
+
+
+def choices_to_run(choice: RunChoices) -> dict[str, Any]:
+    """The recorded form of one (dataset, run) without hashes (filled by rendering)."""
+    return {
+        "dataset": choice.dataset, "run": choice.run, "split": choice.split,
+        "sample_seed": choice.sample_seed, "paraphrase_index": choice.paraphrase_index,
+        "demo_indices": list(choice.demo_indices), "max_num_docs": choice.max_num_docs,
+        "doc_order": list(choice.doc_order),
+        "instances": [
+            {"id": iid, "gen_seed": choice.gen_seeds[iid],
+             **({"mention_ids": list(choice.mention_ids[iid])} if iid in choice.mention_ids else {})}
+            for iid in choice.instance_ids
+        ],
+    }
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """One rendered instance: the prompt record of docs/ARCHITECTURE.md, as a dict."""
+
+    record: dict[str, Any]
+
+
+def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources) -> Iterator[dict[str, Any]]:
+    """Render every recorded instance from the recorded choices (never from a random generator)."""
+    index: dict[tuple[str, str], dict[str, Instance]] = {}
+    for run in runs:
+        name, split = run["dataset"], run["split"]
+        if (name, split) not in index:
+            index[(name, split)] = {inst.instance_id: inst for inst in sources.data[name].split(split)}
+        by_id = index[(name, split)]
+        ctx = _run_context(run, profile, sources.prompt_files[name])
+        demos = few_shots(ctx)
+        for rec in run["instances"]:
+            inst = by_id.get(rec["id"])
+            if inst is None:
+                raise ManifestError(f"{name} run {run['run']}: instance '{rec['id']}' is not in split "
+                                    f"'{split}' of the data given")
+            mention_ids = rec.get("mention_ids")
+            prompt, target = render_instance(inst, ctx, demos, mention_ids)
+            record = {
+                "dataset": name, "task": TASKS[name], "run": run["run"], "split": split,
+                "instance_id": rec["id"], "prompt": prompt, "prompt_sha256": sha256_text(prompt),
+                "target": target, "target_sha256": sha256_json(target), "gen_seed": rec["gen_seed"],
+            }
+            if inst.answer_aliases:
+                record["answer_aliases"] = list(inst.answer_aliases)
+            if mention_ids is not None:
+                record["mention_ids"] = sorted(mention_ids)
+            yield record
+
+
+def build_manifest(cfg: SeamConfig, profile: str, choices: list[RunChoices], sources: Sources,
+                   command: str | None = None, progress: bool = False) -> tuple[dict[str, Any], list[dict]]:
+    """Render every choice and return (manifest, prompt records)."""
+    runs = [choices_to_run(c) for c in choices]
+    records = list(_progress(iter_rendered(runs, profile, sources), sum(len(r["instances"]) for r in runs),
+                             progress))
+    by_key = {(r["dataset"], r["run"], r["instance_id"]): r for r in records}
+    for run in runs:
+        for rec in run["instances"]:
+            rendered = by_key[(run["dataset"], run["run"], rec["id"])]
+            rec["prompt_sha256"] = rendered["prompt_sha256"]
+            rec["target_sha256"] = rendered["target_sha256"]
+        run["prompt_digest"] = digest_of_hashes(r["prompt_sha256"] for r in run["instances"])
+    manifest = {
+        "schema_version": SCHEMA_VERSION,
+        "kit_version": __version__,
+        "profile": profile,
+        "frozen": True,
+        "command": command or " ".join(["seam-repro", *sys.argv[1:]]),
+        "config": cfg.as_json(),
+        "sources": sources.as_json(),
+        "runs": runs,
+        "prompt_digest": digest_of_hashes(r["prompt_sha256"] for r in records),
+    }
+    return seal(manifest), records
+
+
+def unfrozen_manifest(cfg: SeamConfig, profile: str, sources_lock: dict[str, Any]) -> dict[str, Any]:
+    """A manifest with the protocol and pins but no choices yet (filled by ``freeze``)."""
+    manifest = {
+        "schema_version": SCHEMA_VERSION, "kit_version": __version__, "profile": profile, "frozen": False,
+        "command": " ".join(["seam-repro", *sys.argv[1:]]), "config": cfg.as_json(),
+        "sources": sources_lock, "runs": [], "prompt_digest": None,
+    }
+    return seal(manifest)
+
+
+def seal(manifest: dict[str, Any]) -> dict[str, Any]:
+    body = {k: v for k, v in manifest.items() if k != "digest"}
+    return {**body, "digest": sha256_bytes(canonical_json(body))}
+
+
+def dump_manifest(manifest: dict[str, Any]) -> str:
+    return json.dumps(manifest, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+
+
+def write_manifest(manifest: dict[str, Any], path: str | Path) -> None:
+    """Atomic write (temp file + rename): a crash never leaves a half-written manifest."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(dump_manifest(manifest), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_prompt_store(records: list[dict[str, Any]], path: str | Path) -> str:
+    """Gzipped JSONL of prompt records (deterministic bytes: mtime 0); returns its sha256."""
+    path = Path(path)
+    lines = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in records)
+    data = gzip.compress(lines.encode("utf-8"), mtime=0)
+    path.write_bytes(data)
+    return sha256_bytes(data)
+
+
+def read_prompt_store(path: str | Path) -> dict[tuple[str, int, str], str]:
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        return {(r["dataset"], r["run"], r["instance_id"]): r["prompt"] for r in map(json.loads, fh)}
+
+
+def _schema() -> dict[str, Any]:
+    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+def validate_manifest(manifest: Any, where: str) -> None:
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(_schema())
+    errors = sorted(validator.iter_errors(manifest), key=lambda e: list(e.absolute_path))
+    if errors:
+        err = errors[0]
+        field = "/".join(str(p) for p in err.absolute_path) or "(top level)"
+        raise ManifestError(f"{where}: field '{field}': {err.message} (schema_version {SCHEMA_VERSION})")
+    body = {k: v for k, v in manifest.items() if k != "digest"}
+    actual = sha256_bytes(canonical_json(body))
+    if actual != manifest["digest"]:
+        raise ManifestError(f"{where}: field 'digest': recorded {manifest['digest']} but content hashes to "
+                            f"{actual}; the manifest was edited after it was sealed")
+    seen: set[tuple[str, int, str]] = set()
+    for run in manifest["runs"]:
+        for rec in run["instances"]:
+            key = (run["dataset"], run["run"], rec["id"])
+            if key in seen:
+                raise ManifestError(f"{where}: duplicate instance {key} in runs")
+            seen.add(key)
+
+
+def load_manifest(path: str | Path) -> dict[str, Any]:
+    """Read, schema-check and digest-check a manifest; never modifies it."""
+    path = Path(path)
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ManifestError(f"{path}: file not found") from exc
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ManifestError(f"{path}: not valid UTF-8 JSON ({exc})") from exc
+    validate_manifest(manifest, str(path))
+    return manifest
+
+
+def manifest_config(manifest: dict[str, Any]) -> SeamConfig:
+    """Rebuild the validated config recorded in a manifest."""
+    c = manifest["config"]
+    raw = {
+        "random_seed": c["random_seed"], "num_different_runs": c["num_different_runs"],
+        "num_demonstrations": c["num_demonstrations"], "generation": c["generation"], "models": c["models"],
+        "datasets": [{"name": d["name"], "split_name": d["split_name"], "path": d["path"]} for d in c["datasets"]],
+    }
+    if c["max_instances_key"]:
+        raw[c["max_instances_key"]] = c["max_instances"]
+    cfg = parse_config(raw, manifest["profile"], where="manifest config")
+    return cfg
+
+
+def render_records(manifest: dict[str, Any], data_dir: Any = None, prompts_dir: Any = None,
+                   base: Any = None) -> list[dict[str, Any]]:
+    """Prompt records of a frozen manifest, rendered from its recorded choices."""
+    from seam_repro.sourcing import load_sources
+
+    if not manifest["frozen"]:
+        raise ManifestError("manifest is not frozen: run `seam-repro freeze MANIFEST` first")
+    cfg = manifest_config(manifest)
+    base_dir = Path(base).parent if base is not None else Path.cwd()
+    sources = load_sources(cfg, manifest["profile"], data_dir=data_dir, prompts_dir=prompts_dir,
+                           base_dir=base_dir, recorded=manifest["sources"])
+    return list(iter_rendered(manifest["runs"], manifest["profile"], sources))
+
+
+def _progress(it: Iterator[dict[str, Any]], total: int, enabled: bool) -> Iterator[dict[str, Any]]:
+    if not enabled:
+        return it
+    from tqdm import tqdm
+
+    return iter(tqdm(it, total=total, desc="render", unit="prompt", file=sys.stderr))

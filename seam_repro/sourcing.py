@@ -1,0 +1,147 @@
+"""Resolve and load the inputs of a sampling run: dataset folders and prompt files.
+
+Resolution order, for each dataset: ``--data-dir DIR`` (``DIR/<name>``), the config entry's
+``path`` (relative to the config or manifest file), then the fetch cache. Prompt files:
+``--prompts-dir DIR`` (``DIR/<name>.json``), the path recorded in the manifest, then the cache
+(the pinned upstream files). When a manifest records hashes, every file read is checked against
+them and a mismatch stops with both hashes named.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from seam_repro.config import SeamConfig
+from seam_repro.errors import HashMismatchError, InputError, MissingDataError
+from seam_repro.hashing import sha256_file
+from seam_repro.instances import LoadedDataset
+
+
+@dataclass
+class Sources:
+    """Loaded inputs plus where they came from (absolute paths) and their hashes."""
+
+    data: dict[str, LoadedDataset] = field(default_factory=dict)
+    data_paths: dict[str, Path] = field(default_factory=dict)
+    prompt_files: dict[str, dict[str, Any]] = field(default_factory=dict)
+    prompt_paths: dict[str, Path] = field(default_factory=dict)
+    prompt_hashes: dict[str, str] = field(default_factory=dict)
+
+    def as_json(self, relative_to: Path | None = None) -> dict[str, Any]:
+        def rel(p: Path) -> str:
+            if relative_to is None:
+                return str(p)
+            return Path(os.path.relpath(p, relative_to)).as_posix()
+
+        return {
+            "prompts": {n: {"path": rel(self.prompt_paths[n]), "sha256": self.prompt_hashes[n]}
+                        for n in self.prompt_files},
+            "data": {n: {"path": rel(self.data_paths[n]), "files": dict(sorted(self.data[n].files.items()))}
+                     for n in self.data},
+        }
+
+
+def _cached(kind: str, name: str) -> Path | None:
+    """Where ``seam-repro fetch`` put a source, if the fetch module knows it and it is there."""
+    try:
+        from seam_repro import fetch
+    except ImportError:  # pragma: no cover
+        return None
+    locate = getattr(fetch, "cached_source_path", None)
+    if locate is None:
+        return None
+    path = locate(kind, name)
+    return Path(path) if path is not None and Path(path).exists() else None
+
+
+def resolve_data_path(name: str, entry_path: str | None, data_dir: Any, base_dir: Path) -> Path:
+    if data_dir is not None:
+        candidate = Path(data_dir) / name
+        if candidate.exists():
+            return candidate.resolve()
+        raise MissingDataError(f"{name}: --data-dir {data_dir} has no '{name}' folder")
+    if entry_path:
+        candidate = (base_dir / entry_path) if not Path(entry_path).is_absolute() else Path(entry_path)
+        if candidate.exists():
+            return candidate.resolve()
+        raise MissingDataError(f"{name}: path '{entry_path}' (resolved to {candidate}) does not exist")
+    cached = _cached("data", name)
+    if cached is not None:
+        return cached.resolve()
+    raise MissingDataError(f"{name}: no data: pass --data-dir DIR (with DIR/{name}), set the dataset's "
+                           f"'path' in the config, or run `seam-repro fetch --only {name}`")
+
+
+def resolve_prompt_path(name: str, prompts_dir: Any, recorded: str | None, base_dir: Path) -> Path:
+    if prompts_dir is not None:
+        candidate = Path(prompts_dir) / f"{name}.json"
+        if candidate.exists():
+            return candidate.resolve()
+        raise MissingDataError(f"{name}: --prompts-dir {prompts_dir} has no {name}.json")
+    if recorded:
+        candidate = base_dir / recorded
+        if candidate.exists():
+            return candidate.resolve()
+    cached = _cached("prompts", name)
+    if cached is not None:
+        return cached.resolve()
+    raise MissingDataError(f"{name}: no prompt file: pass --prompts-dir DIR (with DIR/{name}.json) or run "
+                           "`seam-repro fetch --only prompts` for the pinned upstream files")
+
+
+def read_prompt_file(path: Path, name: str) -> dict[str, Any]:
+    try:
+        content = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(path, f"not valid UTF-8 JSON ({exc})") from exc
+    demo_key = "demos" if name == "FuseReviews" else "demonstrations"
+    if not isinstance(content, dict) or not isinstance(content.get("prompts"), list):
+        raise InputError(path, "expected an object with a 'prompts' list", field="prompts")
+    for i, p in enumerate(content["prompts"]):
+        if not isinstance(p, dict) or not isinstance(p.get("instructions"), str):
+            raise InputError(path, "expected an object with string 'instructions'", record=i, field="prompts")
+    if not isinstance(content.get(demo_key), list):
+        raise InputError(path, f"expected a '{demo_key}' list", field=demo_key)
+    if name == "FuseReviews":
+        for key in ("prompt_structure", "demo_sep"):
+            if not isinstance(content.get(key), str):
+                raise InputError(path, "expected a string", field=key)
+    return content
+
+
+def load_sources(cfg: SeamConfig, profile: str, *, data_dir: Any = None, prompts_dir: Any = None,
+                 base_dir: Path | None = None, recorded: dict[str, Any] | None = None) -> Sources:
+    """Load every dataset and prompt file the config names, checking recorded hashes."""
+    from seam_repro.datasets import load_dataset
+
+    base_dir = base_dir or Path.cwd()
+    recorded = recorded or {}
+    rec_prompts = recorded.get("prompts", {}) or {}
+    rec_data = recorded.get("data", {}) or {}
+    sources = Sources()
+    for entry in cfg.datasets:
+        name = entry.name
+        rec_path = (rec_data.get(name) or {}).get("path")
+        data_path = resolve_data_path(name, entry.path or rec_path, data_dir, base_dir)
+        loaded = load_dataset(name, data_path)
+        expected_files = (rec_data.get(name) or {}).get("files") or {}
+        for fname, expected in expected_files.items():
+            actual = loaded.files.get(fname)
+            if actual is None:
+                raise MissingDataError(f"{name}: file '{fname}' recorded in the manifest was not read from "
+                                       f"{data_path}")
+            if actual != expected:
+                raise HashMismatchError(f"{name} data", Path(data_path) / fname, expected, actual)
+        sources.data[name], sources.data_paths[name] = loaded, data_path
+        rp = rec_prompts.get(name) or {}
+        ppath = resolve_prompt_path(name, prompts_dir, rp.get("path"), base_dir)
+        digest = sha256_file(ppath)
+        if rp.get("sha256") and rp["sha256"] != digest:
+            raise HashMismatchError(f"{name} prompt file", ppath, rp["sha256"], digest)
+        sources.prompt_files[name] = read_prompt_file(ppath, name)
+        sources.prompt_paths[name], sources.prompt_hashes[name] = ppath, digest
+    return sources
