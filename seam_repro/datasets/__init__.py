@@ -1,0 +1,177 @@
+"""Dataset loaders: one module per SEAM dataset, each exposing ``load(path) -> LoadedDataset``.
+
+Each module ports the ``load``/``pre_process`` data handling of the matching upstream SEAM class
+(``datasets_classes/**.py`` at seam-benchmark/SEAM@6ad83f4) but stops before any random draw or
+rendering: it returns every split, in upstream iteration order, as typed ``Instance`` objects.
+This package also holds the small readers shared by the loaders, so every loader reports bad input
+the same way (``InputError``: file, record, field, expected form).
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib
+import io
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from seam_repro.errors import InputError, MissingDataError
+from seam_repro.hashing import sha256_file
+from seam_repro.instances import LoadedDataset
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """Static facts about one dataset (what ``seam-repro datasets list`` prints)."""
+
+    name: str
+    task: str
+    default_split: str
+    source_kind: str
+    """``hf`` (Hugging Face dataset), ``drive`` (upstream Google Drive zip) or ``xml`` (raw corpus)."""
+    source: str
+    """Lock-file source name that provides the data (see ``data/sources.lock.json``)."""
+    module: str
+
+
+DATASET_INFO: dict[str, DatasetInfo] = {
+    "ECB": DatasetInfo("ECB", "coreference", "test_events", "drive", "seam-drive-zip", "ecb"),
+    "FuseReviews": DatasetInfo("FuseReviews", "fic", "validation", "hf", "hf-fusereviews", "fusereviews"),
+    "SciCo": DatasetInfo("SciCo", "coreference", "test", "hf", "hf-scico", "scico"),
+    "MultiNews": DatasetInfo("MultiNews", "summarization", "test", "hf", "hf-multinews", "multinews"),
+    "MusiQue": DatasetInfo("MusiQue", "qa", "val", "drive", "seam-drive-zip", "musique"),
+    "OpenASP": DatasetInfo("OpenASP", "summarization", "test", "drive", "seam-drive-zip", "openasp"),
+}
+"""Keyed by the upstream dataset name, in upstream ``generate.json`` order."""
+
+
+def load_dataset(name: str, path: str | Path) -> LoadedDataset:
+    """Load every split of dataset ``name`` from ``path`` (a folder or file in the source format)."""
+    info = DATASET_INFO.get(name)
+    if info is None:
+        raise InputError(path, f"unknown dataset '{name}'; expected one of {', '.join(DATASET_INFO)}")
+    p = Path(path)
+    if not p.exists():
+        raise MissingDataError(f"{name}: data path {p} does not exist; run `seam-repro fetch --only {name}`")
+    module = importlib.import_module(f"seam_repro.datasets.{info.module}")
+    return module.load(p)
+
+
+# ----------------------------------------------------------------------------------------------
+# shared readers
+
+
+def open_text(path: Path) -> io.TextIOBase:
+    """Open a UTF-8 text file, transparently gunzipping ``*.gz`` (OpenASP ships ``.jsonl.gz``)."""
+    if path.name.endswith(".gz"):
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def read_json(path: Path) -> Any:
+    """Parse one JSON file; a syntax error becomes an InputError with line and column."""
+    try:
+        with open_text(path) as fh:
+            return json.load(fh)
+    except json.JSONDecodeError as exc:
+        raise InputError(path, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except (UnicodeDecodeError, OSError) as exc:
+        raise InputError(path, f"cannot read as UTF-8 JSON: {exc}") from None
+
+
+def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line_number, object)`` for every non-blank line of a JSON Lines file.
+
+    Blank lines are skipped (upstream strips the file before splitting, and the HF json builder
+    skips empty lines); every other line must hold one JSON object.
+    """
+    try:
+        with open_text(path) as fh:
+            for lineno, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise InputError(path, f"invalid JSON: {exc.msg} (column {exc.colno})", record=f"line {lineno}") from None
+                if not isinstance(obj, dict):
+                    raise InputError(path, f"expected a JSON object, got {type(obj).__name__}", record=f"line {lineno}")
+                yield lineno, obj
+    except (UnicodeDecodeError, gzip.BadGzipFile, EOFError) as exc:
+        raise InputError(path, f"cannot read as UTF-8 JSON Lines: {exc}") from None
+
+
+def read_rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """Rows of a ``.jsonl``/``.jsonl.gz``/``.parquet`` table as ``(record label, row)`` pairs.
+
+    The label names the row in error messages (``line 7`` for JSONL, ``row 6`` for parquet).
+    """
+    if path.name.endswith(".parquet"):
+        try:
+            import pyarrow.parquet as pq
+
+            table = pq.read_table(path)
+        except Exception as exc:  # pyarrow raises several unrelated types for a corrupt file
+            raise InputError(path, f"cannot read as parquet: {exc}") from None
+        return [(f"row {i}", row) for i, row in enumerate(table.to_pylist())]
+    return [(f"line {n}", obj) for n, obj in iter_jsonl(path)]
+
+
+TABLE_SUFFIXES: tuple[str, ...] = (".jsonl", ".jsonl.gz", ".parquet")
+
+
+def split_files(folder: Path, split: str, suffixes: tuple[str, ...] = TABLE_SUFFIXES) -> list[Path]:
+    """Files that hold ``split`` in ``folder``: ``<split>.<ext>`` or HF-style shards
+    (``<split>-00000-of-00001.parquet``, ``<name>-<split>.parquet``), in sorted order."""
+    found = []
+    for f in sorted(folder.iterdir()):
+        if not f.is_file() or not f.name.endswith(suffixes):
+            continue
+        stem = f.name.split(".", 1)[0]
+        if stem == split or stem.startswith(f"{split}-") or stem.endswith(f"-{split}"):
+            found.append(f)
+    return found
+
+
+def require(row: dict[str, Any], key: str, kind: type | tuple[type, ...], path: Path, record: object, form: str) -> Any:
+    """Return ``row[key]`` if present and of type ``kind``; otherwise a one-line InputError."""
+    if key not in row:
+        raise InputError(path, f"missing; expected {form}", record=record, field=key)
+    value = row[key]
+    if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _as_tuple(kind)):
+        raise InputError(path, f"got {type(value).__name__}; expected {form}", record=record, field=key)
+    return value
+
+
+def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def str_list(value: Any, path: Path, record: object, field: str, form: str = "a list of strings") -> list[str]:
+    """Check that ``value`` is a list of strings (sentences, tokens, aliases)."""
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InputError(path, f"expected {form}", record=record, field=field)
+    return value
+
+
+def file_hashes(base: Path, files: list[Path]) -> dict[str, str]:
+    """``relative name -> sha256`` of every file read, recorded in the manifest as provenance."""
+    root = base if base.is_dir() else base.parent
+    out: dict[str, str] = {}
+    for f in files:
+        try:
+            rel = f.relative_to(root).as_posix()
+        except ValueError:
+            rel = f.name
+        out[rel] = sha256_file(f)
+    return out
+
+
+def require_dir(path: Path, dataset: str, expected: str) -> Path:
+    """The dataset folder, or an InputError saying what the folder should contain."""
+    if not path.is_dir():
+        raise InputError(path, f"{dataset}: expected a folder with {expected}")
+    return path

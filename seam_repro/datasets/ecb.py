@@ -1,0 +1,131 @@
+"""ECB+ loader: port of the data handling in upstream SEAM ``datasets_classes/cdcr/ecb.py``
+(``ECB.load`` + ``_process_single_dataset``), without the random mention-id draw or rendering.
+
+Input is the Cattan et al. preprocessed JSON (ariecattan/coref ``get_ecb_data.py``) that the SEAM
+Drive zip ships (or that ``seam_repro.datasets.ecb_xml`` writes from the raw corpus)::
+
+    test.json          {"36_1ecb.xml": [[0, 1, "2", true, true], [0, 2, "leaders", true, true], ...]}
+    test_events.json   [{"doc_id": "36_1ecb.xml", "topic": "36", "cluster_id": 17642655532934542,
+                         "tokens_ids": [6], "m_id": "16", "subtopic": "36_1", ...}, ...]
+
+Splits are ``train_events, train_entities, dev_events, dev_entities, test_events, test_entities``
+(upstream order). One instance per topic, topics in sorted order (pandas ``groupby`` sorts its
+keys); ``Instance.mentions`` keep the mention file's row order because upstream assigns the drawn
+mention ids in that order. ``Instance.documents`` are the topic's documents that carry a mention of
+the category, in order of their first mention; upstream iterates a ``set`` there and then sorts the
+*rendered* document strings, so renderers must sort by rendered text, not rely on this order.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from seam_repro.datasets import file_hashes, read_json, require, require_dir
+from seam_repro.errors import InputError
+from seam_repro.instances import Document, Instance, LoadedDataset, Mention, Token
+
+DATASET = "ECB"
+SPLITS: tuple[str, ...] = ("train", "dev", "test")
+CATEGORIES: tuple[str, ...] = ("events", "entities")
+ROW_FORM = "a list [sent_id:int, token_id:int, token_text:str, is_annotated:bool, ...]"
+
+
+def _tokens(path: Path, doc_id: str, rows: Any) -> tuple[Token, ...]:
+    """Validate one document's token rows and turn them into ``Token`` objects."""
+    if not isinstance(rows, list):
+        raise InputError(path, f"expected a list of token rows ({ROW_FORM})", record=f"document '{doc_id}'")
+    out = []
+    for i, row in enumerate(rows):
+        ok = (
+            isinstance(row, list)
+            and len(row) >= 4
+            and isinstance(row[0], int)
+            and isinstance(row[1], int)
+            and not isinstance(row[1], bool)
+            and isinstance(row[2], str)
+            and isinstance(row[3], bool)
+        )
+        if not ok:
+            raise InputError(path, f"token row {i}: expected {ROW_FORM}, got {str(row)[:80]}", record=f"document '{doc_id}'")
+        out.append(Token(sent_id=row[0], token_id=row[1], text=row[2], is_annotated=row[3]))
+    if not any(t.is_annotated for t in out):
+        # upstream cuts each document to its annotated span; without one it has no text at all
+        raise InputError(path, "no token has is_annotated = true; expected at least one", record=f"document '{doc_id}'")
+    return tuple(out)
+
+
+def _mention(path: Path, i: int, row: Any, docs: dict[str, Any], doc_tokens: dict[str, set[int]]) -> tuple[Any, Mention]:
+    """Validate one mention dict; return ``(topic, Mention)``."""
+    rec = f"mention {i}"
+    if not isinstance(row, dict):
+        raise InputError(path, "expected a JSON object with doc_id, topic, cluster_id, tokens_ids", record=rec)
+    doc_id = require(row, "doc_id", str, path, rec, "a document id string present in the split's token file")
+    topic = require(row, "topic", (str, int), path, rec, "a topic id (string or int)")
+    cluster = require(row, "cluster_id", (str, int), path, rec, "a cluster id (int or string)")
+    tids = require(row, "tokens_ids", list, path, rec, "a non-empty list of int token ids")
+    if not tids or not all(isinstance(t, int) and not isinstance(t, bool) for t in tids):
+        raise InputError(path, "expected a non-empty list of int token ids", record=rec, field="tokens_ids")
+    if doc_id not in docs:
+        raise InputError(path, f"document '{doc_id}' is not in the split's token file", record=rec, field="doc_id")
+    known = doc_tokens[doc_id]
+    for t in (tids[0], tids[-1]):
+        if t not in known:
+            raise InputError(path, f"token id {t} does not exist in document '{doc_id}'", record=rec, field="tokens_ids")
+    return topic, Mention(cluster_id=cluster, doc_id=doc_id, token_ids=tuple(tids))
+
+
+def _split(folder: Path, split: str, category: str, docs: dict[str, Any], doc_tokens: dict[str, set[int]], tokens_path: Path) -> list[Instance]:
+    """All topic instances of one ``{split}_{category}`` mention file."""
+    path = folder / f"{split}_{category}.json"
+    rows = read_json(path)
+    if not isinstance(rows, list):
+        raise InputError(path, "expected a JSON list of mention objects")
+    by_topic: dict[Any, list[Mention]] = {}
+    for i, row in enumerate(rows):
+        topic, mention = _mention(path, i, row, docs, doc_tokens)
+        by_topic.setdefault(topic, []).append(mention)
+    kinds = {type(t) for t in by_topic}
+    if len(kinds) > 1:
+        raise InputError(path, "mixes string and int topics; expected one type (pandas cannot sort them)", field="topic")
+    name = f"{split}_{category}"
+    instances = []
+    for topic in sorted(by_topic):
+        mentions = by_topic[topic]
+        order: list[str] = []
+        for m in mentions:
+            if m.doc_id not in order:
+                order.append(m.doc_id)
+        documents = tuple(Document(doc_id=d, tokens=docs[d]) for d in order)
+        instances.append(
+            Instance(
+                dataset=DATASET,
+                split=name,
+                instance_id=str(topic),
+                raw_id=topic,
+                documents=documents,
+                mentions=tuple(mentions),
+                extra={"tokens_file": tokens_path.name},
+            )
+        )
+    return instances
+
+
+def load(path: Path) -> LoadedDataset:
+    """Load every ECB+ split from a folder of Cattan et al. JSON files."""
+    folder = require_dir(Path(path), DATASET, "train/dev/test.json and {split}_{events,entities}.json")
+    needed = [folder / f"{s}.json" for s in SPLITS] + [folder / f"{s}_{c}.json" for s in SPLITS for c in CATEGORIES]
+    for f in needed:
+        if not f.is_file():
+            raise InputError(f, "missing; the ECB+ folder must hold train/dev/test.json and {split}_{events,entities}.json")
+    splits: dict[str, list[Instance]] = {}
+    for split in SPLITS:
+        tokens_path = folder / f"{split}.json"
+        raw = read_json(tokens_path)
+        if not isinstance(raw, dict):
+            raise InputError(tokens_path, "expected a JSON object mapping doc_id -> token rows")
+        docs = {doc_id: _tokens(tokens_path, doc_id, rows) for doc_id, rows in raw.items()}
+        doc_tokens = {d: {t.token_id for t in toks} for d, toks in docs.items()}
+        for category in CATEGORIES:
+            splits[f"{split}_{category}"] = _split(folder, split, category, docs, doc_tokens, tokens_path)
+    return LoadedDataset(name=DATASET, splits=splits, files=file_hashes(folder, needed))
