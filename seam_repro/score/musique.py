@@ -1,0 +1,196 @@
+"""MuSiQue scoring, two variants reported side by side.
+
+(a) ``upstream_f1``: port of upstream SEAM ``evaluation_classes/question_answering.py::QA``
+    (``postprocess`` + ``AnswerMetric``) and ``MusiQue_metrics/answer.py``: find ``\\{.*\\}`` in the
+    response, apply upstream's quote fixes, parse it as a Python literal, retry with ``}`` ->
+    ``'}``, else keep the raw response; then SQuAD token F1 of ``str(pred)`` vs ``str(gold_dict)``.
+    Upstream calls ``eval``; we never do. ``safe_literal`` uses ``ast.literal_eval`` behind size and
+    nesting limits, so it agrees with ``eval`` on every pure literal (dicts, strings, numbers,
+    booleans, ``None``, lists, sets) and falls back to the raw string where ``eval`` would have run
+    code (names, calls, operators) — a deliberate, documented difference.
+(b) corrected (``corrected``): answer F1/EM against the gold answer and its aliases (max, as the
+    official MuSiQue ``metrics/answer.py``), answerability, and a combined score: answer F1 when
+    gold is answerable and the model says answerable, 100 when both say unanswerable, else 0.
+"""
+
+from __future__ import annotations
+
+import ast
+import collections
+import json
+import re
+import string
+from dataclasses import dataclass
+from typing import Any
+
+MAX_LITERAL_CHARS = 20_000
+"""Longer ``{...}`` spans are treated as unparseable (a 500-token answer is far shorter)."""
+MAX_NESTING = 50
+"""Deeper bracket nesting is treated as unparseable (guards the parser's recursion)."""
+
+_DICT_RE = re.compile(r"\{.*\}")
+_PUNCT = frozenset(string.punctuation)
+_ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
+
+
+# --- SQuAD answer normalisation (as MusiQue_metrics/answer.py) -------------------------------------
+def normalize_answer(text: str) -> str:
+    """Lower-case, drop ASCII punctuation, drop articles a/an/the, collapse whitespace."""
+    text = "".join(ch for ch in text.lower() if ch not in _PUNCT)
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def _tokens(text: str) -> list[str]:
+    return normalize_answer(text).split() if text else []
+
+
+def token_f1(gold: str, pred: str) -> float:
+    """SQuAD token-multiset F1 in [0, 1]; if either side has no tokens, 1 iff both have none."""
+    gold_toks, pred_toks = _tokens(gold), _tokens(pred)
+    if not gold_toks or not pred_toks:
+        return float(gold_toks == pred_toks)
+    same = sum((collections.Counter(gold_toks) & collections.Counter(pred_toks)).values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(pred_toks), same / len(gold_toks)
+    return (2 * precision * recall) / (precision + recall)
+
+
+def exact_match(gold: str, pred: str) -> float:
+    return float(normalize_answer(gold) == normalize_answer(pred))
+
+
+# --- safe literal parsing -------------------------------------------------------------------------
+def _nesting(text: str) -> int:
+    depth = best = 0
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+            best = max(best, depth)
+        elif ch in ")]}":
+            depth -= 1
+    return best
+
+
+def safe_literal(text: str) -> tuple[bool, Any]:
+    """Parse a Python literal without executing anything. Returns (ok, value); never raises."""
+    if len(text) > MAX_LITERAL_CHARS or _nesting(text) > MAX_NESTING:
+        return False, None
+    try:
+        value = ast.literal_eval(text)
+        str(value)  # huge ints can parse yet fail to print; treat as unparseable
+    except Exception:  # SyntaxError, ValueError, TypeError, MemoryError, RecursionError
+        return False, None
+    return True, value
+
+
+def upstream_postprocess(response: str) -> Any:
+    """Upstream ``QA.postprocess`` on an already-extracted response: a parsed literal or the string."""
+    match = _DICT_RE.search(response)
+    if match is None:
+        return response
+    str_dict = match.group(0)
+    # Upstream's quote fixes, character for character.
+    str_dict = str_dict.replace("'s", "\\'s").replace("'t", "\\'t").replace("s' ", "s\\' ")
+    str_dict = str_dict.replace("\\\\_", "_").replace("\\_", "_")
+    ok, value = safe_literal(str_dict)
+    if ok:
+        return value
+    ok, value = safe_literal(str_dict.replace("}", "'}"))
+    return value if ok else response
+
+
+def upstream_f1(response: str, target: dict[str, Any]) -> tuple[float, bool]:
+    """(F1 x100 of ``str(pred)`` vs ``str(gold dict)``, whether pred parsed to a dict) as upstream."""
+    pred = upstream_postprocess(response)
+    return 100.0 * token_f1(str(dict(target)), str(pred)), type(pred) is dict
+
+
+# --- corrected scoring ----------------------------------------------------------------------------
+def _coerce_bool(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "yes", "false", "no"):
+        return value.strip().lower() in ("true", "yes")
+    return None
+
+
+def parse_answer_dict(response: str) -> dict[str, Any] | None:
+    """The first ``{...}`` span that parses (JSON, then Python literal) to a dict with
+    ``is_answerable``; None otherwise. Used by the corrected metric and by format validity."""
+    for pattern in (r"\{.*\}", r"\{.*?\}"):
+        for flags in (0, re.DOTALL):
+            match = re.search(pattern, response, flags)
+            if match is None:
+                continue
+            span = match.group(0)
+            candidates: list[Any] = []
+            if len(span) <= MAX_LITERAL_CHARS and _nesting(span) <= MAX_NESTING:
+                try:
+                    candidates.append(json.loads(span))
+                except (ValueError, RecursionError):
+                    pass
+            candidates.append(safe_literal(span)[1])
+            candidates.append(upstream_postprocess(span))
+            for value in candidates:
+                if isinstance(value, dict) and "is_answerable" in value:
+                    return value
+    return None
+
+
+@dataclass(frozen=True)
+class QAScore:
+    """Corrected MuSiQue scores of one instance (0-100 except the booleans)."""
+
+    answer_f1: float
+    answer_em: float
+    pred_answerable: bool | None
+    gold_answerable: bool
+    combined: float
+
+    @property
+    def answerability_correct(self) -> bool:
+        return self.pred_answerable is not None and self.pred_answerable == self.gold_answerable
+
+
+def corrected(response: str, target: dict[str, Any], aliases: list[str] | tuple[str, ...] = ()) -> QAScore:
+    """Answer F1/EM (max over answer + aliases), answerability and the combined score."""
+    parsed = parse_answer_dict(response)
+    if parsed is None:
+        pred_answerable, answer = None, response
+    else:
+        pred_answerable = _coerce_bool(parsed.get("is_answerable"))
+        content = parsed.get("answer_content", "")
+        answer = content if isinstance(content, str) else str(content)
+    golds = [str(target["answer_content"]), *[str(a) for a in aliases]]
+    f1 = 100.0 * max(token_f1(g, answer) for g in golds)
+    em = 100.0 * max(exact_match(g, answer) for g in golds)
+    gold_answerable = bool(target["is_answerable"])
+    if gold_answerable and pred_answerable is True:
+        combined = f1
+    elif not gold_answerable and pred_answerable is False:
+        combined = 100.0
+    else:
+        combined = 0.0
+    return QAScore(f1, em, pred_answerable, gold_answerable, combined)
+
+
+def answerability_f1(pairs: list[tuple[bool, bool | None]]) -> float | None:
+    """Binary F1 x100 with "answerable" as the positive class over (gold, pred) pairs; an
+    unparseable prediction (None) counts as the wrong label. None when there is no positive at all."""
+    tp = fp = fn = 0
+    for gold, pred in pairs:
+        label = (not gold) if pred is None else pred
+        tp += gold and label
+        fp += (not gold) and label
+        fn += gold and not label
+    if tp + fp + fn == 0:
+        return None
+    return 100.0 * 2 * tp / (2 * tp + fp + fn)
+
+
+def version(kind: str) -> str:
+    """Metric version strings: ``upstream`` (str-dict F1) or ``corrected`` (combined)."""
+    if kind == "upstream":
+        return "musique_f1/upstream-str-dict-squad-f1/safe-literal-v1"
+    return "musique_combined/answer-f1-aliases+answerability/v1"

@@ -1,0 +1,37 @@
+"""Output-format validity per task: does the extracted response have the form the prompt asked for?
+
+Upstream SEAM records a "correct format" flag for QA (``type(pred) is dict`` in
+``question_answering.py``) and coreference (at least one bracketed int list in ``coreference.py``)
+and never reports it; the paper's analysis correlates it with scores. We record it for every task:
+
+* ``qa``: a ``{...}`` span that parses (JSON or Python literal, never ``eval``) to a dict with an
+  ``is_answerable`` key;
+* ``coreference``: at least one list of integers ``[1, 2]`` (upstream's pattern ``\\[[\\d, ]+\\]``,
+  or a trailing unclosed one), i.e. a parseable cluster list;
+* ``summarization`` / ``fic``: non-empty after stripping.
+
+A text that could not be decoded as UTF-8 is invalid whatever it contains.
+"""
+
+from __future__ import annotations
+
+import re
+
+from seam_repro.score.musique import parse_answer_dict
+
+TASKS: tuple[str, ...] = ("coreference", "summarization", "qa", "fic")
+_CLUSTER = re.compile(r"\[[\d, ]*\d[\d, ]*\]")
+_OPEN_CLUSTER = re.compile(r"\[[\d, ]*\d[\d, ]*$")
+
+
+def is_valid(task: str, response: str, *, decodable: bool = True) -> bool:
+    """True when ``response`` (already extracted) has the task's expected output form."""
+    if not decodable:
+        return False
+    if task == "qa":
+        return parse_answer_dict(response) is not None
+    if task == "coreference":
+        return _CLUSTER.search(response) is not None or _OPEN_CLUSTER.search(response) is not None
+    if task in ("summarization", "fic"):
+        return response.strip() != ""
+    raise ValueError(f"unknown task '{task}'; expected one of {', '.join(TASKS)}")
