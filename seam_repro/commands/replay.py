@@ -1,0 +1,85 @@
+"""``replay`` and ``merge``: thin wrappers over :mod:`seam_repro.replay` and :mod:`seam_repro.shard`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+EXAMPLES = """\b
+Examples:
+  seam-repro replay manifests/smoke.json --out runs/smoke                 # embedded SmolLM2, CPU
+  seam-repro replay manifests/paper.json --model meta-llama/Meta-Llama-3-8B-Instruct --out runs/l3
+  seam-repro replay m.json --backend echo --out runs/dry --limit 2        # no model: dry run
+  seam-repro replay m.json --model M --out runs/s$SLURM_ARRAY_TASK_ID --shard $SLURM_ARRAY_TASK_ID/8
+  seam-repro merge runs/s0 runs/s1 runs/s2 runs/s3 runs/s4 runs/s5 runs/s6 runs/s7 --out runs/all
+"""
+
+
+@click.command(epilog=EXAMPLES)
+@click.argument("manifest", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Run directory (created, or resumed if it holds the same manifest and model).")
+@click.option("--model", default=None, metavar="ID[@REVISION]",
+              help="Hugging Face model; a bare id must be pinned in data/models.json. Default: embedded SmolLM2.")
+@click.option("--backend", type=click.Choice(["hf", "vllm", "echo"]), default="hf", show_default=True,
+              help="echo = no model, seeded words of the prompt (dry runs, resume drills).")
+@click.option("--shard", default=None, metavar="K/N", help="Only instances whose hash falls in shard K of N (0-based).")
+@click.option("--batch-size", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option("--dtype", type=click.Choice(["auto", "bf16", "fp16", "fp32"]), default="auto", show_default=True,
+              help="auto = bf16 on CUDA (paper), fp32 on CPU.")
+@click.option("--load-in-4bit", "q4", is_flag=True, help="bitsandbytes 4-bit (upstream: Mixtral-8x22B).")
+@click.option("--load-in-8bit", "q8", is_flag=True, help="bitsandbytes 8-bit.")
+@click.option("--prompt-path", type=click.Choice(["chat", "upstream"]), default="chat", show_default=True,
+              help="upstream = SEAM's template-then-strip handling (hf backend).")
+@click.option("--truncation", type=click.Choice(["right", "left"]), default=None,
+              help="Over-long prompts: right cuts the end (upstream), left cuts the start. "
+                   "Default: right for --prompt-path upstream, left for chat.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="First N instances of every (dataset, run).")
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Read each dataset from DIR/<name> instead of the cache.")
+@click.option("--prompts-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Read prompt files from DIR/<name>.json.")
+@click.option("--allow-unfrozen", is_flag=True, help="Accept a manifest with frozen: false (results are not citable).")
+@click.option("--echo-delay", type=click.FloatRange(min=0), default=0.0, help="echo backend: seconds per instance.")
+@click.option("--no-score", is_flag=True, help="Only generate; do not score afterwards.")
+def replay(manifest: Path, out: Path, model: str | None, backend: str, shard: str | None, batch_size: int,
+           dtype: str, q4: bool, q8: bool, prompt_path: str, truncation: str | None, limit: int | None,
+           data_dir: Path | None, prompts_dir: Path | None, allow_unfrozen: bool, echo_delay: float,
+           no_score: bool) -> None:
+    """Generate predictions for a frozen manifest (resumable), then score them."""
+    from seam_repro.replay import replay as run_replay
+    from seam_repro.replay import score_if_available
+    from seam_repro.shard import parse_shard
+
+    if q4 and q8:
+        raise click.BadParameter("give at most one of --load-in-4bit / --load-in-8bit")
+    summary = run_replay(manifest, out, model=model, backend=backend,
+                         shard=parse_shard(shard) if shard else None, batch_size=batch_size, dtype=dtype,
+                         quantization="4bit" if q4 else "8bit" if q8 else None, limit=limit, data_dir=data_dir,
+                         prompts_dir=prompts_dir, allow_unfrozen=allow_unfrozen, prompt_path=prompt_path,
+                         truncation=truncation, echo_delay=echo_delay)
+    click.echo(f"{summary.model_slug}: {summary.generated} generated, {summary.already_done} already stored, "
+               f"{summary.in_shard} in this shard; {len(summary.truncated)} truncated; "
+               f"{summary.tokens_per_second:.1f} output tok/s")
+    click.echo(f"predictions: {out / 'predictions' / summary.model_slug}")
+    if shard or no_score:
+        return
+    result = score_if_available(out)
+    if result is None:
+        click.echo("scoring module not available in this install; score later with `seam-repro score "
+                   f"{out}`")
+    else:
+        click.echo(f"scores: {out / 'scores' / summary.model_slug}")
+
+
+@click.command(epilog=EXAMPLES)
+@click.argument("shard_dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="New merged run dir.")
+def merge(shard_dirs: tuple[Path, ...], out: Path) -> None:
+    """Merge shard run directories; refuses missing, duplicate or conflicting predictions."""
+    from seam_repro.shard import merge_run_dirs
+
+    counts = merge_run_dirs(list(shard_dirs), out)
+    for slug, n in counts.items():
+        click.echo(f"{slug}: {n} predictions merged into {out}")

@@ -1,0 +1,290 @@
+"""Hugging Face transformers backend: pinned model, chat template, batched, per-instance seeds.
+
+Replicates upstream SEAM ``model_wrappers/hf_pipline_wrap.py`` (``HfPipelineWrap``) and
+``scripts/run_model_predictions.py``: left padding, pad = eos, ``device_map="auto"``, bf16 or
+4-/8-bit, temperature 0.8 sampling with 500 new tokens. Two prompt paths:
+
+* ``chat`` (default): ``apply_chat_template(add_generation_prompt=True)`` as text, tokenized without
+  extra special tokens; the template's sha256 and the templated prompt's sha256 are recorded.
+* ``upstream``: the published handling -- ``apply_chat_template`` to ids with ``truncation=True,
+  max_length=ctx-max_new_tokens`` and no generation prompt, ``batch_decode(skip_special_tokens=True)``,
+  and the decoded text re-tokenized (right truncation, special tokens stripped).
+
+Sampling differs from upstream on purpose: upstream used one global RNG (no seed), so nothing was
+reproducible. Here every row owns a ``torch.Generator`` seeded with the instance's ``gen_seed``;
+:class:`RowSampler` draws that row's token by inverse-CDF from one uniform of its generator and
+hands ``generate`` a one-hot score row, which greedy selection then picks. A row's tokens therefore
+depend only on its own logits and seed, never on the batch, the order, a resume or a shard.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from seam_repro.errors import InputError, PrerequisiteError
+from seam_repro.generate.base import HF_LEGACY_TOP_K, GenerationRequest, GenerationResult, GenerationSettings
+from seam_repro.hashing import sha256_json, sha256_text
+
+INSTALL_INFERENCE = "pip install 'seam-repro[inference]' torch==2.13.0"
+DTYPES = ("auto", "bf16", "fp16", "fp32")
+TRUNCATION_POLICIES = ("right", "left")
+"""``right`` keeps the start (upstream's tokenizer truncation: the test question is cut);
+``left`` keeps the end (demonstrations are cut, the question and generation prompt survive)."""
+
+
+def require_transformers() -> None:
+    """Fail with the install command instead of an ImportError deep in a run."""
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError as exc:
+        raise PrerequisiteError(f"the hf backend needs torch and transformers ({exc}); run: {INSTALL_INFERENCE}") from exc
+
+
+def filter_logits(logits: Any, temperature: float, top_k: int | None, top_p: float | None) -> Any:
+    """Temperature, then top-k, then top-p, in the order and with the tie/keep-one rules of
+    transformers' TemperatureLogitsWarper, TopKLogitsWarper and TopPLogitsWarper (the warpers the
+    upstream pipeline applied). ``logits``: float tensor (rows, vocab); returns a new tensor."""
+    import torch
+
+    scores = logits.float() / temperature
+    if top_k is not None and 0 < top_k < scores.shape[-1]:
+        kth = torch.topk(scores, top_k, dim=-1).values[..., -1, None]
+        scores = scores.masked_fill(scores < kth, float("-inf"))
+    if top_p is not None and top_p < 1.0:
+        sorted_logits, sorted_idx = torch.sort(scores, descending=False, dim=-1)
+        cum = sorted_logits.softmax(dim=-1).cumsum(dim=-1)
+        remove_sorted = cum <= (1 - top_p)
+        remove_sorted[..., -1:] = False
+        remove = remove_sorted.scatter(-1, sorted_idx, remove_sorted)
+        scores = scores.masked_fill(remove, float("-inf"))
+    return scores
+
+
+def sample_row(scores_row: Any, generator: Any) -> int:
+    """Inverse-CDF draw of one token from ``softmax(scores_row)`` using one float64 uniform of the
+    row's own CPU generator (so the random stream is the same on every device)."""
+    import torch
+
+    u = torch.rand((), generator=generator, dtype=torch.float64).item()
+    probs = torch.softmax(scores_row.double(), dim=-1)
+    cdf = probs.cumsum(dim=-1)
+    target = torch.tensor([u * cdf[-1].item()], dtype=torch.float64, device=cdf.device)
+    idx = int(torch.searchsorted(cdf, target, right=True).item())
+    return min(idx, scores_row.shape[-1] - 1)
+
+
+@dataclass
+class RowSampler:
+    """Logits processor for ``model.generate``: samples each row with its own seeded generator and
+    returns one-hot scores, so ``generate``'s greedy argmax emits exactly the sampled token."""
+
+    seeds: list[int]
+    temperature: float
+    top_k: int | None
+    top_p: float | None
+    generators: list[Any] = field(default_factory=list, init=False)
+
+    def __post_init__(self) -> None:
+        import torch
+
+        self.generators = [torch.Generator(device="cpu").manual_seed(int(s)) for s in self.seeds]
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import torch
+
+        filtered = filter_logits(scores, self.temperature, self.top_k, self.top_p)
+        out = torch.full_like(scores, float("-inf"))
+        for row, gen in enumerate(self.generators):
+            out[row, sample_row(filtered[row], gen)] = 0.0
+        return out
+
+
+@dataclass
+class PreparedPrompt:
+    """Token ids fed to the model plus what must be recorded about how they were made."""
+
+    ids: list[int]
+    templated_sha256: str
+    n_full: int
+    truncated: bool
+
+
+class HFBackend:
+    """A loaded transformers causal LM bound to its pinned revision."""
+
+    name = "hf"
+
+    def __init__(self, model: Any, tokenizer: Any, model_id: str, revision: str, *, prompt_path: str = "chat",
+                 truncation: str | None = None, upstream_add_special_tokens: bool = True,
+                 extra_info: dict[str, Any] | None = None):
+        if prompt_path not in ("chat", "upstream"):
+            raise InputError("--prompt-path", f"expected chat or upstream, got {prompt_path!r}")
+        truncation = truncation or ("right" if prompt_path == "upstream" else "left")
+        if truncation not in TRUNCATION_POLICIES:
+            raise InputError("--truncation", f"expected one of {TRUNCATION_POLICIES}, got {truncation!r}")
+        if prompt_path == "upstream" and truncation != "right":
+            raise InputError("--truncation", "the upstream prompt path truncates on the right only")
+        self.model, self.tokenizer = model, tokenizer
+        self.model_id, self.revision = model_id, revision
+        self.prompt_path, self.truncation = prompt_path, truncation
+        self.upstream_add_special_tokens = upstream_add_special_tokens
+        self.extra_info = dict(extra_info or {})
+        self.context_length = int(getattr(model.config, "max_position_embeddings", 0) or 0)
+        eos = model.generation_config.eos_token_id
+        if eos is None:
+            eos = tokenizer.eos_token_id
+        self.eos_ids: list[int] = [eos] if isinstance(eos, int) else list(eos or [])
+        pad = tokenizer.pad_token_id
+        # upstream: pad_token_id = model.config.eos_token_id
+        self.pad_id = pad if pad is not None else (self.eos_ids[0] if self.eos_ids else 0)
+        tokenizer.padding_side = "left"
+
+    # -- recorded facts -------------------------------------------------------------------
+    def chat_template_sha256(self) -> str | None:
+        tpl = getattr(self.tokenizer, "chat_template", None)
+        if tpl is None:
+            return None
+        return sha256_text(tpl) if isinstance(tpl, str) else sha256_json(tpl)
+
+    def describe(self) -> dict[str, Any]:
+        import torch
+        import transformers
+
+        return {
+            "backend": self.name, "transformers": transformers.__version__, "torch": torch.__version__,
+            "dtype": str(self.model.dtype).replace("torch.", ""), "device": str(self.model.device),
+            "chat_template_sha256": self.chat_template_sha256(), "context_length": self.context_length,
+            "resolved_commit": getattr(self.model.config, "_commit_hash", None), **self.extra_info,
+        }
+
+    def resolved_generation(self, settings: GenerationSettings) -> dict[str, Any]:
+        gc = self.model.generation_config
+        top_p = settings.top_p if settings.top_p is not None else getattr(gc, "top_p", None)
+        top_k = getattr(gc, "top_k", None)
+        top_k = HF_LEGACY_TOP_K if top_k is None else top_k
+        return {**settings.as_dict(), "top_p": top_p if settings.do_sample else None,
+                "top_k": top_k if settings.do_sample else None, "eos_token_ids": self.eos_ids,
+                "pad_token_id": self.pad_id, "prompt_path": self.prompt_path, "truncation": self.truncation,
+                "add_special_tokens": self.upstream_add_special_tokens if self.prompt_path == "upstream" else False,
+                "sampler": "seam-repro-row-inverse-cdf-v1" if settings.do_sample else "greedy"}
+
+    # -- prompts --------------------------------------------------------------------------
+    def budget(self, settings: GenerationSettings) -> int | None:
+        """Prompt-token budget: context minus new tokens (upstream's ``max_length=ctx-500``)."""
+        return self.context_length - settings.max_new_tokens if self.context_length else None
+
+    def prepare(self, prompt: str, settings: GenerationSettings) -> PreparedPrompt:
+        tok = self.tokenizer
+        msgs = [{"role": "user", "content": prompt}]
+        budget = self.budget(settings)
+        if self.prompt_path == "upstream":
+            full = tok.apply_chat_template(msgs, tokenize=True, add_generation_prompt=False, return_dict=False)
+            cut = full if budget is None else tok.apply_chat_template(
+                msgs, tokenize=True, add_generation_prompt=False, truncation=True, max_length=budget,
+                return_dict=False)
+            text = tok.batch_decode([cut], skip_special_tokens=True)[0]
+            ids = tok(text, add_special_tokens=self.upstream_add_special_tokens)["input_ids"]
+            return PreparedPrompt(list(ids), sha256_text(text), len(full), len(cut) < len(full))
+        text = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+        ids = list(tok(text, add_special_tokens=False)["input_ids"])
+        n_full = len(ids)
+        if budget is not None and n_full > budget:
+            ids = ids[:budget] if self.truncation == "right" else ids[n_full - budget:]
+        return PreparedPrompt(ids, sha256_text(text), n_full, len(ids) < n_full)
+
+    # -- generation -----------------------------------------------------------------------
+    def _generation_config(self, settings: GenerationSettings) -> Any:
+        gc = copy.deepcopy(self.model.generation_config)
+        gc.do_sample = False  # the RowSampler samples; greedy selection then copies its choice
+        gc.temperature = gc.top_p = gc.top_k = None
+        gc.num_beams = 1
+        gc.max_new_tokens = settings.max_new_tokens
+        gc.max_length = None
+        gc.pad_token_id = self.pad_id
+        gc.eos_token_id = self.eos_ids or None
+        return gc
+
+    def generate(self, requests: list[GenerationRequest], settings: GenerationSettings) -> list[GenerationResult]:
+        import torch
+        from transformers import LogitsProcessorList
+
+        if not requests:
+            return []
+        prepared = [self.prepare(r.prompt, settings) for r in requests]
+        width = max(len(p.ids) for p in prepared)
+        input_ids = torch.full((len(prepared), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(prepared), width), dtype=torch.long)
+        for row, p in enumerate(prepared):
+            if p.ids:
+                input_ids[row, width - len(p.ids):] = torch.tensor(p.ids, dtype=torch.long)
+                mask[row, width - len(p.ids):] = 1
+        resolved = self.resolved_generation(settings)
+        processors = LogitsProcessorList()
+        if settings.do_sample:
+            processors.append(RowSampler([r.seed for r in requests], settings.temperature,
+                                         resolved["top_k"], resolved["top_p"]))
+        device = self.model.device
+        with torch.inference_mode():
+            out = self.model.generate(input_ids=input_ids.to(device), attention_mask=mask.to(device),
+                                      generation_config=self._generation_config(settings),
+                                      logits_processor=processors)
+        new = out[:, width:].tolist()
+        results = []
+        for p, toks in zip(prepared, new, strict=True):
+            n = len(toks)
+            for i, t in enumerate(toks):
+                if t in self.eos_ids:
+                    n = i + 1
+                    break
+            text = self.tokenizer.decode(toks[:n], skip_special_tokens=True)
+            results.append(GenerationResult(output=text, templated_prompt_sha256=p.templated_sha256,
+                                            n_prompt_tokens=len(p.ids), n_output_tokens=n,
+                                            truncated=p.truncated, n_prompt_tokens_full=p.n_full))
+        return results
+
+
+def resolve_dtype(dtype: str) -> Any:
+    """``auto`` means bf16 on CUDA (the paper's dtype) and fp32 on CPU (bf16 matmuls are slow there)."""
+    import torch
+
+    if dtype not in DTYPES:
+        raise InputError("--dtype", f"expected one of {DTYPES}, got {dtype!r}")
+    if dtype == "auto":
+        return torch.bfloat16 if torch.cuda.is_available() else torch.float32
+    return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dtype]
+
+
+def load_hf_backend(model_id: str, revision: str, *, dtype: str = "auto", quantization: str | None = None,
+                    device_map: str | None = "auto", prompt_path: str = "chat", truncation: str | None = None,
+                    upstream_add_special_tokens: bool = True) -> HFBackend:
+    """Load tokenizer and weights at the same pinned revision (tokenizers changed between revisions)."""
+    require_transformers()
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    kwargs: dict[str, Any] = {"revision": revision, "dtype": resolve_dtype(dtype)}
+    if quantization is not None:
+        if quantization not in ("4bit", "8bit"):
+            raise InputError("--quantization", f"expected 4bit or 8bit, got {quantization!r}")
+        try:
+            import bitsandbytes  # noqa: F401
+            from transformers import BitsAndBytesConfig
+        except ImportError as exc:
+            raise PrerequisiteError(f"{quantization} loading needs bitsandbytes; run: pip install "
+                                    "'seam-repro[quant]'") from exc
+        kwargs["quantization_config"] = BitsAndBytesConfig(load_in_4bit=quantization == "4bit",
+                                                           load_in_8bit=quantization == "8bit")
+    if device_map is not None:
+        try:
+            import accelerate  # noqa: F401
+        except ImportError as exc:
+            raise PrerequisiteError(f"device_map={device_map!r} needs accelerate; run: {INSTALL_INFERENCE}") from exc
+        kwargs["device_map"] = device_map
+    tokenizer = AutoTokenizer.from_pretrained(model_id, revision=revision)
+    model = AutoModelForCausalLM.from_pretrained(model_id, **kwargs)
+    model.eval()
+    return HFBackend(model, tokenizer, model_id, revision, prompt_path=prompt_path, truncation=truncation,
+                     upstream_add_special_tokens=upstream_add_special_tokens,
+                     extra_info={"quantization": quantization, "device_map": device_map})

@@ -1,0 +1,87 @@
+"""Optional vLLM backend (extra ``seam-repro[vllm]``) for large models: tensor parallel, Ray multi-node.
+
+Upstream SEAM used only the transformers pipeline (``model_wrappers/hf_pipline_wrap.py``); this
+backend keeps its settings (chat template, temperature, 500 new tokens, model top_p/top_k defaults)
+and gives every request its own ``SamplingParams(seed=gen_seed)`` so that, as with the hf backend,
+an instance's sample does not depend on which other requests vLLM schedules with it. vLLM's
+numerics differ from transformers', so its predictions are recorded as a different backend.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from seam_repro.errors import PrerequisiteError
+from seam_repro.generate.base import HF_LEGACY_TOP_K, GenerationRequest, GenerationResult, GenerationSettings
+from seam_repro.hashing import sha256_json, sha256_text
+
+INSTALL = "pip install 'seam-repro[vllm]'"
+
+
+class VLLMBackend:
+    """A ``vllm.LLM`` bound to a pinned model and tokenizer revision."""
+
+    name = "vllm"
+
+    def __init__(self, model_id: str, revision: str, *, dtype: str = "auto", tensor_parallel_size: int = 1,
+                 quantization: str | None = None, llm: Any = None):
+        try:
+            import vllm
+        except ImportError as exc:
+            raise PrerequisiteError(f"the vllm backend needs the vllm package; run: {INSTALL}") from exc
+        self.vllm = vllm
+        self.model_id, self.revision = model_id, revision
+        vdtype = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}.get(dtype, dtype)
+        self.llm = llm if llm is not None else vllm.LLM(
+            model=model_id, revision=revision, tokenizer_revision=revision, dtype=vdtype,
+            tensor_parallel_size=tensor_parallel_size,
+            quantization="bitsandbytes" if quantization else None)
+        self.tokenizer = self.llm.get_tokenizer()
+        self.settings_info = {"dtype": vdtype, "tensor_parallel_size": tensor_parallel_size,
+                              "quantization": quantization}
+
+    def _model_defaults(self) -> dict[str, Any]:
+        try:
+            return dict(self.llm.get_default_sampling_params().__dict__)
+        except AttributeError:
+            return {}
+
+    def describe(self) -> dict[str, Any]:
+        tpl = getattr(self.tokenizer, "chat_template", None)
+        tpl_sha = None if tpl is None else (sha256_text(tpl) if isinstance(tpl, str) else sha256_json(tpl))
+        return {"backend": self.name, "vllm": getattr(self.vllm, "__version__", None),
+                "chat_template_sha256": tpl_sha, **self.settings_info}
+
+    def resolved_generation(self, settings: GenerationSettings) -> dict[str, Any]:
+        defaults = self._model_defaults()
+        top_p = settings.top_p if settings.top_p is not None else defaults.get("top_p", 1.0)
+        top_k = defaults.get("top_k")
+        top_k = HF_LEGACY_TOP_K if top_k in (None, -1, 0) else top_k
+        return {**settings.as_dict(), "top_p": top_p if settings.do_sample else None,
+                "top_k": top_k if settings.do_sample else None, "prompt_path": "chat", "truncation": "none",
+                "sampler": "vllm-per-request-seed" if settings.do_sample else "greedy"}
+
+    def generate(self, requests: list[GenerationRequest], settings: GenerationSettings) -> list[GenerationResult]:
+        resolved = self.resolved_generation(settings)
+        texts, inputs, params = [], [], []
+        for req in requests:
+            text = self.tokenizer.apply_chat_template([{"role": "user", "content": req.prompt}],
+                                                      tokenize=False, add_generation_prompt=True)
+            texts.append(text)
+            # token ids, not text: vLLM would add a second BOS to a template that already has one
+            inputs.append({"prompt_token_ids": list(self.tokenizer(text, add_special_tokens=False)["input_ids"])})
+            if settings.do_sample:
+                params.append(self.vllm.SamplingParams(
+                    temperature=settings.temperature, top_p=resolved["top_p"], top_k=resolved["top_k"],
+                    max_tokens=settings.max_new_tokens, seed=req.seed))
+            else:
+                params.append(self.vllm.SamplingParams(temperature=0.0, max_tokens=settings.max_new_tokens,
+                                                       seed=req.seed))
+        outs = self.llm.generate(inputs, sampling_params=params, use_tqdm=False)
+        results = []
+        for text, out in zip(texts, outs, strict=True):
+            comp = out.outputs[0]
+            results.append(GenerationResult(output=comp.text, templated_prompt_sha256=sha256_text(text),
+                                            n_prompt_tokens=len(out.prompt_token_ids),
+                                            n_output_tokens=len(comp.token_ids)))
+        return results

@@ -1,0 +1,156 @@
+"""``replay``: manifest -> prompts -> generate (resumable, shardable) -> score.
+
+Replaces upstream SEAM ``scripts/run_model_predictions.py::run_all`` (load the pickled datasets, loop
+datasets x runs, skip an existing output file on resume). Here prompts are re-rendered from the
+frozen manifest, each instance carries its own seed, and resume works per instance.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from seam_repro.errors import InputError, ManifestError
+from seam_repro.generate.base import Backend, GenerationRequest, GenerationSettings
+from seam_repro.generate.fingerprint import environment_fingerprint
+from seam_repro.hashing import sha256_text
+from seam_repro.shard import Shard, select_shard
+from seam_repro.store import Key, PredictionStore, model_slug, prepare_run_dir
+
+REQUIRED = {"dataset": str, "run": int, "instance_id": str, "prompt": str, "prompt_sha256": str, "gen_seed": int}
+
+
+@dataclass
+class ReplaySummary:
+    """Counts and throughput of one replay session."""
+
+    run_dir: Path
+    model_slug: str
+    in_shard: int
+    already_done: int
+    generated: int = 0
+    truncated: list[Key] = field(default_factory=list)
+    output_tokens: int = 0
+    seconds: float = 0.0
+    repaired: list[tuple[Path, int]] = field(default_factory=list)
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.output_tokens / self.seconds if self.seconds > 0 else 0.0
+
+
+def check_prompt_records(records: Sequence[dict[str, Any]], source: str = "prompt records") -> dict[Key, str]:
+    """Validate fields, prompt hashes and uniqueness; return {key: prompt_sha256}."""
+    hashes: dict[Key, str] = {}
+    for i, rec in enumerate(records):
+        for name, typ in REQUIRED.items():
+            if not isinstance(rec.get(name), typ) or (typ is int and isinstance(rec.get(name), bool)):
+                raise InputError(source, f"missing or not a {typ.__name__}", record=i, field=name)
+        if sha256_text(rec["prompt"]) != rec["prompt_sha256"]:
+            raise InputError(source, "does not match sha256 of 'prompt'", record=i, field="prompt_sha256")
+        key = (rec["dataset"], rec["run"], rec["instance_id"])
+        if key in hashes:
+            raise InputError(source, f"duplicate instance {key}", record=i)
+        hashes[key] = rec["prompt_sha256"]
+    return hashes
+
+
+def apply_limit(records: Sequence[dict[str, Any]], limit: int | None) -> list[dict[str, Any]]:
+    """First ``limit`` instances of every (dataset, run), so a smoke run still covers all datasets."""
+    if limit is None:
+        return list(records)
+    if limit < 1:
+        raise InputError("--limit", f"expected an integer >= 1, got {limit}")
+    seen: dict[tuple[str, int], int] = {}
+    out = []
+    for r in records:
+        k = (r["dataset"], r["run"])
+        if seen.get(k, 0) < limit:
+            seen[k] = seen.get(k, 0) + 1
+            out.append(r)
+    return out
+
+
+def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings: GenerationSettings,
+                   run_dir: Path, manifest: dict[str, Any], *, shard: Shard | None = None, batch_size: int = 8,
+                   limit: int | None = None, progress: bool = True) -> ReplaySummary:
+    """Generate every not-yet-stored instance of ``shard`` and append it to the store."""
+    if batch_size < 1:
+        raise InputError("--batch-size", f"expected an integer >= 1, got {batch_size}")
+    hashes = check_prompt_records(records)
+    generation = backend.resolved_generation(settings)
+    entry = {"id": backend.model_id, "revision": backend.revision, "backend_name": backend.name,
+             "backend": backend.describe(), "generation": generation}
+    session = {"started_utc": datetime.now(UTC).isoformat(timespec="seconds"), "argv": sys.argv[1:],
+               "shard": None if shard is None else str(shard), "fingerprint": environment_fingerprint()}
+    prepare_run_dir(run_dir, manifest=manifest, prompts=list(records), model_entry=entry, session=session,
+                    extra={"shard": None if shard is None else str(shard), "limit": limit})
+    store = PredictionStore(run_dir, backend.model_id, backend.revision, hashes)
+    mine = select_shard(records, shard)
+    pending = [r for r in mine if (r["dataset"], r["run"], r["instance_id"]) not in store.done]
+    summary = ReplaySummary(Path(run_dir), model_slug(backend.model_id), len(mine), len(mine) - len(pending),
+                            repaired=store.repaired)
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(mine), initial=summary.already_done, disable=not progress, unit="inst",
+               desc=f"{backend.name}:{summary.model_slug}", file=sys.stderr)
+    for path, dropped in store.repaired:
+        bar.write(f"resume: dropped a torn last line ({dropped} bytes) of {path}")
+    start = time.perf_counter()
+    try:
+        for i in range(0, len(pending), batch_size):
+            batch = [GenerationRequest(r["dataset"], r["run"], r["instance_id"], r["prompt"], r["prompt_sha256"],
+                                       r["gen_seed"]) for r in pending[i:i + batch_size]]
+            for req, res in zip(batch, backend.generate(batch, settings), strict=True):
+                store.append(req, res, generation)
+                summary.generated += 1
+                summary.output_tokens += res.n_output_tokens
+                if res.truncated:
+                    summary.truncated.append(req.key)
+                    bar.write(f"warning: {req.key}: prompt of {res.n_prompt_tokens_full} tokens exceeds the "
+                              f"context budget; truncated to {res.n_prompt_tokens} ({generation.get('truncation')})")
+            summary.seconds = time.perf_counter() - start
+            bar.update(len(batch))
+            bar.set_postfix_str(f"{summary.tokens_per_second:.1f} tok/s")
+    finally:
+        store.close()
+        bar.close()
+    summary.seconds = time.perf_counter() - start
+    return summary
+
+
+def replay(manifest_path: Path, out: Path, *, model: str | None = None, backend: str = "hf",
+           shard: Shard | None = None, batch_size: int = 8, dtype: str = "auto", quantization: str | None = None,
+           limit: int | None = None, data_dir: Path | None = None, prompts_dir: Path | None = None,
+           allow_unfrozen: bool = False, prompt_path: str = "chat", truncation: str | None = None,
+           echo_delay: float = 0.0, progress: bool = True) -> ReplaySummary:
+    """Load and check the manifest, render its prompts, then generate into ``out``."""
+    from seam_repro.generate import make_backend
+    from seam_repro.manifest import load_manifest
+    from seam_repro.render import render_manifest
+
+    manifest = load_manifest(manifest_path)
+    if not manifest.get("frozen") and not allow_unfrozen:
+        raise ManifestError(f"{manifest_path}: field 'frozen': the manifest is not frozen; run `seam-repro freeze "
+                            f"{manifest_path}` first or pass --allow-unfrozen for a throwaway run")
+    config = manifest.get("config") or {}
+    settings = GenerationSettings.from_manifest(config.get("generation"), source=str(manifest_path))
+    records = apply_limit(render_manifest(manifest_path, data_dir=data_dir, prompts_dir=prompts_dir), limit)
+    engine = make_backend(backend, model, dtype=dtype, quantization=quantization, prompt_path=prompt_path,
+                          truncation=truncation, echo_delay=echo_delay)
+    return run_generation(records, engine, settings, Path(out), manifest, shard=shard, batch_size=batch_size,
+                          limit=limit, progress=progress)
+
+
+def score_if_available(run_dir: Path) -> Any:
+    """Call the scoring stage if it is installed in this checkout; None when it is not."""
+    try:
+        from seam_repro.scoring import score_run_dir
+    except ImportError:
+        return None
+    return score_run_dir(run_dir)

@@ -1,0 +1,138 @@
+"""Deterministic work split (``--shard K/N``) and ``merge`` of shard run dirs.
+
+Upstream SEAM (``scripts/run_model_predictions.py``) has no sharding: one process loops over all
+datasets. Here an instance's shard is a pure function of (dataset, run, instance_id), so SLURM array
+tasks or Kubernetes indexed jobs can each take ``K/N`` with no coordination, and ``merge`` checks
+the union is exactly the prompt set: nothing missing, nothing twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from seam_repro.errors import InputError, PredictionsError
+from seam_repro.store import (
+    RUN_SCHEMA_VERSION, Key, PredictionWriter, load_run_json, model_slug, predictions_path,
+    read_predictions, write_json_atomic,
+)
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Shard ``index`` (0-based, like SLURM_ARRAY_TASK_ID from 0 and JOB_COMPLETION_INDEX) of ``count``."""
+
+    index: int
+    count: int
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+def parse_shard(text: str) -> Shard:
+    """Parse ``K/N`` with 0 <= K < N."""
+    parts = text.split("/")
+    if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+        raise InputError("--shard", f"expected K/N with integers 0 <= K < N, got {text!r}")
+    k, n = int(parts[0]), int(parts[1])
+    if n < 1 or not 0 <= k < n:
+        raise InputError("--shard", f"expected 0 <= K < N and N >= 1, got {text!r}")
+    return Shard(k, n)
+
+
+def shard_of(dataset: str, run: int, instance_id: str, count: int) -> int:
+    """Shard index of one instance: first 8 bytes of sha256("dataset\\x1frun\\x1finstance_id") mod N."""
+    digest = hashlib.sha256(f"{dataset}\x1f{run}\x1f{instance_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % count
+
+
+def select_shard(records: Sequence[dict[str, Any]], shard: Shard | None) -> list[dict[str, Any]]:
+    """The records of one shard, in their original order."""
+    if shard is None:
+        return list(records)
+    return [r for r in records if shard_of(r["dataset"], r["run"], r["instance_id"], shard.count) == shard.index]
+
+
+def _read_prompts(path: Path) -> list[dict[str, Any]]:
+    from seam_repro.store import iter_jsonl
+
+    if not path.is_file():
+        raise InputError(path, "missing; not a replay run directory")
+    return [rec for _, rec in iter_jsonl(path)]
+
+
+def merge_run_dirs(shard_dirs: Sequence[Path], out: Path) -> dict[str, int]:
+    """Merge shard run dirs into ``out``; refuse different manifests/prompts/models, an instance
+    present in two shards, or any prompt without a prediction. Returns predictions per model slug."""
+    if not shard_dirs:
+        raise InputError("merge", "give at least one shard run directory")
+    out = Path(out)
+    if (out / "run.json").exists() or (out / "predictions").exists():
+        raise PredictionsError(f"{out}: already holds a run; merge into a new directory")
+    runs = []
+    for d in shard_dirs:
+        rj = load_run_json(Path(d))
+        if rj is None:
+            raise InputError(Path(d) / "run.json", "missing; not a replay run directory")
+        runs.append(rj)
+    first = runs[0]
+    for d, rj in zip(shard_dirs, runs, strict=True):
+        for name in ("manifest_digest", "prompts_sha256", "limit"):
+            if rj.get(name) != first.get(name):
+                raise PredictionsError(f"{d}/run.json: {name} {rj.get(name)!r} differs from "
+                                       f"{shard_dirs[0]}/run.json ({first.get(name)!r})")
+    models: dict[str, dict[str, Any]] = {}
+    for d, rj in zip(shard_dirs, runs, strict=True):
+        for slug, entry in rj["models"].items():
+            seen = models.setdefault(slug, entry)
+            for name in ("id", "revision", "backend_name", "generation"):
+                if seen.get(name) != entry.get(name):
+                    raise PredictionsError(f"{d}/run.json: model {slug}: {name} differs between shards")
+    prompts = _read_prompts(Path(shard_dirs[0]) / "prompts.jsonl")
+    hashes: dict[Key, str] = {(p["dataset"], p["run"], p["instance_id"]): p["prompt_sha256"] for p in prompts}
+    counts: dict[str, int] = {}
+    merged_by_model: dict[str, dict[Key, dict[str, Any]]] = {}
+    for slug, entry in models.items():
+        merged: dict[Key, dict[str, Any]] = {}
+        origin: dict[Key, Path] = {}
+        for d in shard_dirs:
+            root = Path(d) / "predictions" / slug
+            for path in sorted(root.glob("*/run_*.jsonl")) if root.is_dir() else []:
+                for key, rec in read_predictions(path, entry["id"], entry["revision"], hashes).items():
+                    if key in merged:
+                        kind = "conflicting" if merged[key]["output"] != rec["output"] else "duplicate"
+                        raise PredictionsError(f"{kind} prediction for {key} of {slug} in {origin[key]} and {path}")
+                    merged[key], origin[key] = rec, path
+        missing = [k for k in hashes if k not in merged]
+        if missing:
+            shown = ", ".join(map(str, missing[:5]))
+            raise PredictionsError(f"model {slug}: {len(missing)} of {len(hashes)} instances have no prediction "
+                                   f"in the given shards (first: {shown}); run the missing shards or resume them")
+        merged_by_model[slug] = merged
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(Path(shard_dirs[0]) / "prompts.jsonl", out / "prompts.jsonl")
+    for slug, merged in merged_by_model.items():
+        writers: dict[tuple[str, int], PredictionWriter] = {}
+        model_id = models[slug]["id"]
+        assert model_slug(model_id) == slug
+        for p in prompts:
+            key = (p["dataset"], p["run"], p["instance_id"])
+            fk = (p["dataset"], p["run"])
+            if fk not in writers:
+                writers[fk] = PredictionWriter(predictions_path(out, model_id, *fk))
+            writers[fk].write(merged[key])
+        for w in writers.values():
+            w.close()
+        counts[slug] = len(merged)
+    write_json_atomic(out / "run.json", {
+        "schema_version": RUN_SCHEMA_VERSION, "manifest_digest": first.get("manifest_digest"),
+        "prompt_digest": first.get("prompt_digest"), "prompts_sha256": first.get("prompts_sha256"),
+        "fingerprint": first.get("fingerprint"), "limit": first.get("limit"), "shard": None, "models": models,
+        "sessions": [s for rj in runs for s in rj.get("sessions", [])],
+        "merged_from": [{"dir": str(d), "shard": rj.get("shard")} for d, rj in zip(shard_dirs, runs, strict=True)],
+    })
+    return counts
