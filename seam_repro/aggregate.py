@@ -1,0 +1,284 @@
+"""Per-run and per-dataset aggregation of instance scores.
+
+Port of upstream SEAM ``scripts/evaluation/statistical_analysis.py`` (``mean_per_run``,
+``std_between_runs = np.std(mean_per_run)``, ``total_mean``): a run's score is the mean of its
+instance scores, except for coreference where the run score is the micro CoNLL-F1 the scorer
+computed over the whole run (``summary.json``). Across runs the kit reports the mean and the
+*population* std (ddof=0, as upstream's ``np.std``). Also: output-format rate and its Pearson
+correlation with score, which upstream does not compute.
+
+Inputs are ``RUN_DIR/scores/<model_slug>/{summary.json,instance_scores.jsonl}`` (docs/ARCHITECTURE.md).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from seam_repro.errors import InputError
+
+RUN_LEVEL_TASKS = {"ECB": "coreference", "SciCo": "coreference"}
+"""Datasets whose run score is computed over the whole run, not averaged over instances."""
+
+_TOL = 1e-6
+
+
+@dataclass(frozen=True)
+class InstanceScore:
+    dataset: str
+    run: int
+    instance_id: str
+    metric: str
+    score: float | None
+    """0-100; ``None`` when only a run-level score exists (coreference) or the scorer gave none."""
+    valid_format: bool
+    metric_version: str = ""
+
+
+@dataclass(frozen=True)
+class DatasetScores:
+    """One model's scores on one dataset: per-run scores plus the per-instance table."""
+
+    dataset: str
+    metric: str
+    runs: dict[int, float]
+    format_rate: dict[int, float]
+    instances: tuple[InstanceScore, ...] = ()
+    corrected: dict[str, Any] | None = None
+    """``{"metric": str, "runs": {run: score}}`` for the seam-repro-1 corrected metric, if scored."""
+
+
+@dataclass(frozen=True)
+class ModelScores:
+    model_id: str
+    revision: str
+    manifest_digest: str
+    prompt_digest: str
+    datasets: dict[str, DatasetScores]
+    source: str = ""
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    """Provenance carried by bundles (chat template hash, environment)."""
+
+
+def is_run_level(dataset: str, metric: str) -> bool:
+    """Coreference run scores come from the scorer, never from instance means."""
+    return dataset in RUN_LEVEL_TASKS or metric.lower().startswith("conll")
+
+
+def _number(path: object, value: Any, record: object, fld: str, nullable: bool = False) -> float | None:
+    if value is None and nullable:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        expected = "a finite number or null" if nullable else "a finite number"
+        raise InputError(path, f"expected {expected}, got {value!r}", record, fld)
+    return float(value)
+
+
+def _runs_map(path: object, raw: Any, record: str, fld: str) -> dict[int, float]:
+    """``{"0": 21.3, ...}`` -> ``{0: 21.3}`` with run keys checked."""
+    if not isinstance(raw, dict):
+        raise InputError(path, 'expected an object {"<run>": number}', record, fld)
+    out: dict[int, float] = {}
+    for key, value in raw.items():
+        if not str(key).isdigit():
+            raise InputError(path, f"run key {key!r} is not a non-negative integer", record, fld)
+        out[int(key)] = _number(path, value, record, f"{fld}.{key}")  # type: ignore[assignment]
+    return dict(sorted(out.items()))
+
+
+def parse_instance_line(path: object, lineno: int, obj: Any) -> InstanceScore:
+    """Validate one ``instance_scores.jsonl`` record."""
+    if not isinstance(obj, dict):
+        raise InputError(path, "expected a JSON object", f"line {lineno}")
+    rec = f"line {lineno}"
+    for key in ("dataset", "instance_id", "metric"):
+        if not isinstance(obj.get(key), str):
+            raise InputError(path, "expected a string", rec, key)
+    run = obj.get("run")
+    if isinstance(run, bool) or not isinstance(run, int) or run < 0:
+        raise InputError(path, f"expected a non-negative integer, got {run!r}", rec, "run")
+    if not isinstance(obj.get("valid_format"), bool):
+        raise InputError(path, f"expected true/false, got {obj.get('valid_format')!r}", rec, "valid_format")
+    score = _number(path, obj.get("score"), rec, "score", nullable=True)
+    return InstanceScore(obj["dataset"], run, obj["instance_id"], obj["metric"], score,
+                         obj["valid_format"], str(obj.get("metric_version", "")))
+
+
+def read_instance_scores(path: Path) -> list[InstanceScore]:
+    """Read and validate ``instance_scores.jsonl`` (blank lines ignored)."""
+    out = []
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(path, f"not valid JSON: {exc.msg}", f"line {lineno}") from None
+            out.append(parse_instance_line(path, lineno, obj))
+    return out
+
+
+def _mean_by_run(items: Iterable[InstanceScore]) -> tuple[dict[int, float], dict[int, float]]:
+    scores: dict[int, list[float]] = {}
+    fmt: dict[int, list[bool]] = {}
+    for it in items:
+        fmt.setdefault(it.run, []).append(it.valid_format)
+        if it.score is not None:
+            scores.setdefault(it.run, []).append(it.score)
+    means = {r: float(np.mean(v)) for r, v in sorted(scores.items())}
+    rates = {r: float(np.mean(v)) for r, v in sorted(fmt.items())}
+    return means, rates
+
+
+def build_model_scores(summary: Any, instances: list[InstanceScore], path: object, source: str = "") -> ModelScores:
+    """Check ``summary.json`` against the instance lines and build per-run scores.
+
+    Non-coreference run scores are recomputed as the mean of the run's non-null instance scores; a
+    run value in ``summary.json`` that disagrees (beyond 1e-6) is an input error, because the two
+    files then describe different results."""
+    if not isinstance(summary, dict):
+        raise InputError(path, "expected a JSON object")
+    model = summary.get("model")
+    if not isinstance(model, dict) or not isinstance(model.get("id"), str):
+        raise InputError(path, 'expected {"id": str, "revision": str}', field="model")
+    for key in ("manifest_digest", "prompt_digest"):
+        if not isinstance(summary.get(key), str):
+            raise InputError(path, "expected a string digest", field=key)
+    ds_raw = summary.get("datasets")
+    if not isinstance(ds_raw, dict) or not ds_raw:
+        raise InputError(path, "expected a non-empty object {dataset: {...}}", field="datasets")
+    by_ds: dict[str, list[InstanceScore]] = {}
+    for it in instances:
+        by_ds.setdefault(it.dataset, []).append(it)
+    unknown = sorted(set(by_ds) - set(ds_raw))
+    if unknown:
+        raise InputError(path, f"instance scores name datasets missing from summary.json: {unknown}", field="datasets")
+    datasets: dict[str, DatasetScores] = {}
+    for name, ds in ds_raw.items():
+        rec = f"datasets.{name}"
+        if not isinstance(ds, dict) or not isinstance(ds.get("metric"), str):
+            raise InputError(path, "expected an object with a string 'metric'", rec, "metric")
+        runs = _runs_map(path, ds.get("runs"), rec, "runs")
+        items = by_ds.get(name, [])
+        means, rates = _mean_by_run(items)
+        if not is_run_level(name, ds["metric"]) and items:
+            if set(means) != set(runs):
+                raise InputError(path, f"runs {sorted(runs)} differ from runs with instance scores {sorted(means)}",
+                                 rec, "runs")
+            for r, value in runs.items():
+                if abs(value - means[r]) > _TOL * max(1.0, abs(value)):
+                    raise InputError(path, f"run {r} is {value} but its instance scores average {means[r]}",
+                                     rec, f"runs.{r}")
+        if not runs:
+            raise InputError(path, "no run scores", rec, "runs")
+        fmt = rates if items else _runs_map(path, ds.get("format_rate", {}), rec, "format_rate")
+        corrected = ds.get("corrected")
+        if corrected is not None:
+            if not isinstance(corrected, dict) or not isinstance(corrected.get("metric"), str):
+                raise InputError(path, "expected {'metric': str, 'runs': {...}}", rec, "corrected")
+            corrected = {"metric": corrected["metric"], "runs": _runs_map(path, corrected.get("runs"), rec, "corrected.runs")}
+        datasets[name] = DatasetScores(name, ds["metric"], runs, fmt, tuple(items), corrected)
+    return ModelScores(model["id"], str(model.get("revision", "")), summary["manifest_digest"],
+                       summary["prompt_digest"], datasets, source)
+
+
+def load_scores_dir(score_dir: Path) -> ModelScores:
+    """Load ``scores/<model_slug>/`` (summary.json + instance_scores.jsonl)."""
+    summary_path = score_dir / "summary.json"
+    inst_path = score_dir / "instance_scores.jsonl"
+    for p in (summary_path, inst_path):
+        if not p.is_file():
+            raise InputError(p, "missing; run `seam-repro score RUN_DIR` first")
+    try:
+        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(summary_path, f"not valid JSON: {exc.msg}") from None
+    return build_model_scores(summary, read_instance_scores(inst_path), summary_path, str(score_dir))
+
+
+def load_run_dir(run_dir: Path) -> list[ModelScores]:
+    """Every scored model of a run directory, in slug order."""
+    scores = run_dir / "scores"
+    dirs = sorted(p for p in scores.iterdir() if p.is_dir()) if scores.is_dir() else []
+    if not dirs:
+        raise InputError(scores, "no scored models found (expected scores/<model_slug>/summary.json)")
+    return [load_scores_dir(d) for d in dirs]
+
+
+@dataclass(frozen=True)
+class DatasetSummary:
+    """Across-run statistics of one model on one dataset (0-100 scale)."""
+
+    dataset: str
+    metric: str
+    runs: dict[int, float]
+    mean: float
+    std: float
+    """Population std over runs (ddof=0), as upstream ``np.std(mean_per_run)``."""
+    format_rate: float | None
+    format_correlation: dict[str, Any]
+    corrected: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"dataset": self.dataset, "metric": self.metric, "n_runs": len(self.runs),
+                "runs": {str(k): v for k, v in self.runs.items()}, "mean": self.mean, "std": self.std,
+                "format_rate": self.format_rate, "format_correlation": self.format_correlation,
+                "corrected": self.corrected}
+
+
+def pearson(x: list[float], y: list[float], level: str) -> dict[str, Any]:
+    """Pearson r (scipy) with an explicit reason instead of NaN when it is undefined."""
+    out: dict[str, Any] = {"level": level, "n": len(x), "r": None, "p": None, "reason": None}
+    if len(x) < 2:
+        out["reason"] = "fewer than 2 points"
+    elif np.ptp(x) == 0 or np.ptp(y) == 0:
+        out["reason"] = "constant " + ("format validity" if np.ptp(x) == 0 else "score")
+    else:
+        from scipy.stats import pearsonr
+
+        res = pearsonr(x, y)
+        out["r"], out["p"] = float(res.statistic), float(res.pvalue)
+    return out
+
+
+def summarize(ds: DatasetScores) -> DatasetSummary:
+    """Mean and population std over runs, format rate, and format-vs-score correlation.
+
+    The correlation is per instance (valid_format as 0/1 against score) where instances carry
+    scores; for coreference, whose instances have no score of their own, it is per run (format
+    rate against run score)."""
+    values = np.array(list(ds.runs.values()), dtype=float)
+    scored = [it for it in ds.instances if it.score is not None]
+    if scored:
+        corr = pearson([float(it.valid_format) for it in scored], [float(it.score) for it in scored], "instance")
+    else:
+        common = [r for r in ds.runs if r in ds.format_rate]
+        corr = pearson([ds.format_rate[r] for r in common], [ds.runs[r] for r in common], "run")
+    if ds.instances:
+        rate: float | None = float(np.mean([it.valid_format for it in ds.instances]))
+    else:
+        rate = float(np.mean(list(ds.format_rate.values()))) if ds.format_rate else None
+    corrected = None
+    if ds.corrected:
+        cv = np.array(list(ds.corrected["runs"].values()), dtype=float)
+        corrected = {"metric": ds.corrected["metric"], "mean": float(cv.mean()) if cv.size else None,
+                     "std": float(cv.std()) if cv.size else None}
+    return DatasetSummary(ds.dataset, ds.metric, dict(ds.runs), float(values.mean()), float(values.std()),
+                          rate, corr, corrected)
+
+
+def instance_table(ds: DatasetScores) -> dict[str, dict[str, Any]]:
+    """Per instance id: its score in each run it was drawn in, with mean and population std."""
+    table: dict[str, dict[int, float]] = {}
+    for it in ds.instances:
+        if it.score is not None:
+            table.setdefault(it.instance_id, {})[it.run] = it.score
+    return {iid: {"runs": {str(r): s for r, s in sorted(runs.items())}, "mean": float(np.mean(list(runs.values()))),
+                  "std": float(np.std(list(runs.values())))} for iid, runs in sorted(table.items())}

@@ -1,0 +1,240 @@
+"""Almost Stochastic Order (ASO) ranking, average rank (AR) and ARSD.
+
+Port of upstream SEAM ``scripts/evaluation/ASD.py`` (the Dror et al. 2019 script: ``calc_dominance``),
+the ranking part of ``scripts/evaluation/statistical_analysis.py`` (pairwise ``tab``, summed-epsilon
+ranking, dominance column) and ``scripts/evaluation/compare_models.py`` (AR, ARSD).
+
+Semantics kept on purpose (each matters for matching the paper's numbers):
+
+* ``epsilon`` integrates on the grid ``np.arange(0, 1, dp)`` with the empirical quantile function
+  ``F[ceil(p*n) - 1]`` (``F[0]`` at ``p*n == 0``) and returns 0.0 when the denominator is 0, so two
+  *identical* samples give epsilon 0 (each "dominates" the other), not 0.5. This quirk is upstream's.
+* sigma is ``np.std`` (ddof=0) of B bootstrap epsilons, each computed from N and M draws from the
+  empirical quantile functions, and ``eps_min = clip(eps - sigma * ppf(alpha) / sqrt(N*M/(N+M)), 0, 1)``
+  with N = M = 1000 (the bootstrap sizes, not the number of runs).
+* ``tab[a][b] = round(eps_min(a > b), 2)`` and ``tab[b][a] = 1 - tab[a][b]`` (the reverse is not
+  recomputed); pairs are visited in the order the models are given, the earlier model as ``a``.
+
+What differs: upstream draws from the unseeded global ``np.random``; here every pair gets its own
+``numpy.random.Generator`` derived from a recorded root seed and the (dataset, a, b) names, so a
+table is repeatable and adding a model does not change the other pairs. The bootstrap is vectorised
+(counts per atom instead of sorting 1000 draws), which gives the same distribution of epsilons.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+DP = 0.005
+N_DRAWS = 1000
+B_ITERATIONS = 1000
+ALPHA = 0.05
+DEFAULT_SEED = 42
+
+
+@dataclass(frozen=True)
+class AsoParams:
+    """The constants of upstream ``calc_dominance`` plus the root seed this kit records."""
+
+    dp: float = DP
+    n: int = N_DRAWS
+    m: int = N_DRAWS
+    b: int = B_ITERATIONS
+    alpha: float = ALPHA
+    seed: int = DEFAULT_SEED
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {"dp": self.dp, "N": self.n, "M": self.m, "B": self.b, "alpha": self.alpha, "seed": self.seed}
+
+
+@dataclass(frozen=True)
+class AsoResult:
+    epsilon: float
+    """Point estimate on the observed samples (upstream ``eps_FnGm``)."""
+    sigma: float
+    """Population std of the bootstrap epsilons."""
+    eps_min: float
+    """Minimal epsilon for which A is almost stochastically greater than B (small = A better)."""
+
+
+def quantile_index(p: np.ndarray, n: int) -> np.ndarray:
+    """0-based index used by upstream ``invF``: ``ceil(p*n)-1``, clipped to ``[0, n-1]``."""
+    return np.clip(np.ceil(p * n).astype(np.int64), 1, n) - 1
+
+
+def epsilon(a: Sequence[float], b: Sequence[float], dp: float = DP) -> float:
+    """Upstream ``epsilon(dp)`` with F = sorted A and G = sorted B: the share of the squared
+    quantile distance where B lies above A. Accumulated in upstream's order so it is bit-equal."""
+    f, g = np.sort(np.asarray(a, dtype=float)), np.sort(np.asarray(b, dtype=float))
+    p = np.arange(0, 1, dp)
+    diff = g[quantile_index(p, len(g))] - f[quantile_index(p, len(f))]
+    s = se = 0.0
+    for d in diff.tolist():
+        pos = max(d, 0)
+        s = s + d * d * dp
+        se = se + pos * pos * dp
+    return se / s if s != 0 else 0.0
+
+
+def _resampled_quantiles(atoms: np.ndarray, u: np.ndarray, grid_idx: np.ndarray) -> np.ndarray:
+    """Quantiles at ``grid_idx`` of each row's sorted resample ``atoms[quantile_index(u)]``.
+
+    Sorting a resample of sorted atoms only groups equal atom indices, so the value at sorted
+    position j is the atom whose cumulative count first exceeds j (found by one flat searchsorted)."""
+    rows, size = u.shape
+    n = len(atoms)
+    k = quantile_index(u, n) + (np.arange(rows) * n)[:, None]
+    counts = np.bincount(k.ravel(), minlength=rows * n).reshape(rows, n)
+    offset = (np.arange(rows) * (size + 1))[:, None]
+    cum = (np.cumsum(counts, axis=1) + offset).ravel()
+    pos = np.searchsorted(cum, (grid_idx[None, :] + offset).ravel(), side="right").reshape(rows, -1)
+    return atoms[pos - (np.arange(rows) * n)[:, None]]
+
+
+def bootstrap_epsilons(
+    a: Sequence[float], b: Sequence[float], rng: np.random.Generator, params: AsoParams = AsoParams()
+) -> np.ndarray:
+    """B epsilons of upstream's bootstrap loop; each iteration draws N then M uniforms, as upstream."""
+    f, g = np.sort(np.asarray(a, dtype=float)), np.sort(np.asarray(b, dtype=float))
+    p = np.arange(0, 1, params.dp)
+    u = rng.random((params.b, params.n + params.m))
+    fq = _resampled_quantiles(f, u[:, : params.n], quantile_index(p, params.n))
+    gq = _resampled_quantiles(g, u[:, params.n :], quantile_index(p, params.m))
+    d = gq - fq
+    denom = (d * d * params.dp).sum(axis=1)
+    numer = (np.maximum(d, 0) ** 2 * params.dp).sum(axis=1)
+    out = np.zeros(params.b)
+    np.divide(numer, denom, out=out, where=denom != 0)
+    return out
+
+
+def eps_min_from(eps: float, sigma: float, params: AsoParams = AsoParams()) -> float:
+    """The upstream confidence bound: ``clip(eps - (1/const) * sigma * ppf(alpha), 0, 1)``."""
+    from scipy.stats import norm
+
+    const = np.sqrt((1.0 * params.n * params.m) / (params.n + params.m + 0.0))
+    return float(min(max(eps - (1 / const) * sigma * norm.ppf(params.alpha), 0.0), 1.0))
+
+
+def aso(
+    a: Sequence[float], b: Sequence[float], rng: np.random.Generator, params: AsoParams = AsoParams()
+) -> AsoResult:
+    """eps_min for "A is almost stochastically greater than B" (upstream ``calc_dominance``)."""
+    if len(a) == 0 or len(b) == 0:
+        raise ValueError("ASO needs at least one score per model")
+    eps = epsilon(a, b, params.dp)
+    sigma = float(np.std(bootstrap_epsilons(a, b, rng, params)))
+    return AsoResult(eps, sigma, eps_min_from(eps, sigma, params))
+
+
+def pair_rng(seed: int, dataset: str, a: str, b: str) -> np.random.Generator:
+    """Independent generator per (dataset, a, b) derived from the root seed by hashing the names."""
+    digest = hashlib.sha256(f"{dataset}\0{a}\0{b}".encode()).digest()
+    key = tuple(int.from_bytes(digest[i : i + 4], "big") for i in range(0, 16, 4))
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=key))
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """One dataset's ASO ranking, shaped like upstream ``ranking_asd.csv``."""
+
+    dataset: str
+    order: list[str]
+    """Models, best first (ascending summed epsilon; ties keep the given model order)."""
+    dominance: list[float | None]
+    """``1 - tab[r_i][r_{i+1}]``, ``None`` for the last model."""
+    sums: dict[str, float]
+    table: dict[str, dict[str, float]]
+    """``tab[a][b]`` as upstream builds it (rounded eps_min for computed pairs, 1 - that reversed)."""
+    pairs: list[dict[str, float | str]] = field(default_factory=list)
+    """Every computed pair with epsilon, sigma and unrounded eps_min (for audit)."""
+
+    def rank_of(self, model: str) -> int:
+        return self.order.index(model) + 1
+
+
+def rank_models(
+    scores: Mapping[str, Sequence[float]], dataset: str, params: AsoParams = AsoParams()
+) -> Ranking:
+    """Pairwise ASO table and summed-epsilon ranking of the models in ``scores`` (given order)."""
+    models = list(scores)
+    tab: dict[str, dict[str, float]] = {m: {} for m in models}
+    pairs: list[dict[str, float | str]] = []
+    for i, a in enumerate(models):
+        for bname in models[i + 1 :]:
+            res = aso(scores[a], scores[bname], pair_rng(params.seed, dataset, a, bname), params)
+            # np.round on a float64, as upstream's round(np.float64, 2) does
+            r = float(np.round(np.float64(res.eps_min), 2))
+            tab[a][bname] = r
+            tab[bname][a] = 1 - r
+            pairs.append({"a": a, "b": bname, "epsilon": res.epsilon, "sigma": res.sigma, "eps_min": res.eps_min})
+    # upstream sums tab[k].values() in insertion order, i.e. the other models in the given order
+    sums = {k: sum(tab[k][o] for o in models if o != k) for k in models}
+    order = sorted(models, key=lambda k: sums[k])
+    dom: list[float | None] = [round(1 - tab[order[i]][order[i + 1]], 2) for i in range(len(order) - 1)]
+    if order:
+        dom.append(None)
+    return Ranking(dataset, order, dom, sums, tab, pairs)
+
+
+@dataclass(frozen=True)
+class Stability:
+    """AR and ARSD across datasets (upstream ``compare_models.py``)."""
+
+    average_rank: dict[str, float]
+    ranked_in: dict[str, list[str]]
+    """Datasets each model was ranked on (the AR denominator)."""
+    arsd: dict[str, float | None]
+    """Mean over datasets of std/mean*100; ``None`` when every mean is zero."""
+    arsd_excluded: dict[str, list[str]]
+    """Datasets left out of a model's ARSD because its (rounded) mean is 0."""
+    arsd_by_dataset: dict[str, float | None]
+
+
+def stability(rankings: Mapping[str, Ranking], stats: Mapping[str, Mapping[str, tuple[float, float]]]) -> Stability:
+    """AR and ARSD. ``stats[dataset][model] = (mean, std)`` on the 0-100 scale.
+
+    Rules: a model absent from a dataset's ranking (e.g. Gemma-7B on ECB, NA in the paper) simply
+    has no rank there and that dataset is not in its AR denominator. As upstream, ARSD uses the
+    mean and std rounded to 0.1 (the values ``ranking_asd.csv`` stores) and skips a dataset whose
+    rounded mean is not > 0 instead of dividing by zero; skipped datasets are listed.
+    """
+    ranks: dict[str, list[int]] = {}
+    ranked_in: dict[str, list[str]] = {}
+    rsd: dict[str, list[float]] = {}
+    excluded: dict[str, list[str]] = {}
+    by_ds: dict[str, float | None] = {}
+    for ds, ranking in rankings.items():
+        ds_rsd = []
+        for pos, model in enumerate(ranking.order):
+            ranks.setdefault(model, []).append(pos + 1)
+            ranked_in.setdefault(model, []).append(ds)
+            mean, std = stats[ds][model]
+            mean_r, std_r = round(mean, 1), round(std, 1)
+            rsd.setdefault(model, [])
+            if mean_r > 0:
+                rsd[model].append(std_r / mean_r)
+                ds_rsd.append(std_r / mean_r)
+            else:
+                excluded.setdefault(model, []).append(ds)
+        by_ds[ds] = float(np.mean(ds_rsd)) * 100 if ds_rsd else None
+    ar = {m: float(np.mean(r)) for m, r in ranks.items()}
+    arsd = {m: (float(np.mean(v)) * 100 if v else None) for m, v in rsd.items()}
+    return Stability(ar, ranked_in, arsd, excluded, by_ds)
+
+
+def deepsig_eps_min(a: Sequence[float], b: Sequence[float], seed: int) -> float | None:
+    """deepsig's ``aso`` for the same pair, or ``None`` when deepsig (GPL, optional) is not installed.
+
+    deepsig uses the real sample sizes in its confidence term, so it is expected to be more
+    conservative than upstream's ASD.py; the difference is reported, never used for ranking."""
+    try:
+        from deepsig import aso as deepsig_aso
+    except Exception:
+        return None
+    return float(deepsig_aso(list(a), list(b), seed=seed, show_progress=False, num_jobs=1))
+

@@ -1,0 +1,81 @@
+"""``seam-repro report``, ``diff`` and ``submit``: thin click wrappers over report.py, diff.py, submit.py."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import click
+
+from seam_repro.errors import InputError
+
+
+def _command_line() -> str:
+    return "seam-repro " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+
+
+@click.command(epilog="\b\nExamples:\n  seam-repro report runs/llama --out reports/llama --reference paper\n"
+               "  seam-repro report my_model.bundle.json --reference paper --out reports/new")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Directory for report.md, report.json, box_plots.png, ar_arsd.png.")
+@click.option("--reference", default=None, help="'paper' (Table 3) or a JSON file of the same shape.")
+@click.option("--manifest", default=None, help="Manifest digest (or manifest file) every input must match.")
+@click.option("--seed", default=42, show_default=True, type=int, help="Root seed of the ASO bootstrap.")
+@click.option("--deepsig", is_flag=True, help="Cross-check adjacent pairs with the deepsig package, if installed.")
+def report(inputs: tuple[Path, ...], out_dir: Path, reference: str | None, manifest: str | None, seed: int,
+           deepsig: bool) -> int:
+    """Rank run directories and bundles (and reference models) like the paper's Table 3."""
+    from seam_repro.aso import AsoParams
+    from seam_repro.reference import load_reference
+    from seam_repro.report import build_report, write_report
+    from seam_repro.submit import load_inputs, resolve_manifest_digest
+
+    models = load_inputs(list(inputs), resolve_manifest_digest(manifest))
+    ref = load_reference(reference) if reference else None
+    rep = build_report(models, ref, AsoParams(seed=seed), deepsig=deepsig, command=_command_line())
+    for p in write_report(rep, out_dir):
+        click.echo(str(p))
+    return 0
+
+
+@click.command(epilog="\b\nExamples:\n  seam-repro diff runs/smoke --reference paper\n"
+               "  seam-repro diff runs/mine --reference paper --as Llama-3-8B --tolerance 2x")
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--reference", default="paper", show_default=True, help="'paper' or a JSON reference file.")
+@click.option("--tolerance", default=None, help="'spread' (default), 'Kx', 'P%' or points, e.g. 1.5.")
+@click.option("--as", "as_name", default=None, help="Reference model name to compare with (else by HF id).")
+@click.option("--json", "json_out", default=None, type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the diff as JSON.")
+def diff(run_dirs: tuple[Path, ...], reference: str, tolerance: str | None, as_name: str | None,
+         json_out: Path | None) -> int:
+    """Compare reproduced mean ± std with the reference; exit 0 all within, 1 any outside, 2 bad input."""
+    from seam_repro.diff import diff_models, format_diff, parse_tolerance
+    from seam_repro.reference import load_reference
+    from seam_repro.submit import load_inputs
+
+    tol = parse_tolerance(tolerance)
+    models = load_inputs(list(run_dirs))
+    rep = diff_models(models, load_reference(reference), tol, as_name)
+    click.echo(format_diff(rep))
+    if json_out is not None:
+        json_out.write_text(json.dumps(rep.to_json(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return rep.exit_code
+
+
+@click.command(epilog="\b\nExample:\n  seam-repro submit runs/mine --out mine.bundle.json")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Bundle JSON path.")
+@click.option("--model", "model_id", default=None, help="Model id, when the run holds several scored models.")
+def submit(run_dir: Path, out: Path, model_id: str | None) -> int:
+    """Write a results bundle (scores + provenance + digest) tied to the run's manifest."""
+    from seam_repro.submit import make_bundle, write_bundle
+
+    if out.exists() and out.is_dir():
+        raise InputError(out, "is a directory; expected a .json file path")
+    bundle = make_bundle(run_dir, model_id)
+    write_bundle(bundle, out)
+    click.echo(f"{out}  bundle_digest={bundle['bundle_digest']}")
+    return 0

@@ -1,0 +1,133 @@
+"""Reference score tables (the SEAM paper's Table 3) as typed, validated data.
+
+The packaged table ``data/reference/paper_table3.json`` transcribes Table 3 of Lior et al. (2024):
+per dataset and model the mean and population std over 10 runs (x100), the rank and the ASO
+dominance over the next-ranked model. Only these summary statistics are published, never the
+per-run scores, so reports that mix reference models with new runs must say so (see ``report.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from seam_repro.errors import InputError
+
+PAPER_DATASET_NAMES: dict[str, str] = {"OpenAsp": "OpenASP", "MuSiQue": "MusiQue", "ECB+": "ECB"}
+"""Paper column titles that differ from the kit's (upstream generate.json) dataset names."""
+
+
+@dataclass(frozen=True)
+class ReferenceRow:
+    """One (dataset, model) cell of the reference table."""
+
+    model: str
+    rank: int | None
+    mean: float | None
+    """Mean over runs, 0-100 scale; ``None`` where the paper prints NA."""
+    std: float | None
+    """Population std over runs (ddof=0, as upstream ``np.std``)."""
+    dominance_over_next: float | None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class ReferenceDataset:
+    name: str
+    paper_name: str
+    metric: str
+    rows: tuple[ReferenceRow, ...]
+
+    def row(self, model: str) -> ReferenceRow | None:
+        """The row of ``model`` or ``None`` when the table has no such model."""
+        for r in self.rows:
+            if r.model == model:
+                return r
+        return None
+
+
+@dataclass(frozen=True)
+class ReferenceTable:
+    source: str
+    path: str
+    models: dict[str, str]
+    """Reference model name -> Hugging Face id."""
+    datasets: dict[str, ReferenceDataset]
+
+    def name_for_hf_id(self, hf_id: str) -> str | None:
+        """Map a run's model id to the reference row name (case-insensitive, revision suffix ignored)."""
+        base = hf_id.split("@", 1)[0].strip().lower()
+        for name, ref_id in self.models.items():
+            if ref_id.lower() == base:
+                return name
+        return None
+
+
+def _num(path: str, value: Any, record: str, field: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InputError(path, f"expected a finite number or null, got {value!r}", record, field)
+    return float(value)
+
+
+def parse_reference(data: Any, path: str) -> ReferenceTable:
+    """Validate the reference JSON shape and build the typed table."""
+    if not isinstance(data, dict):
+        raise InputError(path, "expected a JSON object with 'models' and 'datasets'")
+    models_raw = data.get("models")
+    if not isinstance(models_raw, dict) or not models_raw:
+        raise InputError(path, "expected a non-empty object {name: {'hf_id': ...}}", field="models")
+    models: dict[str, str] = {}
+    for name, info in models_raw.items():
+        if not isinstance(info, dict) or not isinstance(info.get("hf_id"), str):
+            raise InputError(path, "expected an object with a string 'hf_id'", f"models.{name}", "hf_id")
+        models[name] = info["hf_id"]
+    ds_raw = data.get("datasets")
+    if not isinstance(ds_raw, dict) or not ds_raw:
+        raise InputError(path, "expected a non-empty object {dataset: {'rows': [...]}}", field="datasets")
+    datasets: dict[str, ReferenceDataset] = {}
+    for key, ds in ds_raw.items():
+        if not isinstance(ds, dict) or not isinstance(ds.get("rows"), list):
+            raise InputError(path, "expected an object with a 'rows' list", f"datasets.{key}", "rows")
+        name = PAPER_DATASET_NAMES.get(key, key)
+        rows = []
+        for i, r in enumerate(ds["rows"]):
+            rec = f"datasets.{key}.rows[{i}]"
+            if not isinstance(r, dict) or not isinstance(r.get("model"), str):
+                raise InputError(path, "expected an object with a string 'model'", rec, "model")
+            if r["model"] not in models:
+                raise InputError(path, f"model {r['model']!r} is not listed under 'models'", rec, "model")
+            rank = r.get("rank")
+            if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int)):
+                raise InputError(path, f"expected an integer or null, got {rank!r}", rec, "rank")
+            mean, std = _num(path, r.get("mean"), rec, "mean"), _num(path, r.get("std"), rec, "std")
+            if (mean is None) != (std is None):
+                raise InputError(path, "mean and std must both be numbers or both null", rec, "std")
+            if std is not None and std < 0:
+                raise InputError(path, f"expected std >= 0, got {std}", rec, "std")
+            dom = _num(path, r.get("dominance_over_next"), rec, "dominance_over_next")
+            rows.append(ReferenceRow(r["model"], rank, mean, std, dom, r.get("note")))
+        datasets[name] = ReferenceDataset(
+            name, str(ds.get("paper_name", key)), str(ds.get("metric", "")), tuple(rows)
+        )
+    return ReferenceTable(str(data.get("source", "")), path, models, datasets)
+
+
+def load_reference(spec: str | Path = "paper") -> ReferenceTable:
+    """Load ``paper`` (the packaged Table 3) or a JSON file of the same shape."""
+    if str(spec) == "paper":
+        res = resources.files("seam_repro").joinpath("data/reference/paper_table3.json")
+        return parse_reference(json.loads(res.read_text(encoding="utf-8")), "paper_table3.json")
+    path = Path(spec)
+    if not path.is_file():
+        raise InputError(path, "reference not found; use 'paper' or a JSON file shaped like paper_table3.json")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(path, f"not valid JSON: {exc}") from None
+    return parse_reference(data, str(path))

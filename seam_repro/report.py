@@ -1,0 +1,203 @@
+"""Reports shaped like the SEAM paper's Table 3 (rank, model, mean ± std, dominance over next),
+the AR/ARSD table (Figure 4) and box plots of per-run scores (Figure 3).
+
+Replicates the outputs of upstream ``scripts/evaluation/statistical_analysis.py`` (``ranking_asd.csv``,
+box plots) and ``compare_models.py`` (AR, ARSD) with the statistics of ``aso.py``.
+
+Reference models (``--reference paper``) have only a published mean and std. To rank a new model
+against them, each reference model is given a *surrogate* set of runs with exactly that mean and
+population std (evenly spaced normal quantiles). ASO on surrogates approximates the paper's
+comparison; such rows are flagged ``from_summary_stats`` and marked † in the Markdown.
+
+Model order (it decides which side of each ASO pair is computed and breaks ties in the ranking, as
+upstream's dict order does): input models in the order given, then reference models in table order.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from seam_repro import __version__
+from seam_repro.aggregate import ModelScores, summarize
+from seam_repro.aso import AsoParams, Ranking, aso, deepsig_eps_min, pair_rng, rank_models, stability
+from seam_repro.reference import ReferenceTable
+
+DATASET_ORDER = ("MultiNews", "OpenASP", "FuseReviews", "MusiQue", "SciCo", "ECB")
+"""Column order of the paper's Table 3."""
+DISPLAY_NAMES = {"ECB": "ECB+"}
+REF_MARK = "†"
+
+
+def surrogate_runs(mean: float, std: float, n: int = 10) -> list[float]:
+    """n values with exactly this mean and population std, shaped like a normal sample."""
+    from scipy.stats import norm
+
+    z = norm.ppf((np.arange(1, n + 1) - 0.5) / n)
+    z = (z - z.mean()) / z.std()
+    return [float(v) for v in mean + std * z]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One model on one dataset as the report sees it."""
+
+    model: str
+    runs: list[float]
+    mean: float
+    std: float
+    from_summary_stats: bool
+    extra: dict[str, Any]
+
+
+def display_names(models: list[ModelScores]) -> list[str]:
+    """Model ids; the revision is appended only when one id comes with several revisions."""
+    ids = [m.model_id for m in models]
+    return [m.model_id + (f"@{m.revision[:12]}" if ids.count(m.model_id) > 1 else "") for m in models]
+
+
+def collect_entries(models: list[ModelScores], reference: ReferenceTable | None) -> dict[str, list[Entry]]:
+    """Entries per dataset in model order; a model without a value on a dataset is left out there."""
+    names = [n for n in DATASET_ORDER if any(n in m.datasets for m in models)]
+    names += sorted({n for m in models for n in m.datasets} - set(names))
+    out: dict[str, list[Entry]] = {n: [] for n in names}
+    for ms, label in zip(models, display_names(models)):
+        for name, ds in ms.datasets.items():
+            s = summarize(ds)
+            extra = {"model_id": ms.model_id, "revision": ms.revision, "source": ms.source, "metric": s.metric,
+                     "format_rate": s.format_rate, "format_correlation": s.format_correlation,
+                     "corrected": s.corrected}
+            out[name].append(Entry(label, list(s.runs.values()), s.mean, s.std, False, extra))
+    if reference is not None:
+        for name in names:
+            ref_ds = reference.datasets.get(name)
+            if ref_ds is None:
+                continue
+            by_model = {r.model: r for r in ref_ds.rows}
+            for model in reference.models:
+                row = by_model.get(model)
+                if row is None or row.mean is None or row.std is None:
+                    continue
+                extra = {"model_id": reference.models[model], "source": reference.path, "paper_rank": row.rank,
+                         "paper_dominance_over_next": row.dominance_over_next}
+                out[name].append(Entry(model, surrogate_runs(row.mean, row.std), row.mean, row.std, True, extra))
+    return out
+
+
+def build_report(models: list[ModelScores], reference: ReferenceTable | None = None,
+                 params: AsoParams = AsoParams(), deepsig: bool = False, command: str = "") -> dict[str, Any]:
+    """Everything the Markdown, JSON and figures show, as one JSON-ready dict."""
+    entries = collect_entries(models, reference)
+    rankings: dict[str, Ranking] = {}
+    stats: dict[str, dict[str, tuple[float, float]]] = {}
+    datasets: dict[str, Any] = {}
+    cross: list[dict[str, Any]] = []
+    for name, ents in entries.items():
+        if not ents:
+            continue
+        by = {e.model: e for e in ents}
+        ranking = rank_models({e.model: e.runs for e in ents}, name, params)
+        rankings[name] = ranking
+        stats[name] = {e.model: (e.mean, e.std) for e in ents}
+        rows = []
+        for pos, model in enumerate(ranking.order):
+            e = by[model]
+            rows.append({"rank": pos + 1, "model": model, "mean": e.mean, "std": e.std, "n_runs": len(e.runs),
+                         "dominance_over_next": ranking.dominance[pos], "from_summary_stats": e.from_summary_stats,
+                         "runs": None if e.from_summary_stats else e.runs, **e.extra})
+        metric = next((e.extra["metric"] for e in ents if "metric" in e.extra), "")
+        datasets[name] = {"display_name": DISPLAY_NAMES.get(name, name), "metric": metric, "rows": rows,
+                          "pairwise": ranking.table, "pairs": ranking.pairs}
+        if deepsig:
+            for a, b in zip(ranking.order, ranking.order[1:]):
+                theirs = deepsig_eps_min(by[a].runs, by[b].runs, params.seed)
+                if theirs is None:
+                    cross.append({"available": False, "note": "deepsig is not installed (pip install deepsig)"})
+                    break
+                ours = aso(by[a].runs, by[b].runs, pair_rng(params.seed, name, a, b), params).eps_min
+                cross.append({"available": True, "dataset": name, "a": a, "b": b, "eps_min": ours,
+                              "deepsig_eps_min": theirs, "difference": theirs - ours})
+    st = stability(rankings, stats)
+    notes = ["Scores are on a 0-100 scale; std is the population std over runs (ddof=0).",
+             "ASO: upstream ASD.py semantics with per-pair generators derived from the recorded seed."]
+    if any(e.from_summary_stats for ents in entries.values() for e in ents):
+        notes.append(f"{REF_MARK} reference model known only by its published mean ± std; ranked with surrogate "
+                     "runs of exactly that mean and population std, so its ASO values are approximate.")
+    return {
+        "kind": "seam-repro/report", "kit_version": __version__, "command": command, "aso": params.as_dict(),
+        "manifest_digest": models[0].manifest_digest if models else None,
+        "prompt_digest": models[0].prompt_digest if models else None,
+        "reference": reference.source if reference else None,
+        "model_order": list(dict.fromkeys(e.model for ents in entries.values() for e in ents)),
+        "datasets": datasets,
+        "stability": {"average_rank": st.average_rank, "ranked_in": st.ranked_in, "arsd": st.arsd,
+                      "arsd_excluded": st.arsd_excluded, "arsd_by_dataset": st.arsd_by_dataset,
+                      "rule": "AR over the datasets a model is ranked on; ARSD = mean of std/mean*100 over "
+                              "datasets with rounded mean > 0 (upstream compare_models.py)"},
+        "deepsig_crosscheck": cross if deepsig else None,
+        "notes": notes,
+    }
+
+
+def _fmt(x: float | None, nd: int = 1) -> str:
+    return "–" if x is None else f"{x:.{nd}f}"
+
+
+def render_markdown(rep: dict[str, Any]) -> str:
+    """Table 3 per dataset, then AR/ARSD, then output-format rates."""
+    out = ["# SEAM results", "", f"Manifest digest: `{rep['manifest_digest']}`  ",
+           f"ASO: dp={rep['aso']['dp']}, N=M={rep['aso']['N']}, B={rep['aso']['B']}, alpha={rep['aso']['alpha']}, "
+           f"seed={rep['aso']['seed']}  ", f"Generated by seam-repro {rep['kit_version']}"
+           + (f": `{rep['command']}`" if rep["command"] else ""), ""]
+    for name, ds in rep["datasets"].items():
+        out += [f"## {ds['display_name']}" + (f" ({ds['metric']})" if ds["metric"] else ""), "",
+                "| rank | model | mean ± std | dominance over next |", "|---:|---|---:|---:|"]
+        for r in ds["rows"]:
+            mark = f" {REF_MARK}" if r["from_summary_stats"] else ""
+            out.append(f"| {r['rank']} | {r['model']}{mark} | {r['mean']:.1f} ± {r['std']:.1f} | "
+                       f"{_fmt(r['dominance_over_next'], 2)} |")
+        out.append("")
+    st = rep["stability"]
+    out += ["## Average rank (AR) and ARSD", "", "| model | AR ↓ | ARSD ↓ | ranked on | left out of ARSD (mean 0) |",
+            "|---|---:|---:|---|---|"]
+    for m in sorted(st["average_rank"], key=lambda k: st["average_rank"][k]):
+        out.append(f"| {m} | {st['average_rank'][m]:.2f} | {_fmt(st['arsd'][m], 1)} | "
+                   f"{', '.join(st['ranked_in'][m])} | {', '.join(st['arsd_excluded'].get(m, [])) or '–'} |")
+    out += ["", "| dataset | ARSD across models |", "|---|---:|"]
+    out += [f"| {d} | {_fmt(v, 1)} |" for d, v in st["arsd_by_dataset"].items()]
+    fmt_rows = [(d, r) for d, ds in rep["datasets"].items() for r in ds["rows"] if not r["from_summary_stats"]]
+    if fmt_rows:
+        out += ["", "## Output format", "", "| dataset | model | valid-format rate | Pearson r with score |",
+                "|---|---|---:|---:|"]
+        for d, r in fmt_rows:
+            c = r["format_correlation"]
+            corr = f"{c['r']:.3f} ({c['level']}, n={c['n']})" if c["r"] is not None else f"– ({c['reason']})"
+            out.append(f"| {d} | {r['model']} | {_fmt(r['format_rate'], 3)} | {corr} |")
+    if rep.get("deepsig_crosscheck"):
+        out += ["", "## deepsig cross-check (adjacent pairs)", "", "| dataset | a | b | eps_min | deepsig | diff |",
+                "|---|---|---|---:|---:|---:|"]
+        for c in rep["deepsig_crosscheck"]:
+            if c.get("available"):
+                out.append(f"| {c['dataset']} | {c['a']} | {c['b']} | {c['eps_min']:.3f} | {c['deepsig_eps_min']:.3f} | "
+                           f"{c['difference']:+.3f} |")
+            else:
+                out.append(f"| – | – | – | – | – | {c['note']} |")
+    out += ["", "Notes:", ""] + [f"- {n}" for n in rep["notes"]]
+    return "\n".join(out) + "\n"
+
+
+def write_report(rep: dict[str, Any], out_dir: Path) -> list[Path]:
+    """report.json, report.md and the two figures; returns the written paths."""
+    from seam_repro.plots import plot_ar_arsd, plot_boxes
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = [out_dir / "report.json", out_dir / "report.md", out_dir / "box_plots.png", out_dir / "ar_arsd.png"]
+    paths[0].write_text(json.dumps(rep, indent=1, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8")
+    paths[1].write_text(render_markdown(rep), encoding="utf-8")
+    plot_boxes(rep, paths[2])
+    plot_ar_arsd(rep, paths[3])
+    return paths

@@ -1,0 +1,196 @@
+"""Results bundles: one JSON file that ties a model's scores to a frozen manifest.
+
+A bundle is what a model author hands in (``seam-repro submit RUN_DIR --out BUNDLE.json``) and what
+``seam-repro report`` ranks against the reference. It carries provenance at the top level
+(manifest digest, prompt digest, model id and revision, chat-template sha256, environment
+fingerprint), the per-instance scores and per-run scores, and ``bundle_digest`` = sha256 of the
+canonical JSON of every other field, so any edit is detected on read. Upstream SEAM has no
+equivalent; the digest-upward habit follows lm-evaluation-harness (per-sample hashes).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from seam_repro import __version__
+from seam_repro.aggregate import ModelScores, build_model_scores, load_run_dir, parse_instance_line
+from seam_repro.errors import InputError
+from seam_repro.hashing import sha256_json
+
+BUNDLE_KIND = "seam-repro/results-bundle"
+BUNDLE_VERSION = 1
+_INSTANCE_KEYS = ("dataset", "run", "instance_id", "metric", "score", "valid_format", "metric_version")
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(path, "not found") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(path, f"not valid JSON: {exc}") from None
+
+
+def read_run_info(run_dir: Path) -> dict[str, Any]:
+    """Provenance from ``RUN_DIR/run.json``: manifest digest, chat template hash, environment.
+
+    Accepted spellings (run.json is written by the generate stage): ``chat_template_sha256`` at the
+    top level or under ``model``; the environment under ``env_fingerprint``, ``environment`` or ``env``."""
+    path = run_dir / "run.json"
+    info = _read_json(path)
+    if not isinstance(info, dict):
+        raise InputError(path, "expected a JSON object")
+    if not isinstance(info.get("manifest_digest"), str):
+        raise InputError(path, "expected a string digest", field="manifest_digest")
+    model = info.get("model") if isinstance(info.get("model"), dict) else {}
+    chat = info.get("chat_template_sha256", model.get("chat_template_sha256"))
+    env = next((info[k] for k in ("env_fingerprint", "environment", "env") if k in info), None)
+    return {"path": str(path), "manifest_digest": info["manifest_digest"], "prompt_digest": info.get("prompt_digest"),
+            "model": model, "chat_template_sha256": chat, "environment": env}
+
+
+def _dataset_payload(ms: ModelScores) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, ds in ms.datasets.items():
+        out[name] = {
+            "metric": ds.metric,
+            "runs": {str(k): v for k, v in ds.runs.items()},
+            "format_rate": {str(k): v for k, v in ds.format_rate.items()},
+            "instances": [{k: getattr(it, k) for k in _INSTANCE_KEYS} for it in ds.instances],
+        }
+        if ds.corrected is not None:
+            out[name]["corrected"] = {"metric": ds.corrected["metric"],
+                                      "runs": {str(k): v for k, v in ds.corrected["runs"].items()}}
+    return out
+
+
+def make_bundle(run_dir: Path, model_id: str | None = None) -> dict[str, Any]:
+    """Build the bundle of one scored model of ``run_dir`` (``model_id`` needed if several)."""
+    info = read_run_info(run_dir)
+    models = load_run_dir(run_dir)
+    if model_id is not None:
+        models = [m for m in models if m.model_id == model_id]
+        if not models:
+            raise InputError(run_dir / "scores", f"no scores for model {model_id!r}")
+    if len(models) != 1:
+        raise InputError(run_dir / "scores", f"holds {len(models)} models {[m.model_id for m in models]}; "
+                         "choose one with --model ID")
+    ms = models[0]
+    if ms.manifest_digest != info["manifest_digest"]:
+        raise InputError(Path(ms.source) / "summary.json", f"is {ms.manifest_digest} but run.json has "
+                         f"{info['manifest_digest']}: the scores are from another manifest", field="manifest_digest")
+    if info["prompt_digest"] not in (None, ms.prompt_digest):
+        raise InputError(Path(ms.source) / "summary.json", f"is {ms.prompt_digest} but run.json has "
+                         f"{info['prompt_digest']}", field="prompt_digest")
+    bundle: dict[str, Any] = {
+        "kind": BUNDLE_KIND,
+        "bundle_version": BUNDLE_VERSION,
+        "kit_version": __version__,
+        "manifest_digest": ms.manifest_digest,
+        "prompt_digest": ms.prompt_digest,
+        "model": {"id": ms.model_id, "revision": ms.revision},
+        "chat_template_sha256": info["chat_template_sha256"],
+        "environment": info["environment"],
+        "datasets": _dataset_payload(ms),
+    }
+    bundle["bundle_digest"] = sha256_json(bundle)
+    return bundle
+
+
+def write_bundle(bundle: dict[str, Any], out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(bundle, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    out.write_text(text + "\n", encoding="utf-8")
+
+
+def parse_bundle(data: Any, path: Path) -> ModelScores:
+    """Validate a bundle (shape, digest, instance records) and return its scores."""
+    if not isinstance(data, dict) or data.get("kind") != BUNDLE_KIND:
+        raise InputError(path, f"not a results bundle (expected \"kind\": \"{BUNDLE_KIND}\")", field="kind")
+    if data.get("bundle_version") != BUNDLE_VERSION:
+        raise InputError(path, f"unsupported version {data.get('bundle_version')!r}; expected {BUNDLE_VERSION}",
+                         field="bundle_version")
+    for key in ("manifest_digest", "prompt_digest", "bundle_digest"):
+        if not isinstance(data.get(key), str):
+            raise InputError(path, "expected a string digest", field=key)
+    model = data.get("model")
+    if not isinstance(model, dict) or not isinstance(model.get("id"), str) or not isinstance(model.get("revision"), str):
+        raise InputError(path, 'expected {"id": str, "revision": str}', field="model")
+    for key in ("chat_template_sha256", "environment"):
+        if key not in data:
+            raise InputError(path, "missing (may be null)", field=key)
+    body = {k: v for k, v in data.items() if k != "bundle_digest"}
+    try:
+        actual = sha256_json(body)
+    except ValueError as exc:
+        raise InputError(path, f"contains a non-finite number: {exc}") from None
+    if actual != data["bundle_digest"]:
+        raise InputError(path, f"is {data['bundle_digest']} but the content hashes to {actual}: the bundle was "
+                         "edited after `seam-repro submit`", field="bundle_digest")
+    datasets = data.get("datasets")
+    if not isinstance(datasets, dict) or not datasets:
+        raise InputError(path, "expected a non-empty object", field="datasets")
+    instances = []
+    for name, ds in datasets.items():
+        if not isinstance(ds, dict) or not isinstance(ds.get("instances"), list):
+            raise InputError(path, "expected an 'instances' list", f"datasets.{name}", "instances")
+        for i, obj in enumerate(ds["instances"]):
+            it = parse_instance_line(path, i + 1, obj)
+            if it.dataset != name:
+                raise InputError(path, f"instance of {it.dataset!r} listed under {name!r}", f"datasets.{name}.instances[{i}]",
+                                 "dataset")
+            instances.append(it)
+    summary = {"model": model, "manifest_digest": data["manifest_digest"], "prompt_digest": data["prompt_digest"],
+               "datasets": {n: {k: v for k, v in ds.items() if k != "instances"} for n, ds in datasets.items()}}
+    ms = build_model_scores(summary, instances, path, str(path))
+    ms.extra.update({"chat_template_sha256": data["chat_template_sha256"], "environment": data["environment"],
+                     "bundle_digest": data["bundle_digest"]})
+    return ms
+
+
+def read_bundle(path: Path) -> ModelScores:
+    return parse_bundle(_read_json(path), path)
+
+
+def load_inputs(paths: list[Path], manifest: str | None = None) -> list[ModelScores]:
+    """Run directories and bundles, refused unless all share one manifest digest (or ``manifest``)."""
+    models: list[ModelScores] = []
+    for p in paths:
+        if p.is_dir():
+            models.extend(load_run_dir(p))
+        elif p.is_file():
+            models.append(read_bundle(p))
+        else:
+            raise InputError(p, "not found; expected a run directory or a results bundle (.json)")
+    expected, origin = (manifest, "--manifest") if manifest else (models[0].manifest_digest, models[0].source)
+    for ms in models:
+        if ms.manifest_digest != expected:
+            raise InputError(ms.source, f"is {ms.manifest_digest} but {origin} has {expected}; results from "
+                             "different manifests cannot be compared", field="manifest_digest")
+    seen: dict[str, str] = {}
+    for ms in models:
+        key = f"{ms.model_id}@{ms.revision}"
+        if key in seen:
+            raise InputError(ms.source, f"model {key} is also given by {seen[key]}; pass each model once", field="model")
+        seen[key] = ms.source
+    return models
+
+
+def resolve_manifest_digest(spec: str | None) -> str | None:
+    """``--manifest`` as a 64-hex digest, or a manifest file whose top-level ``digest`` /
+    ``manifest_digest`` field holds it."""
+    if spec is None:
+        return None
+    s = spec.strip().lower()
+    if len(s) == 64 and all(c in "0123456789abcdef" for c in s):
+        return s
+    path = Path(spec)
+    data = _read_json(path)
+    if isinstance(data, dict):
+        for key in ("manifest_digest", "digest"):
+            if isinstance(data.get(key), str):
+                return data[key]
+    raise InputError(path, "has no top-level 'digest' or 'manifest_digest'; pass the 64-hex digest instead",
+                     field="digest")
