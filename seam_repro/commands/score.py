@@ -1,0 +1,28 @@
+"""``seam-repro score RUN_DIR``: per-instance scores and per-run summaries (see seam_repro.scoring)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command(epilog="""\b
+Examples:
+  seam-repro score runs/smoke                          # writes runs/smoke/scores/<model>/...
+  seam-repro score runs/smoke --profile seam-repro-1   # corrected protocol as the main metric
+  seam-repro score runs/smoke -o /tmp/scores --no-fic  # skip FuseReviews model-based metrics""")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Scores directory (default RUN_DIR/scores).")
+@click.option("--profile", type=click.Choice(["upstream", "seam-repro-1"]), default=None,
+              help="Main metric variant; default: the run's profile, else upstream. The corrected "
+                   "variant is always written alongside.")
+@click.option("--fic/--no-fic", default=True, show_default=True,
+              help="Score FuseReviews with its NLI/coverage models (null scores with a reason when unavailable).")
+def score(run_dir: Path, out_dir: Path | None, profile: str | None, fic: bool) -> None:
+    """Score a run directory: instance_scores.jsonl and summary.json per model (0-100 scale)."""
+    from seam_repro.scoring import score_run_dir
+
+    for path in score_run_dir(run_dir, out_dir, profile, fic=fic):
+        click.echo(str(path))

@@ -1,0 +1,71 @@
+"""MuSiQue metrics: SQuAD F1 by hand, upstream's str(dict) F1 and parsing quirks by hand, safety of
+the literal parser on adversarial text, and the corrected answer/answerability scores."""
+
+from __future__ import annotations
+
+import pytest
+
+from seam_repro.score import musique as m
+
+GOLD = {"is_answerable": True, "answer_content": "Paris"}
+
+
+def test_squad_f1_and_normalisation() -> None:
+    assert m.normalize_answer("The  Rap-A-Lot, Records!") == "rapalot records"
+    assert m.token_f1("Rap-A-Lot Records", "Rap-A-Lot") == pytest.approx(2 / 3)
+    assert m.token_f1("", "") == 1.0 and m.token_f1("a", "x") == 0.0  # "a" normalises to nothing
+    assert m.exact_match("the Paris", "paris.") == 1.0
+
+
+def test_upstream_str_dict_f1_by_hand() -> None:
+    # gold tokens: isanswerable true answercontent paris (4)
+    f1, is_dict = m.upstream_f1("{'is_answerable': True, 'answer_content': 'Paris, France'}", GOLD)
+    assert is_dict and f1 == pytest.approx(100 * 8 / 9)  # P = 4/5, R = 1
+    f1, is_dict = m.upstream_f1("Paris", GOLD)
+    assert not is_dict and f1 == pytest.approx(40.0)  # P = 1, R = 1/4
+    f1, _ = m.upstream_f1('{"is_answerable": true, "answer_content": "Paris"}', GOLD)  # JSON: NameError upstream
+    assert f1 == pytest.approx(100.0)  # raw string still has the same four tokens
+
+
+def test_upstream_quote_fixes_and_retry() -> None:
+    assert m.upstream_postprocess("x {'is_answerable': True, 'answer_content': 'Mary's house'} y") == {
+        "is_answerable": True, "answer_content": "Mary's house"}
+    assert m.upstream_postprocess("{'is_answerable': True, 'answer_content': 'Paris}") == GOLD
+    # the "'s" fix breaks a value that starts with a lower-case s, so upstream keeps the raw text
+    raw = "{'is_answerable': True, 'answer_content': 'sam'}"
+    assert m.upstream_postprocess(raw) == raw
+    assert m.upstream_postprocess("{1, 2}") == {1, 2}
+    assert m.upstream_postprocess("no braces") == "no braces"
+
+
+@pytest.mark.parametrize("text", [
+    "{'a': __import__('os').system('echo pwned')}",
+    "{'a': " + "[" * 2000 + "]" * 2000 + "}",
+    "{'a': " + "9" * 6000 + "}",
+    "{" * 100_000 + "}" * 100_000,
+    "{'a': (lambda: 1)()}",
+    "{'a': 1e999999}",
+])
+def test_adversarial_never_executes_or_crashes(text: str) -> None:
+    value = m.upstream_postprocess(text)
+    f1, _ = m.upstream_f1(text, GOLD)
+    assert 0.0 <= f1 <= 100.0
+    assert m.corrected(text, GOLD).pred_answerable is None or isinstance(value, dict)
+
+
+def test_corrected_aliases_and_combined() -> None:
+    q = m.corrected('{"is_answerable": true, "answer_content": "City of Light"}', GOLD, ["City of Light"])
+    assert (q.answer_f1, q.answer_em, q.combined, q.pred_answerable) == (100.0, 100.0, 100.0, True)
+    q = m.corrected("{'is_answerable': 'no', 'answer_content': ''}", {"is_answerable": False, "answer_content": "X"})
+    assert q.combined == 100.0 and q.answerability_correct
+    q = m.corrected("{'is_answerable': False, 'answer_content': 'Paris'}", GOLD)
+    assert q.answer_f1 == 100.0 and q.combined == 0.0
+    q = m.corrected("I think Paris", GOLD)
+    assert q.pred_answerable is None and q.answer_f1 == pytest.approx(100 * 2 * (1 / 3) / (1 + 1 / 3)) and q.combined == 0
+
+
+def test_answerability_f1_by_hand() -> None:
+    # positives = answerable; pairs: TP, FN (pred False), FP (gold False pred True), unknown on gold True -> FN
+    pairs = [(True, True), (True, False), (False, True), (True, None), (False, False), (False, None)]
+    assert m.answerability_f1(pairs) == pytest.approx(100 * 2 * 1 / (2 * 1 + 2 + 2))
+    assert m.answerability_f1([(False, False)]) is None
