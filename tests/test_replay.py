@@ -1,0 +1,168 @@
+"""replay: kill -9 mid-run then resume equals an uninterrupted run; limit, frozen check, CLI wiring."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from seam_repro.errors import InputError, ManifestError
+from seam_repro.generate.base import EchoBackend, GenerationSettings
+from seam_repro.hashing import sha256_text
+from seam_repro.replay import apply_limit, check_prompt_records, run_generation
+
+MANIFEST = {"digest": "a" * 64, "prompt_digest": "b" * 64, "frozen": True,
+            "config": {"generation": {"temperature": 0.8, "max_new_tokens": 6, "do_sample": True, "top_p": None}}}
+REPO = Path(__file__).resolve().parents[1]
+
+
+def records(n: int = 20) -> list[dict]:
+    out = []
+    for ds, run in (("MultiNews", 0), ("MultiNews", 1), ("ECB", 0)):
+        for i in range(n):
+            prompt = f"{ds} {run} document {i} alpha beta gamma delta epsilon"
+            out.append({"dataset": ds, "task": "x", "run": run, "instance_id": str(i), "prompt": prompt,
+                        "prompt_sha256": sha256_text(prompt), "gen_seed": 7 * i + run})
+    return out
+
+
+def store_bytes(run_dir: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(run_dir)): p.read_bytes() for p in sorted((run_dir / "predictions").rglob("*.jsonl"))}
+
+
+def count_lines(run_dir: Path) -> int:
+    return sum(p.read_bytes().count(b"\n") for p in (run_dir / "predictions").rglob("*.jsonl"))
+
+
+CHILD = """
+import json, sys
+from pathlib import Path
+from seam_repro.generate.base import EchoBackend, GenerationSettings
+from seam_repro.replay import run_generation
+recs, manifest = json.loads(Path(sys.argv[1]).read_text())
+run_generation(recs, EchoBackend(delay=float(sys.argv[3])), GenerationSettings(max_new_tokens=6), Path(sys.argv[2]),
+               manifest, batch_size=2, progress=False)
+"""
+
+
+@pytest.mark.slow
+def test_sigkill_then_resume_equals_uninterrupted(tmp_path: Path) -> None:
+    recs = records()
+    settings = GenerationSettings(max_new_tokens=6)
+    reference = tmp_path / "reference"
+    run_generation(recs, EchoBackend(), settings, reference, MANIFEST, batch_size=5, progress=False)
+    inputs = tmp_path / "inputs.json"
+    inputs.write_text(json.dumps([recs, MANIFEST]))
+    killed = tmp_path / "killed"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(inputs), str(killed), "0.05"], env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if (killed / "predictions").exists() and count_lines(killed) >= 8:
+                break
+            time.sleep(0.01)
+        child.send_signal(signal.SIGKILL)
+    finally:
+        child.wait(timeout=30)
+    assert child.returncode == -signal.SIGKILL
+    done_before = count_lines(killed)
+    assert 8 <= done_before < len(recs), "the child must have been killed mid-way"
+    summary = run_generation(recs, EchoBackend(), settings, killed, MANIFEST, batch_size=3, progress=False)
+    assert summary.already_done == done_before and summary.generated == len(recs) - done_before
+    assert store_bytes(killed) == store_bytes(reference)
+    again = run_generation(recs, EchoBackend(), settings, killed, MANIFEST, progress=False)
+    assert again.generated == 0 and store_bytes(killed) == store_bytes(reference)
+    assert len(json.loads((killed / "run.json").read_text())["sessions"]) == 3
+
+
+def test_echo_output_depends_only_on_seed_and_prompt(tmp_path: Path) -> None:
+    recs = records(5)
+    a, b = tmp_path / "a", tmp_path / "b"
+    run_generation(recs, EchoBackend(), GenerationSettings(max_new_tokens=6), a, MANIFEST, batch_size=1, progress=False)
+    run_generation(list(reversed(recs)), EchoBackend(), GenerationSettings(max_new_tokens=6), b, MANIFEST,
+                   batch_size=4, progress=False)
+    lines_a = sorted(x for v in store_bytes(a).values() for x in v.splitlines())
+    lines_b = sorted(x for v in store_bytes(b).values() for x in v.splitlines())
+    assert lines_a == lines_b and len(lines_a) == 15
+
+
+def test_apply_limit_takes_first_n_of_every_dataset_run() -> None:
+    limited = apply_limit(records(5), 2)
+    assert [(r["dataset"], r["run"], r["instance_id"]) for r in limited] == [
+        ("MultiNews", 0, "0"), ("MultiNews", 0, "1"), ("MultiNews", 1, "0"), ("MultiNews", 1, "1"),
+        ("ECB", 0, "0"), ("ECB", 0, "1")]
+    assert apply_limit(records(2), None) == records(2)
+
+
+def test_bad_prompt_records_are_named() -> None:
+    recs = records(2)
+    recs[1] = {**recs[1], "gen_seed": "7"}
+    with pytest.raises(InputError, match="record 1: field 'gen_seed': missing or not a int"):
+        check_prompt_records(recs)
+    recs = records(2)
+    recs[0] = {**recs[0], "prompt": "edited"}
+    with pytest.raises(InputError, match="record 0: field 'prompt_sha256'"):
+        check_prompt_records(recs)
+    with pytest.raises(InputError, match="duplicate instance"):
+        check_prompt_records(records(2) + records(2)[:1])
+
+
+def test_generation_settings_validation() -> None:
+    assert GenerationSettings.from_manifest(None) == GenerationSettings(0.8, 500, True, None)
+    assert GenerationSettings.from_manifest({"max_new_tokens": 8}).max_new_tokens == 8
+    with pytest.raises(InputError, match="field 'config.generation.top_p'"):
+        GenerationSettings.from_manifest({"top_p": 1.5}, source="m.json")
+    with pytest.raises(InputError, match="unknown keys"):
+        GenerationSettings.from_manifest({"top_k": 5})
+
+
+@pytest.fixture
+def fake_stages(monkeypatch: pytest.MonkeyPatch) -> dict:
+    """Stand-ins for the manifest/render stages, following their documented contract."""
+    state = {"manifest": dict(MANIFEST)}
+    import seam_repro.manifest
+    import seam_repro.render
+
+    monkeypatch.setattr(seam_repro.manifest, "load_manifest", lambda path: state["manifest"])
+    monkeypatch.setattr(seam_repro.render, "render_manifest",
+                        lambda path, data_dir=None, prompts_dir=None: records(3))
+    return state
+
+
+def test_cli_replay_echo_then_merge(tmp_path: Path, fake_stages: dict) -> None:
+    from seam_repro.cli import cli
+
+    manifest = tmp_path / "m.json"
+    manifest.write_text("{}")
+    runner = CliRunner()
+    for k in range(2):
+        result = runner.invoke(cli, ["replay", str(manifest), "--backend", "echo", "--out", str(tmp_path / f"s{k}"),
+                                     "--shard", f"{k}/2", "--limit", "2"])
+        assert result.exit_code == 0, result.output
+    result = runner.invoke(cli, ["merge", str(tmp_path / "s0"), str(tmp_path / "s1"), "--out", str(tmp_path / "all")])
+    assert result.exit_code == 0, result.output
+    assert "echo: 6 predictions merged" in result.output
+    lines = [json.loads(x) for p in (tmp_path / "all" / "predictions" / "echo").rglob("*.jsonl")
+             for x in p.read_text().splitlines()]
+    assert len(lines) == 6 and all(rec["generation"]["max_new_tokens"] == 6 for rec in lines)
+    rj = json.loads((tmp_path / "s0" / "run.json").read_text())
+    assert rj["manifest_digest"] == "a" * 64 and rj["limit"] == 2 and rj["shard"] == "0/2"
+    assert rj["fingerprint"]["seam_repro"] and "platform" in rj["fingerprint"]
+
+
+def test_replay_refuses_unfrozen_manifest(tmp_path: Path, fake_stages: dict) -> None:
+    from seam_repro.replay import replay
+
+    fake_stages["manifest"] = {**MANIFEST, "frozen": False}
+    with pytest.raises(ManifestError, match="not frozen"):
+        replay(tmp_path / "m.json", tmp_path / "out", backend="echo", progress=False)
+    summary = replay(tmp_path / "m.json", tmp_path / "out", backend="echo", allow_unfrozen=True, progress=False)
+    assert summary.generated == 9
