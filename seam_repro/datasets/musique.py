@@ -51,7 +51,9 @@ def _instance(path: Path, rec: str, row: dict, split: str) -> Instance:
     return Instance(
         dataset=DATASET,
         split=split,
-        instance_id=qid,
+        # MuSiQue-Full pairs each answerable question with an unanswerable contrast that has the SAME
+        # id; the manifest needs unique keys, so the contrast version gets a suffix (raw_id keeps the id).
+        instance_id=qid if answerable else f"{qid}#unanswerable",
         raw_id=qid,
         documents=tuple(documents),
         question=question,
