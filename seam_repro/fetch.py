@@ -1,0 +1,357 @@
+"""Download (or copy from ``--data-dir``) every pinned source into the cache, verified.
+
+Replaces upstream SEAM's unpinned inputs (``load_dataset(...)`` at whatever revision is current,
+a hand-downloaded Drive zip) with the pins in ``data/sources.lock.json``. Guarantees:
+
+* A file reaches its cache path only after its hash matched: downloads stream into a temp file in
+  the destination folder (tqdm progress bar), are hashed, then ``os.replace``d; an interrupted or
+  short transfer and a hash mismatch leave no file behind (``HashMismatchError`` names the
+  artifact and both hashes).
+* sha256 is checked when pinned; files published only inside a git tree (cltl/ecbPlus) are checked
+  by git blob sha1 (``git hash-object`` semantics); files with no published hash are trusted on
+  first use: their sha256 is recorded in ``<cache>/tofu.json``, later copies must match it, and
+  they are reported as UNVERIFIED.
+* Zip archives are extracted only if no member is absolute, escapes with ``..`` or is a symlink.
+
+Cache: ``--cache DIR``, else ``$SEAM_REPRO_CACHE``, else ``~/.cache/seam-repro``.
+``cached_source_path(kind, name)`` tells the loaders where a fetched dataset/prompt file lives.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import os
+import shutil
+import stat
+import tempfile
+import urllib.error
+import urllib.request
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from seam_repro.errors import HashMismatchError, InputError, MissingDataError, SeamReproError
+from seam_repro.hashing import sha256_file
+from seam_repro.sources import Lock, Source, SourceFile, load_lock
+
+CHUNK = 1 << 16
+HfDownload = Callable[..., str]
+
+
+class DownloadError(SeamReproError):
+    """A transfer that failed or ended early (nothing was written to the cache)."""
+
+
+@dataclass
+class FetchResult:
+    """Outcome for one source (one line of ``seam-repro fetch`` output)."""
+
+    source: str
+    status: str
+    """``verified``, ``UNVERIFIED`` (trust on first use) or ``verified (cached)``."""
+    paths: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def cache_root(cache: str | Path | None = None) -> Path:
+    """The cache folder: explicit argument, ``$SEAM_REPRO_CACHE``, or ``~/.cache/seam-repro``."""
+    if cache is not None:
+        return Path(cache).expanduser()
+    env = os.environ.get("SEAM_REPRO_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "seam-repro"
+
+
+def git_blob_sha1(path: str | Path) -> str:
+    """``git hash-object`` of a file: sha1 over ``b"blob <size>\\0"`` + content."""
+    p = Path(path)
+    h = hashlib.sha1(f"blob {p.stat().st_size}\0".encode())
+    with open(p, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+# ------------------------------------------------------------------------------------- state files
+def _read_state(cache: Path, name: str) -> dict[str, Any]:
+    path = cache / name
+    if not path.exists():
+        return {}
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(path, f"invalid JSON at line {exc.lineno}: {exc.msg}; delete it to start over") from None
+
+
+def _write_state(cache: Path, name: str, obj: dict[str, Any]) -> None:
+    cache.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=cache, prefix=f".{name}.", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(obj, fh, indent=1, sort_keys=True)
+    os.replace(tmp, cache / name)
+
+
+# -------------------------------------------------------------------------------------- transfers
+def _temp_beside(dest: Path) -> Path:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+    os.close(fd)
+    return Path(tmp)
+
+
+def _stream(url: str, tmp: Path, artifact: str, progress: bool, timeout: float) -> None:
+    """Stream ``url`` into ``tmp``; raise DownloadError if the body is shorter than announced."""
+    from tqdm import tqdm
+
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp, open(tmp, "wb") as out:
+            length = resp.headers.get("Content-Length")
+            total = int(length) if length and length.isdigit() else None
+            got = 0
+            with tqdm(total=total, unit="B", unit_scale=True, desc=artifact, disable=not progress, leave=False) as bar:
+                for chunk in iter(lambda: resp.read(CHUNK), b""):
+                    out.write(chunk)
+                    got += len(chunk)
+                    bar.update(len(chunk))
+            if total is not None and got != total:
+                raise DownloadError(f"{artifact}: transfer from {url} ended after {got} of {total} bytes; nothing was saved")
+    except http.client.IncompleteRead as exc:
+        raise DownloadError(f"{artifact}: transfer from {url} ended early ({len(exc.partial)} bytes read); nothing was saved") from None
+    except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+        raise DownloadError(f"{artifact}: cannot download {url}: {exc}; nothing was saved") from None
+
+
+def _check(tmp: Path, f: SourceFile, artifact: str, tofu: dict[str, Any], shown: Path) -> bool:
+    """Verify ``tmp`` against the pin (or the trust-on-first-use record); True if pinned."""
+    actual = sha256_file(tmp)
+    if f.sha256 is not None and actual != f.sha256:
+        raise HashMismatchError(artifact, shown, f.sha256, actual)
+    if f.git_blob_sha1 is not None:
+        blob = git_blob_sha1(tmp)
+        if blob != f.git_blob_sha1:
+            raise HashMismatchError(artifact, shown, f"git blob {f.git_blob_sha1}", f"git blob {blob}")
+    if f.verified:
+        return True
+    seen = tofu.get(f.dest)
+    if seen is not None and seen["sha256"] != actual:
+        raise HashMismatchError(f"{artifact} (trusted on first use)", shown, seen["sha256"], actual)
+    tofu[f.dest] = {"sha256": actual, "origin": f.url or f.filename}
+    return False
+
+
+def _local_copy(data_dir: Path, f: SourceFile) -> Path:
+    names = [f.dest, PurePosixPath(f.dest).name]
+    if f.filename:
+        names += [f.filename, PurePosixPath(f.filename).name]
+    if f.url:
+        names.append(PurePosixPath(f.url.split("?")[0]).name)
+    for n in names:
+        p = data_dir / n
+        if p.is_file():
+            return p
+    raise MissingDataError(f"--data-dir {data_dir}: no local copy of {f.dest} (looked for {', '.join(dict.fromkeys(names))})")
+
+
+def obtain(src: Source, f: SourceFile, cache: Path, tofu: dict[str, Any], *, data_dir: Path | None = None,
+           hf_download: HfDownload | None = None, progress: bool = True, timeout: float = 60.0) -> bool:
+    """Put one verified file at ``cache/f.dest``; return True if its hash is pinned."""
+    dest = cache / f.dest
+    artifact = f"{src.name}:{PurePosixPath(f.dest).name}"
+    if dest.is_file():
+        return _check(dest, f, artifact, tofu, dest)
+    tmp = _temp_beside(dest)
+    try:
+        if data_dir is not None:
+            origin = _local_copy(data_dir, f)
+            shutil.copyfile(origin, tmp)
+        elif src.kind == "hf":
+            fetcher = hf_download or _hf_hub_download
+            try:
+                got = fetcher(repo_id=src.repo_id, filename=f.filename, revision=src.revision, repo_type="dataset")
+            except Exception as exc:  # huggingface_hub raises many types; report them uniformly
+                raise DownloadError(f"{artifact}: cannot download {src.repo_id}@{src.revision}:{f.filename}: {exc}") from None
+            origin = Path(got)
+            shutil.copyfile(origin, tmp)
+        else:
+            origin = Path(str(f.url))
+            _stream(str(f.url), tmp, artifact, progress, timeout)
+        pinned = _check(tmp, f, artifact, tofu, origin)
+        os.replace(tmp, dest)
+        return pinned
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _hf_hub_download(**kwargs: Any) -> str:
+    from huggingface_hub import hf_hub_download
+
+    return hf_hub_download(**kwargs)
+
+
+# ------------------------------------------------------------------------------------------- zips
+def _unsafe_reason(info: zipfile.ZipInfo) -> str | None:
+    name = info.filename.replace("\\", "/")
+    parts = PurePosixPath(name).parts
+    if name.startswith("/") or (parts and ":" in parts[0]):
+        return "absolute path"
+    if ".." in parts:
+        return "'..' escapes the target folder"
+    if stat.S_ISLNK(info.external_attr >> 16):
+        return "symbolic link"
+    return None
+
+
+def safe_extract(archive: Path, target: Path) -> list[str]:
+    """Extract ``archive`` into ``target`` (replacing it) after checking every member name."""
+    try:
+        zf = zipfile.ZipFile(archive)
+    except zipfile.BadZipFile as exc:
+        raise InputError(archive, f"not a zip archive ({exc})") from None
+    with zf:
+        infos = zf.infolist()
+        for info in infos:
+            reason = _unsafe_reason(info)
+            if reason is not None:
+                raise InputError(archive, f"refusing to extract: {reason}", record=f"member {info.filename!r}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
+        try:
+            names = []
+            for info in infos:
+                out = tmp.joinpath(*PurePosixPath(info.filename.replace("\\", "/")).parts)
+                if info.is_dir():
+                    out.mkdir(parents=True, exist_ok=True)
+                    continue
+                out.parent.mkdir(parents=True, exist_ok=True)
+                with zf.open(info) as src, open(out, "wb") as dst:
+                    shutil.copyfileobj(src, dst, CHUNK)
+                names.append(info.filename)
+            if target.exists():
+                shutil.rmtree(target)
+            os.replace(tmp, target)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp)
+    return names
+
+
+def _find_member(root: Path, member: str) -> Path | None:
+    exact = root / member
+    if exact.is_file():
+        return exact
+    hits = sorted(p for p in root.rglob(PurePosixPath(member).name) if p.as_posix().endswith("/" + member))
+    return hits[0] if len(hits) == 1 else None
+
+
+def _locate(root: Path, dataset: str, rule: dict[str, str]) -> Path | None:
+    """The folder under ``root`` that holds ``rule['marker']`` (preferring one named like the dataset)."""
+    cands = [p.parent for p in sorted(root.rglob(rule["marker"]))]
+    if "exclude_marker" in rule:
+        cands = [c for c in cands if not (c / rule["exclude_marker"]).exists()]
+    named = [c for c in cands if dataset.lower() in c.as_posix().lower()]
+    pick = named or cands
+    return pick[0] if pick else None
+
+
+# ---------------------------------------------------------------------------------- per source
+def fetch_source(src: Source, cache: Path, *, data_dir: Path | None = None, hf_download: HfDownload | None = None,
+                 progress: bool = True, timeout: float = 60.0) -> FetchResult:
+    """Fetch, verify, extract and install one source; record where its datasets/prompts live."""
+    tofu = _read_state(cache, "tofu.json")
+    try:
+        pinned = [obtain(src, f, cache, tofu, data_dir=data_dir, hf_download=hf_download, progress=progress, timeout=timeout)
+                  for f in src.files]
+    finally:
+        _write_state(cache, "tofu.json", tofu)
+    result = FetchResult(src.name, "verified" if all(pinned) else "UNVERIFIED")
+    if not all(pinned):
+        result.notes.append("no published hash: trusted on first use, sha256 recorded in tofu.json")
+    paths: dict[str, str] = {}
+    for name in src.prompts:
+        paths[f"prompts:{name}"] = next(f.dest for f in src.files if PurePosixPath(f.dest).stem == name)
+    if src.kind == "hf":
+        for name in src.data:
+            paths[f"data:{name}"] = PurePosixPath(src.files[0].dest).parent.as_posix()
+    if src.kind in ("zip", "ecbplus") and src.extract:
+        target = cache / src.extract
+        safe_extract(cache / src.files[0].dest, target)
+        for member, expected in src.members.items():
+            found = _find_member(target, member)
+            if found is None:
+                result.notes.append(f"member {member} not found in the archive; its pinned hash was not checked")
+                continue
+            actual = sha256_file(found)
+            if actual != expected:
+                raise HashMismatchError(f"{src.name}:{member}", found, expected, actual)
+            result.notes.append(f"member {member}: sha256 verified")
+        for dataset, rule in src.locate.items():
+            folder = _locate(target, dataset, rule)
+            if folder is None:
+                result.notes.append(f"{dataset}: no folder with {rule['marker']} in the archive")
+            else:
+                paths[f"data:{dataset}"] = folder.relative_to(cache).as_posix()
+        for dataset, mapping in src.install.items():
+            folder = cache / "data" / f"{dataset}-{src.name}"
+            folder.mkdir(parents=True, exist_ok=True)
+            for out_name, member in mapping.items():
+                found = _find_member(target, member)
+                if found is None:
+                    raise MissingDataError(f"{src.name}: archive has no member {member} to install as {dataset}/{out_name}")
+                shutil.copyfile(found, folder / out_name)
+            paths[f"data:{dataset}"] = folder.relative_to(cache).as_posix()
+    if src.kind == "ecbplus" and src.convert_to:
+        from seam_repro.datasets.ecb_xml import convert
+
+        corpus = _corpus_root(cache / str(src.extract))
+        if corpus is None:
+            raise MissingDataError(f"{src.name}: no ECB+ topic folders found after extraction")
+        csv_path = cache / next(f.dest for f in src.files if f.dest.endswith(".csv"))
+        stats = convert(corpus, csv_path, cache / src.convert_to)
+        result.notes.append(f"converted {sum(stats.documents.values())} documents, {sum(stats.mentions.values())} mentions")
+        paths["data:ECB"] = src.convert_to
+    installed = _read_state(cache, "installed.json")
+    installed[src.name] = paths
+    _write_state(cache, "installed.json", installed)
+    result.paths = paths
+    return result
+
+
+def _corpus_root(root: Path) -> Path | None:
+    """The folder holding ECB+ topic folders (``<n>/<n>_<k>ecb.xml``), shallowest first."""
+    hits = sorted((p.parent.parent for p in root.rglob("*ecb*.xml") if p.parent.name.isdigit()), key=lambda d: (len(d.parts), str(d)))
+    return hits[0] if hits else None
+
+
+def fetch(only: str | None = None, *, cache: str | Path | None = None, data_dir: str | Path | None = None,
+          lock: Lock | None = None, hf_download: HfDownload | None = None, progress: bool = True,
+          timeout: float = 60.0) -> list[FetchResult]:
+    """Fetch the selected sources (``--only`` semantics in ``Lock.select``)."""
+    lk = lock or load_lock()
+    root = cache_root(cache)
+    return [fetch_source(s, root, data_dir=Path(data_dir) if data_dir else None, hf_download=hf_download,
+                         progress=progress, timeout=timeout) for s in lk.select(only)]
+
+
+def cached_source_path(kind: str, name: str, cache: str | Path | None = None, lock: Lock | None = None) -> Path | None:
+    """Where a fetched dataset folder (``kind='data'``) or prompt file (``'prompts'``) lives, if it
+    does; default sources are preferred over alternatives."""
+    root = cache_root(cache)
+    installed = _read_state(root, "installed.json")
+    lk = lock or load_lock()
+    ordered = sorted(lk.sources, key=lambda s: not s.default)
+    for src in ordered:
+        rel = installed.get(src.name, {}).get(f"{kind}:{name}")
+        if rel is not None and (root / rel).exists():
+            return root / rel
+    return None
+
+
+def source_status(src: Source, cache: str | Path | None = None) -> str:
+    """Cheap status for listings (no re-hashing): ``missing``, ``verified`` or ``UNVERIFIED``."""
+    root = cache_root(cache)
+    if not all((root / f.dest).is_file() for f in src.files) or src.name not in _read_state(root, "installed.json"):
+        return "missing"
+    return "verified" if src.verified else "UNVERIFIED"

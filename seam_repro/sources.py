@@ -1,0 +1,168 @@
+"""The sources lock (``data/sources.lock.json``): every external input the kit fetches, pinned.
+
+Each source names where its files come from (a raw URL, a Hugging Face dataset repo id +
+revision + filename, or a Drive link), the expected sha256 (or git blob sha1 for files only
+published inside a git tree, such as cltl/ecbPlus), where the file goes in the cache, and which
+dataset or prompt file it provides. ``sha256: null`` means no trustworthy hash is published; such
+files are trusted on first use and reported as UNVERIFIED (see ``fetch.py``).
+Values come from ``shared/spec/pins.md`` and the upstream SEAM ``SHA256SUMS``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from seam_repro.errors import InputError
+
+KINDS: frozenset[str] = frozenset({"url", "hf", "zip", "ecbplus"})
+_HEX = {"sha256": re.compile(r"^[0-9a-f]{64}$"), "git_blob_sha1": re.compile(r"^[0-9a-f]{40}$")}
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One pinned file: a URL or an HF ``filename``, its hashes and its cache destination."""
+
+    dest: str
+    url: str | None = None
+    filename: str | None = None
+    sha256: str | None = None
+    git_blob_sha1: str | None = None
+
+    @property
+    def verified(self) -> bool:
+        """True when a published hash pins the bytes (else trust on first use)."""
+        return self.sha256 is not None or self.git_blob_sha1 is not None
+
+
+@dataclass(frozen=True)
+class Source:
+    """One lock entry."""
+
+    name: str
+    kind: str
+    files: tuple[SourceFile, ...]
+    data: tuple[str, ...] = ()
+    """Datasets this source provides."""
+    prompts: tuple[str, ...] = ()
+    """Prompt files (dataset names) this source provides."""
+    repo_id: str | None = None
+    revision: str | None = None
+    default: bool = True
+    """Fetched by a plain ``seam-repro fetch``; alternatives (``default: false``) need ``--only``."""
+    extract: str | None = None
+    locate: dict[str, dict[str, str]] = field(default_factory=dict)
+    members: dict[str, str] = field(default_factory=dict)
+    """Archive member path -> sha256, checked after extraction."""
+    install: dict[str, dict[str, str]] = field(default_factory=dict)
+    convert_to: str | None = None
+    pin: str = ""
+
+    @property
+    def verified(self) -> bool:
+        return all(f.verified for f in self.files)
+
+
+@dataclass(frozen=True)
+class Lock:
+    """The parsed lock file."""
+
+    path: str
+    sources: tuple[Source, ...]
+
+    def get(self, name: str) -> Source:
+        for s in self.sources:
+            if s.name == name:
+                return s
+        raise InputError(self.path, f"no source named '{name}'; known: {', '.join(s.name for s in self.sources)}")
+
+    def select(self, only: str | None) -> list[Source]:
+        """Sources for ``--only``: a source name, a dataset name (its default data + prompt
+        sources, or all that provide it if none is default), ``prompts``, or everything default."""
+        if only is None:
+            return [s for s in self.sources if s.default]
+        if only == "prompts":
+            return [s for s in self.sources if s.prompts]
+        named = [s for s in self.sources if s.name == only]
+        if named:
+            return named
+        providing = [s for s in self.sources if only in s.data or only in s.prompts]
+        if not providing:
+            raise InputError(self.path, f"--only {only}: not a source, dataset or 'prompts'; sources: {', '.join(s.name for s in self.sources)}")
+        defaults = [s for s in providing if s.default]
+        return defaults or providing
+
+
+def _names(value: Any, where: str, path: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise InputError(path, "expected a name or list of names", record=where, field="provides")
+
+
+def _file(raw: Any, where: str, path: str) -> SourceFile:
+    if not isinstance(raw, dict) or not isinstance(raw.get("dest"), str):
+        raise InputError(path, "expected an object with a 'dest' path", record=where, field="files")
+    dest = raw["dest"]
+    if dest.startswith("/") or ".." in Path(dest).parts:
+        raise InputError(path, f"dest {dest!r} must be a relative path inside the cache", record=where, field="files")
+    if not (isinstance(raw.get("url"), str) or isinstance(raw.get("filename"), str)):
+        raise InputError(path, "expected a 'url' or an HF 'filename'", record=where, field="files")
+    for key, pattern in _HEX.items():
+        v = raw.get(key)
+        if v is not None and (not isinstance(v, str) or not pattern.match(v)):
+            raise InputError(path, f"{key} {v!r} is not a lowercase hex digest", record=where, field=key)
+    return SourceFile(dest=dest, url=raw.get("url"), filename=raw.get("filename"), sha256=raw.get("sha256"),
+                      git_blob_sha1=raw.get("git_blob_sha1"))
+
+
+def parse_lock(obj: Any, path: str) -> Lock:
+    """Validate the lock JSON and build typed sources."""
+    if not isinstance(obj, dict) or obj.get("schema_version") != 1 or not isinstance(obj.get("sources"), list):
+        raise InputError(path, "expected {'schema_version': 1, 'sources': [...]}")
+    out, seen = [], set()
+    for i, raw in enumerate(obj["sources"]):
+        where = f"source {i}"
+        if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
+            raise InputError(path, "expected an object with a 'name'", record=where)
+        where = f"source '{raw['name']}'"
+        if raw["name"] in seen:
+            raise InputError(path, "duplicate source name", record=where, field="name")
+        seen.add(raw["name"])
+        if raw.get("kind") not in KINDS:
+            raise InputError(path, f"kind {raw.get('kind')!r}; expected one of {sorted(KINDS)}", record=where, field="kind")
+        files = raw.get("files")
+        if not isinstance(files, list) or not files:
+            raise InputError(path, "expected a non-empty list of files", record=where, field="files")
+        provides = raw.get("provides", {})
+        if raw["kind"] == "hf" and not (isinstance(raw.get("repo_id"), str) and isinstance(raw.get("revision"), str)):
+            raise InputError(path, "an hf source needs 'repo_id' and 'revision'", record=where)
+        out.append(Source(
+            name=raw["name"], kind=raw["kind"], files=tuple(_file(f, where, path) for f in files),
+            data=_names(provides.get("data"), where, path), prompts=_names(provides.get("prompts"), where, path),
+            repo_id=raw.get("repo_id"), revision=raw.get("revision"), default=bool(raw.get("default", True)),
+            extract=raw.get("extract"), locate=raw.get("locate", {}), members=raw.get("members", {}),
+            install=raw.get("install", {}), convert_to=raw.get("convert_to"), pin=raw.get("pin", ""),
+        ))
+    return Lock(path=path, sources=tuple(out))
+
+
+def load_lock(path: str | Path | None = None) -> Lock:
+    """Read the packaged lock (or ``path``)."""
+    if path is None:
+        res = resources.files("seam_repro").joinpath("data/sources.lock.json")
+        text, where = res.read_text(encoding="utf-8"), "seam_repro/data/sources.lock.json"
+    else:
+        text, where = Path(path).read_text(encoding="utf-8"), str(path)
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(where, f"invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    return parse_lock(obj, where)
