@@ -3,7 +3,13 @@ precedence) and the documented clean-extraction rules."""
 
 from __future__ import annotations
 
-from seam_repro.parse import extract, extract_clean, extract_upstream, upstream_generated_text, uses_inst_template
+from seam_repro.parse import (
+    extract,
+    extract_clean,
+    extract_upstream,
+    upstream_generated_text,
+    uses_inst_template,
+)
 
 
 def test_upstream_inst_wins_and_uses_first() -> None:
