@@ -64,8 +64,10 @@ def synth_run_dirs(root: Path, n_runs: int = 10, n_instances: int = 100, seed: i
                    "prompt_digest": "p" * 64, "datasets": datasets}
         (sdir / "summary.json").write_text(json.dumps(summary))
         (sdir / "instance_scores.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
-        (run_dir / "run.json").write_text(json.dumps({"manifest_digest": DIGEST, "model": {"id": hf_id},
-                                                      "env_fingerprint": {"python": "synthetic"}}))
+        run_info = {"schema_version": 1, "manifest_digest": DIGEST, "prompt_digest": "p" * 64,
+                    "fingerprint": {"python": "synthetic"},
+                    "models": {slug: {"id": hf_id, "revision": "0" * 40, "backend": {"chat_template_sha256": None}}}}
+        (run_dir / "run.json").write_text(json.dumps(run_info))
         dirs.append(run_dir)
     return dirs
 

@@ -172,13 +172,22 @@ def rank_models(
             tab[a][bname] = r
             tab[bname][a] = 1 - r
             pairs.append({"a": a, "b": bname, "epsilon": res.epsilon, "sigma": res.sigma, "eps_min": res.eps_min})
-    # upstream sums tab[k].values() in insertion order, i.e. the other models in the given order
+    order, dom, sums = rank_from_table(tab, models)
+    return Ranking(dataset, order, dom, sums, tab, pairs)
+
+
+def rank_from_table(
+    tab: Mapping[str, Mapping[str, float]], models: Sequence[str]
+) -> tuple[list[str], list[float | None], dict[str, float]]:
+    """Upstream's ranking of a pairwise table: ascending sum of ``tab[k][other]`` (summed in model
+    order, as upstream sums ``tab[k].values()``), ties kept in model order (stable sort), and the
+    dominance column ``1 - tab[r_i][r_{i+1}]`` (rounded to 2 decimals to drop float noise)."""
     sums = {k: sum(tab[k][o] for o in models if o != k) for k in models}
     order = sorted(models, key=lambda k: sums[k])
     dom: list[float | None] = [round(1 - tab[order[i]][order[i + 1]], 2) for i in range(len(order) - 1)]
     if order:
         dom.append(None)
-    return Ranking(dataset, order, dom, sums, tab, pairs)
+    return order, dom, sums
 
 
 @dataclass(frozen=True)

@@ -33,22 +33,26 @@ def _read_json(path: Path) -> Any:
         raise InputError(path, f"not valid JSON: {exc}") from None
 
 
-def read_run_info(run_dir: Path) -> dict[str, Any]:
-    """Provenance from ``RUN_DIR/run.json``: manifest digest, chat template hash, environment.
-
-    Accepted spellings (run.json is written by the generate stage): ``chat_template_sha256`` at the
-    top level or under ``model``; the environment under ``env_fingerprint``, ``environment`` or ``env``."""
+def read_run_info(run_dir: Path, model_id: str) -> dict[str, Any]:
+    """Provenance from ``RUN_DIR/run.json`` (written by ``store.prepare_run_dir``): manifest and prompt
+    digests, the environment ``fingerprint``, and the model's entry under ``models[<slug>]`` whose
+    ``backend.chat_template_sha256`` is the chat-template hash (``None`` for backends without one)."""
     path = run_dir / "run.json"
     info = _read_json(path)
     if not isinstance(info, dict):
         raise InputError(path, "expected a JSON object")
     if not isinstance(info.get("manifest_digest"), str):
         raise InputError(path, "expected a string digest", field="manifest_digest")
-    model = info.get("model") if isinstance(info.get("model"), dict) else {}
-    chat = info.get("chat_template_sha256", model.get("chat_template_sha256"))
-    env = next((info[k] for k in ("env_fingerprint", "environment", "env") if k in info), None)
+    slug = model_id.replace("/", "__").replace("@", "__")
+    models = info.get("models")
+    entry = models.get(slug) if isinstance(models, dict) else None
+    if not isinstance(entry, dict):
+        raise InputError(path, f"no entry for model {model_id!r} (expected models.{slug}); were these scores "
+                         "produced in this run directory?", field="models")
+    backend = entry.get("backend") if isinstance(entry.get("backend"), dict) else {}
     return {"path": str(path), "manifest_digest": info["manifest_digest"], "prompt_digest": info.get("prompt_digest"),
-            "model": model, "chat_template_sha256": chat, "environment": env}
+            "model": entry, "chat_template_sha256": backend.get("chat_template_sha256"),
+            "environment": info.get("fingerprint")}
 
 
 def _dataset_payload(ms: ModelScores) -> dict[str, Any]:
@@ -68,7 +72,6 @@ def _dataset_payload(ms: ModelScores) -> dict[str, Any]:
 
 def make_bundle(run_dir: Path, model_id: str | None = None) -> dict[str, Any]:
     """Build the bundle of one scored model of ``run_dir`` (``model_id`` needed if several)."""
-    info = read_run_info(run_dir)
     models = load_run_dir(run_dir)
     if model_id is not None:
         models = [m for m in models if m.model_id == model_id]
@@ -78,6 +81,10 @@ def make_bundle(run_dir: Path, model_id: str | None = None) -> dict[str, Any]:
         raise InputError(run_dir / "scores", f"holds {len(models)} models {[m.model_id for m in models]}; "
                          "choose one with --model ID")
     ms = models[0]
+    info = read_run_info(run_dir, ms.model_id)
+    if info["model"].get("revision") not in (None, ms.revision):
+        raise InputError(Path(ms.source) / "summary.json", f"is {ms.revision!r} but run.json has "
+                         f"{info['model'].get('revision')!r}", field="model.revision")
     if ms.manifest_digest != info["manifest_digest"]:
         raise InputError(Path(ms.source) / "summary.json", f"is {ms.manifest_digest} but run.json has "
                          f"{info['manifest_digest']}: the scores are from another manifest", field="manifest_digest")
