@@ -26,6 +26,18 @@ def _write(manifest_path: Path, cfg, profile: str, sources, records_too: bool, s
     write_manifest(manifest, manifest_path)
 
 
+def _pinned_sources(cfg) -> dict:
+    """Prompt-file sha256 pins from the sources lock; data hashes are checked by `fetch`."""
+    lock = json.loads((Path(__file__).parents[1] / "data" / "sources.lock.json").read_text(encoding="utf-8"))
+    pins = {}
+    for src in lock["sources"]:
+        name = (src.get("provides") or {}).get("prompts")
+        if name:
+            pins[name] = {"path": None, "sha256": src["files"][0]["sha256"], "url": src["files"][0]["url"]}
+    return {"prompts": {d.name: pins.get(d.name, {"path": None}) for d in cfg.datasets},
+            "data": {d.name: {"path": d.path, "files": {}} for d in cfg.datasets}}
+
+
 def _sample(cfg, profile: str, base_dir: Path, out: Path, data_dir, prompts_dir, store: bool,
             recorded=None) -> None:
     from seam_repro.manifest import build_manifest
@@ -59,7 +71,10 @@ def _sample(cfg, profile: str, base_dir: Path, out: Path, data_dir, prompts_dir,
 @data_dir_option
 @prompts_dir_option
 @click.option("--store-prompts", is_flag=True, help="Also write <manifest>.prompts.jsonl.gz so verify can show diffs.")
-def sample(config: Path, out: Path, profile: str, data_dir, prompts_dir, store_prompts: bool) -> None:
+@click.option("--unfrozen", is_flag=True,
+              help="Write only the protocol and the pinned prompt-file hashes (no data needed); fill it later "
+                   "with `seam-repro freeze`.")
+def sample(config: Path, out: Path, profile: str, data_dir, prompts_dir, store_prompts: bool, unfrozen: bool) -> None:
     """Draw every choice of a Listing-1 CONFIG and freeze them with prompt hashes into a manifest.
 
     \b
@@ -70,6 +85,16 @@ def sample(config: Path, out: Path, profile: str, data_dir, prompts_dir, store_p
     from seam_repro.config import read_config
 
     cfg = read_config(config, profile)
+    if unfrozen:
+        from seam_repro.manifest import unfrozen_manifest, write_manifest
+
+        for note in cfg.notes:
+            click.echo(f"note: {note}", err=True)
+        manifest = unfrozen_manifest(cfg, profile, _pinned_sources(cfg))
+        write_manifest(manifest, out)
+        click.echo(f"wrote unfrozen {out} (digest {manifest['digest'][:16]}…); freeze it with verified data: "
+                   f"seam-repro freeze {out} --data-dir DIR")
+        return
     _sample(cfg, profile, config.resolve().parent, out, data_dir, prompts_dir, store_prompts)
 
 

@@ -1,0 +1,176 @@
+"""Manifest round trip, sealing, verify (exit codes, mismatch listing, diffs) and freeze."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from seam_repro.cli import cli
+from seam_repro.errors import HashMismatchError, ManifestError
+from seam_repro.manifest import load_manifest, seal, write_manifest
+from seam_repro.verify import verify_manifest
+
+REPO = Path(__file__).resolve().parents[1]
+FIX = REPO / "tests" / "fixtures"
+SHARED_PROMPTS = REPO.parent / "shared" / "seam" / "upstream-6ad83f4" / "prompts"
+LAYOUT = {"ECB": "ecb", "FuseReviews": "fusereviews", "SciCo": "scico", "MultiNews": "multinews",
+          "MusiQue": "musique", "OpenASP": "openasp"}
+
+
+def data_dir(tmp: Path) -> Path:
+    root = tmp / "data"
+    for name, folder in LAYOUT.items():
+        shutil.copytree(FIX / folder, root / name)
+    return root
+
+
+def small_config(tmp: Path, **over) -> Path:
+    cfg = {"random_seed": 7, "num_different_runs": 2, "num_demonstrations": 2, "max_num_samples": 2,
+           "datasets": [{"name": n, "split_name": s} for n, s in
+                        [("ECB", "test_events"), ("MusiQue", "val"), ("FuseReviews", "validation")]], **over}
+    path = tmp / "config.json"
+    path.write_text(json.dumps(cfg))
+    return path
+
+
+def run(*args: str) -> tuple[int, str]:
+    res = CliRunner().invoke(cli, [str(a) for a in args])
+    if res.exception and not isinstance(res.exception, SystemExit):
+        raise res.exception
+    return res.exit_code, res.output
+
+
+@pytest.fixture()
+def sampled(tmp_path):
+    dd = data_dir(tmp_path)
+    out = tmp_path / "m.json"
+    code, output = run("sample", small_config(tmp_path), "-o", out, "--data-dir", dd,
+                       "--prompts-dir", FIX / "prompts", "--store-prompts")
+    assert code == 0, output
+    return out, dd
+
+
+def test_sample_then_verify_ok_and_manifest_untouched(sampled):
+    out, dd = sampled
+    before = out.read_bytes()
+    code, output = run("verify", out, "--data-dir", dd, "--prompts-dir", FIX / "prompts")
+    assert code == 0 and output.startswith("OK ") and "12 prompts in 6" in output
+    assert out.read_bytes() == before
+    m = json.loads(before)
+    assert m["schema_version"] == 1 and m["profile"] == "upstream" and m["frozen"]
+    assert [(r["dataset"], r["run"]) for r in m["runs"]] == [("ECB", 0), ("ECB", 1), ("MusiQue", 0),
+                                                            ("MusiQue", 1), ("FuseReviews", 0), ("FuseReviews", 1)]
+
+
+def test_serialization_is_canonical_and_deterministic(sampled, tmp_path):
+    out, dd = sampled
+    again = tmp_path / "again.json"
+    run("sample", small_config(tmp_path), "-o", again, "--data-dir", dd, "--prompts-dir", FIX / "prompts")
+    a, b = json.loads(out.read_text()), json.loads(again.read_text())
+    a.pop("prompt_store"), a.pop("digest"), b.pop("digest")
+    a.pop("command"), b.pop("command")
+    assert a == b
+
+
+def test_hand_edit_breaks_the_digest(sampled):
+    out, _ = sampled
+    m = json.loads(out.read_text())
+    m["runs"][0]["doc_order"].reverse()
+    out.write_text(json.dumps(m))
+    with pytest.raises(ManifestError, match="field 'digest'"):
+        load_manifest(out)
+
+
+def test_changed_prompt_hash_is_listed_with_a_unified_diff(sampled):
+    out, dd = sampled
+    m = json.loads(out.read_text())
+    inst = m["runs"][2]["instances"][1]
+    inst["prompt_sha256"] = "0" * 64
+    write_manifest(seal(m), out)
+    # make the stored text differ too, so the diff has content
+    import gzip
+    store = out.with_name("m.prompts.jsonl.gz")
+    lines = gzip.open(store, "rt").read().splitlines()
+    rows = [json.loads(x) for x in lines]
+    for r in rows:
+        if r["dataset"] == "MusiQue" and r["run"] == 0 and r["instance_id"] == inst["id"]:
+            r["prompt"] = r["prompt"].replace("*Answer*:", "*Answer* :", 1)
+    store.write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode()))
+    code, output = run("verify", out, "--data-dir", dd, "--prompts-dir", FIX / "prompts")
+    assert code == 1
+    assert f"MusiQue run 0 instance {inst['id']}: prompt_sha256 differs" in output
+    assert "--- recorded MusiQue run 0" in output and "+++ regenerated" in output
+
+
+def test_changed_choice_is_reported_as_drift_from_the_seed(sampled):
+    out, dd = sampled
+    m = json.loads(out.read_text())
+    m["runs"][0]["paraphrase_index"] = (m["runs"][0]["paraphrase_index"] + 1) % 4
+    write_manifest(seal(m), out)
+    report = verify_manifest(out, data_dir=dd, prompts_dir=FIX / "prompts")
+    assert not report.ok
+    assert any(mm.what.startswith("paraphrase_index") for mm in report.mismatches)
+    assert any("prompt_sha256" in mm.what for mm in report.mismatches)
+
+
+def test_modified_data_file_is_a_hash_mismatch_naming_both_hashes(sampled):
+    out, dd = sampled
+    f = dd / "MusiQue" / "val.jsonl"
+    f.write_text(f.read_text().replace("?", "？", 1))
+    with pytest.raises(HashMismatchError, match="expected [0-9a-f]{64}, got [0-9a-f]{64}"):
+        verify_manifest(out, data_dir=dd, prompts_dir=FIX / "prompts")
+
+
+def test_missing_data_and_bad_profile_are_one_line_errors(tmp_path):
+    code, output = run("sample", small_config(tmp_path), "-o", tmp_path / "x.json", "--profile", "nope")
+    assert code == 2 and "nope" in output
+    from seam_repro.cli import main  # noqa: F401 - main converts domain errors to exit 2
+    from seam_repro.errors import MissingDataError
+
+    with pytest.raises(MissingDataError, match="--data-dir"):
+        CliRunner().invoke(cli, ["sample", str(small_config(tmp_path)), "-o", str(tmp_path / "x.json")],
+                           catch_exceptions=False)
+
+
+def test_paper_manifest_is_unfrozen_and_replay_paths_refuse_it():
+    m = load_manifest(REPO / "manifests" / "paper.json")
+    assert not m["frozen"] and m["config"]["max_instances"] == 100 and m["profile"] == "upstream"
+    assert m["config"]["max_instances_key"] == "max_num_samples"
+    assert len(m["config"]["models"]) == 7
+    with pytest.raises(ManifestError, match="not frozen"):
+        verify_manifest(REPO / "manifests" / "paper.json")
+
+
+def test_freeze_enforces_pinned_upstream_prompt_hashes(tmp_path):
+    dd = data_dir(tmp_path)
+    with pytest.raises(HashMismatchError, match="prompt file"):
+        CliRunner().invoke(cli, ["freeze", str(REPO / "manifests" / "paper.json"), "-o", str(tmp_path / "f.json"),
+                                 "--data-dir", str(dd), "--prompts-dir", str(FIX / "prompts")],
+                           catch_exceptions=False)
+    if not SHARED_PROMPTS.exists():
+        pytest.skip("upstream prompt files absent")
+    code, output = run("freeze", REPO / "manifests" / "paper.json", "-o", tmp_path / "f.json", "--data-dir", dd,
+                       "--prompts-dir", SHARED_PROMPTS)
+    assert code == 0, output
+    frozen = load_manifest(tmp_path / "f.json")
+    assert frozen["frozen"] and len(frozen["runs"]) == 60
+    code, output = run("verify", tmp_path / "f.json", "--data-dir", dd, "--prompts-dir", SHARED_PROMPTS)
+    assert code == 0, output
+
+
+def test_prompts_command_writes_records(sampled, tmp_path):
+    out, dd = sampled
+    dest = tmp_path / "p.jsonl"
+    code, _ = run("prompts", out, "-o", dest, "--data-dir", dd, "--prompts-dir", FIX / "prompts")
+    assert code == 0
+    rows = [json.loads(x) for x in dest.read_text().splitlines()]
+    assert len(rows) == 12
+    from seam_repro.hashing import sha256_text
+
+    for r in rows:
+        assert {"dataset", "run", "instance_id", "prompt", "prompt_sha256", "target", "gen_seed"} <= set(r)
+        assert sha256_text(r["prompt"]) == r["prompt_sha256"]
