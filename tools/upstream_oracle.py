@@ -28,8 +28,8 @@ def main(config: str, data_root: str, prompts_dir: str) -> None:
     (work / "files" / "prompts").symlink_to(Path(prompts_dir).resolve())
     os.chdir(work)  # upstream opens files/prompts/<name>.json relative to the working directory
 
-    import pandas as pd
     import datasets_classes.base as base  # type: ignore[import-not-found]
+    import pandas as pd
     from datasets_classes.base import Dataset  # type: ignore[import-not-found]
 
     plain_glob = base.glob
