@@ -34,8 +34,8 @@ from seam_repro.score.validity import is_valid
 PROFILES: tuple[str, ...] = ("upstream", "seam-repro-1")
 TASKS = {"ECB": "coreference", "SciCo": "coreference", "MultiNews": "summarization", "OpenASP": "summarization",
          "MusiQue": "qa", "FuseReviews": "fic"}
-COREF_MODES = {"upstream": "upstream", "seam-repro-1": "by_id"}
-"""Mode passed to ``score.coref.score_run``: the scorer's line-position matching vs. mention ids."""
+COREF_MODES = {"upstream": "upstream", "seam-repro-1": "corrected"}
+"""Mode passed to ``score.coref_parse.score_run``: the scorer's line-position matching vs. mention ids."""
 Key = tuple[str, int, str]
 MAX_MISSING_LISTED = 5
 
@@ -208,16 +208,13 @@ def _metric_score(task: str, variant: str, response: str, rec: dict[str, Any], f
     return res.f1, "fic_f1", res.details(), scorer.version()
 
 
-def _coref_scores(gold: list[tuple[str, Any]], responses: list[tuple[str, str]], mode: str) -> tuple[float | None, str | None]:
-    """Run-level CoNLL-F1 (0-100) via ``score.coref.score_run`` (imported lazily)."""
+def _coref_run(gold: list[tuple[str, Any]], responses: list[tuple[str, str]], mode: str) -> tuple[Any, str | None]:
+    """``score.coref_parse.score_run`` (imported lazily): the run's micro CoNLL result, or a reason."""
     try:
-        from seam_repro.score import coref
-        score_run = coref.score_run
-    except (ImportError, AttributeError):
-        return None, "coreference scorer not available (seam_repro.score.coref.score_run missing)"
-    result = score_run(gold, responses, mode)
-    value = getattr(result, "conll_f1", result)
-    return (None if value is None else float(value)), None
+        from seam_repro.score.coref_parse import score_run
+    except ImportError as exc:
+        return None, f"coreference scorer not available ({exc})"
+    return score_run(gold, responses, mode), None
 
 
 def _mean(values: list[float | None]) -> float | None:
@@ -279,16 +276,18 @@ def _summarise(ds: str, runs: dict[int, list[dict[str, Any]]], prompts: dict[Key
         if task == "coreference":
             gold = [(ln["instance_id"], prompts[(ds, run, ln["instance_id"])]["target"]) for ln in lines]
             for variant, mode in (("upstream", COREF_MODES["upstream"]), ("corrected", COREF_MODES["seam-repro-1"])):
-                value, reason = _coref_scores(gold, [(ln["instance_id"], ln["_resp"][variant]) for ln in lines], mode)
+                result, reason = _coref_run(gold, [(ln["instance_id"], ln["_resp"][variant]) for ln in lines], mode)
+                # upstream reads CoNLL-F1 from the perl scorer's printed (truncated) percentages
+                value = None if result is None else (result.conll_f1_printed if variant == "upstream" else result.conll_f1)
                 if variant == "corrected":
                     corrected["runs"][k] = value
                 if variant == primary_variant:
                     out["runs"][k] = value
                 if reason:
                     out["reason"] = reason
-                for ln, (iid, g) in zip(lines, gold, strict=True):
-                    inst, _ = _coref_scores([(iid, g)], [(iid, ln["_resp"][variant])], mode)
-                    version = f"conll_f1/coref-port/mode={mode}"
+                version = f"conll_f1/coref-port/mode={mode}" + ("/perl-printed" if variant == "upstream" else "")
+                for i, ln in enumerate(lines):
+                    inst = None if result is None else result.instances[i].conll_f1
                     ln["details"][variant] = {"metric": "conll_f1", "score": inst, "metric_version": version}
                     if variant == primary_variant:
                         ln["score"], ln["metric_version"] = inst, version

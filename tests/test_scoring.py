@@ -130,16 +130,18 @@ def test_end_to_end_values(tmp_path: Path) -> None:
 
 
 def test_coreference_dispatch(tmp_path: Path) -> None:
+    coref_parse = pytest.importorskip("seam_repro.score.coref_parse")
     run = write_run(tmp_path / "run")
     [summary_path] = score_run_dir(run, fic=False)
     ecb = json.loads(summary_path.read_text("utf-8"))["datasets"]["ECB"]
+    gold, pred = [("36", [[0, 1], [2]])], [("36", "[[0, 1]]")]
     assert ecb["metric"] == "conll_f1"
-    from seam_repro.score import coref
-
-    if not hasattr(coref, "score_run"):
-        assert ecb["runs"]["0"] is None and "score_run missing" in ecb["reason"]
-        pytest.skip("seam_repro.score.coref.score_run not written yet; dispatch checked for the null path only")
-    assert 0.0 <= ecb["runs"]["0"] <= 100.0
+    assert ecb["runs"]["0"] == coref_parse.score_run(gold, pred, "upstream").conll_f1_printed
+    assert ecb["corrected"]["runs"]["0"] == coref_parse.score_run(gold, pred, "corrected").conll_f1
+    # MUC is perfect (one link, found); only B3/CEAF-e see the missing singleton, so 0 < score < 100
+    assert 0.0 < ecb["corrected"]["runs"]["0"] < 100.0
+    line = read_lines(summary_path.parent / "instance_scores.jsonl")[("ECB", 0, "36")]
+    assert line["valid_format"] is True and line["metric_version"].startswith("conll_f1/")
 
 
 def test_fic_unavailable_is_null_with_reason(tmp_path: Path) -> None:
