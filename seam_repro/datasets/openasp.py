@@ -26,10 +26,17 @@ DATASET = "OpenASP"
 
 
 def jsonl_splits(folder: Path, dataset: str) -> dict[str, Path]:
-    """``split name -> file`` for the ``*.jsonl``/``*.jsonl.gz`` files of a folder, sorted by name."""
+    """``split name -> file`` for the ``*.jsonl`` files of a folder, sorted by name.
+
+    Upstream globs ``*.jsonl`` only, so when plain files exist the ``*.jsonl.gz`` ones beside them
+    are ignored (an extra split would change the document-slot count and the random draws); a
+    folder of only ``*.jsonl.gz`` files (the OpenAsp release layout) is read as such.
+    """
     out: dict[str, Path] = {}
-    for f in sorted(folder.iterdir()):
-        if f.is_file() and f.name.endswith((".jsonl", ".jsonl.gz")):
+    files = sorted(f for f in folder.iterdir() if f.is_file())
+    suffix = ".jsonl" if any(f.name.endswith(".jsonl") for f in files) else ".jsonl.gz"
+    for f in files:
+        if f.name.endswith(suffix):
             split = f.name.split(".", 1)[0]
             if split in out:
                 raise InputError(f, f"gives split '{split}' that {out[split].name} already gives; expected one file per split")
