@@ -234,3 +234,23 @@ def _progress(it: Iterator[dict[str, Any]], total: int, enabled: bool) -> Iterat
     from tqdm import tqdm
 
     return iter(tqdm(it, total=total, desc="render", unit="prompt", file=sys.stderr))
+
+
+def seeds_record(manifest: dict[str, Any], name: str) -> dict[str, Any]:
+    """The frozen seeds and prompt digests of a shipped manifest (``seeds/<name>.json``).
+
+    Submissions are checked against these: a bundle's manifest and prompt digests must equal them.
+    """
+    return {
+        "manifest": name,
+        "manifest_digest": manifest["digest"],
+        "profile": manifest["profile"],
+        "random_seed": manifest["config"]["random_seed"],
+        "prompt_digest": manifest["prompt_digest"],
+        "runs": [
+            {"dataset": r["dataset"], "run": r["run"], "sample_seed": r.get("sample_seed"),
+             "prompt_digest": r["prompt_digest"],
+             "gen_seeds": {i["id"]: i["gen_seed"] for i in r["instances"]}}
+            for r in manifest["runs"]
+        ],
+    }
