@@ -179,6 +179,7 @@ def obtain(src: Source, f: SourceFile, cache: Path, tofu: dict[str, Any], *, dat
             origin = Path(str(f.url))
             _stream(str(f.url), tmp, artifact, progress, timeout)
         pinned = _check(tmp, f, artifact, tofu, origin)
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; cached data is meant to be shared
         os.replace(tmp, dest)
         return pinned
     finally:
