@@ -1,0 +1,236 @@
+"""CoNLL coreference file reading and SEAM's two-column file writing.
+
+Reader: a port of how the official scorer (conll/reference-coreference-scorers v8.01,
+``lib/CorScorer.pm``: ``GetFileNames`` + ``GetCoreference``) turns a file into documents of
+entities. Its rules, kept on purpose because scores depend on them:
+
+* a document starts at a ``#begin document <name>`` line (name = the rest of the line, so
+  ``(LuoTestCase); part 0`` and ``id=12`` are both names); if a name occurs twice the **last**
+  occurrence is scored; it ends at the first line containing ``#end document`` (or end of file);
+* blank and whitespace-only lines are skipped and do not count as tokens; every other line is one
+  token, numbered from 0 within the document (a mention is identified by these token positions,
+  never by any id written in the file);
+* the coreference column is the last tab-separated field (trailing empty fields dropped, as perl's
+  ``split`` does); ``_`` means none; ``(N)`` is a one-token mention, ``(N`` opens, ``N)`` closes the
+  most recently opened mention of entity ``N``; on one line singles are read first, then opens,
+  then closes; entity labels are compared as strings (``01`` and ``1`` differ).
+
+Writers: SEAM's ``evaluation_classes/coreference.py::_evaluate`` (upstream HEAD 6ad83f4) writes one
+``#begin document id=<id>`` block per instance with one ``"{mention_id}\\t({cluster})"`` line per
+mention sorted by id, closed by ``#end document``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from seam_repro.errors import InputError
+
+Span = tuple[int, int]
+"""A mention as (first token, last token) position within its document."""
+
+_BEGIN = re.compile(r"#\s*begin document (.*)", re.ASCII)
+_END = re.compile(r"#\s*end document", re.ASCII)
+_BLANK = re.compile(r"\s+", re.ASCII)
+_DOUBLE_ANTECEDENT = re.compile(r"\(([0-9]+\+[0-9])\)")
+_SINGLE = re.compile(r"\(([0-9]+)\)")
+_OPEN = re.compile(r"\(([0-9]+)")
+_CLOSE = re.compile(r"([0-9]+)\)")
+
+
+@dataclass(frozen=True)
+class ConllDocument:
+    """One document: its entities (each a tuple of spans, in the order the scorer collects them)."""
+
+    name: str
+    entities: tuple[tuple[Span, ...], ...]
+    n_tokens: int
+    begin_line: int
+    """1-based line number of the ``#begin document`` line (for messages)."""
+
+
+def _split_lines(data: bytes) -> list[str]:
+    """Lines as perl's ``<F>`` + ``chomp`` see them: split on ``\\n`` only, bytes kept losslessly."""
+    text = data.decode("utf-8", errors="surrogateescape")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _begin_name(line: str) -> str | None:
+    if line.endswith("\r"):
+        line = line[:-1]
+    m = _BEGIN.match(line)
+    return m.group(1) if m else None
+
+
+def _remove_first(pattern: re.Pattern[str], text: str) -> tuple[str, str | None]:
+    """Perl ``s/pattern//`` once: remove the leftmost match, return the new text and group 1."""
+    m = pattern.search(text)
+    if m is None:
+        return text, None
+    return text[: m.start()] + text[m.end() :], m.group(1)
+
+
+def _coref_field(line: str) -> str:
+    fields = line.split("\t")
+    while fields and fields[-1] == "":
+        fields.pop()
+    return fields[-1] if fields else ""
+
+
+def _parse_document(lines: list[str], begin: int, name: str, source: str) -> ConllDocument:
+    """Read one document starting after line index ``begin`` (the scorer's ``GetCoreference``)."""
+    index: dict[str, int] = {}
+    entities: list[list[Span]] = []
+    half: dict[int, list[int]] = {}
+    opened_at: dict[int, list[int]] = {}
+    token = 0
+
+    def entity(label: str) -> int:
+        if label not in index:
+            index[label] = len(index)
+            entities.append([])
+        return index[label]
+
+    lineno = begin + 1
+    ended = False
+    for lineno in range(begin + 2, len(lines) + 1):
+        line = lines[lineno - 1]
+        if line == "" or _BLANK.fullmatch(line):
+            continue
+        if _END.search(line):
+            ended = True
+            break
+        info = _coref_field(line)
+        if info != "_":
+            while True:
+                info, label = _remove_first(_DOUBLE_ANTECEDENT, info)
+                if label is None:
+                    break
+            while True:
+                info, label = _remove_first(_SINGLE, info)
+                if label is None:
+                    break
+                entities[entity(label)].append((token, token))
+            while True:
+                info, label = _remove_first(_OPEN, info)
+                if label is None:
+                    break
+                e = entity(label)
+                half.setdefault(e, []).append(token)
+                opened_at.setdefault(e, []).append(lineno)
+            while True:
+                info, label = _remove_first(_CLOSE, info)
+                if label is None:
+                    break
+                e = entity(label)
+                if not half.get(e):
+                    raise InputError(
+                        f"{source}:{lineno}",
+                        f"'{label})' closes a mention of entity {label} that was never opened; "
+                        f"expected an earlier '({label}' in document '{name}'",
+                        field="coreference column",
+                    )
+                start = half[e].pop()
+                opened_at[e].pop()
+                entities[e].append((start, token))
+        token += 1
+    for e, starts in opened_at.items():
+        if starts:
+            label = next(k for k, v in index.items() if v == e)
+            raise InputError(
+                f"{source}:{starts[-1]}",
+                f"mention '({label}' of document '{name}' is never closed; expected '{label})' before "
+                + (f"'#end document' (line {lineno})" if ended else "the end of the file"),
+                field="coreference column",
+            )
+    return ConllDocument(name, tuple(tuple(spans) for spans in entities), token, begin + 1)
+
+
+def parse_conll_text(data: bytes | str, source: str = "<text>", *, require_documents: bool = True) -> dict[str, ConllDocument]:
+    """All documents of a CoNLL file's content, keyed by name, in order of last occurrence.
+
+    ``source`` names the file in error messages. A file without any ``#begin document`` line is an
+    error when ``require_documents`` (the perl scorer would silently score nothing).
+    """
+    raw = data.encode("utf-8", errors="surrogateescape") if isinstance(data, str) else data
+    lines = _split_lines(raw)
+    last_begin: dict[str, int] = {}
+    for i, line in enumerate(lines):
+        name = _begin_name(line)
+        if name is not None:
+            last_begin.pop(name, None)
+            last_begin[name] = i
+    if require_documents and not last_begin:
+        raise InputError(source, "no '#begin document <name>' line found; expected a CoNLL coreference file")
+    return {name: _parse_document(lines, i, name, source) for name, i in last_begin.items()}
+
+
+def read_conll(path: str | Path, *, require_documents: bool = True) -> dict[str, ConllDocument]:
+    """Read a CoNLL-2012 (or SEAM two-column) coreference file; see the module docstring for rules."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise InputError(p, f"cannot read file: {exc.strerror or exc}") from exc
+    return parse_conll_text(data, str(p), require_documents=require_documents)
+
+
+def chains_from_assignment(mention_to_cluster: Mapping[int, int]) -> list[list[int]]:
+    """Entities as the scorer builds them from a two-column block: mentions in sorted-id order,
+    entities in order of their first mention."""
+    order: dict[int, list[int]] = {}
+    for mention in sorted(mention_to_cluster):
+        order.setdefault(mention_to_cluster[mention], []).append(mention)
+    return list(order.values())
+
+
+def gold_assignment(clusters: Sequence[Sequence[int]], source: str = "gold", record: object = None) -> dict[int, int]:
+    """Mention -> cluster index as upstream builds it from a gold target (a mention listed in two
+    clusters keeps the later one, as upstream's dict assignment does)."""
+    out: dict[int, int] = {}
+    if isinstance(clusters, (str, bytes)) or not isinstance(clusters, Sequence):
+        raise InputError(source, "expected a list of clusters (lists of int mention ids)", record, "target")
+    for cluster_id, cluster in enumerate(clusters):
+        if isinstance(cluster, (str, bytes)) or not isinstance(cluster, Sequence):
+            raise InputError(source, f"cluster {cluster_id} is not a list of int mention ids", record, "target")
+        for mention in cluster:
+            if not isinstance(mention, int) or isinstance(mention, bool):
+                raise InputError(
+                    source, f"cluster {cluster_id} holds {mention!r}; expected int mention ids", record, "target"
+                )
+            out[mention] = cluster_id
+    return out
+
+
+def _check_id(instance_id: str) -> str:
+    text = str(instance_id)
+    if "\n" in text or "\r" in text:
+        raise InputError("conll writer", f"instance id {text!r} contains a line break; ids must be one line")
+    return text
+
+
+def seam_block(instance_id: str, mention_to_cluster: Mapping[int, int]) -> str:
+    """One ``#begin document id=...`` block exactly as upstream writes it."""
+    parts = [f"#begin document id={_check_id(instance_id)}\n"]
+    parts.extend(f"{m}\t({mention_to_cluster[m]})\n" for m in sorted(mention_to_cluster))
+    parts.append("#end document\n")
+    return "".join(parts)
+
+
+def seam_gold_text(instances: Iterable[tuple[str, Sequence[Sequence[int]]]]) -> str:
+    """Upstream's gold file: every mention, singletons included, one block per instance."""
+    return "".join(
+        seam_block(iid, gold_assignment(clusters, "gold", iid)) for iid, clusters in instances
+    )
+
+
+def seam_prediction_text(instances: Iterable[tuple[str, Mapping[int, int]]]) -> str:
+    """Upstream's prediction file from parsed assignments (``coref_parse``: only mentions of
+    clusters of size >= 2 are in the assignment)."""
+    return "".join(seam_block(iid, assignment) for iid, assignment in instances)

@@ -1,0 +1,260 @@
+"""Coreference answers: parse a model response into clusters and score a run of them.
+
+Parsing is a port of upstream SEAM ``evaluation_classes/coreference.py::Coref._postprocess``
+(HEAD 6ad83f4) without ``eval``:
+
+* every match of ``\\[[\\d, ]+\\]`` (a flat list of digits, commas, spaces) becomes a cluster, in
+  order; then, in the text after the last such match, the first ``\\[[\\d, ]+`` (an unclosed list)
+  gets a ``]`` appended and becomes one more cluster;
+* upstream's "correct format" flag is "at least one list was found" (empty lists count);
+* clusters with fewer than 2 entries are dropped; each mention maps to the index of the last kept
+  cluster that lists it (so ``[[1,2],[2,3]]`` leaves mention 1 alone in cluster 0).
+
+Upstream ``eval``s each match. A match that Python cannot evaluate (``[1 2]``, ``[01]``, ``[,1]``,
+non-ASCII digits, an int over 4300 digits) makes upstream's whole evaluation crash; here it is
+skipped and reported in ``ParsedClusters.upstream_would_crash``. ``valid`` is this kit's stricter
+format check: the whole answer is a list of lists of non-negative integers.
+
+Scoring a run (``score_run``) reproduces how SEAM scores one run with the perl scorer: one document
+per instance in a gold and a prediction file, micro-summed over all documents. Mode ``upstream``
+scores the files SEAM writes, where the scorer matches mentions by *line position* (upstream quirk
+5, see ``conll_io``); mode ``corrected`` matches mentions by id.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from seam_repro.errors import InputError
+from seam_repro.score.conll_io import (
+    chains_from_assignment,
+    gold_assignment,
+    parse_conll_text,
+    seam_gold_text,
+    seam_prediction_text,
+)
+from seam_repro.score.coref import METRICS, CorefScores, score_document, total
+
+_CLOSED = re.compile(r"\[[\d, ]+\]")  # Unicode \d on purpose: upstream's pattern, same match spans
+_OPEN = re.compile(r"\[[\d, ]+")
+_UPSTREAM_INT_DIGITS = 4300
+"""CPython 3.11's default int-string limit: ``eval`` of a longer literal raises SyntaxError."""
+_STRICT_TOKEN = re.compile(r"\s*(?:(\[)|(\])|(,)|([0-9]+)|(.))", re.ASCII | re.DOTALL)
+
+Mode = Literal["upstream", "corrected"]
+
+
+@dataclass(frozen=True)
+class ParsedClusters:
+    """A parsed coreference answer."""
+
+    lists: tuple[tuple[int, ...], ...]
+    """Every list found, in order (singletons and empty lists included)."""
+    mention_to_cluster: dict[int, int]
+    """What upstream writes to the prediction file: mention -> index among lists of size >= 2."""
+    upstream_format_ok: bool
+    """Upstream's ``correct_format``: at least one list found."""
+    valid: bool
+    """Strict check: the whole answer is a list of lists of non-negative integers."""
+    upstream_would_crash: tuple[str, ...] = ()
+    """Matches upstream's ``eval`` would raise on (first 80 characters of each)."""
+
+    @property
+    def clusters(self) -> list[list[int]]:
+        """Predicted clusters after upstream's singleton drop and last-assignment rule."""
+        return chains_from_assignment(self.mention_to_cluster)
+
+
+def _int_list(text: str) -> list[int] | None:
+    """The value Python's ``eval`` gives for ``text`` ('[' + digits/commas/spaces + ']'), or None
+    where ``eval`` raises SyntaxError."""
+    inner = text[1:-1]
+    if inner.strip(" ") == "":
+        return []
+    items = inner.split(",")
+    if items[-1].strip(" ") == "":
+        items.pop()  # one trailing comma is allowed
+    out = []
+    for item in items:
+        tok = item.strip(" ")
+        if not tok or not tok.isascii() or not tok.isdigit():
+            return None
+        if tok.strip("0") == "":
+            out.append(0)
+            continue
+        if tok[0] == "0" or len(tok) > _UPSTREAM_INT_DIGITS:
+            return None
+        out.append(int(tok))
+    return out
+
+
+def _strictly_valid(text: str) -> bool:
+    """True if ``text`` is ``[[int, ...], ...]`` (whitespace and Python-style trailing commas
+    allowed). A single left-to-right pass with a depth cap, so adversarial input cannot make it
+    recurse or backtrack."""
+    depth = 0
+    expect_item = True  # after '[' or ',': an item may follow (']' may too, like Python)
+    done = False
+    for m in _STRICT_TOKEN.finditer(text.strip()):
+        open_, close, comma, number, other = m.groups()
+        if done or other is not None:
+            return False
+        if open_:
+            if not expect_item or depth == 2:
+                return False
+            depth += 1
+            expect_item = True
+        elif close:
+            if depth == 0:
+                return False
+            depth -= 1
+            expect_item = False
+            done = depth == 0
+        elif comma:
+            if depth == 0 or expect_item:
+                return False
+            expect_item = True
+        elif number is not None:
+            if depth != 2 or not expect_item:
+                return False
+            expect_item = False
+    return done
+
+
+def parse_clusters(response: str) -> ParsedClusters:
+    """Parse one (already extracted) model answer with upstream's rules (module docstring)."""
+    lists: list[tuple[int, ...]] = []
+    crash: list[str] = []
+    suffix = 0
+    for m in _CLOSED.finditer(response):
+        value = _int_list(m.group())
+        if value is None:
+            crash.append(m.group()[:80])
+        else:
+            lists.append(tuple(value))
+        suffix = max(suffix, m.end())
+    tail = _OPEN.search(response, suffix)
+    if tail is not None:
+        value = _int_list(tail.group() + "]")
+        if value is None:
+            crash.append(tail.group()[:80])
+        else:
+            lists.append(tuple(value))
+    assignment: dict[int, int] = {}
+    for i, cluster in enumerate(c for c in lists if len(c) > 1):
+        for mention in cluster:
+            assignment[mention] = i
+    return ParsedClusters(
+        tuple(lists), assignment, len(lists) > 0, _strictly_valid(response), tuple(crash)
+    )
+
+
+@dataclass(frozen=True)
+class InstanceCorefScore:
+    """One instance scored alone (its own document), plus format flags and diagnostics."""
+
+    instance_id: str
+    scores: CorefScores
+    parsed: ParsedClusters | None
+    """None when the run has no prediction for this instance (scored as an empty response)."""
+    n_gold_mentions: int
+    n_pred_mentions: int
+    n_pred_not_in_gold: int
+
+    @property
+    def conll_f1(self) -> float:
+        return self.scores.conll_f1 or 0.0
+
+
+@dataclass(frozen=True)
+class CorefRunScore:
+    """A run's coreference score: micro-summed over all its instances, as the scorer does."""
+
+    mode: Mode
+    scores: CorefScores
+    instances: list[InstanceCorefScore] = field(default_factory=list)
+
+    @property
+    def conll_f1(self) -> float:
+        """CoNLL-F1 (0-100) from exact counts."""
+        return self.scores.conll_f1 or 0.0
+
+    @property
+    def conll_f1_printed(self) -> float:
+        """CoNLL-F1 (0-100) as SEAM computes it from the perl output (truncated percentages)."""
+        return self.scores.conll_f1_printed or 0.0
+
+    @property
+    def format_rate(self) -> float:
+        """Upstream's "correct format" rate (share of instances where a list was found)."""
+        if not self.instances:
+            return 0.0
+        return sum(bool(i.parsed and i.parsed.upstream_format_ok) for i in self.instances) / len(self.instances)
+
+    @property
+    def valid_rate(self) -> float:
+        """Share of instances whose answer passes the strict list-of-int-lists check."""
+        if not self.instances:
+            return 0.0
+        return sum(bool(i.parsed and i.parsed.valid) for i in self.instances) / len(self.instances)
+
+
+def score_run(
+    gold: Sequence[tuple[str, Sequence[Sequence[int]]]],
+    pred: Sequence[tuple[str, str]],
+    mode: Mode = "upstream",
+) -> CorefRunScore:
+    """Score one run: ``gold`` = (instance id, gold clusters incl. singletons) in run order, ``pred``
+    = (instance id, extracted model answer). Instances are matched by id (a repeated id keeps its
+    last entry, like upstream's dicts and the scorer's document names); a gold instance without a
+    prediction scores as an empty response; predictions for unknown ids are ignored."""
+    if mode not in ("upstream", "corrected"):
+        raise InputError("score_run", f"mode {mode!r}; expected 'upstream' or 'corrected'", field="mode")
+    parsed: dict[str, ParsedClusters] = {str(iid): parse_clusters(text) for iid, text in pred}
+    gold_by_id = {str(iid): gold_assignment(clusters, "gold", iid) for iid, clusters in gold}
+    per_doc: dict[str, CorefScores] = {}
+    if mode == "upstream":
+        key_docs = parse_conll_text(seam_gold_text(gold), "<gold conll>", require_documents=False)
+        resp_docs = parse_conll_text(
+            seam_prediction_text((iid, p.mention_to_cluster) for iid, p in parsed.items()),
+            "<prediction conll>",
+            require_documents=False,
+        )
+        for iid in gold_by_id:
+            key = key_docs[f"id={iid}"]
+            resp = resp_docs.get(f"id={iid}")
+            per_doc[iid] = score_document(key.entities, resp.entities if resp else [], METRICS)
+    else:
+        for iid, assignment in gold_by_id.items():
+            p = parsed.get(iid)
+            per_doc[iid] = score_document(
+                chains_from_assignment(assignment), p.clusters if p else [], METRICS
+            )
+    instances = []
+    for iid, _ in gold:
+        iid = str(iid)
+        p = parsed.get(iid)
+        assignment = gold_by_id[iid]
+        predicted = p.mention_to_cluster if p else {}
+        instances.append(
+            InstanceCorefScore(
+                iid,
+                per_doc[iid],
+                p,
+                len(assignment),
+                len(predicted),
+                sum(1 for m in predicted if m not in assignment),
+            )
+        )
+    return CorefRunScore(mode, total(per_doc.values()), instances)
+
+
+def conll_texts(
+    gold: Sequence[tuple[str, Sequence[Sequence[int]]]], pred: Sequence[tuple[str, str]]
+) -> tuple[str, str]:
+    """The gold and prediction files upstream would hand to the perl scorer for this run."""
+    parsed = {str(iid): parse_clusters(text) for iid, text in pred}
+    return seam_gold_text(gold), seam_prediction_text((i, p.mention_to_cluster) for i, p in parsed.items())
