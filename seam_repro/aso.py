@@ -236,7 +236,7 @@ def stability(rankings: Mapping[str, Ranking], stats: Mapping[str, Mapping[str, 
     return Stability(ar, ranked_in, arsd, excluded, by_ds)
 
 
-def deepsig_eps_min(a: Sequence[float], b: Sequence[float], seed: int) -> float | None:
+def deepsig_eps_min(a: Sequence[float], b: Sequence[float], seed: int, iterations: int = B_ITERATIONS) -> float | None:
     """deepsig's ``aso`` for the same pair, or ``None`` when deepsig (GPL, optional) is not installed.
 
     deepsig uses the real sample sizes in its confidence term, so it is expected to be more
@@ -245,5 +245,6 @@ def deepsig_eps_min(a: Sequence[float], b: Sequence[float], seed: int) -> float 
         from deepsig import aso as deepsig_aso
     except Exception:
         return None
-    return float(deepsig_aso(list(a), list(b), seed=seed, show_progress=False, num_jobs=1))
+    return float(deepsig_aso(list(a), list(b), seed=seed, show_progress=False, num_jobs=1,
+                             num_bootstrap_iterations=iterations))
 

@@ -114,7 +114,7 @@ def build_report(models: list[ModelScores], reference: ReferenceTable | None = N
                           "pairwise": ranking.table, "pairs": ranking.pairs}
         if deepsig:
             for a, b in zip(ranking.order, ranking.order[1:]):
-                theirs = deepsig_eps_min(by[a].runs, by[b].runs, params.seed)
+                theirs = deepsig_eps_min(by[a].runs, by[b].runs, params.seed, params.b)
                 if theirs is None:
                     cross.append({"available": False, "note": "deepsig is not installed (pip install deepsig)"})
                     break

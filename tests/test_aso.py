@@ -1,0 +1,179 @@
+"""ASO, ranking, AR and ARSD against hand-computed values and a literal loop port of upstream
+ASD.py's bootstrap (written here independently of the vectorised code)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from seam_repro.aso import (
+    AsoParams,
+    aso,
+    bootstrap_epsilons,
+    deepsig_eps_min,
+    epsilon,
+    eps_min_from,
+    rank_from_table,
+    rank_models,
+    stability,
+)
+
+PPF_95 = 1.6448536269514722  # Phi^-1(0.95) = -Phi^-1(0.05)
+
+
+def test_epsilon_on_two_point_quantile_functions() -> None:
+    # grid p = 0, 0.005, ..., 0.995; with n = 2, p <= 0.5 (101 points) reads the lower value, the
+    # other 99 points the upper one. A=[0,3], B=[1,2]: G-F = +1 on 101 points, -1 on 99.
+    assert epsilon([0, 3], [1, 2]) == pytest.approx(101 / 200)
+    # A=[1,2], B=[0,4]: G-F = -1 on 101 points, +2 on 99 -> 99*4 / (101*1 + 99*4)
+    assert epsilon([1, 2], [0, 4]) == pytest.approx(396 / 497)
+    # unsorted input is sorted first
+    assert epsilon([3, 0], [2, 1]) == pytest.approx(101 / 200)
+
+
+def test_epsilon_uneven_sizes_by_hand() -> None:
+    # A=[0] (n=1), B=[1,-1] (m=2): F^-1 = 0 everywhere; G^-1 = -1 on 101 points, +1 on 99
+    assert epsilon([0], [1, -1]) == pytest.approx(99 / 200)
+
+
+def test_identical_samples_give_zero_epsilon_upstream_quirk() -> None:
+    # upstream returns 0.0 when the denominator is 0, so identical samples "dominate" each other
+    a = [1.0, 2.0, 5.0]
+    assert epsilon(a, a) == 0.0
+    res = aso(a, a, np.random.default_rng(0))
+    assert res.sigma > 0
+    assert res.eps_min == pytest.approx(res.sigma * PPF_95 / math.sqrt(500))
+    assert res.eps_min < 0.1
+
+
+def test_same_distribution_gives_eps_near_half() -> None:
+    res = aso([0, 3], [1, 2], np.random.default_rng(1))
+    assert res.epsilon == pytest.approx(0.505)
+    assert 0.505 < res.eps_min < 0.6
+
+
+def test_eps_min_formula_by_hand() -> None:
+    assert eps_min_from(0.3, 0.2) == pytest.approx(0.3 + 0.2 * PPF_95 / math.sqrt(1000 * 1000 / 2000))
+    assert eps_min_from(0.99, 1.0) == 1.0
+    assert eps_min_from(0.0, 0.0) == 0.0
+    p = AsoParams(n=10, m=40, alpha=0.1)   # const = sqrt(400/50) = sqrt(8); Phi^-1(0.9) = 1.2815515655446004
+    assert eps_min_from(0.1, 0.5, p) == pytest.approx(0.1 + 0.5 * 1.2815515655446004 / math.sqrt(8))
+
+
+def test_complete_dominance() -> None:
+    better, worse = list(range(10, 20)), list(range(10))
+    res = aso(better, worse, np.random.default_rng(0))
+    assert (res.epsilon, res.sigma, res.eps_min) == (0.0, 0.0, 0.0)
+    res = aso(worse, better, np.random.default_rng(0))
+    assert (res.epsilon, res.eps_min) == (1.0, 1.0)
+
+
+def _loop_port(a: list[float], b: list[float], u: np.ndarray, p: AsoParams) -> list[float]:
+    """Upstream's bootstrap written as loops over the same uniforms (uniF then uniG per iteration)."""
+    def inv(s: np.ndarray, q: float) -> float:
+        idx = int(np.ceil(q * len(s)))
+        return s[-1] if idx >= len(s) else s[0] if idx == 0 else s[idx - 1]
+
+    f, g, out = np.sort(a), np.sort(b), []
+    for it in range(p.b):
+        fb = np.sort([inv(f, x) for x in u[it, : p.n]])
+        gb = np.sort([inv(g, x) for x in u[it, p.n :]])
+        num = den = 0.0
+        for q in np.arange(0, 1, p.dp):
+            d = inv(gb, q) - inv(fb, q)
+            den += d * d * p.dp
+            num += max(d, 0) ** 2 * p.dp
+        out.append(num / den if den != 0 else 0.0)
+    return out
+
+
+def test_vectorised_bootstrap_equals_loop_port() -> None:
+    p = AsoParams(b=6, n=300, m=200)
+    a = [20.1, 19.3, 21.7, 20.0, 18.8, 22.4, 20.9]
+    b = [20.5, 21.1, 19.9, 22.0, 20.2]
+    u = np.random.default_rng(7).random((p.b, p.n + p.m))
+
+    class Fixed:
+        def random(self, shape: tuple[int, int]) -> np.ndarray:
+            assert shape == u.shape
+            return u
+
+    got = bootstrap_epsilons(a, b, Fixed(), p)  # type: ignore[arg-type]
+    np.testing.assert_allclose(got, _loop_port(a, b, u, p), rtol=1e-12, atol=1e-15)
+
+
+def test_seeded_repeatability_and_pair_independence() -> None:
+    rng = np.random.default_rng(3)
+    scores = {m: list(rng.normal(mu, 1.0, 10)) for m, mu in (("A", 20), ("B", 20.3), ("C", 19.8))}
+    r1 = rank_models(scores, "MultiNews", AsoParams(seed=5))
+    r2 = rank_models(scores, "MultiNews", AsoParams(seed=5))
+    assert r1.pairs == r2.pairs and r1.order == r2.order
+    r3 = rank_models(scores, "MultiNews", AsoParams(seed=6))
+    assert [p["sigma"] for p in r3.pairs] != [p["sigma"] for p in r1.pairs]
+    # adding a model leaves the existing pairs untouched (per-pair generators)
+    r4 = rank_models({**scores, "D": [0.0] * 10}, "MultiNews", AsoParams(seed=5))
+    old = {(p["a"], p["b"]): p["eps_min"] for p in r1.pairs}
+    assert all(old[(p["a"], p["b"])] == p["eps_min"] for p in r4.pairs if (p["a"], p["b"]) in old)
+
+
+def test_ranking_table_by_hand() -> None:
+    tab = {"A": {"B": 0.2, "C": 0.0}, "B": {"A": 0.8, "C": 0.3}, "C": {"A": 1.0, "B": 0.7}}
+    order, dom, sums = rank_from_table(tab, ["C", "B", "A"])
+    assert order == ["A", "B", "C"]
+    assert sums == pytest.approx({"A": 0.2, "B": 1.1, "C": 1.7})
+    assert dom == [0.8, 0.7, None]          # 1 - tab[A][B], 1 - tab[B][C]
+
+
+def test_ranking_ties_keep_model_order() -> None:
+    tab = {"X": {"Y": 0.5}, "Y": {"X": 0.5}}
+    assert rank_from_table(tab, ["X", "Y"])[0] == ["X", "Y"]
+    assert rank_from_table(tab, ["Y", "X"])[0] == ["Y", "X"]
+
+
+def test_rank_models_complete_dominance() -> None:
+    scores = {"low": list(range(10)), "high": list(range(20, 30)), "mid": list(range(10, 20))}
+    r = rank_models(scores, "ECB")
+    assert r.order == ["high", "mid", "low"]
+    assert r.dominance == [1.0, 1.0, None]
+    assert r.table["low"]["high"] == 1.0 and r.table["high"]["low"] == 0.0
+
+
+def test_missing_model_excluded_from_ar_denominator() -> None:
+    a, b, c = list(range(20, 30)), list(range(10, 20)), list(range(10))
+    rankings = {"MultiNews": rank_models({"A": a, "B": b, "C": c}, "MultiNews"),
+                "ECB": rank_models({"B": a, "A": b}, "ECB")}           # C is NA on ECB
+    stats = {"MultiNews": {"A": (24.5, 2.0), "B": (14.5, 1.0), "C": (4.5, 0.5)},
+             "ECB": {"B": (24.5, 2.0), "A": (14.5, 1.0)}}
+    st = stability(rankings, stats)
+    assert st.average_rank == {"A": 1.5, "B": 1.5, "C": 3.0}
+    assert st.ranked_in["C"] == ["MultiNews"]
+    # ARSD: A = mean(2/24.5, 1/14.5)*100; C = 0.5/4.5*100 (one dataset only)
+    assert st.arsd["A"] == pytest.approx((2 / 24.5 + 1 / 14.5) / 2 * 100)
+    assert st.arsd["C"] == pytest.approx(0.5 / 4.5 * 100)
+    assert st.arsd_by_dataset["ECB"] == pytest.approx((2 / 24.5 + 1 / 14.5) / 2 * 100)
+
+
+def test_arsd_zero_mean_reported_not_divided() -> None:
+    rankings = {"D1": rank_models({"A": [1.0, 2.0], "Z": [0.0, 0.0]}, "D1"),
+                "D2": rank_models({"A": [3.0, 5.0], "Z": [0.0, 0.08]}, "D2")}
+    stats = {"D1": {"A": (1.5, 0.5), "Z": (0.0, 0.0)}, "D2": {"A": (4.0, 1.0), "Z": (0.04, 0.04)}}
+    st = stability(rankings, stats)
+    assert st.arsd["Z"] is None                      # 0.04 rounds to 0.0 as in upstream's ranking_asd.csv
+    assert st.arsd_excluded == {"Z": ["D1", "D2"]}
+    assert st.arsd["A"] == pytest.approx((0.5 / 1.5 + 1.0 / 4.0) / 2 * 100)
+
+
+@pytest.mark.slow  # importing deepsig imports torch
+def test_deepsig_cross_check_if_installed() -> None:
+    pytest.importorskip("deepsig")
+    better, worse = [float(x) for x in range(10, 20)], [float(x) for x in range(10)]
+    assert deepsig_eps_min(better, worse, seed=1, iterations=100) == pytest.approx(0.0, abs=1e-9)
+    rng = np.random.default_rng(0)
+    a, b = list(rng.normal(21, 1, 10)), list(rng.normal(20, 1, 10))
+    ours = aso(a, b, np.random.default_rng(1)).eps_min
+    theirs = deepsig_eps_min(a, b, seed=1, iterations=200)
+    assert theirs is not None and 0.0 <= theirs <= 1.0
+    # deepsig's CI term uses the real n=m=10, so it is the more conservative of the two
+    assert theirs >= ours - 1e-9
