@@ -1,0 +1,113 @@
+"""diff against the reference: hand-computed deltas and bands, exit codes through the real CLI
+entry point, and the packaged Table 3 checked against the shared reference file."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from test_aggregate import write_scores
+
+from seam_repro.cli import main
+from seam_repro.diff import diff_models, parse_tolerance
+from seam_repro.errors import InputError
+from seam_repro.reference import load_reference
+from seam_repro.submit import load_inputs
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+LLAMA8 = "meta-llama/Meta-Llama-3-8B-Instruct"
+
+
+def _run(tmp_path: Path, model: str = LLAMA8) -> Path:
+    # MultiNews runs 20 and 22 -> mean 21, population std 1; paper: Llama-3-8B 19.5 ± 0.9
+    write_scores(tmp_path, model, {"MultiNews": {"metric": "rouge_geo", "instances": [
+        (0, "a", 20.0, True), (1, "b", 22.0, True)]}})
+    return tmp_path
+
+
+def _cli(args: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    monkeypatch.setattr(sys, "argv", ["seam-repro", *args])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    out = capsys.readouterr()
+    return int(exc.value.code or 0), out.out + out.err
+
+
+def test_parse_tolerance() -> None:
+    assert parse_tolerance(None).kind == "spread" and parse_tolerance("spread").value == 1.0
+    assert (parse_tolerance("2x").kind, parse_tolerance("2x").value) == ("spread", 2.0)
+    assert (parse_tolerance("10%").kind, parse_tolerance("10%").value) == ("rel", 10.0)
+    assert (parse_tolerance("1.5").kind, parse_tolerance("1.5").value) == ("abs", 1.5)
+    with pytest.raises(InputError, match=r"--tolerance: cannot parse 'wide'"):
+        parse_tolerance("wide")
+
+
+def test_delta_and_band_by_hand(tmp_path: Path) -> None:
+    models = load_inputs([_run(tmp_path)])
+    ref = load_reference("paper")
+    row = diff_models(models, ref, parse_tolerance(None)).rows[0]
+    assert row.reference_model == "Llama-3-8B"
+    assert (row.mean, row.std, row.ref_mean, row.ref_std) == (21.0, 1.0, 19.5, 0.9)
+    assert row.delta == pytest.approx(1.5)
+    assert row.allowed == pytest.approx(0.9 + 1.0 + 0.05) and row.status == "within"
+    rep = diff_models(models, ref, parse_tolerance("1"))
+    assert rep.rows[0].allowed == pytest.approx(1.05) and rep.rows[0].status == "outside" and rep.exit_code == 1
+    assert diff_models(models, ref, parse_tolerance("10%")).rows[0].allowed == pytest.approx(1.95 + 0.05)
+    assert diff_models(models, ref, parse_tolerance("0.5x")).rows[0].allowed == pytest.approx(0.95 + 0.05)
+
+
+def test_unknown_model_and_na_cells_are_not_failures(tmp_path: Path) -> None:
+    write_scores(tmp_path, "someone/new-model", {"ECB": {"metric": "conll_f1", "runs": {0: 5.0},
+                                                          "instances": [(0, "t", None, True)]}})
+    ref = load_reference("paper")
+    rep = diff_models(load_inputs([tmp_path]), ref, parse_tolerance(None))
+    assert rep.rows[0].status == "no-reference" and "--as NAME" in rep.rows[0].note and rep.exit_code == 0
+    rep = diff_models(load_inputs([tmp_path]), ref, parse_tolerance(None), as_name="Gemma-7B")
+    assert rep.rows[0].status == "no-reference" and rep.rows[0].note == "NA in the paper"
+    with pytest.raises(InputError, match="--as: 'Llama-9B' is not a reference model"):
+        diff_models(load_inputs([tmp_path]), ref, parse_tolerance(None), as_name="Llama-9B")
+
+
+def test_cli_exit_codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    run = _run(tmp_path / "run")
+    code, out = _cli(["diff", str(run), "--reference", "paper", "--json", str(tmp_path / "d.json")], monkeypatch, capsys)
+    assert code == 0 and "| Llama-3-8B | MultiNews | 2 | 21.00 ± 1.00 | 19.5 ± 0.9 | +1.50 | 1.95 | within |" in out
+    assert json.loads((tmp_path / "d.json").read_text())["rows"][0]["status"] == "within"
+    code, out = _cli(["diff", str(run), "--tolerance", "1"], monkeypatch, capsys)
+    assert code == 1 and "outside" in out
+    code, out = _cli(["diff", str(run), "--tolerance", "wide"], monkeypatch, capsys)
+    assert code == 2 and "error: --tolerance: cannot parse 'wide'" in out
+    bad = tmp_path / "bad"
+    (bad / "scores" / "m").mkdir(parents=True)
+    (bad / "scores" / "m" / "summary.json").write_text("{")
+    (bad / "scores" / "m" / "instance_scores.jsonl").write_text("")
+    code, out = _cli(["diff", str(bad)], monkeypatch, capsys)
+    assert code == 2 and "summary.json: not valid JSON" in out
+
+
+def test_packaged_table_matches_shared_reference() -> None:
+    src = SHARED / "seam" / "reference" / "paper_table3.json"
+    if not src.is_file():
+        pytest.skip("shared reference not present")
+    raw = json.loads(src.read_text())
+    ref = load_reference("paper")
+    assert {n: m["hf_id"] for n, m in raw["models"].items()} == ref.models
+    names = {"OpenAsp": "OpenASP", "MuSiQue": "MusiQue", "ECB+": "ECB"}
+    assert len(raw["datasets"]) == len(ref.datasets) == 6
+    for pname, ds in raw["datasets"].items():
+        mine = ref.datasets[names.get(pname, pname)]
+        assert mine.paper_name == pname
+        got = [(r.rank, r.model, r.mean, r.std, r.dominance_over_next) for r in mine.rows]
+        assert got == [(r["rank"], r["model"], r["mean"], r["std"], r["dominance_over_next"]) for r in ds["rows"]]
+
+
+def test_bad_reference_file(tmp_path: Path) -> None:
+    p = tmp_path / "ref.json"
+    p.write_text(json.dumps({"models": {"A": {"hf_id": "a/a"}}, "datasets": {"ECB": {"rows": [
+        {"model": "A", "mean": 1.0, "std": None}]}}}))
+    with pytest.raises(InputError, match=r"record datasets.ECB.rows\[0\]: field 'std': mean and std must both"):
+        load_reference(p)
+    with pytest.raises(InputError, match="reference not found"):
+        load_reference(tmp_path / "nope.json")
