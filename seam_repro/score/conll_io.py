@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seam_repro.errors import InputError
+from seam_repro.score.coref import CorefScores, refuses_to_score, score_document, total
 
 Span = tuple[int, int]
 """A mention as (first token, last token) position within its document."""
@@ -234,3 +235,23 @@ def seam_prediction_text(instances: Iterable[tuple[str, Mapping[int, int]]]) -> 
     """Upstream's prediction file from parsed assignments (``coref_parse``: only mentions of
     clusters of size >= 2 are in the assignment)."""
     return "".join(seam_block(iid, assignment) for iid, assignment in instances)
+
+
+def score_conll_files(key_path: str | Path, response_path: str | Path, metrics: Sequence[str]) -> CorefScores:
+    """Score a key and a response file as ``scorer.pl <metric> KEY RESPONSE`` does for each metric:
+    every key document against the response document of the same name (missing = empty), counts
+    summed over documents. Raises ``InputError`` where the scorer dies or refuses to score."""
+    key_docs = read_conll(key_path)
+    resp_docs = read_conll(response_path, require_documents=False)
+    scores = total(
+        score_document(doc.entities, resp_docs[name].entities if name in resp_docs else (), metrics)
+        for name, doc in key_docs.items()
+    )
+    if refuses_to_score(scores.repeated_mentions, len(metrics)):
+        raise InputError(
+            response_path,
+            f"{scores.repeated_mentions} repeated response mention(s) (a span listed again after it matched "
+            f"a key mention), counted once per metric pass ({len(metrics)}); the reference scorer refuses "
+            "to score above 10: list each mention once",
+        )
+    return scores

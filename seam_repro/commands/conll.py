@@ -1,0 +1,119 @@
+"""``conll-score``: a drop-in for ``perl scorer.pl <metric> KEY RESPONSE`` (reference-coreference-
+scorers v8.01) on CoNLL-2012 files, printing the scorer's TOTALS blocks plus the CoNLL score."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from seam_repro.score.coref import METRICS, BlancCounts, CorefScores, Counts, perl_percent
+
+
+def _num(value: float) -> str:
+    """Numbers as perl prints them (``%.15g``: ``6`` not ``6.0``, ``3.33333333333333``)."""
+    return f"{value:.15g}"
+
+
+def _rpf_line(c: Counts) -> str:
+    return (
+        f"Recall: ({_num(c.recall_num)} / {_num(c.recall_den)}) {_num(perl_percent(c.recall))}%\t"
+        f"Precision: ({_num(c.precision_num)} / {_num(c.precision_den)}) {_num(perl_percent(c.precision))}%\t"
+        f"F1: {_num(perl_percent(c.f1))}%\n" + "-" * 74 + "\n"
+    )
+
+
+def format_text(scores: CorefScores, metrics: list[str]) -> str:
+    """The CoNLL score, then the TOTALS part of the perl scorer's output for each metric."""
+    out = []
+    for name in metrics:
+        out.append(f"\nMETRIC {name}:\n\n====== TOTALS =======\n")
+        out.append("Identification of Mentions: " + _rpf_line(scores.mentions))
+        m = scores.metric(name)
+        if isinstance(m, BlancCounts):
+            out.append("\nCoreference:\n")
+            out.append("Coreference links: " + _rpf_line(m.coref))
+            out.append("Non-coreference links: " + _rpf_line(m.noncoref))
+            out.append(
+                f"BLANC: Recall: ({_num(m.recall)} / 1) {_num(perl_percent(m.recall))}%\t"
+                f"Precision: ({_num(m.precision)} / 1) {_num(perl_percent(m.precision))}%\t"
+                f"F1: {_num(perl_percent(m.f1))}%\n" + "-" * 74 + "\n"
+            )
+        elif m is not None:
+            out.append("Coreference: " + _rpf_line(m))
+    if scores.conll_f1 is not None:
+        # First, like perl's "version:" line, so parsers that split on "METRIC" (SEAM's
+        # process_conll_out) never see it.
+        out.insert(
+            0,
+            f"CoNLL score (mean of MUC, B3, CEAF-e F1): {scores.conll_f1:.4f}"
+            f" (mean of printed F1s: {scores.conll_f1_printed:.4f})\n",
+        )
+    return "".join(out)
+
+
+def _counts_json(c: Counts) -> dict[str, float]:
+    return {
+        "recall": c.recall,
+        "precision": c.precision,
+        "f1": c.f1,
+        "recall_num": c.recall_num,
+        "recall_den": c.recall_den,
+        "precision_num": c.precision_num,
+        "precision_den": c.precision_den,
+    }
+
+
+def to_json(scores: CorefScores, metrics: list[str], key: Path, response: Path) -> dict[str, object]:
+    """One JSON object: R/P/F1 as fractions (0-1) with their counts; CoNLL-F1 on the 0-100 scale."""
+    out: dict[str, object] = {}
+    for name in metrics:
+        m = scores.metric(name)
+        if isinstance(m, BlancCounts):
+            out[name] = {
+                "recall": m.recall,
+                "precision": m.precision,
+                "f1": m.f1,
+                "coref_links": _counts_json(m.coref),
+                "noncoref_links": _counts_json(m.noncoref),
+            }
+        elif m is not None:
+            out[name] = _counts_json(m)
+    return {
+        "key": str(key),
+        "response": str(response),
+        "documents": scores.n_documents,
+        "mentions": _counts_json(scores.mentions),
+        "metrics": out,
+        "conll_f1": scores.conll_f1,
+        "conll_f1_printed": scores.conll_f1_printed,
+    }
+
+
+@click.command("conll-score")
+@click.argument("key", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("response", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--metric",
+    type=click.Choice(["all", *METRICS]),
+    default="all",
+    show_default=True,
+    help="Metric to compute; 'all' runs muc, bcub, ceafm, ceafe, blanc like scorer.pl all.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the scorer's text.")
+def conll_score(key: Path, response: Path, metric: str, as_json: bool) -> None:
+    """Score a CoNLL coreference RESPONSE file against KEY like the official perl scorer.
+
+    Totals are micro-averaged over the key's documents (counts summed, then R/P/F1); a document
+    missing from RESPONSE counts as an empty response. With all metrics the CoNLL score (mean of
+    MUC, B3 and CEAF-e F1, 0-100) is printed too.
+    """
+    from seam_repro.score.conll_io import score_conll_files
+
+    metrics = list(METRICS) if metric == "all" else [metric]
+    scores = score_conll_files(key, response, metrics)
+    if as_json:
+        click.echo(json.dumps(to_json(scores, metrics, key, response), sort_keys=True))
+    else:
+        click.echo(format_text(scores, metrics), nl=False)
