@@ -6,8 +6,8 @@ and never reports it; the paper's analysis correlates it with scores. We record 
 
 * ``qa``: a ``{...}`` span that parses (JSON or Python literal, never ``eval``) to a dict with an
   ``is_answerable`` key;
-* ``coreference``: at least one list of integers ``[1, 2]`` (upstream's pattern ``\\[[\\d, ]+\\]``,
-  or a trailing unclosed one), i.e. a parseable cluster list;
+* ``coreference``: at least one list holding an integer, ``[1, 2]`` or a trailing unclosed one
+  (stricter than upstream's ``\\[[\\d, ]+\\]``, which also accepts ``[ ]``);
 * ``summarization`` / ``fic``: non-empty after stripping.
 
 A text that could not be decoded as UTF-8 is invalid whatever it contains.
