@@ -1,0 +1,120 @@
+"""Reports: Table-3-shaped rows from hand-made runs, reference models from summary statistics
+(checked against the paper's own ranks), written files, and the CLI with bundles."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_aggregate import write_scores
+
+from seam_repro.aso import AsoParams
+from seam_repro.cli import main
+from seam_repro.reference import load_reference
+from seam_repro.report import build_report, render_markdown, surrogate_runs, write_report
+from seam_repro.submit import load_inputs, make_bundle, write_bundle
+
+FAST = AsoParams(b=200)
+
+
+def _three_models(root: Path) -> list[Path]:
+    """Models with disjoint per-run scores on MultiNews (complete dominance) and one on ECB."""
+    dirs = []
+    for name, base in (("org/low", 0.0), ("org/high", 20.0), ("org/mid", 10.0)):
+        d = root / name.split("/")[1]
+        write_scores(d, name, {"MultiNews": {"metric": "rouge_geo", "instances": [
+            (r, f"i{r}", base + r, r % 2 == 0) for r in range(10)]}})
+        dirs.append(d)
+    write_scores(dirs[1], "org/high", {
+        "MultiNews": {"metric": "rouge_geo", "instances": [(r, f"i{r}", 20.0 + r, r % 2 == 0) for r in range(10)]},
+        "ECB": {"metric": "conll_f1", "runs": {0: 0.0, 1: 0.0}, "instances": [(0, "t", None, True)]}})
+    return dirs
+
+
+def test_surrogate_runs_have_exact_mean_and_population_std() -> None:
+    runs = surrogate_runs(21.4, 0.7)
+    assert len(runs) == 10
+    assert np.mean(runs) == pytest.approx(21.4) and np.std(runs) == pytest.approx(0.7)
+    assert surrogate_runs(3.0, 0.0) == [3.0] * 10
+
+
+def test_table_rows_by_hand(tmp_path: Path) -> None:
+    rep = build_report(load_inputs(_three_models(tmp_path)), None, FAST)
+    rows = rep["datasets"]["MultiNews"]["rows"]
+    assert [r["model"] for r in rows] == ["org/high", "org/mid", "org/low"]
+    assert [r["rank"] for r in rows] == [1, 2, 3]
+    assert [r["dominance_over_next"] for r in rows] == [1.0, 1.0, None]
+    assert rows[0]["mean"] == pytest.approx(24.5) and rows[0]["std"] == pytest.approx(np.std(range(10)))
+    assert rows[0]["format_rate"] == 0.5 and not rows[0]["from_summary_stats"]
+    st = rep["stability"]
+    assert st["average_rank"] == {"org/high": 1.0, "org/mid": 2.0, "org/low": 3.0}
+    assert st["ranked_in"]["org/high"] == ["MultiNews", "ECB"]
+    assert st["arsd_excluded"] == {"org/high": ["ECB"]}          # ECB mean 0.0 is left out, not divided by
+    assert st["arsd"]["org/high"] == pytest.approx(2.9 / 24.5 * 100)  # std 2.87 and mean rounded to 0.1 first
+    md = render_markdown(rep)
+    assert "| 1 | org/high | 24.5 ± 2.9 | 1.00 |" in md and "## ECB+ (conll_f1)" in md
+
+
+def test_reference_models_rank_like_the_paper() -> None:
+    """Surrogate runs built from Table 3's mean ± std must give back the paper's own rank order."""
+    from seam_repro.aso import rank_models
+
+    ref = load_reference("paper")
+    for name, ds in ref.datasets.items():
+        rows = [r for r in ds.rows if r.mean is not None and r.std is not None]
+        ranking = rank_models({r.model: surrogate_runs(r.mean, r.std) for r in rows}, name, AsoParams(b=300))
+        assert ranking.order == [r.model for r in sorted(rows, key=lambda r: r.rank)], name
+        paper_dom = [r.dominance_over_next for r in sorted(rows, key=lambda r: r.rank)]
+        for ours, theirs in zip(ranking.dominance[:-1], paper_dom[:-1]):
+            assert abs(ours - theirs) <= 0.2, (name, ours, theirs)   # surrogates only approximate the runs
+
+
+def test_new_model_against_reference(tmp_path: Path) -> None:
+    write_scores(tmp_path, "org/new", {"MultiNews": {"metric": "rouge_geo", "instances": [
+        (r, "i", 25.0 + 0.1 * r, True) for r in range(10)]},
+        "ECB": {"metric": "conll_f1", "runs": {r: 10.0 + r for r in range(10)}, "instances": [(0, "t", None, True)]}})
+    rep = build_report(load_inputs([tmp_path]), load_reference("paper"), FAST)
+    mn = rep["datasets"]["MultiNews"]["rows"]
+    assert mn[0]["model"] == "org/new" and len(mn) == 8
+    assert all(r["from_summary_stats"] for r in mn[1:]) and mn[1]["model"] == "Mixtral-8x7B"
+    ecb = [r["model"] for r in rep["datasets"]["ECB"]["rows"]]
+    assert "Gemma-7B" not in ecb and len(ecb) == 7                       # NA in the paper
+    assert rep["stability"]["ranked_in"]["Gemma-7B"] == ["MultiNews"]
+    md = render_markdown(rep)
+    assert "| 2 | Mixtral-8x7B † | 21.4 ± 0.7 |" in md and "surrogate" in md
+    assert "OpenASP" not in rep["datasets"]       # reference-only datasets are not added
+
+
+def test_write_report_files(tmp_path: Path) -> None:
+    rep = build_report(load_inputs(_three_models(tmp_path / "runs")), load_reference("paper"), FAST)
+    paths = write_report(rep, tmp_path / "out")
+    assert [p.name for p in paths] == ["report.json", "report.md", "box_plots.png", "ar_arsd.png"]
+    assert json.loads(paths[0].read_text())["kind"] == "seam-repro/report"
+    for png in paths[2:]:
+        data = png.read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
+
+
+def test_report_cli_with_bundles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    dirs = _three_models(tmp_path / "runs")
+    bundle = tmp_path / "high.json"
+    write_bundle(make_bundle(dirs[1]), bundle)
+    monkeypatch.setattr(sys, "argv", ["seam-repro", "report", str(bundle), str(dirs[0]), "--out", str(tmp_path / "o"),
+                                      "--seed", "7"])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    assert exc.value.code == 0
+    rep = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert rep["aso"]["seed"] == 7 and [r["model"] for r in rep["datasets"]["MultiNews"]["rows"]] == ["org/high", "org/low"]
+    other = tmp_path / "other"
+    write_scores(other, "org/x", {"MusiQue": {"metric": "musique_f1", "instances": [(0, "q", 1.0, True)]}},
+                 manifest_digest="f" * 64)
+    monkeypatch.setattr(sys, "argv", ["seam-repro", "report", str(bundle), str(other), "--out", str(tmp_path / "o2")])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    assert exc.value.code == 2
+    assert "field 'manifest_digest'" in capsys.readouterr().err
