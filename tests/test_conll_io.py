@@ -89,8 +89,7 @@ def test_unreadable_file(tmp_path: Path) -> None:
 def test_seam_writers_exact_format() -> None:
     gold = seam_gold_text([("36", [[5, 1], [3]]), ("7", [])])
     assert gold == (
-        "#begin document id=36\n1\t(0)\n3\t(1)\n5\t(0)\n#end document\n"
-        "#begin document id=7\n#end document\n"
+        "#begin document id=36\n1\t(0)\n3\t(1)\n5\t(0)\n#end document\n#begin document id=7\n#end document\n"
     )
     pred = seam_prediction_text([("36", {5: 0, 1: 0, 12: 1, 4: 1})])
     assert pred == "#begin document id=36\n1\t(0)\n4\t(1)\n5\t(0)\n12\t(1)\n#end document\n"
@@ -112,7 +111,9 @@ def test_gold_assignment_last_cluster_wins_and_validates() -> None:
 
 @needs_golden
 def test_cli_json_matches_reference_expectations() -> None:
-    case = next(c for c in json.loads((GOLDEN / "expected_metrics.json").read_text())["cases"] if c["id"] == "A4")
+    case = next(
+        c for c in json.loads((GOLDEN / "expected_metrics.json").read_text())["cases"] if c["id"] == "A4"
+    )
     res = CliRunner().invoke(
         conll_score, [str(GOLDEN / case["key_file"]), str(GOLDEN / case["response_file"]), "--json"]
     )

@@ -43,7 +43,10 @@ def test_reference_scorer_cases(case: dict) -> None:
     key = read_conll(GOLDEN / case["key_file"])
     resp = read_conll(GOLDEN / case["response_file"])
     for metric, exp in case["expected"].items():
-        got = total(score_document(doc.entities, resp[n].entities if n in resp else [], [metric]) for n, doc in key.items())
+        got = total(
+            score_document(doc.entities, resp[n].entities if n in resp else [], [metric])
+            for n, doc in key.items()
+        )
         m = got.metric(metric)
         assert m is not None
         diff = abs(m.recall - exp["recall"]) + abs(m.precision - exp["precision"]) + abs(m.f1 - exp["f1"])
@@ -65,7 +68,11 @@ def test_hand_computed_tc_a2_counts() -> None:
     assert s.ceafe.recall_num == pytest.approx(1.8) and s.ceafe.recall_den == 3 and s.ceafe.precision_den == 2
     assert (s.ceafm.recall_num, s.ceafm.recall_den, s.ceafm.precision_den) == (3, 6, 3)
     assert (s.blanc.coref.recall_num, s.blanc.coref.recall_den, s.blanc.coref.precision_den) == (1, 4, 1)
-    assert (s.blanc.noncoref.recall_num, s.blanc.noncoref.recall_den, s.blanc.noncoref.precision_den) == (2, 11, 2)
+    assert (s.blanc.noncoref.recall_num, s.blanc.noncoref.recall_den, s.blanc.noncoref.precision_den) == (
+        2,
+        11,
+        2,
+    )
     assert (s.mentions.recall_num, s.mentions.recall_den, s.mentions.precision_den) == (3, 6, 3)
 
 
@@ -125,8 +132,16 @@ def test_blanc_counting_formula_equals_link_sets() -> None:
         got = _blanc(ident)
         kc, kn = _naive_links(ident.key)
         rc, rn = _naive_links(ident.response)
-        assert (got.coref.recall_num, got.coref.recall_den, got.coref.precision_den) == (len(kc & rc), len(kc), len(rc))
-        assert (got.noncoref.recall_num, got.noncoref.recall_den, got.noncoref.precision_den) == (len(kn & rn), len(kn), len(rn))
+        assert (got.coref.recall_num, got.coref.recall_den, got.coref.precision_den) == (
+            len(kc & rc),
+            len(kc),
+            len(rc),
+        )
+        assert (got.noncoref.recall_num, got.noncoref.recall_den, got.noncoref.precision_den) == (
+            len(kn & rn),
+            len(kn),
+            len(rn),
+        )
 
 
 def _textbook(key: list[list[int]], resp: list[list[int]]) -> dict[str, tuple[float, float]]:
@@ -214,7 +229,9 @@ _NUM = r"\(([-0-9.e+]+) / ([-0-9.e+]+)\)"
 
 def perl_counts(key: Path, resp: Path) -> dict[str, tuple[float, ...]]:
     """Run ``scorer.pl all`` and read the TOTALS counts of every metric."""
-    out = subprocess.run(["perl", SCORER, "all", str(key), str(resp)], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        ["perl", SCORER, "all", str(key), str(resp)], capture_output=True, text=True, check=True
+    )
     assert out.stderr == ""
     got: dict[str, tuple[float, ...]] = {}
     for section in out.stdout.split("METRIC ")[1:]:
@@ -260,8 +277,16 @@ def test_random_multi_document_files_match_perl(tmp_path: Path) -> None:
         for name in METRICS:
             m = ours.metric(name)
             vals = (
-                (m.coref.recall_num, m.coref.recall_den, m.coref.precision_num, m.coref.precision_den,
-                 m.noncoref.recall_num, m.noncoref.recall_den, m.noncoref.precision_num, m.noncoref.precision_den)
+                (
+                    m.coref.recall_num,
+                    m.coref.recall_den,
+                    m.coref.precision_num,
+                    m.coref.precision_den,
+                    m.noncoref.recall_num,
+                    m.noncoref.recall_den,
+                    m.noncoref.precision_num,
+                    m.noncoref.precision_den,
+                )
                 if name == "blanc"
                 else (m.recall_num, m.recall_den, m.precision_num, m.precision_den)
             )

@@ -43,9 +43,19 @@ def upstream_reference(response: str) -> tuple[list[list[int]], dict[int, int], 
     ("text", "lists", "mapping", "ok"),
     [
         ("[[1, 2], [3]]", [[1, 2], [3]], {1: 0, 2: 0}, True),
-        ("The clusters are [[4, 5, 6], [7, 8]] and that is it.", [[4, 5, 6], [7, 8]], {4: 0, 5: 0, 6: 0, 7: 1, 8: 1}, True),
+        (
+            "The clusters are [[4, 5, 6], [7, 8]] and that is it.",
+            [[4, 5, 6], [7, 8]],
+            {4: 0, 5: 0, 6: 0, 7: 1, 8: 1},
+            True,
+        ),
         ("[[1, 2], [2, 3], [9, 10", [[1, 2], [2, 3], [9, 10]], {1: 0, 2: 1, 3: 1, 9: 2, 10: 2}, True),
-        ("[[1, 2]] then [3, 4 and [5, 6", [[1, 2], [3, 4]], {1: 0, 2: 0, 3: 1, 4: 1}, True),  # first open list only
+        (
+            "[[1, 2]] then [3, 4 and [5, 6",
+            [[1, 2], [3, 4]],
+            {1: 0, 2: 0, 3: 1, 4: 1},
+            True,
+        ),  # first open list only
         ("[ ]", [[]], {}, True),  # an empty list counts as "correct format" upstream
         ("no lists here", [], {}, False),
         ("[[1,], [00, 2]]", [[1], [0, 2]], {0: 0, 2: 0}, True),
@@ -196,12 +206,16 @@ def test_upstream_mode_equals_perl_on_seam_files(tmp_path: Path) -> None:
                 (rng.choice(clusters).append(m) if clusters and rng.random() < 0.5 else clusters.append([m]))
             gold.append((f"t{i}", clusters))
             pool = ids + [rng.randrange(1, 80) for _ in range(3)]
-            pred.append((f"t{i}", str([rng.sample(pool, rng.randint(1, 4)) for _ in range(rng.randint(0, 5))])))
+            pred.append(
+                (f"t{i}", str([rng.sample(pool, rng.randint(1, 4)) for _ in range(rng.randint(0, 5))]))
+            )
         g, p = tmp_path / f"g{trial}", tmp_path / f"p{trial}"
         g_text, p_text = conll_texts(gold, pred)
         g.write_text(g_text)
         p.write_text(p_text)
-        out = subprocess.run(["perl", SCORER, "all", str(g), str(p)], capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            ["perl", SCORER, "all", str(g), str(p)], capture_output=True, text=True, check=True
+        )
         assert out.stderr == ""
         printed = {}
         for section in out.stdout.split("METRIC ")[1:]:
@@ -212,4 +226,6 @@ def test_upstream_mode_equals_perl_on_seam_files(tmp_path: Path) -> None:
         for name in ("muc", "blanc"):
             assert int(run.scores.metric(name).f1 * 10000) / 100 == printed[name], (trial, name)
         for name in ("bcub", "ceafm", "ceafe"):
-            assert int(run.scores.metric(name).f1 * 10000) / 100 == pytest.approx(printed[name], abs=0.0100001)
+            assert int(run.scores.metric(name).f1 * 10000) / 100 == pytest.approx(
+                printed[name], abs=0.0100001
+            )

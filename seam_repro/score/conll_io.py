@@ -153,7 +153,9 @@ def _parse_document(lines: list[str], begin: int, name: str, source: str) -> Con
     return ConllDocument(name, tuple(tuple(spans) for spans in entities), token, begin + 1)
 
 
-def parse_conll_text(data: bytes | str, source: str = "<text>", *, require_documents: bool = True) -> dict[str, ConllDocument]:
+def parse_conll_text(
+    data: bytes | str, source: str = "<text>", *, require_documents: bool = True
+) -> dict[str, ConllDocument]:
     """All documents of a CoNLL file's content, keyed by name, in order of last occurrence.
 
     ``source`` names the file in error messages. A file without any ``#begin document`` line is an
@@ -191,7 +193,9 @@ def chains_from_assignment(mention_to_cluster: Mapping[int, int]) -> list[list[i
     return list(order.values())
 
 
-def gold_assignment(clusters: Sequence[Sequence[int]], source: str = "gold", record: object = None) -> dict[int, int]:
+def gold_assignment(
+    clusters: Sequence[Sequence[int]], source: str = "gold", record: object = None
+) -> dict[int, int]:
     """Mention -> cluster index as upstream builds it from a gold target (a mention listed in two
     clusters keeps the later one, as upstream's dict assignment does)."""
     out: dict[int, int] = {}
@@ -199,11 +203,16 @@ def gold_assignment(clusters: Sequence[Sequence[int]], source: str = "gold", rec
         raise InputError(source, "expected a list of clusters (lists of int mention ids)", record, "target")
     for cluster_id, cluster in enumerate(clusters):
         if isinstance(cluster, (str, bytes)) or not isinstance(cluster, Sequence):
-            raise InputError(source, f"cluster {cluster_id} is not a list of int mention ids", record, "target")
+            raise InputError(
+                source, f"cluster {cluster_id} is not a list of int mention ids", record, "target"
+            )
         for mention in cluster:
             if not isinstance(mention, int) or isinstance(mention, bool):
                 raise InputError(
-                    source, f"cluster {cluster_id} holds {mention!r}; expected int mention ids", record, "target"
+                    source,
+                    f"cluster {cluster_id} holds {mention!r}; expected int mention ids",
+                    record,
+                    "target",
                 )
             out[mention] = cluster_id
     return out
@@ -226,9 +235,7 @@ def seam_block(instance_id: str, mention_to_cluster: Mapping[int, int]) -> str:
 
 def seam_gold_text(instances: Iterable[tuple[str, Sequence[Sequence[int]]]]) -> str:
     """Upstream's gold file: every mention, singletons included, one block per instance."""
-    return "".join(
-        seam_block(iid, gold_assignment(clusters, "gold", iid)) for iid, clusters in instances
-    )
+    return "".join(seam_block(iid, gold_assignment(clusters, "gold", iid)) for iid, clusters in instances)
 
 
 def seam_prediction_text(instances: Iterable[tuple[str, Mapping[int, int]]]) -> str:

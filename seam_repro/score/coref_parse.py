@@ -147,9 +147,7 @@ def parse_clusters(response: str) -> ParsedClusters:
     for i, cluster in enumerate(c for c in lists if len(c) > 1):
         for mention in cluster:
             assignment[mention] = i
-    return ParsedClusters(
-        tuple(lists), assignment, len(lists) > 0, _strictly_valid(response), tuple(crash)
-    )
+    return ParsedClusters(tuple(lists), assignment, len(lists) > 0, _strictly_valid(response), tuple(crash))
 
 
 @dataclass(frozen=True)
@@ -192,7 +190,9 @@ class CorefRunScore:
         """Upstream's "correct format" rate (share of instances where a list was found)."""
         if not self.instances:
             return 0.0
-        return sum(bool(i.parsed and i.parsed.upstream_format_ok) for i in self.instances) / len(self.instances)
+        return sum(bool(i.parsed and i.parsed.upstream_format_ok) for i in self.instances) / len(
+            self.instances
+        )
 
     @property
     def valid_rate(self) -> float:
