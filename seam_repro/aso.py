@@ -63,7 +63,11 @@ class AsoResult:
 
 def quantile_index(p: np.ndarray, n: int) -> np.ndarray:
     """0-based index used by upstream ``invF``: ``ceil(p*n)-1``, clipped to ``[0, n-1]``."""
-    return np.clip(np.ceil(p * n).astype(np.int64), 1, n) - 1
+    x = np.asarray(p, dtype=float) * n
+    np.ceil(x, out=x)  # in place: the bootstrap calls this on B x N arrays
+    np.clip(x, 1, n, out=x)
+    x -= 1
+    return x.astype(np.intp)
 
 
 def epsilon(a: Sequence[float], b: Sequence[float], dp: float = DP) -> float:

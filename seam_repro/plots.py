@@ -41,7 +41,7 @@ def plot_boxes(rep: dict[str, Any], out: Path) -> None:
     max_models = max((len(d["rows"]) for d in datasets.values()), default=1)
     fig, axes = plt.subplots(nrows, cols, figsize=(5.2 * cols, 0.42 * max_models * nrows + 1.4 * nrows), squeeze=False)
     colors = _colors(rep["model_order"])
-    for ax, (_name, ds) in zip(axes.flat, datasets.items()):
+    for ax, ds in zip(axes.flat, datasets.values(), strict=False):  # spare axes are hidden below
         rows = list(reversed(ds["rows"]))
         labels = [r["model"] + (" †" if r["from_summary_stats"] else "") for r in rows]
         for y, r in enumerate(rows, start=1):

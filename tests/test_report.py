@@ -68,7 +68,7 @@ def test_reference_models_rank_like_the_paper() -> None:
         ranking = rank_models({r.model: surrogate_runs(r.mean, r.std) for r in rows}, name, AsoParams(b=300))
         assert ranking.order == [r.model for r in sorted(rows, key=lambda r: r.rank)], name
         paper_dom = [r.dominance_over_next for r in sorted(rows, key=lambda r: r.rank)]
-        for ours, theirs in zip(ranking.dominance[:-1], paper_dom[:-1]):
+        for ours, theirs in zip(ranking.dominance[:-1], paper_dom[:-1], strict=True):
             assert abs(ours - theirs) <= 0.2, (name, ours, theirs)   # surrogates only approximate the runs
 
 
