@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 METRICS: tuple[str, ...] = ("muc", "bcub", "ceafm", "ceafe", "blanc")
 """Metric names and the order in which ``scorer.pl all`` runs them."""
@@ -113,6 +114,11 @@ class BlancCounts:
         return self._rpf()[2]
 
 
+def _add_optional(a: Any, b: Any) -> Any:
+    """Sum of two optional metric counts (a metric computed on only some documents keeps its sum)."""
+    return a if b is None else b if a is None else a + b
+
+
 @dataclass(frozen=True)
 class CorefScores:
     """Scores of one document or the micro-sum over many (``None`` = metric not computed)."""
@@ -127,12 +133,9 @@ class CorefScores:
     repeated_mentions: int = 0
 
     def __add__(self, other: CorefScores) -> CorefScores:
-        def add(a, b):  # type: ignore[no-untyped-def]
-            return a if b is None else b if a is None else a + b
-
         return CorefScores(
             self.mentions + other.mentions,
-            *(add(getattr(self, m), getattr(other, m)) for m in METRICS),
+            *(_add_optional(getattr(self, m), getattr(other, m)) for m in METRICS),
             n_documents=self.n_documents + other.n_documents,
             repeated_mentions=self.repeated_mentions + other.repeated_mentions,
         )
