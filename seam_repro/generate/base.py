@@ -41,11 +41,13 @@ class GenerationSettings:
         if generation is not None:
             if not isinstance(generation, dict):
                 raise InputError(source, "expected an object", field="config.generation")
-            unknown = set(generation) - set(PAPER_GENERATION)
+            # truncation ("max": context minus max_new_tokens) and batch_size are protocol facts of
+            # upstream predict.json recorded in the manifest; replay reads them from its own flags.
+            unknown = set(generation) - set(PAPER_GENERATION) - {"truncation", "batch_size"}
             if unknown:
                 raise InputError(source, f"unknown keys {sorted(unknown)}; expected {sorted(PAPER_GENERATION)}",
                                  field="config.generation")
-            merged.update(generation)
+            merged.update({k: v for k, v in generation.items() if k in PAPER_GENERATION})
         t, n, s, p = merged["temperature"], merged["max_new_tokens"], merged["do_sample"], merged["top_p"]
         if not isinstance(t, (int, float)) or isinstance(t, bool) or t < 0:
             raise InputError(source, f"expected a number >= 0, got {t!r}", field="config.generation.temperature")
