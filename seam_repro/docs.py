@@ -1,0 +1,228 @@
+"""Markdown CLI reference generated from the click group itself, so README.md cannot drift from the
+code (the approach of pip-tools' and click's own docs: render from the command objects, never by
+hand). ``python -m seam_repro.docs --write README.md`` (``make docs``) replaces the text between
+``<!-- cli-reference:start -->`` and ``<!-- cli-reference:end -->``; ``--check`` exits 1 when that
+section is stale; with neither it prints the reference.
+
+Every command is imported to document it, so a command module that fails to import makes the
+generator fail with the command's name rather than silently dropping it from the reference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+
+from seam_repro.errors import InputError, SeamReproError
+
+START = "<!-- cli-reference:start -->"
+END = "<!-- cli-reference:end -->"
+HEADING = "## Command-line reference"
+PROG = "seam-repro"
+ENV_PREFIX = "SEAM_REPRO"
+
+
+def _cell(text: str) -> str:
+    """One Markdown table cell: a single line with pipes escaped (GFM splits cells on ``|``)."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _help_paragraphs(text: str | None) -> str:
+    """Click help text as Markdown: ``\\b`` paragraphs (kept verbatim by click) become code blocks,
+    other paragraphs are re-flowed; text after ``\\f`` is hidden from help, as click does."""
+    if not text:
+        return ""
+    text = inspect.cleandoc(text.split("\f", 1)[0])
+    blocks: list[str] = []
+    for para in text.split("\n\n"):
+        lines = para.splitlines()
+        if lines and lines[0].strip() == "\b":
+            blocks.append("```text\n" + "\n".join(lines[1:]) + "\n```")
+        elif para.strip():
+            blocks.append(" ".join(line.strip() for line in lines))
+    return "\n\n".join(blocks)
+
+
+def _envvar(param: click.Option, ctx: click.Context) -> str:
+    """The environment variable click reads for ``param`` under ``auto_envvar_prefix``, as
+    ``Option.resolve_envvar_value`` derives it (explicit ``envvar`` first)."""
+    if param.envvar:
+        names = [param.envvar] if isinstance(param.envvar, str) else list(param.envvar)
+        return ", ".join(f"`{n}`" for n in names)
+    if param.allow_from_autoenv and ctx.auto_envvar_prefix and param.name and not _is_eager_meta(param):
+        return f"`{ctx.auto_envvar_prefix}_{param.name.upper()}`"
+    return ""
+
+
+def _is_eager_meta(param: click.Option) -> bool:
+    """--help and --version are eager, expose_value=False options: env vars do not apply to them."""
+    return param.is_eager and not param.expose_value
+
+
+def _options_table(cmd: click.Command, ctx: click.Context) -> list[str]:
+    rows = []
+    for param in cmd.get_params(ctx):
+        if not isinstance(param, click.Option) or param.hidden:
+            continue
+        record = param.get_help_record(ctx)
+        if record is None:
+            continue
+        opts, help_text = record
+        rows.append(f"| `{_cell(opts)}` | {_cell(help_text)} | {_envvar(param, ctx)} |")
+    if not rows:
+        return []
+    return ["| Option | Description | Environment variable |", "|---|---|---|", *rows]
+
+
+def _arguments(cmd: click.Command) -> list[str]:
+    args = [p for p in cmd.params if isinstance(p, click.Argument)]
+    if not args:
+        return []
+    lines = ["Arguments:", ""]
+    for arg in args:
+        flags = [] if arg.required else ["optional"]
+        if arg.nargs == -1:
+            flags.append("repeatable")
+        suffix = f" ({', '.join(flags)})" if flags else ""
+        lines.append(f"- `{arg.human_readable_name}`{suffix}")
+    return [*lines, ""]
+
+
+def _command_section(name: str, cmd: click.Command, parent: click.Context) -> str:
+    ctx = click.Context(cmd, info_name=name, parent=parent)
+    usage = " ".join([ctx.command_path, *cmd.collect_usage_pieces(ctx)])
+    parts = [f"### `{ctx.command_path}`", ""]
+    if cmd.deprecated:
+        parts += ["**Deprecated.**", ""]
+    help_md = _help_paragraphs(cmd.help)
+    if help_md:
+        parts += [help_md, ""]
+    parts += [f"Usage: `{usage}`", ""]
+    parts += _arguments(cmd)
+    table = _options_table(cmd, ctx)
+    if table:
+        parts += [*table, ""]
+    if cmd.epilog:
+        parts += [_help_paragraphs(cmd.epilog), ""]
+    sections = ["\n".join(parts)]
+    if isinstance(cmd, click.Group):  # nested groups (e.g. `datasets list`): one section per subcommand
+        for sub_name, sub in _subcommands(cmd, ctx):
+            sections.append(_command_section(sub_name, sub, ctx))
+    return "\n".join(sections)
+
+
+def _subcommands(group: click.Group, ctx: click.Context) -> list[tuple[str, click.Command]]:
+    """The visible commands of ``group``, in its listing order; an import failure names the command."""
+    found = []
+    for name in group.list_commands(ctx):
+        try:
+            cmd = group.get_command(ctx, name)
+        except Exception as exc:
+            where = f"{ctx.command_path} {name}"
+            raise SeamReproError(f"cannot document command '{where}': {type(exc).__name__}: {exc}") from exc
+        if cmd is not None and not cmd.hidden:
+            found.append((name, cmd))
+    return found
+
+
+def render_reference(
+    group: click.Group | None = None, prog: str = PROG, env_prefix: str | None = ENV_PREFIX
+) -> str:
+    """The full Markdown reference: the group's usage, options and command list, then one section
+    per command (usage, arguments, every visible option with its environment variable).
+    ``env_prefix`` must be the ``auto_envvar_prefix`` the program runs with (cli.main uses SEAM_REPRO)."""
+    if group is None:
+        from seam_repro.cli import cli as group
+    root = click.Context(group, info_name=prog, auto_envvar_prefix=env_prefix)
+    sections = [
+        "Generated from the code by `python -m seam_repro.docs --write README.md` (`make docs`); "
+        "do not edit by hand. Every option can also be set through the environment variable shown.",
+        "",
+        f"Usage: `{' '.join([prog, *group.collect_usage_pieces(root)])}`",
+        "",
+        *_options_table(group, root),
+        "",
+        "| Command | Summary |",
+        "|---|---|",
+    ]
+    commands = _subcommands(group, root)
+    for name, cmd in commands:
+        sections.append(f"| [`{name}`](#{_anchor(prog, name)}) | {_cell(cmd.get_short_help_str(limit=200))} |")
+    sections.append("")
+    for name, cmd in commands:
+        sections.append(_command_section(name, cmd, root))
+    text = "\n".join(sections).rstrip() + "\n"
+    home = str(Path.home())
+    if len(home) > 1:  # defaults computed from $HOME would make the README machine-specific
+        text = text.replace(home, "~")
+    return text
+
+
+def _anchor(prog: str, name: str) -> str:
+    """GitHub's heading anchor for ``### `prog name```: lower-case, punctuation dropped, spaces to -."""
+    title = f"{prog} {name}".lower()
+    return "".join(ch for ch in title if ch.isalnum() or ch in "-_ ").replace(" ", "-")
+
+
+def replace_section(text: str, reference: str, path: str | Path = "README.md") -> str:
+    """``text`` with the marked section replaced by ``reference``; markers (and a heading) are
+    appended at the end when the file has none. Anything outside the markers is left untouched."""
+    n_start, n_end = text.count(START), text.count(END)
+    if n_start == 0 and n_end == 0:
+        sep = "" if text.endswith("\n") or not text else "\n"
+        return f"{text}{sep}\n{HEADING}\n\n{START}\n{reference}{END}\n"
+    if n_start != 1 or n_end != 1 or text.index(START) > text.index(END):
+        raise InputError(
+            path,
+            f"expected exactly one '{START}' followed by one '{END}' "
+            f"(found {n_start} start and {n_end} end markers)",
+        )
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    return f"{head}{START}\n{reference}{END}{tail}"
+
+
+def update_file(path: str | Path, reference: str | None = None, check: bool = False) -> bool:
+    """Rewrite (or with ``check`` only compare) the marked section of ``path``; True if it was stale."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(path, f"cannot read: {exc.strerror or exc}") from exc
+    new = replace_section(text, render_reference() if reference is None else reference, path)
+    stale = new != text
+    if stale and not check:
+        path.write_text(new, encoding="utf-8")
+    return stale
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m seam_repro.docs``: print, ``--write FILE`` or ``--check FILE`` the reference."""
+    parser = argparse.ArgumentParser(prog="python -m seam_repro.docs", description=__doc__.split("\n\n")[0])
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--write", metavar="FILE", help="replace the marked section of FILE")
+    mode.add_argument("--check", metavar="FILE", help="exit 1 if the marked section of FILE is stale")
+    args = parser.parse_args(argv)
+    try:
+        if args.write:
+            changed = update_file(args.write)
+            print(f"{args.write}: CLI reference {'updated' if changed else 'already up to date'}")
+        elif args.check:
+            if update_file(args.check, check=True):
+                print(f"{args.check}: CLI reference section is stale; run `make docs`", file=sys.stderr)
+                return 1
+        else:
+            sys.stdout.write(render_reference())
+    except SeamReproError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
