@@ -167,6 +167,7 @@ def embedded():
     pytest.importorskip("gguf")
     from seam_repro.generate.embedded import load_embedded_backend
 
+    torch.set_num_threads(1)  # 2 shared cores: intra-op threads oversubscribe and run ~10x slower
     try:
         return load_embedded_backend()
     except PrerequisiteError as exc:
