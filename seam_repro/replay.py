@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from seam_repro.errors import InputError, ManifestError
+from seam_repro.errors import InputError, ManifestError, SeamReproError
 from seam_repro.generate.base import Backend, GenerationRequest, GenerationSettings
 from seam_repro.generate.fingerprint import environment_fingerprint
 from seam_repro.hashing import sha256_text
@@ -125,7 +125,7 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
 
 
 def replay(manifest_path: Path, out: Path, *, model: str | None = None, backend: str = "hf",
-           shard: Shard | None = None, batch_size: int = 8, dtype: str = "auto", quantization: str | None = None,
+           shard: Shard | None = None, batch_size: int | None = None, dtype: str = "auto", quantization: str | None = None,
            limit: int | None = None, data_dir: Path | None = None, prompts_dir: Path | None = None,
            allow_unfrozen: bool = False, prompt_path: str = "chat", truncation: str | None = None,
            echo_delay: float = 0.0, progress: bool = True) -> ReplaySummary:
@@ -143,14 +143,26 @@ def replay(manifest_path: Path, out: Path, *, model: str | None = None, backend:
     records = apply_limit(render_manifest(manifest_path, data_dir=data_dir, prompts_dir=prompts_dir), limit)
     engine = make_backend(backend, model, dtype=dtype, quantization=quantization, prompt_path=prompt_path,
                           truncation=truncation, echo_delay=echo_delay)
-    return run_generation(records, engine, settings, Path(out), manifest, shard=shard, batch_size=batch_size,
+    return run_generation(records, engine, settings, Path(out), manifest, shard=shard,
+                          batch_size=batch_size or settings.batch_size,
                           limit=limit, progress=progress)
 
 
-def score_if_available(run_dir: Path) -> Any:
-    """Call the scoring stage if it is installed in this checkout; None when it is not."""
+def score_if_available(run_dir: Path, fic: bool = True) -> tuple[list[Path] | None, str | None]:
+    """Score the run and render the results table, using the score/aggregate/report stages when this
+    install has them. Returns (summary paths or None if scoring is absent, Markdown table or None).
+    A failure while building the table is reported in its place: the predictions stay valid."""
     try:
         from seam_repro.scoring import score_run_dir
     except ImportError:
-        return None
-    return score_run_dir(run_dir)
+        return None, None
+    paths = score_run_dir(Path(run_dir), fic=fic)
+    try:
+        from seam_repro.aggregate import load_run_dir
+        from seam_repro.report import build_report, render_markdown
+    except ImportError:
+        return paths, None
+    try:
+        return paths, render_markdown(build_report(load_run_dir(Path(run_dir))))
+    except SeamReproError as exc:
+        return paths, f"(results table unavailable: {exc})"

@@ -17,8 +17,14 @@ from typing import Any
 
 from seam_repro.errors import InputError, PredictionsError
 from seam_repro.store import (
-    RUN_SCHEMA_VERSION, Key, PredictionWriter, load_run_json, model_slug, predictions_path,
-    read_predictions, write_json_atomic,
+    RUN_SCHEMA_VERSION,
+    Key,
+    PredictionWriter,
+    load_run_json,
+    model_slug,
+    predictions_path,
+    read_predictions,
+    write_json_atomic,
 )
 
 
@@ -130,7 +136,7 @@ def merge_run_dirs(shard_dirs: Sequence[Path], out: Path) -> dict[str, int]:
         counts[slug] = len(merged)
     write_json_atomic(out / "run.json", {
         "schema_version": RUN_SCHEMA_VERSION, "manifest_digest": first.get("manifest_digest"),
-        "prompt_digest": first.get("prompt_digest"), "prompts_sha256": first.get("prompts_sha256"),
+        "prompt_digest": first.get("prompt_digest"), "profile": first.get("profile"), "prompts_sha256": first.get("prompts_sha256"),
         "fingerprint": first.get("fingerprint"), "limit": first.get("limit"), "shard": None, "models": models,
         "sessions": [s for rj in runs for s in rj.get("sessions", [])],
         "merged_from": [{"dir": str(d), "shard": rj.get("shard")} for d, rj in zip(shard_dirs, runs, strict=True)],

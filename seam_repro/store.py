@@ -216,7 +216,8 @@ def prepare_run_dir(run_dir: Path, *, manifest: dict[str, Any], prompts: list[di
     slug = model_slug(model_entry["id"])
     if current is None:
         current = {"schema_version": RUN_SCHEMA_VERSION, "manifest_digest": manifest.get("digest"),
-                   "prompt_digest": manifest.get("prompt_digest"), "prompts_sha256": prompts_sha,
+                   "prompt_digest": manifest.get("prompt_digest"), "profile": manifest.get("profile"),
+                   "prompts_sha256": prompts_sha,
                    "fingerprint": session.get("fingerprint"), "models": {}, "sessions": [], **extra}
     else:
         for name, want in (("manifest_digest", manifest.get("digest")), ("prompts_sha256", prompts_sha),

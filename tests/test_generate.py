@@ -226,9 +226,10 @@ def test_embedded_greedy_equals_raw_generate_and_template_hash(embedded) -> None
 @pytest.mark.slow
 def test_embedded_truncation_and_upstream_prompt_path(embedded, monkeypatch: pytest.MonkeyPatch) -> None:
     settings = GenerationSettings(max_new_tokens=4)
-    monkeypatch.setattr(embedded, "context_length", 40)  # budget 36 tokens
-    res = embedded.generate(reqs()[1:2], settings)[0]
+    windowed = GenerationSettings(max_new_tokens=4, context_window=40)  # manifest truncation "40"
+    res = embedded.generate(reqs()[1:2], windowed)[0]
     assert res.truncated and res.n_prompt_tokens == 36 and res.n_prompt_tokens_full > 36
+    monkeypatch.setattr(embedded, "context_length", 40)  # the model's own window: budget 36 tokens
     full = embedded.prepare(PROMPTS[1], GenerationSettings(max_new_tokens=4))
     monkeypatch.setattr(embedded, "context_length", 0)
     untruncated = embedded.prepare(PROMPTS[1], settings)

@@ -116,7 +116,14 @@ def test_bad_prompt_records_are_named() -> None:
 
 
 def test_generation_settings_validation() -> None:
-    assert GenerationSettings.from_manifest(None) == GenerationSettings(0.8, 500, True, None)
+    assert GenerationSettings.from_manifest(None) == GenerationSettings(0.8, 500, True, None, None, 3)
+    smoke = {"temperature": 0.8, "do_sample": True, "max_new_tokens": 48, "top_p": None, "truncation": "max",
+             "batch_size": 4}
+    assert GenerationSettings.from_manifest(smoke) == GenerationSettings(0.8, 48, True, None, None, 4)
+    assert GenerationSettings.from_manifest({"truncation": "2048"}).context_window == 2048
+    assert "batch_size" not in GenerationSettings().as_dict()
+    with pytest.raises(InputError, match="field 'config.generation.truncation'"):
+        GenerationSettings.from_manifest({"truncation": "min"})
     assert GenerationSettings.from_manifest({"max_new_tokens": 8}).max_new_tokens == 8
     with pytest.raises(InputError, match="field 'config.generation.top_p'"):
         GenerationSettings.from_manifest({"top_p": 1.5}, source="m.json")
@@ -166,3 +173,40 @@ def test_replay_refuses_unfrozen_manifest(tmp_path: Path, fake_stages: dict) -> 
         replay(tmp_path / "m.json", tmp_path / "out", backend="echo", progress=False)
     summary = replay(tmp_path / "m.json", tmp_path / "out", backend="echo", allow_unfrozen=True, progress=False)
     assert summary.generated == 9
+
+
+def test_replay_help_has_examples() -> None:
+    from seam_repro.cli import cli
+
+    out = CliRunner().invoke(cli, ["replay", "--help"]).output
+    assert "Examples:" in out and "--shard" in out and "--allow-unfrozen" in out
+
+
+@pytest.mark.slow
+def test_echo_replay_of_a_real_smoke_manifest(tmp_path: Path) -> None:
+    """Integration with the sample/manifest/render stages on the bundled fixtures."""
+    from seam_repro.cli import cli
+
+    config, prompts_dir = REPO / "manifests" / "smoke.config.json", REPO / "tests" / "fixtures" / "prompts"
+    if not config.is_file() or not prompts_dir.is_dir():
+        pytest.skip("smoke config or fixture prompts not in this checkout")
+    runner = CliRunner()
+    manifest = tmp_path / "smoke.json"
+    result = runner.invoke(cli, ["sample", str(config), "-o", str(manifest), "--prompts-dir", str(prompts_dir)])
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "run"
+    args = ["replay", str(manifest), "--backend", "echo", "--out", str(out), "--prompts-dir", str(prompts_dir),
+            "--limit", "1", "--no-score"]
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    prompts = [json.loads(x) for x in (out / "prompts.jsonl").read_text().splitlines()]
+    preds = {(r["dataset"], r["run"], r["instance_id"]): r for p in (out / "predictions" / "echo").rglob("*.jsonl")
+             for r in map(json.loads, p.read_text().splitlines())}
+    assert len(prompts) == len(preds) > 0
+    for p in prompts:
+        rec = preds[(p["dataset"], p["run"], p["instance_id"])]
+        assert rec["prompt_sha256"] == p["prompt_sha256"] and rec["seed"] == p["gen_seed"]
+    rj = json.loads((out / "run.json").read_text())
+    assert rj["manifest_digest"] == json.loads(manifest.read_text())["digest"] and rj["profile"] == "upstream"
+    again = runner.invoke(cli, args)
+    assert again.exit_code == 0 and "0 generated" in again.output

@@ -38,7 +38,7 @@ def test_parse_shard() -> None:
 
 
 def test_shard_of_matches_hand_computed_hash() -> None:
-    digest = hashlib.sha256("MusiQue\x1f3\x1f2hop__1_2".encode()).hexdigest()
+    digest = hashlib.sha256(b"MusiQue\x1f3\x1f2hop__1_2").hexdigest()
     assert shard_of("MusiQue", 3, "2hop__1_2", 7) == int(digest[:16], 16) % 7
 
 

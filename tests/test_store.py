@@ -11,7 +11,12 @@ from seam_repro.errors import InputError, PredictionsError
 from seam_repro.generate.base import GenerationRequest, GenerationResult
 from seam_repro.hashing import sha256_text
 from seam_repro.store import (
-    PredictionStore, model_slug, predictions_path, prepare_run_dir, read_predictions, repair_torn_tail,
+    PredictionStore,
+    model_slug,
+    predictions_path,
+    prepare_run_dir,
+    read_predictions,
+    repair_torn_tail,
 )
 
 

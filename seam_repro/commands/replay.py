@@ -25,7 +25,8 @@ Examples:
 @click.option("--backend", type=click.Choice(["hf", "vllm", "echo"]), default="hf", show_default=True,
               help="echo = no model, seeded words of the prompt (dry runs, resume drills).")
 @click.option("--shard", default=None, metavar="K/N", help="Only instances whose hash falls in shard K of N (0-based).")
-@click.option("--batch-size", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option("--batch-size", type=click.IntRange(min=1), default=None,
+              help="Instances per forward pass (default: the manifest's batch_size). Results do not depend on it.")
 @click.option("--dtype", type=click.Choice(["auto", "bf16", "fp16", "fp32"]), default="auto", show_default=True,
               help="auto = bf16 on CUDA (paper), fp32 on CPU.")
 @click.option("--load-in-4bit", "q4", is_flag=True, help="bitsandbytes 4-bit (upstream: Mixtral-8x22B).")
@@ -43,10 +44,12 @@ Examples:
 @click.option("--allow-unfrozen", is_flag=True, help="Accept a manifest with frozen: false (results are not citable).")
 @click.option("--echo-delay", type=click.FloatRange(min=0), default=0.0, help="echo backend: seconds per instance.")
 @click.option("--no-score", is_flag=True, help="Only generate; do not score afterwards.")
-def replay(manifest: Path, out: Path, model: str | None, backend: str, shard: str | None, batch_size: int,
+@click.option("--fic/--no-fic", default=True, show_default=True,
+              help="Score FuseReviews with its NLI/coverage models (large downloads) when scoring.")
+def replay(manifest: Path, out: Path, model: str | None, backend: str, shard: str | None, batch_size: int | None,
            dtype: str, q4: bool, q8: bool, prompt_path: str, truncation: str | None, limit: int | None,
            data_dir: Path | None, prompts_dir: Path | None, allow_unfrozen: bool, echo_delay: float,
-           no_score: bool) -> None:
+           no_score: bool, fic: bool) -> None:
     """Generate predictions for a frozen manifest (resumable), then score them."""
     from seam_repro.replay import replay as run_replay
     from seam_repro.replay import score_if_available
@@ -65,12 +68,14 @@ def replay(manifest: Path, out: Path, model: str | None, backend: str, shard: st
     click.echo(f"predictions: {out / 'predictions' / summary.model_slug}")
     if shard or no_score:
         return
-    result = score_if_available(out)
-    if result is None:
-        click.echo("scoring module not available in this install; score later with `seam-repro score "
-                   f"{out}`")
-    else:
-        click.echo(f"scores: {out / 'scores' / summary.model_slug}")
+    paths, table = score_if_available(out, fic=fic)
+    if paths is None:
+        click.echo(f"scoring is not available in this install; score later with `seam-repro score {out}`")
+        return
+    for path in paths:
+        click.echo(f"scores: {path}")
+    if table:
+        click.echo(table)
 
 
 @click.command(epilog=EXAMPLES)

@@ -11,7 +11,13 @@ from importlib import resources
 from typing import Any
 
 from seam_repro.errors import InputError
-from seam_repro.generate.base import Backend, EchoBackend, GenerationRequest, GenerationResult, GenerationSettings
+from seam_repro.generate.base import (
+    Backend,
+    EchoBackend,
+    GenerationRequest,
+    GenerationResult,
+    GenerationSettings,
+)
 
 BACKENDS = ("hf", "vllm", "echo")
 

@@ -15,9 +15,11 @@ from typing import Any, Protocol, runtime_checkable
 from seam_repro.errors import InputError
 from seam_repro.hashing import sha256_text
 
-PAPER_GENERATION: dict[str, Any] = {"temperature": 0.8, "max_new_tokens": 500, "do_sample": True, "top_p": None}
-"""Upstream ``hf_pipline_wrap.py``: temperature 0.8, ``do_sample=True``, 500 new tokens, top_p not
-passed (the model's generation_config applies)."""
+PAPER_GENERATION: dict[str, Any] = {"temperature": 0.8, "max_new_tokens": 500, "do_sample": True, "top_p": None,
+                                    "truncation": "max", "batch_size": 3}
+"""Upstream ``hf_pipline_wrap.py`` and ``predict.json``: temperature 0.8, ``do_sample=True``, 500 new
+tokens, top_p not passed (the model's generation_config applies), truncation strategy "max" (the
+model's ``max_position_embeddings`` is the window), batch size 3."""
 
 HF_LEGACY_TOP_K = 50
 """transformers 4.x ``GenerationConfig`` default ``top_k``; upstream never set top_k, so a model whose
@@ -33,6 +35,11 @@ class GenerationSettings:
     do_sample: bool = True
     top_p: float | None = None
     """None: take the model's generation_config value (as upstream's pipeline did)."""
+    context_window: int | None = None
+    """Upstream ``truncation_strategy``: None = "max" (the model's context length); an int = "set"
+    (``max_num_tokens``). Prompts are cut to ``context_window - max_new_tokens`` tokens."""
+    batch_size: int = 3
+    """A throughput hint only (never recorded with predictions: results do not depend on it)."""
 
     @classmethod
     def from_manifest(cls, generation: dict[str, Any] | None, source: str = "manifest") -> GenerationSettings:
@@ -57,12 +64,25 @@ class GenerationSettings:
             raise InputError(source, f"expected true/false, got {s!r}", field="config.generation.do_sample")
         if p is not None and (not isinstance(p, (int, float)) or isinstance(p, bool) or not 0 < p <= 1):
             raise InputError(source, f"expected null or a number in (0, 1], got {p!r}", field="config.generation.top_p")
+        trunc, bs = merged["truncation"], merged["batch_size"]
+        window = None
+        if trunc not in (None, "max"):
+            if not isinstance(trunc, str) or not trunc.isdigit() or int(trunc) <= n:
+                raise InputError(source, f"expected \"max\", null or a token count above max_new_tokens as a "
+                                 f"string, got {trunc!r}", field="config.generation.truncation")
+            window = int(trunc)
+        if not isinstance(bs, int) or isinstance(bs, bool) or bs < 1:
+            raise InputError(source, f"expected an integer >= 1, got {bs!r}", field="config.generation.batch_size")
         if s and t == 0:
             raise InputError(source, "do_sample true needs temperature > 0", field="config.generation.temperature")
-        return cls(temperature=float(t), max_new_tokens=n, do_sample=s, top_p=None if p is None else float(p))
+        return cls(temperature=float(t), max_new_tokens=n, do_sample=s, top_p=None if p is None else float(p),
+                   context_window=window, batch_size=bs)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The result-relevant settings (recorded with every prediction; batch size is not)."""
+        d = asdict(self)
+        del d["batch_size"]
+        return d
 
 
 @dataclass(frozen=True)

@@ -174,7 +174,8 @@ class HFBackend:
     # -- prompts --------------------------------------------------------------------------
     def budget(self, settings: GenerationSettings) -> int | None:
         """Prompt-token budget: context minus new tokens (upstream's ``max_length=ctx-500``)."""
-        return self.context_length - settings.max_new_tokens if self.context_length else None
+        window = settings.context_window or self.context_length
+        return window - settings.max_new_tokens if window else None
 
     def prepare(self, prompt: str, settings: GenerationSettings) -> PreparedPrompt:
         tok = self.tokenizer
