@@ -42,7 +42,8 @@ Examples:
   seam-repro metric igcs_token_f1 @answer.txt '["a source sentence."]' --source doc0.txt --source doc1.txt
   seam-repro metric musique_corrected @out.txt '{"is_answerable": true, "answer_content": "Paris"}' "Paris, France"
 \b
-PREDICTION and REFERENCE are literal text; @PATH reads a UTF-8 file, @@x is the literal "@x".""")
+PREDICTION and REFERENCE are literal text; @PATH reads a UTF-8 file, @@x is the literal "@x";
+put -- before the first argument that starts with "-".""")
 @click.argument("name", required=False)
 @click.argument("prediction", required=False)
 @click.argument("references", nargs=-1)
