@@ -79,35 +79,55 @@ def apply_limit(records: Sequence[dict[str, Any]], limit: int | None) -> list[di
 def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings: GenerationSettings,
                    run_dir: Path, manifest: dict[str, Any], *, shard: Shard | None = None, batch_size: int = 8,
                    limit: int | None = None, progress: bool = True) -> ReplaySummary:
-    """Generate every not-yet-stored instance of ``shard`` and append it to the store."""
+    """Generate every not-yet-stored instance of ``shard`` and append it to the store.
+
+    Batches are fixed slices of the shard's instance list (``batch_size`` consecutive instances), and
+    a resume regenerates any batch that is incomplete in full, writing only its missing instances.
+    So for a given shard and batch size every instance sees the same batch companions whether the
+    run was interrupted or not: a killed-and-resumed run equals an uninterrupted one even where
+    padding perturbs the logits (see ``generate/hf.py``). The cost is at most one repeated batch per
+    resume. A different ``--batch-size`` or ``--shard`` is allowed on resume but is warned about.
+    """
     if batch_size < 1:
         raise InputError("--batch-size", f"expected an integer >= 1, got {batch_size}")
     hashes = check_prompt_records(records)
     generation = backend.resolved_generation(settings)
     entry = {"id": backend.model_id, "revision": backend.revision, "backend_name": backend.name,
-             "backend": backend.describe(), "generation": generation}
+             "backend": backend.describe(), "generation": generation, "batch_size": batch_size}
     session = {"started_utc": datetime.now(UTC).isoformat(timespec="seconds"), "argv": sys.argv[1:],
-               "shard": None if shard is None else str(shard), "fingerprint": environment_fingerprint()}
-    prepare_run_dir(run_dir, manifest=manifest, prompts=list(records), model_entry=entry, session=session,
-                    extra={"shard": None if shard is None else str(shard), "limit": limit})
+               "shard": None if shard is None else str(shard), "batch_size": batch_size,
+               "fingerprint": environment_fingerprint()}
+    run_json = prepare_run_dir(run_dir, manifest=manifest, prompts=list(records), model_entry=entry,
+                               session=session, extra={"shard": None if shard is None else str(shard),
+                                                       "limit": limit})
+    first_batch_size = run_json["models"][model_slug(backend.model_id)].get("batch_size")
     store = PredictionStore(run_dir, backend.model_id, backend.revision, hashes)
     mine = select_shard(records, shard)
-    pending = [r for r in mine if (r["dataset"], r["run"], r["instance_id"]) not in store.done]
-    summary = ReplaySummary(Path(run_dir), model_slug(backend.model_id), len(mine), len(mine) - len(pending),
-                            repaired=store.repaired)
+    keys = [(r["dataset"], r["run"], r["instance_id"]) for r in mine]
+    batches = [list(range(i, min(i + batch_size, len(mine)))) for i in range(0, len(mine), batch_size)]
+    todo = [b for b in batches if any(keys[j] not in store.done for j in b)]
+    summary = ReplaySummary(Path(run_dir), model_slug(backend.model_id), len(mine),
+                            sum(k in store.done for k in keys), repaired=store.repaired)
     from tqdm import tqdm
 
     bar = tqdm(total=len(mine), initial=summary.already_done, disable=not progress, unit="inst",
                desc=f"{backend.name}:{summary.model_slug}", file=sys.stderr)
     for path, dropped in store.repaired:
         bar.write(f"resume: dropped a torn last line ({dropped} bytes) of {path}")
+    if first_batch_size not in (None, batch_size) and summary.already_done:
+        bar.write(f"warning: this run started with batch size {first_batch_size}, now {batch_size}; batch "
+                  "composition can perturb logits, so resumed instances may differ from an uninterrupted run")
     start = time.perf_counter()
     try:
-        for i in range(0, len(pending), batch_size):
-            batch = [GenerationRequest(r["dataset"], r["run"], r["instance_id"], r["prompt"], r["prompt_sha256"],
-                                       r["gen_seed"]) for r in pending[i:i + batch_size]]
+        for batch_idx in todo:
+            batch = [GenerationRequest(*keys[j][:2], keys[j][2], mine[j]["prompt"], mine[j]["prompt_sha256"],
+                                       mine[j]["gen_seed"]) for j in batch_idx]
+            written = 0
             for req, res in zip(batch, backend.generate(batch, settings), strict=True):
+                if req.key in store.done:
+                    continue  # regenerated only to keep the batch composition of an uninterrupted run
                 store.append(req, res, generation)
+                written += 1
                 summary.generated += 1
                 summary.output_tokens += res.n_output_tokens
                 if res.truncated:
@@ -115,7 +135,7 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
                     bar.write(f"warning: {req.key}: prompt of {res.n_prompt_tokens_full} tokens exceeds the "
                               f"context budget; truncated to {res.n_prompt_tokens} ({generation.get('truncation')})")
             summary.seconds = time.perf_counter() - start
-            bar.update(len(batch))
+            bar.update(written)
             bar.set_postfix_str(f"{summary.tokens_per_second:.1f} tok/s")
     finally:
         store.close()

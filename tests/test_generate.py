@@ -242,3 +242,35 @@ def test_embedded_truncation_and_upstream_prompt_path(embedded, monkeypatch: pyt
     text = embedded.tokenizer.decode(ids, skip_special_tokens=True)
     assert "<|im_start|>" not in text and text.endswith(PROMPTS[0] + "\n")
     assert up.templated_sha256 == sha256_text(text) and not up.truncated
+
+
+@pytest.mark.slow
+def test_embedded_resume_after_partial_batch_equals_uninterrupted(embedded, tmp_path: Path) -> None:
+    """A kill inside a batch: resume regenerates the whole batch, so the real model's outputs match."""
+    from seam_repro.replay import run_generation
+
+    prompts = PROMPTS + ["Name a planet.", "Why is the sky blue? Answer in one short sentence please."]
+    recs = [{"dataset": "X", "run": 0, "instance_id": str(i), "prompt": p, "prompt_sha256": sha256_text(p),
+             "gen_seed": 50 + i} for i, p in enumerate(prompts)]
+    manifest = {"digest": "d" * 64, "prompt_digest": "p" * 64}
+    settings = GenerationSettings(max_new_tokens=8)
+    full = tmp_path / "full"
+    run_generation(recs, embedded, settings, full, manifest, batch_size=3, progress=False)
+    path = next((full / "predictions").rglob("run_0.jsonl"))
+    reference = path.read_bytes()
+    lines = reference.splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:4]) + lines[4][:20])  # second batch half written, last line torn
+    seen: list[list[str]] = []
+
+    class Recording:  # the embedded backend, noting which batches it is asked for
+        name, model_id, revision = embedded.name, embedded.model_id, embedded.revision
+        describe, resolved_generation = embedded.describe, embedded.resolved_generation
+
+        def generate(self, requests: list, settings: GenerationSettings) -> list:
+            seen.append([r.instance_id for r in requests])
+            return embedded.generate(requests, settings)
+
+    summary = run_generation(recs, Recording(), settings, full, manifest, batch_size=3, progress=False)
+    assert seen == [["3", "4"]]  # the interrupted batch is rerun whole, not just instance 4
+    assert summary.already_done == 4 and summary.generated == 1
+    assert path.read_bytes() == reference

@@ -19,10 +19,12 @@ depend only on its own logits and seed, never on the batch, the order, a resume 
 What that guarantee rests on: the logits themselves. Measured on CPU fp32 (embedded SmolLM2,
 transformers 5.23, torch 2.13): a left-padded row's last-position logits differ from the same prompt
 run alone by up to ~4e-5 (the unpadded longest row is bit-identical), and sampled outputs were
-identical in every comparison made (3 prompts x 8 tokens in tests; 8 prompts x 16 tokens in
-benchmarks/bench_generate.py). A token can still flip if a row's uniform lands within that distance of
-a CDF boundary; bf16 on GPU widens the gap. Use ``--batch-size 1`` when bit-exactness matters more
-than speed.
+identical for short prompts (3 x 8 tokens in tests; 8 x 16 in benchmarks/bench_generate.py), but on
+the 18 smoke-manifest prompts (189-1017 tokens, batches of 6, 32 new tokens) 17 of 18 matched and
+one diverged after ~20 tokens: a row's draw flips when its uniform falls within the perturbation of a
+CDF boundary, and bf16 on GPU widens it. Order, resume (replay keeps batch composition, see
+``replay.run_generation``) and results are exact; across batch sizes or shard counts use
+``--batch-size 1`` when bit-exactness matters more than speed.
 """
 
 from __future__ import annotations
