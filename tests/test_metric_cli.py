@@ -13,7 +13,7 @@ from seam_repro.cli import main
 from seam_repro.suites import metrics_registry as reg
 
 ALL_NAMES = {
-    "rouge_geo", "musique_f1", "musique_corrected", "conll_f1", "zeroscrolls_rouge_geo", "zeroscrolls_f1",
+    "rouge_geo", "musique_f1", "musique_corrected", "conll_f1", "conll_f1_corrected", "zeroscrolls_rouge_geo", "zeroscrolls_f1",
     "zeroscrolls_accuracy", "zeroscrolls_exp_similarity", "zeroscrolls_concordance_index", "igcs_token_f1",
 }
 
@@ -95,6 +95,18 @@ def test_conll_f1_perfect_prediction(monkeypatch, capsys):
     pytest.importorskip("seam_repro.score.coref_parse")
     code, out, _ = run(monkeypatch, capsys, "conll_f1", "[[1, 2], [3, 4]]", "[[1, 2], [3, 4]]")
     assert code == 0 and json.loads(out)["score"] == pytest.approx(100.0)
+
+
+def test_conll_corrected_matches_by_id_where_upstream_matches_by_line(monkeypatch, capsys):
+    """Gold mention 3 is a singleton, so the prediction file lists 1, 2, 4, 5 only: upstream's
+    line-position matching reads them as mentions 1-4 and misaligns {4, 5}; id matching does not.
+    Corrected by hand: MUC 1, B3 R 4/5 P 1 -> 8/9, CEAF-e R 2/3 P 1 -> 0.8; mean 0.8963."""
+    pytest.importorskip("seam_repro.score.coref_parse")
+    args = ("[[1, 2], [4, 5]]", "[[1, 2], [3], [4, 5]]")
+    _, out_up, _ = run(monkeypatch, capsys, "conll_f1", *args)
+    code, out_fix, _ = run(monkeypatch, capsys, "conll_f1_corrected", *args)
+    assert code == 0 and json.loads(out_fix)["score"] == pytest.approx(100 * (1 + 8 / 9 + 0.8) / 3)
+    assert json.loads(out_up)["score"] < json.loads(out_fix)["score"] - 10
 
 
 @pytest.mark.parametrize(

@@ -103,16 +103,20 @@ def _musique_corrected(mod: Any, pred: str, refs: list[str], _src: list[str] | N
     )
 
 
-def _conll_f1(mod: Any, pred: str, refs: list[str], _src: list[str] | None) -> MetricResult:
+def _conll_f1(mod: Any, pred: str, refs: list[str], _src: list[str] | None, mode: str = "upstream") -> MetricResult:
     form = "a JSON list of gold clusters (lists of int mention ids, singletons included)"
     clusters = _json_ref(refs[0], "clusters", 0, list, form)
     if not all(isinstance(c, list) and all(isinstance(m, int) for m in c) for c in clusters):
         raise InputError("reference 0", f"expected {form}", field="clusters")
-    run = mod.score_run([("instance", clusters)], [("instance", pred)], "upstream")
+    run = mod.score_run([("instance", clusters)], [("instance", pred)], mode)
     inst = run.instances[0]
     valid = bool(inst.parsed and inst.parsed.valid)
-    return MetricResult(float(run.conll_f1), valid, {"mode": "upstream", "predicted_clusters": inst.parsed.clusters
+    return MetricResult(float(run.conll_f1), valid, {"mode": mode, "predicted_clusters": inst.parsed.clusters
                                                       if inst.parsed else []})
+
+
+def _conll_f1_corrected(mod: Any, pred: str, refs: list[str], src: list[str] | None) -> MetricResult:
+    return _conll_f1(mod, pred, refs, src, "corrected")
 
 
 # --------------------------------------------------------------------------- ZeroSCROLLS adapters
@@ -158,6 +162,9 @@ METRICS: dict[str, MetricSpec] = {
         MetricSpec("conll_f1", "seam", "seam_repro.score.coref_parse", "SEAM coreference (ECB, SciCo): CoNLL-F1 of "
                    "the parsed clusters, upstream scorer semantics", "a JSON list of gold clusters (exactly one)",
                    _conll_f1, max_references=1),
+        MetricSpec("conll_f1_corrected", "seam", "seam_repro.score.coref_parse", "Coreference corrected: CoNLL-F1 "
+                   "with mentions matched by id (not by line position)", "a JSON list of gold clusters (exactly one)",
+                   _conll_f1_corrected, max_references=1),
         MetricSpec("zeroscrolls_rouge_geo", "zeroscrolls", _ZS, "ZeroSCROLLS summarization: per-type max over "
                    "references, then geometric mean of R1/R2/RL x100", _TEXT,
                    _zs("rouge_geometric_mean", lambda m, p: bool(p.strip()))),
