@@ -22,9 +22,9 @@ run alone by up to ~4e-5 (the unpadded longest row is bit-identical), and sample
 identical for short prompts (3 x 8 tokens in tests; 8 x 16 in benchmarks/bench_generate.py), but on
 the 18 smoke-manifest prompts (189-1017 tokens, batches of 6, 32 new tokens) 17 of 18 matched and
 one diverged after ~20 tokens: a row's draw flips when its uniform falls within the perturbation of a
-CDF boundary, and bf16 on GPU widens it. Order, resume (replay keeps batch composition, see
-``replay.run_generation``) and results are exact; across batch sizes or shard counts use
-``--batch-size 1`` when bit-exactness matters more than speed.
+CDF boundary, and bf16 on GPU widens it. Resume is exact regardless (replay keeps each batch's
+composition, see ``replay.run_generation``); for identity across batch sizes or shard counts use
+``--batch-size 1``, at about a third of the throughput.
 """
 
 from __future__ import annotations
