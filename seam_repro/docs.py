@@ -203,7 +203,7 @@ def update_file(path: str | Path, reference: str | None = None, check: bool = Fa
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m seam_repro.docs``: print, ``--write FILE`` or ``--check FILE`` the reference."""
-    parser = argparse.ArgumentParser(prog="python -m seam_repro.docs", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m seam_repro.docs", description=(__doc__ or "").split("\n\n")[0])
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--write", metavar="FILE", help="replace the marked section of FILE")
     mode.add_argument("--check", metavar="FILE", help="exit 1 if the marked section of FILE is stale")
