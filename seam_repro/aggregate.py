@@ -64,6 +64,9 @@ class ModelScores:
     source: str = ""
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
     """Provenance carried by bundles (chat template hash, environment)."""
+    unscored: dict[str, str] = field(default_factory=dict, compare=False)
+    """Datasets the scorer could not score (every run null), with the scorer's reason; they are
+    reported as such and left out of every statistic rather than counted as zero."""
 
 
 def is_run_level(dataset: str, metric: str) -> bool:
@@ -161,10 +164,15 @@ def build_model_scores(summary: Any, instances: list[InstanceScore], path: objec
     if unknown:
         raise InputError(path, f"instance scores name datasets missing from summary.json: {unknown}", field="datasets")
     datasets: dict[str, DatasetScores] = {}
+    unscored: dict[str, str] = {}
     for name, ds in ds_raw.items():
         rec = f"datasets.{name}"
         if not isinstance(ds, dict) or not isinstance(ds.get("metric"), str):
             raise InputError(path, "expected an object with a string 'metric'", rec, "metric")
+        raw_runs = ds.get("runs")
+        if isinstance(raw_runs, dict) and raw_runs and all(v is None for v in raw_runs.values()):
+            unscored[name] = str(ds.get("reason") or "the scorer gave no score")
+            continue
         runs = _runs_map(path, ds.get("runs"), rec, "runs")
         items = by_ds.get(name, [])
         means, rates = _mean_by_run(items)
@@ -186,7 +194,7 @@ def build_model_scores(summary: Any, instances: list[InstanceScore], path: objec
             corrected = {"metric": corrected["metric"], "runs": _runs_map(path, corrected.get("runs"), rec, "corrected.runs")}
         datasets[name] = DatasetScores(name, ds["metric"], runs, fmt, tuple(items), corrected)
     return ModelScores(model["id"], str(model.get("revision", "")), summary["manifest_digest"],
-                       summary["prompt_digest"], datasets, source)
+                       summary["prompt_digest"], datasets, source, unscored=unscored)
 
 
 def load_scores_dir(score_dir: Path) -> ModelScores:
