@@ -141,3 +141,22 @@ def test_missing_files(tmp_path: Path) -> None:
     (tmp_path / "scores" / "m").mkdir(parents=True)
     with pytest.raises(InputError, match=r"summary.json: missing; run `seam-repro score"):
         load_run_dir(tmp_path)
+
+
+def test_unscored_dataset_is_reported_not_counted(tmp_path: Path) -> None:
+    sdir = write_scores(tmp_path, "org/m", {
+        "MultiNews": {"metric": "rouge_geo", "instances": [(0, "a", 10.0, True), (1, "a", 30.0, True)]},
+        "FuseReviews": {"metric": "fic_f1", "runs": {0: None, 1: None},
+                        "instances": [(0, "x", None, True), (1, "x", None, True)]},
+    })
+    summary = json.loads((sdir / "summary.json").read_text())
+    summary["datasets"]["FuseReviews"]["reason"] = "FIC models unavailable"
+    (sdir / "summary.json").write_text(json.dumps(summary))
+    ms = load_scores_dir(sdir)
+    assert list(ms.datasets) == ["MultiNews"]
+    assert ms.unscored == {"FuseReviews": "FIC models unavailable"}
+    # a partly null run map is still an error: it would silently shrink the run count
+    summary["datasets"]["FuseReviews"]["runs"] = {"0": 1.0, "1": None}
+    (sdir / "summary.json").write_text(json.dumps(summary))
+    with pytest.raises(InputError, match="runs.1"):
+        load_scores_dir(sdir)
