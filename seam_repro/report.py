@@ -125,6 +125,9 @@ def build_report(models: list[ModelScores], reference: ReferenceTable | None = N
     st = stability(rankings, stats)
     notes = ["Scores are on a 0-100 scale; std is the population std over runs (ddof=0).",
              "ASO: upstream ASD.py semantics with per-pair generators derived from the recorded seed."]
+    for ms in models:
+        for name, reason in sorted(ms.unscored.items()):
+            notes.append(f"{ms.model_id}: {name} not scored ({reason}); left out of every statistic.")
     if any(e.from_summary_stats for ents in entries.values() for e in ents):
         notes.append(f"{REF_MARK} reference model known only by its published mean ± std; ranked with surrogate "
                      "runs of exactly that mean and population std, so its ASO values are approximate.")
