@@ -215,17 +215,25 @@ def manifest_config(manifest: dict[str, Any]) -> SeamConfig:
 
 
 def render_records(manifest: dict[str, Any], data_dir: Any = None, prompts_dir: Any = None,
-                   base: Any = None) -> list[dict[str, Any]]:
-    """Prompt records of a frozen manifest, rendered from its recorded choices."""
+                   base: Any = None, allow_unfrozen: bool = False) -> list[dict[str, Any]]:
+    """Prompt records of a frozen manifest, rendered from its recorded choices.
+
+    An unfrozen manifest has no recorded choices; with ``allow_unfrozen`` they are drawn now from
+    its config (same code as ``freeze``), which gives a usable but uncitable run.
+    """
+    from seam_repro.sample import draw_all
     from seam_repro.sourcing import load_sources
 
-    if not manifest["frozen"]:
+    if not manifest["frozen"] and not allow_unfrozen:
         raise ManifestError("manifest is not frozen: run `seam-repro freeze MANIFEST` first")
     cfg = manifest_config(manifest)
     base_dir = Path(base).parent if base is not None else Path.cwd()
     sources = load_sources(cfg, manifest["profile"], data_dir=data_dir, prompts_dir=prompts_dir,
                            base_dir=base_dir, recorded=manifest["sources"])
-    return list(iter_rendered(manifest["runs"], manifest["profile"], sources))
+    runs = manifest["runs"]
+    if not manifest["frozen"]:
+        runs = [choices_to_run(c) for c in draw_all(cfg, manifest["profile"], sources.data, sources.prompt_files)]
+    return list(iter_rendered(runs, manifest["profile"], sources))
 
 
 def _progress(it: Iterator[dict[str, Any]], total: int, enabled: bool) -> Iterator[dict[str, Any]]:

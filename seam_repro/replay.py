@@ -160,7 +160,8 @@ def replay(manifest_path: Path, out: Path, *, model: str | None = None, backend:
                             f"{manifest_path}` first or pass --allow-unfrozen for a throwaway run")
     config = manifest.get("config") or {}
     settings = GenerationSettings.from_manifest(config.get("generation"), source=str(manifest_path))
-    records = apply_limit(render_manifest(manifest_path, data_dir=data_dir, prompts_dir=prompts_dir), limit)
+    records = apply_limit(render_manifest(manifest_path, data_dir=data_dir, prompts_dir=prompts_dir,
+                                             allow_unfrozen=allow_unfrozen), limit)
     engine = make_backend(backend, model, dtype=dtype, quantization=quantization, prompt_path=prompt_path,
                           truncation=truncation, echo_delay=echo_delay)
     return run_generation(records, engine, settings, Path(out), manifest, shard=shard,

@@ -174,3 +174,20 @@ def test_prompts_command_writes_records(sampled, tmp_path):
     for r in rows:
         assert {"dataset", "run", "instance_id", "prompt", "prompt_sha256", "target", "gen_seed"} <= set(r)
         assert sha256_text(r["prompt"]) == r["prompt_sha256"]
+
+
+def test_allow_unfrozen_renders_what_freeze_would_freeze(tmp_path):
+    if not SHARED_PROMPTS.exists():
+        pytest.skip("upstream prompt files absent")
+    from seam_repro.manifest import render_records
+
+    dd = data_dir(tmp_path)
+    paper = REPO / "manifests" / "paper.json"
+    with pytest.raises(ManifestError, match="not frozen"):
+        render_records(load_manifest(paper), data_dir=dd, prompts_dir=SHARED_PROMPTS, base=paper)
+    loose = render_records(load_manifest(paper), data_dir=dd, prompts_dir=SHARED_PROMPTS, base=paper,
+                           allow_unfrozen=True)
+    run("freeze", paper, "-o", tmp_path / "f.json", "--data-dir", dd, "--prompts-dir", SHARED_PROMPTS)
+    frozen = render_records(load_manifest(tmp_path / "f.json"), data_dir=dd, prompts_dir=SHARED_PROMPTS,
+                            base=tmp_path / "f.json")
+    assert [r["prompt_sha256"] for r in loose] == [r["prompt_sha256"] for r in frozen]

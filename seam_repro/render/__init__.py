@@ -61,9 +61,11 @@ def render_instance(
     return join_message(demos, block), target
 
 
-def render_manifest(manifest_path: Any, data_dir: Any = None, prompts_dir: Any = None) -> list[dict[str, Any]]:
+def render_manifest(manifest_path: Any, data_dir: Any = None, prompts_dir: Any = None,
+                    allow_unfrozen: bool = False) -> list[dict[str, Any]]:
     """Prompt records (docs/ARCHITECTURE.md) of every instance a manifest records, in order."""
     from seam_repro.manifest import load_manifest, render_records
 
     manifest = load_manifest(manifest_path)
-    return render_records(manifest, data_dir=data_dir, prompts_dir=prompts_dir, base=manifest_path)
+    return render_records(manifest, data_dir=data_dir, prompts_dir=prompts_dir, base=manifest_path,
+                          allow_unfrozen=allow_unfrozen)
