@@ -140,7 +140,7 @@ def fake_stages(monkeypatch: pytest.MonkeyPatch) -> dict:
 
     monkeypatch.setattr(seam_repro.manifest, "load_manifest", lambda path: state["manifest"])
     monkeypatch.setattr(seam_repro.render, "render_manifest",
-                        lambda path, data_dir=None, prompts_dir=None: records(3))
+                        lambda path, data_dir=None, prompts_dir=None, allow_unfrozen=False: records(3))
     return state
 
 
