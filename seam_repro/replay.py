@@ -169,7 +169,7 @@ def replay(manifest_path: Path, out: Path, *, model: str | None = None, backend:
                           limit=limit, progress=progress)
 
 
-def score_if_available(run_dir: Path, fic: bool = True) -> tuple[list[Path] | None, str | None]:
+def score_if_available(run_dir: Path, fic: bool = True, fic_download: bool = False) -> tuple[list[Path] | None, str | None]:
     """Score the run and render the results table, using the score/aggregate/report stages when this
     install has them. Returns (summary paths or None if scoring is absent, Markdown table or None).
     A failure while building the table is reported in its place: the predictions stay valid."""
@@ -177,7 +177,7 @@ def score_if_available(run_dir: Path, fic: bool = True) -> tuple[list[Path] | No
         from seam_repro.scoring import score_run_dir
     except ImportError:
         return None, None
-    paths = score_run_dir(Path(run_dir), fic=fic)
+    paths = score_run_dir(Path(run_dir), fic=fic, fic_download=fic_download)
     try:
         from seam_repro.aggregate import load_run_dir
         from seam_repro.report import build_report, render_markdown

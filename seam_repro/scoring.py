@@ -322,7 +322,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 
 def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | None = None, *, fic: bool = True,
-                  fic_factory: Callable[[], Any] | None = None) -> list[Path]:
+                  fic_factory: Callable[[], Any] | None = None, fic_download: bool = False) -> list[Path]:
     """Score every model under ``RUN_DIR/predictions``; returns the summary.json paths written."""
     run_dir = Path(run_dir)
     run_json: dict[str, Any] = {}
@@ -340,6 +340,12 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
     if not models:
         raise PredictionsError(f"{pred_root}: no model directories (expected predictions/<model_slug>/<dataset>/run_<k>.jsonl)")
     out_root = Path(out_dir) if out_dir is not None else run_dir / "scores"
+    if fic_factory is None and fic:
+        from functools import partial
+
+        from seam_repro.score.fic import FicScorer
+
+        fic_factory = partial(FicScorer.from_pins, allow_download=fic_download)
     fic_state = _Fic(fic, fic_factory)
     written = []
     for model_dir in models:

@@ -153,3 +153,23 @@ def test_unpinned_revision_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     assert faith.revision and len(faith.revision) == 40
     with pytest.raises(MissingDataError, match="no pinned revision"):
         fic._load(fic.ModelPin("lovodkin93/multi-review-fic-coverage-evaluator", None), "coverage")
+
+
+def test_hub_models_are_read_from_the_local_cache_unless_download_is_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import transformers
+
+    seen: list[dict] = []
+
+    def refuse(name: str, **kwargs: object) -> None:
+        seen.append(dict(kwargs))
+        raise OSError("not cached")
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", refuse)
+    pin = fic.ModelPin("org/model", "1" * 40)
+    with pytest.raises(MissingDataError, match="pass --fic-download"):
+        fic._load(pin, "faithfulness")
+    with pytest.raises(MissingDataError, match="offline or not cached"):
+        fic._load(pin, "faithfulness", allow_download=True)
+    assert seen[0].get("local_files_only") is True and "local_files_only" not in seen[1]
+    assert seen[1]["revision"] == "1" * 40

@@ -45,11 +45,13 @@ Examples:
 @click.option("--echo-delay", type=click.FloatRange(min=0), default=0.0, help="echo backend: seconds per instance.")
 @click.option("--no-score", is_flag=True, help="Only generate; do not score afterwards.")
 @click.option("--fic/--no-fic", default=True, show_default=True,
-              help="Score FuseReviews with its NLI/coverage models (large downloads) when scoring.")
+              help="Score FuseReviews with its NLI/coverage models when they are in the local cache.")
+@click.option("--fic-download", is_flag=True,
+              help="Allow fetching the pinned FIC models from the Hub (flan-t5-xxl is ~45 GB).")
 def replay(manifest: Path, out: Path, model: str | None, backend: str, shard: str | None, batch_size: int | None,
            dtype: str, q4: bool, q8: bool, prompt_path: str, truncation: str | None, limit: int | None,
            data_dir: Path | None, prompts_dir: Path | None, allow_unfrozen: bool, echo_delay: float,
-           no_score: bool, fic: bool) -> None:
+           no_score: bool, fic: bool, fic_download: bool) -> None:
     """Generate predictions for a frozen manifest (resumable), then score them."""
     from seam_repro.replay import replay as run_replay
     from seam_repro.replay import score_if_available
@@ -68,7 +70,7 @@ def replay(manifest: Path, out: Path, model: str | None, backend: str, shard: st
     click.echo(f"predictions: {out / 'predictions' / summary.model_slug}")
     if shard or no_score:
         return
-    paths, table = score_if_available(out, fic=fic)
+    paths, table = score_if_available(out, fic=fic, fic_download=fic_download)
     if paths is None:
         click.echo(f"scoring is not available in this install; score later with `seam-repro score {out}`")
         return

@@ -20,9 +20,11 @@ Examples:
                    "variant is always written alongside.")
 @click.option("--fic/--no-fic", default=True, show_default=True,
               help="Score FuseReviews with its NLI/coverage models (null scores with a reason when unavailable).")
-def score(run_dir: Path, out_dir: Path | None, profile: str | None, fic: bool) -> None:
+@click.option("--fic-download", is_flag=True,
+              help="Allow fetching the pinned FIC models from the Hub (flan-t5-xxl is ~45 GB); default: local cache only.")
+def score(run_dir: Path, out_dir: Path | None, profile: str | None, fic: bool, fic_download: bool) -> None:
     """Score a run directory: instance_scores.jsonl and summary.json per model (0-100 scale)."""
     from seam_repro.scoring import score_run_dir
 
-    for path in score_run_dir(run_dir, out_dir, profile, fic=fic):
+    for path in score_run_dir(run_dir, out_dir, profile, fic=fic, fic_download=fic_download):
         click.echo(str(path))

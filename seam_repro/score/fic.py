@@ -69,8 +69,12 @@ def load_pins(path: Path = PINS_FILE) -> tuple[ModelPin, ModelPin]:
     return pins[0], pins[1]
 
 
-def _load(pin: ModelPin, role: str, **tok_kwargs: Any) -> tuple[Any, Any]:
-    """Tokenizer and seq2seq model for one pin; clear errors when offline or unpinned."""
+def _load(pin: ModelPin, role: str, allow_download: bool = False, **tok_kwargs: Any) -> tuple[Any, Any]:
+    """Tokenizer and seq2seq model for one pin; clear errors when offline or unpinned.
+
+    Without ``allow_download`` only the local Hugging Face cache is read: flan-t5-xxl is ~45 GB, so
+    fetching it is an explicit choice (``--fic-download``), never a side effect of scoring.
+    """
     try:
         import torch
         from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
@@ -84,7 +88,7 @@ def _load(pin: ModelPin, role: str, **tok_kwargs: Any) -> tuple[Any, Any]:
         )
     offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
     kwargs: dict[str, Any] = {} if local else {"revision": pin.revision}
-    if offline:
+    if offline or (not local and not allow_download):
         kwargs["local_files_only"] = True
     try:
         tokenizer = AutoTokenizer.from_pretrained(pin.id, **kwargs, **tok_kwargs)
@@ -92,7 +96,8 @@ def _load(pin: ModelPin, role: str, **tok_kwargs: Any) -> tuple[Any, Any]:
     except Exception as exc:  # hub/network/file errors come in many classes; all mean "not available"
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise MissingDataError(
-            f"FIC {role} model {pin.id}@{pin.revision or 'local'} is not available (offline or not cached): "
+            f"FIC {role} model {pin.id}@{pin.revision or 'local'} is not available "
+            f"({'offline or not cached' if allow_download else 'not in the local cache; pass --fic-download to fetch it'}): "
             f"{first_line}"
         ) from exc
     if torch.cuda.is_available():  # flan-t5-xxl is impractical on CPU
@@ -155,12 +160,12 @@ class FicScorer:
         self._cache: dict[tuple[str, str, tuple[str, ...]], FicResult] = {}
 
     @classmethod
-    def from_pins(cls, pins: tuple[ModelPin, ModelPin] | None = None) -> FicScorer:
+    def from_pins(cls, pins: tuple[ModelPin, ModelPin] | None = None, allow_download: bool = False) -> FicScorer:
         """Load the pinned models (raises PrerequisiteError / MissingDataError when unavailable)."""
         pins = pins or load_pins()
         splitter = sentence_splitter()
-        faith = _load(pins[0], "faithfulness")
-        cover = _load(pins[1], "coverage", model_max_length=pins[1].max_length or 800, use_fast=True)
+        faith = _load(pins[0], "faithfulness", allow_download)
+        cover = _load(pins[1], "coverage", allow_download, model_max_length=pins[1].max_length or 800, use_fast=True)
         return cls(faith, cover, splitter, pins)
 
     def version(self) -> str:
