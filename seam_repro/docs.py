@@ -94,7 +94,7 @@ def _arguments(cmd: click.Command) -> list[str]:
 
 
 def _command_section(name: str, cmd: click.Command, parent: click.Context) -> str:
-    ctx = click.Context(cmd, info_name=name, parent=parent)
+    ctx = click.Context(cmd, info_name=name, parent=parent, **cmd.context_settings)
     usage = " ".join([ctx.command_path, *cmd.collect_usage_pieces(ctx)])
     parts = [f"### `{ctx.command_path}`", ""]
     if cmd.deprecated:
@@ -138,7 +138,9 @@ def render_reference(
     ``env_prefix`` must be the ``auto_envvar_prefix`` the program runs with (cli.main uses SEAM_REPRO)."""
     if group is None:
         from seam_repro.cli import cli as group
-    root = click.Context(group, info_name=prog, auto_envvar_prefix=env_prefix)
+    # Contexts are made as click makes them (context_settings, e.g. -h/--help, inherited by every
+    # command), so the output does not depend on which commands ran before in the same process.
+    root = click.Context(group, info_name=prog, **{**group.context_settings, "auto_envvar_prefix": env_prefix})
     sections = [
         "Generated from the code by `python -m seam_repro.docs --write README.md` (`make docs`); "
         "do not edit by hand. Every option can also be set through the environment variable shown.",

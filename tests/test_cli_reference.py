@@ -183,3 +183,12 @@ def test_a_command_that_fails_to_import_is_named() -> None:
 
     with pytest.raises(SeamReproError, match=r"cannot document command 'x bad': ImportError: No module named"):
         docs.render_reference(Broken("x"), prog="x")
+
+
+def test_reference_uses_the_groups_context_settings_whatever_ran_before() -> None:
+    """click caches a command's help option on first use; the reference must not depend on that."""
+    fresh = docs.render_reference()
+    for name in COMMANDS:
+        CliRunner().invoke(cli, [name, "--help"])
+    assert docs.render_reference() == fresh
+    assert "| `-h, --help` | Show this message and exit. |  |" in fresh  # cli sets help_option_names
