@@ -16,11 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from seam_repro.errors import InputError
-from seam_repro.instances import DATASET_NAMES
+from seam_repro.suite import load_suite
 
 PROFILES = ("upstream", "seam-repro-1")
-DEFAULT_SPLITS = {"ECB": "test_events", "FuseReviews": "validation", "SciCo": "test", "MultiNews": "test",
-                  "MusiQue": "val", "OpenASP": "test"}
 PAPER_GENERATION = {"temperature": 0.8, "do_sample": True, "max_new_tokens": 500, "top_p": None,
                     "truncation": "max", "batch_size": 3}
 """Generation settings of upstream ``predict.json`` and ``hf_pipline_wrap.py`` (top_p not set)."""
@@ -48,6 +46,8 @@ class SeamConfig:
     datasets: tuple[DatasetEntry, ...]
     generation: dict[str, Any] = field(default_factory=lambda: dict(PAPER_GENERATION))
     models: tuple[str, ...] = ()
+    suite: str = "seam"
+    """The suite declaring the datasets (``data/suites/<suite>.json``)."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -64,15 +64,8 @@ class SeamConfig:
             ],
             "generation": self.generation,
             "models": list(self.models),
+            "suite": self.suite,
         }
-
-
-def canonical_name(name: str, where: str) -> str:
-    for known in DATASET_NAMES:
-        if known.lower() == str(name).lower():
-            return known
-    raise InputError(where, f"unknown dataset '{name}'; expected one of {', '.join(DATASET_NAMES)}",
-                     field="datasets[].name")
 
 
 def _int(raw: dict[str, Any], key: str, where: str, default: int | None = None) -> int:
@@ -117,6 +110,10 @@ def parse_config(raw: dict[str, Any], profile: str, where: str = "config") -> Se
         key = "max_num_samples" if has_samples else ("max_num_instances" if has_instances else None)
     if key:
         notes.append(f"{key}={cap} took effect")
+    suite_name = raw.get("suite", "seam")
+    if not isinstance(suite_name, str):
+        raise InputError(where, "expected a suite name such as 'seam'", field="suite")
+    suite = load_suite(suite_name)
     entries = raw.get("datasets")
     if not isinstance(entries, list) or not entries:
         raise InputError(where, "expected a non-empty list of {name, split_name[, path]}", field="datasets")
@@ -125,13 +122,13 @@ def parse_config(raw: dict[str, Any], profile: str, where: str = "config") -> Se
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict) or "name" not in entry:
             raise InputError(where, "expected an object with 'name'", field=f"datasets[{i}]")
-        name = canonical_name(entry["name"], where)
+        name = suite.canonical_name(entry["name"], where)
         if name != entry["name"]:
             notes.append(f"dataset name '{entry['name']}' read as '{name}'")
         if name in seen:
             raise InputError(where, f"dataset '{name}' listed twice", field=f"datasets[{i}].name")
         seen.add(name)
-        split = entry.get("split_name", DEFAULT_SPLITS[name])
+        split = entry.get("split_name", suite.spec(name).default_split)
         path = entry.get("path")
         if path is not None and (not isinstance(path, str) or path.startswith("<")):
             path = None  # upstream's placeholder such as "<PATH_TO_ECB>"
@@ -148,7 +145,8 @@ def parse_config(raw: dict[str, Any], profile: str, where: str = "config") -> Se
     models = raw.get("models", [])
     if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
         raise InputError(where, "expected a list of model ids", field="models")
-    return SeamConfig(seed, runs, demos, cap, key, tuple(notes), tuple(datasets), generation, tuple(models))
+    return SeamConfig(seed, runs, demos, cap, key, tuple(notes), tuple(datasets), generation, tuple(models),
+                      suite.name)
 
 
 def read_config(path: str | Path, profile: str) -> SeamConfig:

@@ -23,7 +23,7 @@ from seam_repro.config import SeamConfig, parse_config
 from seam_repro.errors import ManifestError
 from seam_repro.hashing import canonical_json, digest_of_hashes, sha256_bytes, sha256_json, sha256_text
 from seam_repro.instances import Instance
-from seam_repro.render import TASKS, few_shots, render_instance
+from seam_repro.render import few_shots, render_instance
 from seam_repro.render.context import RunContext
 from seam_repro.sample import RunChoices
 from seam_repro.sourcing import Sources
@@ -32,11 +32,11 @@ SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).parent / "data" / "manifest.schema.json"
 
 
-def _run_context(run: dict[str, Any], profile: str, prompt_file: dict[str, Any]) -> RunContext:
+def _run_context(run: dict[str, Any], profile: str, prompt_file: dict[str, Any], suite: str) -> RunContext:
     return RunContext(
         dataset=run["dataset"], profile=profile, prompt_file=prompt_file,
         paraphrase_index=run["paraphrase_index"], demo_indices=tuple(run["demo_indices"]),
-        max_num_docs=run["max_num_docs"], doc_order=tuple(run["doc_order"]),
+        max_num_docs=run["max_num_docs"], doc_order=tuple(run["doc_order"]), suite=suite,
     )
 
 
@@ -62,15 +62,19 @@ class Rendered:
     record: dict[str, Any]
 
 
-def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources) -> Iterator[dict[str, Any]]:
+def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources,
+                  suite: str = "seam") -> Iterator[dict[str, Any]]:
     """Render every recorded instance from the recorded choices (never from a random generator)."""
+    from seam_repro.suite import load_suite
+
+    specs = load_suite(suite)
     index: dict[tuple[str, str], dict[str, Instance]] = {}
     for run in runs:
         name, split = run["dataset"], run["split"]
         if (name, split) not in index:
             index[(name, split)] = {inst.instance_id: inst for inst in sources.data[name].split(split)}
         by_id = index[(name, split)]
-        ctx = _run_context(run, profile, sources.prompt_files[name])
+        ctx = _run_context(run, profile, sources.prompt_files[name], suite)
         demos = few_shots(ctx)
         for rec in run["instances"]:
             inst = by_id.get(rec["id"])
@@ -80,7 +84,7 @@ def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources) ->
             mention_ids = rec.get("mention_ids")
             prompt, target = render_instance(inst, ctx, demos, mention_ids)
             record = {
-                "dataset": name, "task": TASKS[name], "run": run["run"], "split": split,
+                "dataset": name, "task": specs.spec(name).task, "run": run["run"], "split": split,
                 "instance_id": rec["id"], "prompt": prompt, "prompt_sha256": sha256_text(prompt),
                 "target": target, "target_sha256": sha256_json(target), "gen_seed": rec["gen_seed"],
             }
@@ -95,7 +99,7 @@ def build_manifest(cfg: SeamConfig, profile: str, choices: list[RunChoices], sou
                    command: str | None = None, progress: bool = False) -> tuple[dict[str, Any], list[dict]]:
     """Render every choice and return (manifest, prompt records)."""
     runs = [choices_to_run(c) for c in choices]
-    records = list(_progress(iter_rendered(runs, profile, sources), sum(len(r["instances"]) for r in runs),
+    records = list(_progress(iter_rendered(runs, profile, sources, cfg.suite), sum(len(r["instances"]) for r in runs),
                              progress))
     by_key = {(r["dataset"], r["run"], r["instance_id"]): r for r in records}
     for run in runs:
@@ -206,6 +210,7 @@ def manifest_config(manifest: dict[str, Any]) -> SeamConfig:
     raw = {
         "random_seed": c["random_seed"], "num_different_runs": c["num_different_runs"],
         "num_demonstrations": c["num_demonstrations"], "generation": c["generation"], "models": c["models"],
+        "suite": c.get("suite", "seam"),
         "datasets": [{"name": d["name"], "split_name": d["split_name"], "path": d["path"]} for d in c["datasets"]],
     }
     if c["max_instances_key"]:
@@ -233,7 +238,7 @@ def render_records(manifest: dict[str, Any], data_dir: Any = None, prompts_dir: 
     runs = manifest["runs"]
     if not manifest["frozen"]:
         runs = [choices_to_run(c) for c in draw_all(cfg, manifest["profile"], sources.data, sources.prompt_files)]
-    return list(iter_rendered(runs, manifest["profile"], sources))
+    return list(iter_rendered(runs, manifest["profile"], sources, cfg.suite))
 
 
 def _progress(it: Iterator[dict[str, Any]], total: int, enabled: bool) -> Iterator[dict[str, Any]]:

@@ -32,9 +32,7 @@ from typing import Any
 from seam_repro.config import SeamConfig
 from seam_repro.errors import InputError
 from seam_repro.instances import Instance, LoadedDataset
-
-FIXED_MAX_DOCS = {"MusiQue": 20, "FuseReviews": 8}
-DEMO_KEY = {"FuseReviews": "demos"}
+from seam_repro.suite import DatasetSpec, SamplingPlan, load_suite
 
 
 def derive_seed(*parts: object) -> int:
@@ -66,15 +64,15 @@ class RunChoices:
 class _PromptDraw:
     """Upstream ``get_prompt``: one paraphrase (``choice``) then demos without replacement."""
 
-    def __init__(self, prompt_file: dict[str, Any], num_demos: int, dataset: str):
+    def __init__(self, prompt_file: dict[str, Any], num_demos: int, dataset: str, demo_key: str):
         self.n_prompts = len(prompt_file.get("prompts", []))
-        self.n_demos = len(prompt_file.get(DEMO_KEY.get(dataset, "demonstrations"), []))
+        self.n_demos = len(prompt_file.get(demo_key, []))
         self.num_demos = num_demos
         if self.n_prompts == 0:
             raise InputError(f"{dataset}.json", "no paraphrases", field="prompts")
         if num_demos > self.n_demos:
             raise InputError(f"{dataset}.json", f"{num_demos} demonstrations requested, pool has {self.n_demos}",
-                             field=DEMO_KEY.get(dataset, "demonstrations"))
+                             field=demo_key)
         self.paraphrase: int | None = None
         self.demos: tuple[int, ...] = ()
 
@@ -84,21 +82,25 @@ class _PromptDraw:
             self.demos = tuple(rng.sample(range(self.n_demos), k=self.num_demos))
 
 
-def _max_docs_upstream(name: str, data: LoadedDataset) -> int:
+def _max_docs_upstream(plan: SamplingPlan, name: str, data: LoadedDataset) -> int:
+    """Document slots before any per-row draw (upstream ``get_max_num_docs``), over ALL splits."""
+    if plan.doc_slots == "fixed":
+        return int(plan.fixed_slots or 1)
     everything = [inst for split in data.splits.values() for inst in split]
-    if name == "ECB":
-        return 1
-    if name in FIXED_MAX_DOCS:
-        return FIXED_MAX_DOCS[name]
     if not everything:
         raise InputError(name, "no instances in any split")
-    if name == "SciCo":
+    if plan.doc_slots == "max_doc_index":
         return max(max(inst.paragraph_doc_ids) for inst in everything)
     return max(len(inst.documents) for inst in everything)
 
 
-def _scico_ids(rng: random.Random, inst: Instance, low: int = 1, high: int = 100) -> tuple[int, ...]:
+def _mention_ids(rng: random.Random, plan: SamplingPlan, inst: Instance, corrected: bool = False) -> tuple[int, ...]:
     n = len(inst.mentions)
+    if plan.mention_population == "permutation":
+        return tuple(rng.sample(range(n), k=n))
+    low, high = plan.mention_population  # type: ignore[misc]
+    if corrected:
+        high = max(high, low + n)
     if n > high - low:
         raise InputError(inst.dataset, f"{n} mentions, but upstream draws ids from {low}..{high - 1} "
                          "without replacement", record=inst.instance_id, field="mentions")
@@ -117,66 +119,63 @@ def _subsample(rng: random.Random, splits: dict[str, list[Instance]], cap: int, 
     return chosen
 
 
-def draw_run_upstream(rng: random.Random, name: str, split: str, data: LoadedDataset,
+def draw_run_upstream(rng: random.Random, spec: DatasetSpec, split: str, data: LoadedDataset,
                       prompt_file: dict[str, Any], cfg: SeamConfig, run: int) -> RunChoices:
-    """One upstream ``Dataset.__init__``: consumes ``rng`` exactly as upstream does."""
+    """One upstream ``Dataset.__init__``: consumes ``rng`` exactly as upstream does, following the
+    dataset's declared sampling plan (which factors, and when the prompt is drawn)."""
+    name, plan = spec.name, spec.sampling
     data.split(split)  # fail early with the list of available splits
-    max_docs = _max_docs_upstream(name, data)
+    max_docs = _max_docs_upstream(plan, name, data)
     doc_order = rng.sample(range(max_docs), k=max_docs)
-    prompt = _PromptDraw(prompt_file, cfg.num_demos, name)
+    prompt = _PromptDraw(prompt_file, cfg.num_demos, name, plan.demo_key)
     mention_ids: dict[str, tuple[int, ...]] = {}
-    if name == "FuseReviews":
+    if plan.prompt_draw == "before_rows":
         prompt.draw(rng)
-    elif name == "ECB":
+    if plan.mention_population is not None:
         for split_name, insts in data.splits.items():
             for inst in insts:
-                ids = tuple(rng.sample(range(len(inst.mentions)), k=len(inst.mentions)))
+                ids = _mention_ids(rng, plan, inst)
+                if plan.prompt_draw == "after_first_row_mentions":
+                    prompt.draw(rng)  # fires once, right after the first row's ids (SciCo)
                 if split_name == split:
                     mention_ids[inst.instance_id] = ids
+    if plan.recount_after_mentions:  # ECB: real slot count known only after marking every split
         max_docs = max(len(inst.documents) for insts in data.splits.values() for inst in insts)
         doc_order = rng.sample(range(max_docs), k=max_docs)
-        prompt.draw(rng)
-    elif name == "SciCo":
-        for split_name, insts in data.splits.items():
-            for inst in insts:
-                ids = _scico_ids(rng, inst)
-                prompt.draw(rng)  # fires once, right after the first row's ids
-                if split_name == split:
-                    mention_ids[inst.instance_id] = ids
-    elif any(data.splits.values()):
-        prompt.draw(rng)
+    if any(data.splits.values()):
+        prompt.draw(rng)  # "first_row" / "after_mentions"; a no-op when already drawn
     chosen = _subsample(rng, data.splits, cfg.max_instances, split)
     return _choices(name, run, split, prompt, max_docs, doc_order, chosen, mention_ids, cfg, None)
 
 
-def _max_docs_corrected(name: str, insts: Sequence[Instance], prompt_file: dict[str, Any]) -> int:
-    if name == "FuseReviews":
-        return FIXED_MAX_DOCS[name]
-    if name == "SciCo":
-        counts = [max(i.paragraph_doc_ids) + 1 for i in insts if i.paragraph_doc_ids]
-    else:
-        counts = [len(i.documents) for i in insts]
-    counts += [len(d.get("documents", [])) for d in prompt_file.get("demonstrations", [])]
+def _max_docs_corrected(spec: DatasetSpec, insts: Sequence[Instance], prompt_file: dict[str, Any]) -> int:
+    """The true slot count: no document of an instance or a demo is ever dropped."""
+    plan = spec.sampling
+    if plan.doc_slots == "fixed" and not plan.recount_after_mentions:
+        fixed = int(plan.fixed_slots or 1)
+        if all(len(i.documents) <= fixed for i in insts):
+            return fixed
+    counts = [len(i.documents) for i in insts]
+    counts += [max(i.paragraph_doc_ids) + 1 for i in insts if i.paragraph_doc_ids]
+    counts += [len(d.get("documents", [])) for d in prompt_file.get(plan.demo_key, []) if isinstance(d, dict)]
     return max(counts or [1])
 
 
-def draw_run_corrected(name: str, split: str, data: LoadedDataset, prompt_file: dict[str, Any],
+def draw_run_corrected(spec: DatasetSpec, split: str, data: LoadedDataset, prompt_file: dict[str, Any],
                        cfg: SeamConfig, run: int) -> RunChoices:
     """seam-repro-1: an independent generator per (dataset, run); only the evaluated split draws."""
+    name, plan = spec.name, spec.sampling
     seed = derive_seed("seam-repro-1", "sample", cfg.random_seed, name, run)
     rng = random.Random(seed)
     insts = data.split(split)
-    max_docs = _max_docs_corrected(name, insts, prompt_file)
+    max_docs = _max_docs_corrected(spec, insts, prompt_file)
     doc_order = rng.sample(range(max_docs), k=max_docs)
-    prompt = _PromptDraw(prompt_file, cfg.num_demos, name)
+    prompt = _PromptDraw(prompt_file, cfg.num_demos, name, plan.demo_key)
     prompt.draw(rng)
     mention_ids: dict[str, tuple[int, ...]] = {}
-    for inst in insts:
-        n = len(inst.mentions)
-        if name == "ECB":
-            mention_ids[inst.instance_id] = tuple(rng.sample(range(n), k=n))
-        elif name == "SciCo":
-            mention_ids[inst.instance_id] = _scico_ids(rng, inst, 1, max(100, n + 1))
+    if plan.mention_population is not None:
+        for inst in insts:
+            mention_ids[inst.instance_id] = _mention_ids(rng, plan, inst, corrected=True)
     chosen = _subsample(rng, {split: list(insts)}, cfg.max_instances, split)
     return _choices(name, run, split, prompt, max_docs, doc_order, chosen, mention_ids, cfg, seed)
 
@@ -202,16 +201,17 @@ def _choices(name: str, run: int, split: str, prompt: _PromptDraw, max_docs: int
 def draw_all(cfg: SeamConfig, profile: str, data: dict[str, LoadedDataset],
              prompt_files: dict[str, dict[str, Any]], rng: random.Random | None = None) -> list[RunChoices]:
     """Choices of every (dataset, run) in config order. ``rng`` may be injected (tests record calls)."""
+    suite = load_suite(cfg.suite)
     out: list[RunChoices] = []
     if profile == "upstream":
         shared = rng if rng is not None else random.Random(cfg.random_seed)
         for entry in cfg.datasets:
             for run in range(cfg.num_runs):
-                out.append(draw_run_upstream(shared, entry.name, entry.split, data[entry.name],
+                out.append(draw_run_upstream(shared, suite.spec(entry.name), entry.split, data[entry.name],
                                              prompt_files[entry.name], cfg, run))
     else:
         for entry in cfg.datasets:
             for run in range(cfg.num_runs):
-                out.append(draw_run_corrected(entry.name, entry.split, data[entry.name],
+                out.append(draw_run_corrected(suite.spec(entry.name), entry.split, data[entry.name],
                                               prompt_files[entry.name], cfg, run))
     return out

@@ -76,12 +76,14 @@ def resolve_data_path(name: str, entry_path: str | None, data_dir: Any, base_dir
                            f"'path' in the config, or run `seam-repro fetch --only {name}`")
 
 
-def resolve_prompt_path(name: str, prompts_dir: Any, recorded: str | None, base_dir: Path) -> Path:
+def resolve_prompt_path(name: str, prompts_dir: Any, recorded: str | None, base_dir: Path,
+                        file_name: str | None = None) -> Path:
+    file_name = file_name or f"{name}.json"
     if prompts_dir is not None:
-        candidate = Path(prompts_dir) / f"{name}.json"
+        candidate = Path(prompts_dir) / file_name
         if candidate.exists():
             return candidate.resolve()
-        raise MissingDataError(f"{name}: --prompts-dir {prompts_dir} has no {name}.json")
+        raise MissingDataError(f"{name}: --prompts-dir {prompts_dir} has no {file_name}")
     if recorded:
         candidate = base_dir / recorded
         if candidate.exists():
@@ -93,12 +95,12 @@ def resolve_prompt_path(name: str, prompts_dir: Any, recorded: str | None, base_
                            "`seam-repro fetch --only prompts` for the pinned upstream files")
 
 
-def read_prompt_file(path: Path, name: str) -> dict[str, Any]:
+def read_prompt_file(path: Path, name: str, spec: Any = None) -> dict[str, Any]:
     try:
         content = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(path, f"not valid UTF-8 JSON ({exc})") from exc
-    demo_key = "demos" if name == "FuseReviews" else "demonstrations"
+    demo_key = spec.sampling.demo_key if spec is not None else "demonstrations"
     if not isinstance(content, dict) or not isinstance(content.get("prompts"), list):
         raise InputError(path, "expected an object with a 'prompts' list", field="prompts")
     for i, p in enumerate(content["prompts"]):
@@ -106,7 +108,7 @@ def read_prompt_file(path: Path, name: str) -> dict[str, Any]:
             raise InputError(path, "expected an object with string 'instructions'", record=i, field="prompts")
     if not isinstance(content.get(demo_key), list):
         raise InputError(path, f"expected a '{demo_key}' list", field=demo_key)
-    if name == "FuseReviews":
+    if "prompt_structure" in content or demo_key == "demos":  # FuseReviews-style structured template
         for key in ("prompt_structure", "demo_sep"):
             if not isinstance(content.get(key), str):
                 raise InputError(path, "expected a string", field=key)
@@ -116,8 +118,9 @@ def read_prompt_file(path: Path, name: str) -> dict[str, Any]:
 def load_sources(cfg: SeamConfig, profile: str, *, data_dir: Any = None, prompts_dir: Any = None,
                  base_dir: Path | None = None, recorded: dict[str, Any] | None = None) -> Sources:
     """Load every dataset and prompt file the config names, checking recorded hashes."""
-    from seam_repro.datasets import load_dataset
+    from seam_repro.suite import load_suite
 
+    suite = load_suite(cfg.suite)
     base_dir = base_dir or Path.cwd()
     recorded = recorded or {}
     rec_prompts = recorded.get("prompts", {}) or {}
@@ -127,7 +130,7 @@ def load_sources(cfg: SeamConfig, profile: str, *, data_dir: Any = None, prompts
         name = entry.name
         rec_path = (rec_data.get(name) or {}).get("path")
         data_path = resolve_data_path(name, entry.path or rec_path, data_dir, base_dir)
-        loaded = load_dataset(name, data_path)
+        loaded = suite.spec(name).load(data_path)
         expected_files = (rec_data.get(name) or {}).get("files") or {}
         for fname, expected in expected_files.items():
             actual = loaded.files.get(fname)
@@ -138,10 +141,10 @@ def load_sources(cfg: SeamConfig, profile: str, *, data_dir: Any = None, prompts
                 raise HashMismatchError(f"{name} data", Path(data_path) / fname, expected, actual)
         sources.data[name], sources.data_paths[name] = loaded, data_path
         rp = rec_prompts.get(name) or {}
-        ppath = resolve_prompt_path(name, prompts_dir, rp.get("path"), base_dir)
+        ppath = resolve_prompt_path(name, prompts_dir, rp.get("path"), base_dir, suite.spec(name).prompt_file)
         digest = sha256_file(ppath)
         if rp.get("sha256") and rp["sha256"] != digest:
             raise HashMismatchError(f"{name} prompt file", ppath, rp["sha256"], digest)
-        sources.prompt_files[name] = read_prompt_file(ppath, name)
+        sources.prompt_files[name] = read_prompt_file(ppath, name, suite.spec(name))
         sources.prompt_paths[name], sources.prompt_hashes[name] = ppath, digest
     return sources

@@ -1,4 +1,5 @@
-"""Render prompts from recorded choices (stage *render*). One module per template family.
+"""Render prompts from recorded choices (stage *render*). One module per template family; which
+template a dataset uses is declared by its suite (``data/suites/<suite>.json``), not coded here.
 
 ``render_instance`` is pure: instance + recorded run choices → (prompt text, gold target).
 ``render_manifest`` loads a manifest's sources and renders every recorded instance.
@@ -10,55 +11,26 @@ from collections.abc import Sequence
 from typing import Any
 
 from seam_repro.instances import Instance
-from seam_repro.render import coref, fusereviews, multinews, musique, openasp
-from seam_repro.render.common import join_message
 from seam_repro.render.context import RunContext
+from seam_repro.suite import load_suite
 
-TASKS: dict[str, str] = {
-    "ECB": "coreference",
-    "SciCo": "coreference",
-    "MultiNews": "summarization",
-    "OpenASP": "summarization",
-    "MusiQue": "qa",
-    "FuseReviews": "fic",
-}
 
-_FEW_SHOTS = {
-    "ECB": coref.few_shots,
-    "SciCo": coref.few_shots,
-    "MultiNews": multinews.few_shots,
-    "OpenASP": openasp.few_shots,
-    "MusiQue": musique.few_shots,
-    "FuseReviews": fusereviews.few_shots,
-}
+def template_for(ctx: RunContext) -> Any:
+    return load_suite(ctx.suite).spec(ctx.dataset).template_obj()
 
 
 def few_shots(ctx: RunContext) -> str:
     """The demonstrations block of a run (identical for every instance of the run)."""
-    return _FEW_SHOTS[ctx.dataset](ctx)
+    return template_for(ctx).few_shots(ctx)
 
 
 def render_instance(
     instance: Instance, ctx: RunContext, demos: str, mention_ids: Sequence[int] | None = None
 ) -> tuple[str, Any]:
     """Return the exact user-message text and the gold target of one instance."""
-    name = ctx.dataset
-    if name == "ECB":
-        block, target = coref.ecb_test_block(instance, ctx, mention_ids or ())
-    elif name == "SciCo":
-        block, target = coref.scico_test_block(instance, ctx, mention_ids or ())
-    elif name == "FuseReviews":
-        block, target = fusereviews.test_block(instance, ctx)
-        return demos + block, target  # upstream concatenates demo_sep-terminated demos directly
-    elif name == "MultiNews":
-        block, target = multinews.test_block(instance, ctx)
-    elif name == "OpenASP":
-        block, target = openasp.test_block(instance, ctx)
-    elif name == "MusiQue":
-        block, target = musique.test_block(instance, ctx)
-    else:  # pragma: no cover - guarded by config validation
-        raise KeyError(name)
-    return join_message(demos, block), target
+    template = template_for(ctx)
+    block, target = template.test_block(instance, ctx, mention_ids)
+    return template.message(demos, block), target
 
 
 def render_manifest(manifest_path: Any, data_dir: Any = None, prompts_dir: Any = None,

@@ -50,7 +50,3 @@ def base_block(instructions: str, documents: Sequence[str], target: Any = "") ->
         f"*Answer*: {target}"
     )
 
-
-def join_message(few_shots: str, test_block: str) -> str:
-    """The single user message: demos, a blank line, the test block (``get_sample2msg``)."""
-    return f"{few_shots}\n\n{test_block}"

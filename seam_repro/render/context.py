@@ -19,6 +19,8 @@ class RunContext:
     demo_indices: tuple[int, ...]
     max_num_docs: int
     doc_order: tuple[int, ...]
+    suite: str = "seam"
+    """Suite whose dataset spec names the template (``data/suites/<suite>.json``)."""
 
     @property
     def paraphrase(self) -> dict[str, Any]:

@@ -13,15 +13,8 @@ from seam_repro.errors import InputError
 from seam_repro.instances import Instance
 from seam_repro.render.common import base_block, shuffle_documents
 from seam_repro.render.context import RunContext
-
-
-def few_shots(ctx: RunContext) -> str:
-    """Coreference demos carry pre-marked documents and list-of-lists targets in the prompt file."""
-    blocks = []
-    for demo in ctx.demos():
-        docs = shuffle_documents(demo.pop("documents"), ctx.max_num_docs, ctx.doc_order)
-        blocks.append(base_block(ctx.instructions, docs, demo.get("target", "")))
-    return "\n\n".join(blocks)
+from seam_repro.render.multinews import few_shots
+from seam_repro.render.template import Template
 
 
 def _clusters_as_upstream(cluster_of: Sequence[Any], mention_ids: Sequence[int]) -> list[list[int]]:
@@ -85,7 +78,8 @@ def ecb_documents(instance: Instance, mention_ids: Sequence[int]) -> list[str]:
     return used
 
 
-def ecb_test_block(instance: Instance, ctx: RunContext, mention_ids: Sequence[int]) -> tuple[str, Any]:
+def ecb_test_block(instance: Instance, ctx: RunContext, mention_ids: Sequence[int] | None) -> tuple[str, Any]:
+    mention_ids = mention_ids or ()
     docs = sorted(ecb_documents(instance, mention_ids))
     shuffled = shuffle_documents(docs, ctx.max_num_docs, ctx.doc_order)
     target = _clusters_as_upstream([m.cluster_id for m in instance.mentions], mention_ids)
@@ -115,9 +109,15 @@ def scico_documents(instance: Instance, mention_ids: Sequence[int]) -> list[str]
     return documents
 
 
-def scico_test_block(instance: Instance, ctx: RunContext, mention_ids: Sequence[int]) -> tuple[str, Any]:
+def scico_test_block(instance: Instance, ctx: RunContext, mention_ids: Sequence[int] | None) -> tuple[str, Any]:
+    mention_ids = mention_ids or ()
     docs = shuffle_documents(scico_documents(instance, mention_ids), ctx.max_num_docs, ctx.doc_order)
     clusters: dict[Any, list[int]] = {}
     for mention, mid in zip(instance.mentions, mention_ids, strict=True):
         clusters.setdefault(mention.cluster_id, []).append(int(mid))
     return base_block(ctx.instructions, docs), sorted(clusters.values())
+
+
+# Coreference demos carry pre-marked documents and list-of-lists targets: the base-template demos.
+ECB = Template(few_shots, ecb_test_block)
+SCICO = Template(few_shots, scico_test_block)

@@ -17,6 +17,7 @@ from typing import Any
 from seam_repro.errors import InputError
 from seam_repro.instances import Instance
 from seam_repro.render.context import RunContext
+from seam_repro.render.template import Template
 
 HS, HE = "{HS}", "{HE}"
 _HIGHLIGHT_RE = re.compile(r"\{HS\}(.*?)\{HE\}", re.DOTALL)
@@ -75,7 +76,7 @@ def few_shots(ctx: RunContext) -> str:
     return head
 
 
-def test_block(instance: Instance, ctx: RunContext) -> tuple[str, Any]:
+def test_block(instance: Instance, ctx: RunContext, mention_ids: Sequence[int] | None = None) -> tuple[str, Any]:
     docs = instance.documents
     if len(docs) != ctx.max_num_docs:
         raise InputError(instance.dataset, f"expected {ctx.max_num_docs} reviews, found {len(docs)}",
@@ -89,3 +90,7 @@ def test_block(instance: Instance, ctx: RunContext) -> tuple[str, Any]:
     block, listing = _fill(ctx.prompt_file["prompt_structure"], ctx.instructions, shuffled, "")
     target = {"highlights_concat": listing, "review_side_alignments": list(instance.review_alignments)}
     return block, target
+
+
+TEMPLATE = Template(few_shots, test_block, separator="")
+"""Upstream concatenates the demo_sep-terminated demos and the test block directly."""

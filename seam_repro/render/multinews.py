@@ -3,21 +3,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from seam_repro.instances import Instance
 from seam_repro.render.common import base_block, shuffle_documents
 from seam_repro.render.context import RunContext
+from seam_repro.render.template import Template, demo_blocks
 
 
 def few_shots(ctx: RunContext) -> str:
-    blocks = []
-    for demo in ctx.demos():
-        docs = shuffle_documents(demo.pop("documents"), ctx.max_num_docs, ctx.doc_order)
-        blocks.append(base_block(ctx.instructions, docs, demo.get("target", "")))
-    return "\n\n".join(blocks)
+    """Base-template demos (also ECB+ and SciCo, whose demo documents come pre-marked)."""
+    return demo_blocks(ctx, lambda demo, docs: base_block(ctx.instructions, docs, demo.get("target", "")))
 
 
-def test_block(instance: Instance, ctx: RunContext) -> tuple[str, Any]:
+def test_block(instance: Instance, ctx: RunContext, mention_ids: Sequence[int] | None = None) -> tuple[str, Any]:
     docs = shuffle_documents([d.text for d in instance.documents], ctx.max_num_docs, ctx.doc_order)
     return base_block(ctx.instructions, docs), instance.target
+
+
+TEMPLATE = Template(few_shots, test_block)

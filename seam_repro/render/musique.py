@@ -10,11 +10,13 @@ when missing, puts the documents header on its own line and writes demo answers 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from seam_repro.instances import Instance
 from seam_repro.render.common import number_documents, shuffle_documents
 from seam_repro.render.context import RunContext
+from seam_repro.render.template import Template, demo_blocks
 
 
 def _block(ctx: RunContext, question: str, documents: list[str], answer: Any = "") -> str:
@@ -39,13 +41,12 @@ def _block(ctx: RunContext, question: str, documents: list[str], answer: Any = "
 
 
 def few_shots(ctx: RunContext) -> str:
-    blocks = []
-    for demo in ctx.demos():
-        docs = shuffle_documents(demo.pop("documents"), ctx.max_num_docs, ctx.doc_order)
-        blocks.append(_block(ctx, demo.get("question", ""), docs, demo.get("answer", "")))
-    return "\n\n".join(blocks)
+    return demo_blocks(ctx, lambda demo, docs: _block(ctx, demo.get("question", ""), docs, demo.get("answer", "")))
 
 
-def test_block(instance: Instance, ctx: RunContext) -> tuple[str, Any]:
+def test_block(instance: Instance, ctx: RunContext, mention_ids: Sequence[int] | None = None) -> tuple[str, Any]:
     docs = shuffle_documents([d.text for d in instance.documents], ctx.max_num_docs, ctx.doc_order)
     return _block(ctx, instance.question or "", docs), instance.target
+
+
+TEMPLATE = Template(few_shots, test_block)

@@ -1,0 +1,36 @@
+"""A prompt template: how a run's demonstrations and one test instance become the user message."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from seam_repro.instances import Instance
+from seam_repro.render.common import shuffle_documents
+from seam_repro.render.context import RunContext
+
+TestBlock = Callable[[Instance, RunContext, Sequence[int] | None], tuple[str, Any]]
+
+
+@dataclass(frozen=True)
+class Template:
+    few_shots: Callable[[RunContext], str]
+    """The demonstrations block of a run (identical for every instance of the run)."""
+    test_block: TestBlock
+    """(instance, run context, drawn mention ids) -> (test block text, gold target)."""
+    separator: str = "\n\n"
+    """Between demos and the test block (upstream ``get_sample2msg``; FuseReviews uses none)."""
+
+    def message(self, demos: str, block: str) -> str:
+        return f"{demos}{self.separator}{block}"
+
+
+def demo_blocks(ctx: RunContext, make_block: Callable[[dict[str, Any], list[str]], str]) -> str:
+    """Render the run's demos in sampled order, each with the run's document permutation applied
+    to its documents, joined by a blank line (upstream ``Dataset.get_prompt``)."""
+    blocks = []
+    for demo in ctx.demos():
+        docs = shuffle_documents(demo.pop("documents"), ctx.max_num_docs, ctx.doc_order)
+        blocks.append(make_block(demo, docs))
+    return "\n\n".join(blocks)

@@ -1,0 +1,151 @@
+"""Suites as data: a suite file declares its datasets, loaders, templates, metrics and the random
+factors its sampler draws (``data/suites/<name>.json``). The pipeline core reads these specs
+instead of branching on dataset names, so another benchmark plugs in with a data file plus a
+loader and a template module.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from seam_repro.errors import InputError, MissingDataError
+from seam_repro.instances import LoadedDataset
+
+SUITES_DIR = Path(__file__).parent / "data" / "suites"
+DOC_SLOT_RULES = ("max_documents", "max_doc_index", "fixed")
+PROMPT_DRAWS = ("before_rows", "first_row", "after_first_row_mentions", "after_mentions")
+
+
+@dataclass(frozen=True)
+class SamplingPlan:
+    """Which random factors a dataset draws and when upstream draws them (see ``sample.py``)."""
+
+    doc_slots: str
+    """``max_documents`` (most documents of any instance, all splits), ``max_doc_index`` (largest
+    0-based document index: SciCo's off-by-one) or ``fixed``."""
+    fixed_slots: int | None
+    recount_after_mentions: bool
+    """ECB: slots are re-counted (and the permutation re-drawn) after the mention-id draws."""
+    mention_population: str | tuple[int, int] | None
+    """``permutation`` of 0..n-1, ``(low, high)`` ids without replacement, or None (no mentions)."""
+    prompt_draw: str
+    """When the paraphrase and demos are drawn relative to the per-row draws."""
+    demo_key: str
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    name: str
+    task: str
+    default_split: str
+    loader: str
+    template: str
+    prompt_file: str
+    metrics: dict[str, str]
+    sampling: SamplingPlan
+
+    def load(self, path: str | Path) -> LoadedDataset:
+        p = Path(path)
+        if not p.exists():
+            raise MissingDataError(f"{self.name}: data path {p} does not exist; run `seam-repro fetch --only {self.name}`")
+        return importlib.import_module(self.loader).load(p)
+
+    def template_obj(self) -> Any:
+        module, attr = self.template.split(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    version: int
+    description: str
+    datasets: dict[str, DatasetSpec]
+
+    def canonical_name(self, name: str, where: str) -> str:
+        """Match a dataset name case-insensitively (the paper's Listing 1 writes 'Musique')."""
+        for known in self.datasets:
+            if known.lower() == str(name).lower():
+                return known
+        raise InputError(where, f"unknown dataset '{name}' in suite '{self.name}'; expected one of "
+                         f"{', '.join(self.datasets)}", field="datasets[].name")
+
+    def spec(self, name: str) -> DatasetSpec:
+        if name not in self.datasets:
+            raise InputError(f"suite {self.name}", f"no dataset '{name}'", field="datasets")
+        return self.datasets[name]
+
+
+def _plan(raw: Any, where: str) -> SamplingPlan:
+    if not isinstance(raw, dict):
+        raise InputError(where, "expected an object", field="sampling")
+    slots = raw.get("doc_slots")
+    fixed, recount = None, False
+    if isinstance(slots, dict):
+        fixed, recount = slots.get("fixed"), bool(slots.get("recount_after_mentions", False))
+        if not isinstance(fixed, int) or fixed < 1:
+            raise InputError(where, f"expected {{'fixed': positive int}}, got {slots!r}", field="sampling.doc_slots")
+        slots = "fixed"
+    if slots not in DOC_SLOT_RULES:
+        raise InputError(where, f"expected one of {DOC_SLOT_RULES} or {{'fixed': n}}", field="sampling.doc_slots")
+    mentions = raw.get("mention_ids")
+    population: str | tuple[int, int] | None = None
+    if mentions is not None:
+        pop = mentions.get("population") if isinstance(mentions, dict) else None
+        if pop == "permutation":
+            population = "permutation"
+        elif isinstance(pop, list) and len(pop) == 2 and all(isinstance(v, int) for v in pop) and pop[0] < pop[1]:
+            population = (pop[0], pop[1])
+        else:
+            raise InputError(where, "expected null, {'population': 'permutation'} or {'population': [low, high]}",
+                             field="sampling.mention_ids")
+    draw = raw.get("prompt_draw")
+    if draw not in PROMPT_DRAWS:
+        raise InputError(where, f"expected one of {PROMPT_DRAWS}", field="sampling.prompt_draw")
+    demo_key = raw.get("demo_key", "demonstrations")
+    return SamplingPlan(slots, fixed, recount, population, draw, str(demo_key))
+
+
+def parse_suite(raw: Any, where: str) -> Suite:
+    if not isinstance(raw, dict) or not isinstance(raw.get("datasets"), dict) or not raw["datasets"]:
+        raise InputError(where, "expected an object with a non-empty 'datasets' object")
+    specs = {}
+    for name, d in raw["datasets"].items():
+        w = f"{where}: datasets.{name}"
+        if not isinstance(d, dict):
+            raise InputError(w, "expected an object")
+        for key in ("task", "default_split", "loader", "template", "prompt_file"):
+            if not isinstance(d.get(key), str):
+                raise InputError(w, "expected a string", field=key)
+        if ":" not in d["template"]:
+            raise InputError(w, "expected 'module:attribute'", field="template")
+        metrics = d.get("metrics", {})
+        if not isinstance(metrics, dict):
+            raise InputError(w, "expected {profile: metric name}", field="metrics")
+        specs[name] = DatasetSpec(name, d["task"], d["default_split"], d["loader"], d["template"], d["prompt_file"],
+                                  dict(metrics), _plan(d.get("sampling"), w))
+    return Suite(str(raw.get("suite", Path(where).stem)), int(raw.get("version", 1)), str(raw.get("description", "")),
+                 specs)
+
+
+@cache
+def load_suite(name: str = "seam") -> Suite:
+    """A shipped suite by name, or a suite file by path."""
+    path = Path(name) if name.endswith(".json") else SUITES_DIR / f"{name}.json"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in SUITES_DIR.glob("*.json")))
+        raise InputError("suite", f"unknown suite '{name}'; shipped suites: {known}")
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(path, f"not valid UTF-8 JSON ({exc})") from exc
+    return parse_suite(raw, str(path))
+
+
+def shipped_suites() -> list[str]:
+    return sorted(p.stem for p in SUITES_DIR.glob("*.json"))
