@@ -83,11 +83,14 @@ def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources,
                                     f"'{split}' of the data given")
             mention_ids = rec.get("mention_ids")
             prompt, target = render_instance(inst, ctx, demos, mention_ids)
+            spec = specs.spec(name)
             record = {
-                "dataset": name, "task": specs.spec(name).task, "run": run["run"], "split": split,
+                "dataset": name, "task": spec.task, "run": run["run"], "split": split,
                 "instance_id": rec["id"], "prompt": prompt, "prompt_sha256": sha256_text(prompt),
                 "target": target, "target_sha256": sha256_json(target), "gen_seed": rec["gen_seed"],
             }
+            if profile in spec.metrics:  # the suite's metric for this profile; scoring dispatches on it
+                record["metric"] = spec.metrics[profile]
             if inst.answer_aliases:
                 record["answer_aliases"] = list(inst.answer_aliases)
             if mention_ids is not None:

@@ -12,6 +12,9 @@ Two variants are always computed and written side by side:
 * ``corrected`` — clean extraction of the continuation (``parse.extract_clean``), MuSiQue scored on
   answer + aliases and answerability (``musique_combined``), coreference matched by mention id.
 
+Scoring dispatches on each prompt record's ``task``: SEAM's four tasks as above; any other task
+(ZeroSCROLLS-, IGCS-style suites) through ``suite_scoring`` with the metric the record names.
+
 Model output is untrusted: undecodable bytes, lone surrogates, empty or absurd text are format
 failures (``valid_format: false``) and still get a score, never a crash.
 """
@@ -30,10 +33,9 @@ from seam_repro.hashing import digest_of_hashes, sha256_json, sha256_text
 from seam_repro.parse import extract, extract_clean
 from seam_repro.score import musique, rouge
 from seam_repro.score.validity import is_valid
+from seam_repro.suite_scoring import check_record, is_suite_task, score_records, summarise
 
 PROFILES: tuple[str, ...] = ("upstream", "seam-repro-1")
-TASKS = {"ECB": "coreference", "SciCo": "coreference", "MultiNews": "summarization", "OpenASP": "summarization",
-         "MusiQue": "qa", "FuseReviews": "fic"}
 COREF_MODES = {"upstream": "upstream", "seam-repro-1": "corrected"}
 """Mode passed to ``score.coref_parse.score_run``: the scorer's line-position matching vs. mention ids."""
 Key = tuple[str, int, str]
@@ -85,16 +87,16 @@ def load_prompts(path: Path) -> dict[Key, dict[str, Any]]:
         where = f"line {lineno}"
         _require(path, where, rec, {"dataset": str, "run": int, "instance_id": str, "prompt": str,
                                     "prompt_sha256": str, "task": str})
-        if rec["dataset"] not in TASKS:
-            raise InputError(path, f"unknown dataset '{rec['dataset']}'; expected one of {', '.join(TASKS)}",
-                             record=where, field="dataset")
         if sha256_text(rec["prompt"]) != rec["prompt_sha256"]:
             raise InputError(path, "prompt_sha256 does not match the prompt text", record=where, field="prompt_sha256")
         target = rec.get("target")
         if "target_sha256" in rec and rec["target_sha256"] not in (
                 sha256_json(target), sha256_text(target) if isinstance(target, str) else None):
             raise InputError(path, "target_sha256 does not match the target", record=where, field="target_sha256")
-        _check_target(path, where, TASKS[rec["dataset"]], target)
+        if is_suite_task(rec["task"]):
+            check_record(path, where, rec)
+        else:
+            _check_target(path, where, rec["task"], target)
         key = (rec["dataset"], rec["run"], rec["instance_id"])
         if key in out:
             raise InputError(path, f"duplicate prompt record for {key}", record=where)
@@ -228,10 +230,18 @@ def score_model(prompts: dict[Key, dict[str, Any]], preds: dict[Key, dict[str, A
     primary_variant = "upstream" if profile == "upstream" else "corrected"
     lines: list[dict[str, Any]] = []
     per: dict[str, dict[int, list[dict[str, Any]]]] = {}
+    tasks: dict[str, str] = {}
+    suite_items = []
     for key, rec in prompts.items():
         if key not in preds:
             continue
-        pred, task = preds[key], TASKS[key[0]]
+        pred, task = preds[key], rec["task"]
+        if tasks.setdefault(key[0], task) != task:
+            raise InputError("prompts.jsonl", f"dataset {key[0]} has records of tasks '{tasks[key[0]]}' and '{task}'",
+                             record=f"{key}", field="task")
+        if is_suite_task(task):
+            suite_items.append((key, rec, pred))
+            continue
         output, decodable = pred["output"], pred["_decodable"]
         resp = {"upstream": extract("upstream", prompt=rec["prompt"], output=output, model_id=str(model["id"])),
                 "corrected": extract_clean(output)}
@@ -256,15 +266,18 @@ def score_model(prompts: dict[Key, dict[str, Any]], preds: dict[Key, dict[str, A
         line["_resp"] = resp
         lines.append(line)
         per.setdefault(key[0], {}).setdefault(key[1], []).append(line)
-    datasets = {ds: _summarise(ds, runs, prompts, primary_variant, profile) for ds, runs in per.items()}
+    for line in score_records(suite_items, profile):
+        lines.append(line)
+        per.setdefault(line["dataset"], {}).setdefault(line["run"], []).append(line)
+    datasets = {ds: summarise(tasks[ds], runs) if is_suite_task(tasks[ds])
+                else _summarise(ds, tasks[ds], runs, prompts, primary_variant, profile) for ds, runs in per.items()}
     for line in lines:
-        line.pop("_resp")
+        line.pop("_resp", None)
     return lines, datasets
 
 
-def _summarise(ds: str, runs: dict[int, list[dict[str, Any]]], prompts: dict[Key, dict[str, Any]],
+def _summarise(ds: str, task: str, runs: dict[int, list[dict[str, Any]]], prompts: dict[Key, dict[str, Any]],
                primary_variant: str, profile: str) -> dict[str, Any]:
-    task = TASKS[ds]
     out: dict[str, Any] = {"task": task, "runs": {}, "format_rate": {}, "n_instances": {}}
     corrected: dict[str, Any] = {"runs": {}}
     if task == "qa":

@@ -7,8 +7,9 @@ loader and a template module.
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from seam_repro.instances import LoadedDataset
 SUITES_DIR = Path(__file__).parent / "data" / "suites"
 DOC_SLOT_RULES = ("max_documents", "max_doc_index", "fixed")
 PROMPT_DRAWS = ("before_rows", "first_row", "after_first_row_mentions", "after_mentions")
+UNITS = ("instance", "document")
 
 
 @dataclass(frozen=True)
@@ -48,12 +50,29 @@ class DatasetSpec:
     prompt_file: str
     metrics: dict[str, str]
     sampling: SamplingPlan
+    template_options: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    """Settings the template reads through ``RunContext.options`` (e.g. a ZeroSCROLLS token budget).
+    Optional; SEAM's templates take none."""
+    units: str = "instance"
+    """``instance`` (one prompt per instance) or ``document``: the loader's ``document_units``
+    splits every instance into one unit per document, ids ``<id>#doc<k>`` (IGCS document-level
+    inference); scoring puts an instance's units back together."""
 
     def load(self, path: str | Path) -> LoadedDataset:
         p = Path(path)
         if not p.exists():
             raise MissingDataError(f"{self.name}: data path {p} does not exist; run `seam-repro fetch --only {self.name}`")
-        return importlib.import_module(self.loader).load(p)
+        module = importlib.import_module(self.loader)
+        # Family loaders (one module, several datasets) take the dataset name; SEAM's do not.
+        takes_name = "name" in inspect.signature(module.load).parameters
+        loaded = module.load(p, name=self.name) if takes_name else module.load(p)
+        if self.units == "document":
+            split_units = getattr(module, "document_units", None)
+            if split_units is None:
+                raise InputError(f"suite dataset {self.name}", f"loader {self.loader} has no document_units(); "
+                                 "it cannot be used with units 'document'", field="units")
+            loaded = split_units(loaded)
+        return loaded
 
     def template_obj(self) -> Any:
         module, attr = self.template.split(":")
@@ -127,8 +146,14 @@ def parse_suite(raw: Any, where: str) -> Suite:
         metrics = d.get("metrics", {})
         if not isinstance(metrics, dict):
             raise InputError(w, "expected {profile: metric name}", field="metrics")
+        options = d.get("template_options", {})
+        if not isinstance(options, dict):
+            raise InputError(w, "expected an object of template settings", field="template_options")
+        units = d.get("units", "instance")
+        if units not in UNITS:
+            raise InputError(w, f"expected one of {UNITS}, got {units!r}", field="units")
         specs[name] = DatasetSpec(name, d["task"], d["default_split"], d["loader"], d["template"], d["prompt_file"],
-                                  dict(metrics), _plan(d.get("sampling"), w))
+                                  dict(metrics), _plan(d.get("sampling"), w), dict(options), units)
     return Suite(str(raw.get("suite", Path(where).stem)), int(raw.get("version", 1)), str(raw.get("description", "")),
                  specs)
 

@@ -31,6 +31,16 @@ class RunContext:
         return self.paraphrase["instructions"]
 
     @property
+    def options(self) -> dict[str, Any]:
+        """The dataset's ``template_options`` from its suite file (empty for SEAM's datasets).
+
+        Read from the suite data rather than recorded in the manifest: the options are part of the
+        shipped template, and their effect is pinned by every prompt's sha256."""
+        from seam_repro.suite import load_suite
+
+        return load_suite(self.suite).spec(self.dataset).template_options
+
+    @property
     def upstream(self) -> bool:
         return self.profile == "upstream"
 
