@@ -25,13 +25,16 @@ def _version(dist: str) -> str | None:
 
 def environment_fingerprint(include_torch: bool = True) -> dict[str, Any]:
     """Kit, python, libraries, CUDA/GPU, platform and container image digest
-    (``SEAM_REPRO_IMAGE_DIGEST``, set by the Docker image at build time)."""
+    (``SEAM_REPRO_IMAGE_DIGEST``, passed at ``docker run`` time because an image cannot know its own
+    digest when it is built; the images also set their variant and source commit)."""
     fp: dict[str, Any] = {
         "seam_repro": __version__, "python": platform.python_version(), "implementation": sys.implementation.name,
         "platform": platform.platform(), "machine": platform.machine(),
         "torch": _version("torch"), "transformers": _version("transformers"), "accelerate": _version("accelerate"),
         "gguf": _version("gguf"), "bitsandbytes": _version("bitsandbytes"), "vllm": _version("vllm"),
         "cuda": None, "gpus": [], "image_digest": os.environ.get("SEAM_REPRO_IMAGE_DIGEST") or None,
+        "image_variant": os.environ.get("SEAM_REPRO_IMAGE_VARIANT") or None,
+        "source_commit": os.environ.get("SEAM_REPRO_SOURCE_COMMIT") or None,
     }
     if include_torch and fp["torch"] is not None:
         try:
