@@ -414,3 +414,22 @@ def test_score_rejects_suite_records_without_a_known_metric(tmp_path: Path) -> N
     path.write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
     with pytest.raises(InputError, match=r"prompts.jsonl: record line 1: field 'metric'.*got 'bleu'"):
         score_run_dir(run)
+
+
+def test_scoring_dispatches_on_the_record_task_not_the_dataset_name() -> None:
+    from seam_repro.score import rouge
+    from seam_repro.scoring import _Fic, score_model
+
+    key = ("MyNews", 0, "a")
+    rec = {"dataset": "MyNews", "task": "summarization", "run": 0, "instance_id": "a", "prompt": "p *Answer*: ",
+           "target": "The council approved the new bridge on Monday."}
+    pred = {"output": "The council approved a bridge.", "_decodable": True}
+    lines, datasets = score_model({key: rec}, {key: pred}, {"id": "m", "revision": "r"}, "seam-repro-1",
+                                  _Fic(False, None))
+    assert lines[0]["metric"] == "rouge_geo" and datasets["MyNews"]["task"] == "summarization"
+    assert lines[0]["score"] == pytest.approx(rouge.rouge_geo("The council approved a bridge.", rec["target"]).geo)
+    spaced = {**rec, "dataset": "QMSumMini", "task": "query_summarization", "metric": "zeroscrolls_rouge_geo",
+              "target": {"references": ["x y", rec["target"]]}}
+    key = ("QMSumMini", 0, "a")
+    lines, _ = score_model({key: spaced}, {key: pred}, {"id": "m", "revision": "r"}, "upstream", _Fic(False, None))
+    assert lines[0]["score"] == pytest.approx(zs.rouge_geometric_mean(pred["output"], [rec["target"]])["score"])
