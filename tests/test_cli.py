@@ -168,3 +168,18 @@ def test_main_reads_options_from_the_environment(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("SEAM_REPRO_BOOM_OUT_DIR", "/from/env")
     assert _exit_status() == 0
     assert capsys.readouterr().out == "/from/env\n"
+
+
+def test_datasets_list_covers_every_shipped_suite() -> None:
+    from click.testing import CliRunner
+
+    from seam_repro.cli import cli
+    from seam_repro.suite import load_suite, shipped_suites
+
+    res = CliRunner().invoke(cli, ["datasets", "list", "--suite", "all"])
+    assert res.exit_code == 0, res.output
+    for name in shipped_suites():
+        for ds in load_suite(name).datasets:
+            assert ds in res.output
+    bad = CliRunner().invoke(cli, ["datasets", "list", "--suite", "nope"])
+    assert bad.exit_code != 0 and "unknown suite 'nope'" in str(bad.exception or bad.output)

@@ -1,4 +1,4 @@
-"""``seam-repro datasets``: what the six SEAM datasets are and whether they are in the cache."""
+"""``seam-repro datasets``: the datasets of each suite and, for SEAM, whether they are in the cache."""
 
 from __future__ import annotations
 
@@ -9,23 +9,44 @@ import click
 
 @click.group()
 def datasets() -> None:
-    """Inspect the SEAM datasets known to the kit."""
+    """Inspect the datasets known to the kit (SEAM and the other shipped suites)."""
 
 
 @datasets.command("list", epilog="""\b
 Examples:
   seam-repro datasets list
-  seam-repro datasets list --cache /data/seam-cache""")
+  seam-repro datasets list --cache /data/seam-cache
+  seam-repro datasets list --suite igcs-mini""")
 @click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Cache folder (default $SEAM_REPRO_CACHE or ~/.cache/seam-repro).")
-def list_datasets(cache: Path | None) -> None:
+@click.option("--suite", default="seam", show_default=True,
+              help="Suite whose datasets to list (data/suites/<name>.json); 'all' lists every shipped suite.")
+def list_datasets(cache: Path | None, suite: str) -> None:
     """Print each dataset's task, evaluated split, source and cache status."""
+    from seam_repro.suite import load_suite, shipped_suites
+
+    names = shipped_suites() if suite == "all" else [suite]
+    for name in names:
+        if name != "seam":
+            spec = load_suite(name)
+            click.echo(f"suite {spec.name}: {spec.description}")
+            click.echo(f"{'dataset':<18} {'task':<20} {'split':<12} {'metric (upstream / seam-repro-1)'}")
+            for ds in spec.datasets.values():
+                metrics = " / ".join(ds.metrics.get(p, "-") for p in ("upstream", "seam-repro-1"))
+                click.echo(f"{ds.name:<18} {ds.task:<20} {ds.default_split:<12} {metrics}")
+            click.echo("source: local files (pass each dataset's folder in the config's 'path')\n")
+            continue
+        _list_seam(cache)
+
+
+def _list_seam(cache: Path | None) -> None:
     from seam_repro.datasets import DATASET_INFO
     from seam_repro.fetch import cache_root, cached_source_path, source_status
     from seam_repro.sources import load_lock
 
     lock = load_lock()
     root = cache_root(cache)
+    click.echo("suite seam: the six SEAM datasets (pinned sources, see data/sources.lock.json)")
     click.echo(f"{'dataset':<12} {'task':<14} {'split':<12} {'source':<16} status")
     for info in DATASET_INFO.values():
         src = lock.get(info.source)
