@@ -107,15 +107,27 @@ def _mention_ids(rng: random.Random, plan: SamplingPlan, inst: Instance, correct
     return tuple(rng.sample(range(low, high), k=n))
 
 
+def _groups(insts: list[Instance]) -> list[list[Instance]]:
+    """Units that belong together (``extra["group"]``: the documents of one instance under
+    document-level inference) stay together; every other instance is its own group."""
+    order: dict[Any, list[Instance]] = {}
+    for i, inst in enumerate(insts):
+        order.setdefault(inst.extra.get("group", ("__single__", i)), []).append(inst)
+    return list(order.values())
+
+
 def _subsample(rng: random.Random, splits: dict[str, list[Instance]], cap: int, evaluated: str) -> list[Instance]:
+    """Upstream ``_random_sampling``: every split longer than the cap is sampled (draws consumed
+    even for splits never evaluated). The cap counts instances; grouped units are drawn by group."""
     chosen = list(splits[evaluated])
     if cap <= -1:
         return chosen
     for name, insts in splits.items():
-        if len(insts) > cap:
-            picked = rng.sample(range(len(insts)), k=cap)
+        groups = _groups(insts)
+        if len(groups) > cap:
+            picked = rng.sample(range(len(groups)), k=cap)
             if name == evaluated:
-                chosen = [insts[i] for i in picked]
+                chosen = [unit for i in picked for unit in groups[i]]
     return chosen
 
 

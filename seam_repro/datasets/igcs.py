@@ -89,6 +89,7 @@ def document_units(data: LoadedDataset) -> LoadedDataset:
         for inst in insts:
             for k, doc in enumerate(inst.documents):
                 target = {**inst.target, "doc_index": k, "parent": inst.instance_id}
-                units.append(replace(inst, instance_id=f"{inst.instance_id}#doc{k}", documents=(doc,), target=target))
+                units.append(replace(inst, instance_id=f"{inst.instance_id}#doc{k}", documents=(doc,), target=target,
+                                     extra={**inst.extra, "group": inst.instance_id}))
         splits[split] = units
     return replace(data, splits=splits)
