@@ -274,3 +274,31 @@ def test_embedded_resume_after_partial_batch_equals_uninterrupted(embedded, tmp_
     assert seen == [["3", "4"]]  # the interrupted batch is rerun whole, not just instance 4
     assert summary.already_done == 4 and summary.generated == 1
     assert path.read_bytes() == reference
+
+
+def test_model_too_large_for_the_machine_is_refused_before_loading():
+    pytest.importorskip("transformers")
+    from transformers import LlamaConfig
+
+    from seam_repro.errors import PrerequisiteError
+    from seam_repro.generate.hf import check_fits
+
+    cfg = LlamaConfig(vocab_size=1000, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=4)
+    # parameters by hand: embed 1000*64 + lm_head 1000*64 + 2 layers * (4*64*64 attn + 3*64*128 mlp + 2*64 norms) + 64
+    n = 2 * 1000 * 64 + 2 * (4 * 64 * 64 + 3 * 64 * 128 + 2 * 64) + 64
+    need = check_fits(cfg, "tiny", "fp32", None, available=(10**9, "1 GiB"))
+    assert need == int(n * 4 * 1.1)
+    assert check_fits(cfg, "tiny", "fp32", "4bit", available=(10**9, "1 GiB")) == int(n * 0.5 * 1.1)
+    with pytest.raises(PrerequisiteError, match=r"tiny: 0\.0B parameters need about .* in fp32, but this machine has 1 KiB"):
+        check_fits(cfg, "tiny", "fp32", None, available=(1024, "1 KiB"))
+
+
+def test_unknown_model_or_revision_is_one_clear_error(monkeypatch):
+    pytest.importorskip("transformers")
+    from seam_repro.errors import InputError
+    from seam_repro.generate.hf import load_hf_backend
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(InputError, match=r"--model: cannot resolve no-org/no-such-model@0{40}"):
+        load_hf_backend("no-org/no-such-model", "0" * 40, device_map=None)

@@ -268,6 +268,42 @@ def resolve_dtype(dtype: str) -> Any:
     return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dtype]
 
 
+BYTES_PER_PARAM = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "8bit": 1.0, "4bit": 0.5}
+
+
+def available_memory_bytes() -> tuple[int, str]:
+    """Memory that ``device_map="auto"`` can place weights in: every CUDA device plus host RAM."""
+    import os
+
+    import torch
+
+    gpus = sum(torch.cuda.get_device_properties(i).total_memory for i in range(torch.cuda.device_count())) \
+        if torch.cuda.is_available() else 0
+    host = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    where = f"{gpus / 2**30:.1f} GiB on {torch.cuda.device_count()} GPU(s) + " if gpus else ""
+    return gpus + host, f"{where}{host / 2**30:.1f} GiB host RAM"
+
+
+def check_fits(config: Any, model_id: str, dtype_name: str, quantization: str | None,
+               available: tuple[int, str] | None = None) -> int:
+    """Refuse, before any weight is downloaded, a model whose weights alone exceed the memory of the
+    machine (GPUs + RAM). Counts parameters on the meta device from the config, so nothing big loads."""
+    from accelerate import init_empty_weights
+    from transformers import AutoModelForCausalLM
+
+    with init_empty_weights():
+        skeleton = AutoModelForCausalLM.from_config(config)
+    n_params = sum(p.numel() for p in skeleton.parameters())
+    need = int(n_params * BYTES_PER_PARAM[quantization or dtype_name] * 1.1)  # +10%: buffers, activations
+    have, described = available if available is not None else available_memory_bytes()
+    if need > have:
+        raise PrerequisiteError(
+            f"{model_id}: {n_params / 1e9:.1f}B parameters need about {need / 2**30:.1f} GiB in "
+            f"{quantization or dtype_name}, but this machine has {described}; use --load-in-4bit/--load-in-8bit, "
+            "more GPUs, or a smaller model")
+    return need
+
+
 def load_hf_backend(model_id: str, revision: str, *, dtype: str = "auto", quantization: str | None = None,
                     device_map: str | None = "auto", prompt_path: str = "chat", truncation: str | None = None,
                     upstream_add_special_tokens: bool = True) -> HFBackend:
@@ -293,6 +329,17 @@ def load_hf_backend(model_id: str, revision: str, *, dtype: str = "auto", quanti
         except ImportError as exc:
             raise PrerequisiteError(f"device_map={device_map!r} needs accelerate; run: {INSTALL_INFERENCE}") from exc
         kwargs["device_map"] = device_map
+    from transformers import AutoConfig
+
+    try:
+        config = AutoConfig.from_pretrained(model_id, revision=revision)
+    except Exception as exc:  # hub errors come in many classes: unknown repo, revision, gated, offline
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError("--model", f"cannot resolve {model_id}@{revision}: {first}") from exc
+    import torch
+
+    dtype_name = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}[kwargs["dtype"]]
+    check_fits(config, model_id, dtype_name, quantization)
     tokenizer = AutoTokenizer.from_pretrained(model_id, revision=revision)
     model = AutoModelForCausalLM.from_pretrained(model_id, **kwargs)
     model.eval()
