@@ -223,5 +223,6 @@ def test_cli_fetch_and_datasets_list(tmp_path: Path) -> None:
     listing = runner.invoke(cli, ["datasets", "list", "--cache", str(cache)])
     assert listing.exit_code == 0
     lines = listing.output.splitlines()
-    assert lines[1].split() == ["ECB", "coreference", "test_events", "seam-drive-zip", "missing"]
+    assert lines[0].startswith("suite seam:") and lines[1].split()[0] == "dataset"
+    assert lines[2].split() == ["ECB", "coreference", "test_events", "seam-drive-zip", "missing"]
     assert len([ln for ln in lines if ln.endswith("missing")]) == 6
