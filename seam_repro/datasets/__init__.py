@@ -13,14 +13,14 @@ import gzip
 import importlib
 import io
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from seam_repro.errors import InputError, MissingDataError
 from seam_repro.hashing import sha256_file
-from seam_repro.instances import LoadedDataset
+from seam_repro.instances import Instance, LoadedDataset
 
 
 @dataclass(frozen=True)
@@ -175,3 +175,37 @@ def require_dir(path: Path, dataset: str, expected: str) -> Path:
     if not path.is_dir():
         raise InputError(path, f"{dataset}: expected a folder with {expected}")
     return path
+
+
+def jsonl_splits(folder: Path, dataset: str) -> dict[str, Path]:
+    """``split name -> file`` for the ``*.jsonl`` files of a folder, sorted by name.
+
+    Upstream globs ``*.jsonl`` only, so when plain files exist the ``*.jsonl.gz`` ones beside them
+    are ignored (an extra split would change the document-slot count and the random draws); a
+    folder of only ``*.jsonl.gz`` files (the OpenAsp release layout) is read as such.
+    """
+    out: dict[str, Path] = {}
+    files = sorted(f for f in folder.iterdir() if f.is_file())
+    suffix = ".jsonl" if any(f.name.endswith(".jsonl") for f in files) else ".jsonl.gz"
+    for f in files:
+        if f.name.endswith(suffix):
+            split = f.name.split(".", 1)[0]
+            if split in out:
+                raise InputError(f, f"gives split '{split}' that {out[split].name} already gives; expected one file per split")
+            out[split] = f
+    if not out:
+        raise InputError(folder, f"{dataset}: no *.jsonl or *.jsonl.gz files; expected e.g. test.jsonl")
+    return out
+
+
+RowToInstance = Callable[[Path, str, dict[str, Any], str], Instance]
+"""(file, record label such as 'line 3', parsed row, split name) -> Instance."""
+
+
+def load_jsonl_folder(path: str | Path, name: str, expected: str, make: RowToInstance) -> LoadedDataset:
+    """Every ``<split>.jsonl`` of a folder (split = file name before the first '.', sorted), one
+    instance per line, with the hash of every file read; shared by the JSONL-folder loaders."""
+    folder = require_dir(Path(path), name, expected)
+    files = jsonl_splits(folder, name)
+    splits = {split: [make(f, f"line {n}", row, split) for n, row in iter_jsonl(f)] for split, f in files.items()}
+    return LoadedDataset(name=name, splits=splits, files=file_hashes(folder, list(files.values())))

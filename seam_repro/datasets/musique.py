@@ -23,8 +23,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from seam_repro.datasets import file_hashes, iter_jsonl, require, require_dir, str_list
-from seam_repro.datasets.openasp import jsonl_splits
+from seam_repro.datasets import load_jsonl_folder, require, str_list
 from seam_repro.errors import InputError
 from seam_repro.instances import Document, Instance, LoadedDataset
 
@@ -65,7 +64,4 @@ def _instance(path: Path, rec: str, row: dict, split: str) -> Instance:
 
 def load(path: Path) -> LoadedDataset:
     """Load every ``*.jsonl`` split of a MuSiQue folder."""
-    folder = require_dir(Path(path), DATASET, "<split>.jsonl files (val.jsonl is evaluated)")
-    files = jsonl_splits(folder, DATASET)
-    splits = {split: [_instance(f, f"line {n}", row, split) for n, row in iter_jsonl(f)] for split, f in files.items()}
-    return LoadedDataset(name=DATASET, splits=splits, files=file_hashes(folder, list(files.values())))
+    return load_jsonl_folder(path, DATASET, "<split>.jsonl files (val.jsonl is evaluated)", _instance)

@@ -18,32 +18,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from seam_repro.datasets import file_hashes, iter_jsonl, require, require_dir, str_list
+from seam_repro.datasets import load_jsonl_folder, require, str_list
 from seam_repro.errors import InputError
 from seam_repro.instances import Document, Instance, LoadedDataset
 
 DATASET = "OpenASP"
-
-
-def jsonl_splits(folder: Path, dataset: str) -> dict[str, Path]:
-    """``split name -> file`` for the ``*.jsonl`` files of a folder, sorted by name.
-
-    Upstream globs ``*.jsonl`` only, so when plain files exist the ``*.jsonl.gz`` ones beside them
-    are ignored (an extra split would change the document-slot count and the random draws); a
-    folder of only ``*.jsonl.gz`` files (the OpenAsp release layout) is read as such.
-    """
-    out: dict[str, Path] = {}
-    files = sorted(f for f in folder.iterdir() if f.is_file())
-    suffix = ".jsonl" if any(f.name.endswith(".jsonl") for f in files) else ".jsonl.gz"
-    for f in files:
-        if f.name.endswith(suffix):
-            split = f.name.split(".", 1)[0]
-            if split in out:
-                raise InputError(f, f"gives split '{split}' that {out[split].name} already gives; expected one file per split")
-            out[split] = f
-    if not out:
-        raise InputError(folder, f"{dataset}: no *.jsonl or *.jsonl.gz files; expected e.g. test.jsonl")
-    return out
 
 
 def _instance(path: Path, rec: str, row: dict, split: str) -> Instance:
@@ -72,7 +51,4 @@ def _instance(path: Path, rec: str, row: dict, split: str) -> Instance:
 
 def load(path: Path) -> LoadedDataset:
     """Load every ``*.jsonl``/``*.jsonl.gz`` split of an OpenASP folder."""
-    folder = require_dir(Path(path), DATASET, "<split>.jsonl files (test.jsonl is evaluated)")
-    files = jsonl_splits(folder, DATASET)
-    splits = {split: [_instance(f, f"line {n}", row, split) for n, row in iter_jsonl(f)] for split, f in files.items()}
-    return LoadedDataset(name=DATASET, splits=splits, files=file_hashes(folder, list(files.values())))
+    return load_jsonl_folder(path, DATASET, "<split>.jsonl files (test.jsonl is evaluated)", _instance)

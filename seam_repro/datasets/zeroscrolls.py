@@ -24,8 +24,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from seam_repro.datasets import file_hashes, iter_jsonl, require, require_dir
-from seam_repro.datasets.openasp import jsonl_splits
+from seam_repro.datasets import load_jsonl_folder, require
 from seam_repro.errors import InputError
 from seam_repro.instances import Document, Instance, LoadedDataset
 
@@ -78,8 +77,5 @@ def _instance(name: str, path: Path, rec: str, row: dict[str, Any], split: str) 
 
 def load(path: Path, name: str = DEFAULT_NAME) -> LoadedDataset:
     """Every ``<split>.jsonl`` of a ZeroSCROLLS-style folder; ``name`` is the suite's dataset name."""
-    folder = require_dir(Path(path), name, "<split>.jsonl files of {id, query, documents, references} records")
-    files = jsonl_splits(folder, name)
-    splits = {split: [_instance(name, f, f"line {n}", row, split) for n, row in iter_jsonl(f)]
-              for split, f in files.items()}
-    return LoadedDataset(name=name, splits=splits, files=file_hashes(folder, list(files.values())))
+    return load_jsonl_folder(path, name, "<split>.jsonl files of {id, query, documents, references} records",
+                             lambda f, rec, row, split: _instance(name, f, rec, row, split))
