@@ -23,8 +23,8 @@ import numpy as np
 
 from seam_repro.errors import InputError
 
-RUN_LEVEL_TASKS = {"ECB": "coreference", "SciCo": "coreference"}
-"""Datasets whose run score is computed over the whole run, not averaged over instances."""
+RUN_LEVEL_TASKS = frozenset({"coreference"})
+"""Tasks whose run score is computed over the whole run (micro CoNLL-F1), not averaged over instances."""
 
 _TOL = 1e-6
 
@@ -69,9 +69,9 @@ class ModelScores:
     reported as such and left out of every statistic rather than counted as zero."""
 
 
-def is_run_level(dataset: str, metric: str) -> bool:
+def is_run_level(task: str | None, metric: str) -> bool:
     """Coreference run scores come from the scorer, never from instance means."""
-    return dataset in RUN_LEVEL_TASKS or metric.lower().startswith("conll")
+    return task in RUN_LEVEL_TASKS or metric.lower().startswith("conll")
 
 
 def _number(path: object, value: Any, record: object, fld: str, nullable: bool = False) -> float | None:
@@ -176,7 +176,7 @@ def build_model_scores(summary: Any, instances: list[InstanceScore], path: objec
         runs = _runs_map(path, ds.get("runs"), rec, "runs")
         items = by_ds.get(name, [])
         means, rates = _mean_by_run(items)
-        if not is_run_level(name, ds["metric"]) and items:
+        if not is_run_level(ds.get("task"), ds["metric"]) and items:
             if set(means) != set(runs):
                 raise InputError(path, f"runs {sorted(runs)} differ from runs with instance scores {sorted(means)}",
                                  rec, "runs")

@@ -10,7 +10,6 @@ the same way (``InputError``: file, record, field, expected form).
 from __future__ import annotations
 
 import gzip
-import importlib
 import io
 import json
 from collections.abc import Callable, Iterator
@@ -18,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from seam_repro.errors import InputError, MissingDataError
+from seam_repro.errors import InputError
 from seam_repro.hashing import sha256_file
 from seam_repro.instances import Instance, LoadedDataset
 
@@ -37,27 +36,33 @@ class DatasetInfo:
     module: str
 
 
-DATASET_INFO: dict[str, DatasetInfo] = {
-    "ECB": DatasetInfo("ECB", "coreference", "test_events", "drive", "seam-drive-zip", "ecb"),
-    "FuseReviews": DatasetInfo("FuseReviews", "fic", "validation", "hf", "hf-fusereviews", "fusereviews"),
-    "SciCo": DatasetInfo("SciCo", "coreference", "test", "hf", "hf-scico", "scico"),
-    "MultiNews": DatasetInfo("MultiNews", "summarization", "test", "hf", "hf-multinews", "multinews"),
-    "MusiQue": DatasetInfo("MusiQue", "qa", "val", "drive", "seam-drive-zip", "musique"),
-    "OpenASP": DatasetInfo("OpenASP", "summarization", "test", "drive", "seam-drive-zip", "openasp"),
+_SEAM_SOURCES: dict[str, tuple[str, str]] = {
+    "ECB": ("drive", "seam-drive-zip"), "FuseReviews": ("hf", "hf-fusereviews"), "SciCo": ("hf", "hf-scico"),
+    "MultiNews": ("hf", "hf-multinews"), "MusiQue": ("drive", "seam-drive-zip"), "OpenASP": ("drive", "seam-drive-zip"),
 }
-"""Keyed by the upstream dataset name, in upstream ``generate.json`` order."""
+"""Where each SEAM dataset comes from (lock-file source names); everything else is in the suite file."""
+
+
+def _seam_info() -> dict[str, DatasetInfo]:
+    from seam_repro.suite import load_suite
+
+    specs = load_suite("seam").datasets
+    return {name: DatasetInfo(name, spec.task, spec.default_split, *_SEAM_SOURCES[name], spec.loader.rsplit(".", 1)[-1])
+            for name, spec in specs.items()}
+
+
+DATASET_INFO: dict[str, DatasetInfo] = _seam_info()
+"""Keyed by the upstream dataset name, in upstream ``generate.json`` order; task, split and loader
+come from ``data/suites/seam.json`` so the two cannot disagree."""
 
 
 def load_dataset(name: str, path: str | Path) -> LoadedDataset:
     """Load every split of dataset ``name`` from ``path`` (a folder or file in the source format)."""
-    info = DATASET_INFO.get(name)
-    if info is None:
+    from seam_repro.suite import load_suite
+
+    if name not in DATASET_INFO:
         raise InputError(path, f"unknown dataset '{name}'; expected one of {', '.join(DATASET_INFO)}")
-    p = Path(path)
-    if not p.exists():
-        raise MissingDataError(f"{name}: data path {p} does not exist; run `seam-repro fetch --only {name}`")
-    module = importlib.import_module(f"seam_repro.datasets.{info.module}")
-    return module.load(p)
+    return load_suite("seam").spec(name).load(path)
 
 
 # ----------------------------------------------------------------------------------------------
