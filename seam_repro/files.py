@@ -1,0 +1,296 @@
+"""The kit's one I/O layer: bounded JSON/JSONL reading with one-line errors, atomic writes, and a
+guard that keeps a command's outputs off its inputs.
+
+Why one place: every command reads user-supplied JSON (manifests, configs, prediction lines,
+run.json, summaries, bundles) and writes artifacts that other commands trust. Reading must never
+raise a traceback on hostile input (deep nesting, binary junk, NaN) and writing must never leave a
+half-written file behind (kill, full disk, read-only folder): a reader sees the old file or the
+new one, never a torn one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from seam_repro.errors import InputError, SeamReproError
+
+#: Deepest nesting accepted in any JSON the kit reads. The deepest legitimate document (a manifest's
+#: coreference clusters inside runs inside datasets) is under 10 levels; 64 leaves ample room while
+#: staying far below the interpreter's recursion limit.
+MAX_JSON_DEPTH = 64
+
+
+class OutputError(SeamReproError):
+    """An output that cannot be written where asked (over an input, below a file, read-only, disk full)."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON (expected a finite number)")
+
+
+def _depth_exceeds(text: str, limit: int) -> bool:
+    """True when brackets outside strings nest deeper than ``limit``; linear, no recursion."""
+    depth = 0
+    in_string = False
+    escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif ch in "]}":
+            depth -= 1
+    return False
+
+
+def parse_json_text(text: str, where: object, *, record: object | None = None,
+                    max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """Parse one JSON document; any problem becomes an :class:`InputError` naming ``where`` and ``record``.
+
+    NaN/Infinity are refused (the kit's files are canonical JSON), as is nesting deeper than
+    ``max_depth`` (checked before parsing, so a hostile file cannot exhaust the stack).
+    """
+    if _depth_exceeds(text, max_depth):
+        raise InputError(where, f"JSON nested deeper than {max_depth} levels", record=record)
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise InputError(where, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})",
+                         record=record) from None
+    except (ValueError, RecursionError) as exc:
+        raise InputError(where, f"not valid JSON ({exc})", record=record) from None
+
+
+def read_text(path: str | Path, *, what: str = "file") -> str:
+    """Read a UTF-8 text file; missing, unreadable or non-UTF-8 files become one-line errors."""
+    p = Path(path)
+    try:
+        return p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(p, f"{what} not found") from None
+    except IsADirectoryError:
+        raise InputError(p, f"expected a {what}, found a folder") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(p, f"not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise InputError(p, f"cannot read ({exc.strerror or exc})") from None
+
+
+def read_json(path: str | Path, *, what: str = "JSON file", expect: type | None = dict) -> Any:
+    """Read a whole JSON file; ``expect`` (default ``dict``) checks the top-level type."""
+    obj = parse_json_text(read_text(path, what=what), path)
+    if expect is not None and not isinstance(obj, expect):
+        raise InputError(path, f"expected a JSON {_type_name(expect)} at the top level, got {_json_type(obj)}")
+    return obj
+
+
+def iter_jsonl(path: str | Path, *, what: str = "JSONL file", expect: type | None = dict,
+               skip_blank: bool = True) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line_number, object)`` for each line of a JSONL file (1-based line numbers).
+
+    Every line must parse to ``expect`` (default ``dict``); the first bad line raises an
+    :class:`InputError` naming the file and the line.
+    """
+    p = Path(path)
+    try:
+        fh = open(p, "rb")
+    except FileNotFoundError:
+        raise InputError(p, f"{what} not found") from None
+    except IsADirectoryError:
+        raise InputError(p, f"expected a {what}, found a folder") from None
+    except OSError as exc:
+        raise InputError(p, f"cannot read ({exc.strerror or exc})") from None
+    with fh:
+        for n, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(p, f"not UTF-8 text (byte {exc.start})", record=f"line {n}") from None
+            if skip_blank and not line.strip():
+                continue
+            obj = parse_json_text(line, p, record=f"line {n}")
+            if expect is not None and not isinstance(obj, expect):
+                raise InputError(p, f"expected a JSON {_type_name(expect)}, got {_json_type(obj)}",
+                                 record=f"line {n}")
+            yield n, obj
+
+
+def read_jsonl(path: str | Path, **kwargs: Any) -> list[Any]:
+    """All objects of a JSONL file, in order (see :func:`iter_jsonl`)."""
+    return [obj for _, obj in iter_jsonl(path, **kwargs)]
+
+
+def dumps_json(obj: Any, *, indent: int | None = 1, sort_keys: bool = False) -> str:
+    """The kit's JSON text form: UTF-8, no NaN, newline-terminated."""
+    return json.dumps(obj, indent=indent, sort_keys=sort_keys, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def dumps_jsonl(records: Iterable[Any]) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
+                   for r in records)
+
+
+def _os_problem(exc: OSError) -> str:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "no space left on the device"
+    if exc.errno == errno.EFBIG:
+        return "file too large for this system's limit"
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return "permission denied (read-only?)"
+    if exc.errno == errno.ENOTDIR:
+        return "a parent path is a regular file, not a folder"
+    return exc.strerror or str(exc)
+
+
+def ensure_dir(path: str | Path) -> Path:
+    """``mkdir -p`` with one-line errors (a parent that is a file, a read-only parent)."""
+    p = Path(path)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise OutputError(f"{p}: cannot create folder: a file of that name exists") from None
+    except OSError as exc:
+        raise OutputError(f"{p}: cannot create folder: {_os_problem(exc)}") from None
+    return p
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary sibling + fsync + rename.
+
+    On any failure the temporary file is removed and the previous content of ``path`` (if any) is
+    left exactly as it was; the failure becomes an :class:`OutputError` naming ``path``.
+    """
+    p = Path(path)
+    ensure_dir(p.parent)
+    tmp: str | None = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, p)
+        tmp = None
+        _fsync_dir(p.parent)
+    except OSError as exc:
+        raise OutputError(f"{p}: cannot write: {_os_problem(exc)}; nothing was changed") from None
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: str | Path, obj: Any, *, indent: int | None = 1, sort_keys: bool = False) -> None:
+    atomic_write_text(path, dumps_json(obj, indent=indent, sort_keys=sort_keys))
+
+
+def atomic_write_jsonl(path: str | Path, records: Iterable[Any]) -> None:
+    atomic_write_text(path, dumps_jsonl(records))
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make a rename durable; folders cannot be opened for fsync on every platform, so best effort."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | Path) -> Iterator[Path]:
+    """Build a folder in a temporary sibling and rename it to ``path`` only when the block succeeds.
+
+    ``path`` must not exist yet (refusing is safer than merging into someone's folder). A kill or an
+    error inside the block leaves no ``path`` at all, only a ``.<name>.partial-*`` sibling that the
+    next attempt ignores, so a retry is never blocked and a partial folder is never scored.
+    """
+    final = Path(path)
+    if final.exists():
+        raise OutputError(f"{final}: already exists; choose a new output folder")
+    ensure_dir(final.parent)
+    try:
+        work = Path(tempfile.mkdtemp(prefix=f".{final.name}.partial-", dir=final.parent))
+    except OSError as exc:
+        raise OutputError(f"{final}: cannot create folder: {_os_problem(exc)}") from None
+    try:
+        yield work
+        os.replace(work, final)
+        _fsync_dir(final.parent)
+    except OSError as exc:
+        shutil.rmtree(work, ignore_errors=True)
+        raise OutputError(f"{final}: cannot write: {_os_problem(exc)}; nothing was changed") from None
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+
+
+def _resolved(path: str | Path) -> Path:
+    return Path(os.path.realpath(os.path.abspath(path)))
+
+
+def guard_output(output: str | Path, *, inputs: Iterable[str | Path] = (),
+                 read_dirs: Iterable[str | Path] = (), option: str = "--out") -> None:
+    """Refuse an output path that resolves to one of the command's inputs, or that lies inside a
+    folder the command reads (a run folder), before anything is written.
+
+    Symlinks and ``..`` are resolved first, so ``-o ./x/../config.json`` is caught too.
+    """
+    out = _resolved(output)
+    for item in inputs:
+        if item is None:
+            continue
+        if out == _resolved(item):
+            raise OutputError(f"{option} {output}: is one of this command's inputs ({item}); "
+                              "choose another output path")
+    for folder in read_dirs:
+        if folder is None:
+            continue
+        root = _resolved(folder)
+        if out == root or root in out.parents:
+            raise OutputError(f"{option} {output}: lies inside {folder}, which this command reads; "
+                              "choose a path outside it")
+
+
+def _type_name(t: type) -> str:
+    return {dict: "object", list: "array", str: "string"}.get(t, t.__name__)
+
+
+def _json_type(obj: Any) -> str:
+    if isinstance(obj, dict):
+        return "object"
+    if isinstance(obj, list):
+        return "array"
+    if isinstance(obj, str):
+        return "string"
+    if isinstance(obj, bool):
+        return "boolean"
+    if obj is None:
+        return "null"
+    return "number"

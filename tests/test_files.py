@@ -1,0 +1,124 @@
+"""The shared I/O layer: bounded JSON reading, atomic writes, output guard."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from seam_repro.errors import InputError
+from seam_repro.files import (
+    OutputError,
+    atomic_dir,
+    atomic_write_json,
+    atomic_write_text,
+    guard_output,
+    iter_jsonl,
+    read_json,
+)
+
+
+def test_deep_nesting_is_one_line_error(tmp_path):
+    p = tmp_path / "deep.json"
+    p.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(InputError, match="nested deeper"):
+        read_json(p, expect=None)
+
+
+def test_brackets_inside_strings_do_not_count(tmp_path):
+    p = tmp_path / "s.json"
+    p.write_text('{"a": "' + "[" * 1000 + '\\"]"}')
+    assert read_json(p)["a"].startswith("[[")
+
+
+@pytest.mark.parametrize("text", ["NaN", '{"t": Infinity}', '{"t": -Infinity}'])
+def test_non_finite_refused(tmp_path, text):
+    p = tmp_path / "x.json"
+    p.write_text(text)
+    with pytest.raises(InputError, match="finite"):
+        read_json(p, expect=None)
+
+
+def test_wrong_top_level_type(tmp_path):
+    p = tmp_path / "x.json"
+    p.write_text("[1]")
+    with pytest.raises(InputError, match="expected a JSON object"):
+        read_json(p)
+
+
+def test_jsonl_names_line_and_rejects_binary(tmp_path):
+    p = tmp_path / "x.jsonl"
+    p.write_bytes(b'{"a": 1}\n\n\xff\xfe junk\n')
+    it = iter_jsonl(p)
+    assert next(it) == (1, {"a": 1})
+    with pytest.raises(InputError, match="line 3"):
+        next(it)
+
+
+def test_atomic_write_keeps_old_content_on_read_only_folder(tmp_path):
+    if os.geteuid() == 0:
+        pytest.skip("root ignores folder permissions")
+    target = tmp_path / "out.json"
+    atomic_write_json(target, {"v": 1})
+    os.chmod(tmp_path, 0o500)
+    try:
+        with pytest.raises(OutputError, match="permission"):
+            atomic_write_json(target, {"v": 2})
+    finally:
+        os.chmod(tmp_path, 0o700)
+    assert read_json(target) == {"v": 1}
+
+
+def test_atomic_write_under_file_size_limit_keeps_old_content(tmp_path):
+    target = tmp_path / "out.txt"
+    target.write_text("old")
+    code = (
+        "import resource, signal, sys\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))\n"
+        "from seam_repro.files import atomic_write_text, OutputError\n"
+        "try:\n"
+        f"    atomic_write_text({str(target)!r}, 'x' * 100000)\n"
+        "except OutputError as e:\n"
+        "    print(e); sys.exit(2)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stderr
+    assert "too large" in proc.stdout
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+
+
+def test_output_below_regular_file(tmp_path):
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(OutputError, match="regular file|a file of that name"):
+        atomic_write_text(tmp_path / "f" / "sub" / "out.txt", "x")
+
+
+def test_atomic_dir_leaves_nothing_on_failure(tmp_path):
+    final = tmp_path / "merged"
+    with pytest.raises(RuntimeError):
+        with atomic_dir(final) as work:
+            (work / "a").write_text("x")
+            raise RuntimeError("killed")
+    assert list(tmp_path.iterdir()) == []
+    with atomic_dir(final) as work:
+        (work / "a").write_text("x")
+    assert (final / "a").read_text() == "x"
+    with pytest.raises(OutputError, match="already exists"):
+        with atomic_dir(final):
+            pass
+
+
+def test_guard_output(tmp_path):
+    cfg = tmp_path / "config.json"
+    cfg.write_text("{}")
+    with pytest.raises(OutputError, match="inputs"):
+        guard_output(tmp_path / "sub" / ".." / "config.json", inputs=[cfg], option="-o")
+    run = tmp_path / "run"
+    run.mkdir()
+    with pytest.raises(OutputError, match="reads"):
+        guard_output(run / "run.json", read_dirs=[run])
+    guard_output(tmp_path / "other.json", inputs=[cfg], read_dirs=[run])
