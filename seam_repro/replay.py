@@ -78,7 +78,8 @@ def apply_limit(records: Sequence[dict[str, Any]], limit: int | None) -> list[di
 
 def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings: GenerationSettings,
                    run_dir: Path, manifest: dict[str, Any], *, shard: Shard | None = None, batch_size: int = 8,
-                   limit: int | None = None, progress: bool = True) -> ReplaySummary:
+                   limit: int | None = None, progress: bool = True, model_args: dict[str, Any] | None = None,
+                   display_name: str | None = None) -> ReplaySummary:
     """Generate every not-yet-stored instance of ``shard`` and append it to the store.
 
     Batches are fixed slices of the shard's instance list (``batch_size`` consecutive instances), and
@@ -90,13 +91,22 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
     """
     if batch_size < 1:
         raise InputError("--batch-size", f"expected an integer >= 1, got {batch_size}")
+    from seam_repro.generate.model_args import protocol_args, recorded_args
+
     hashes = check_prompt_records(records)
     generation = backend.resolved_generation(settings)
+    recorded = recorded_args(backend.name, model_args or {})
+    if protocol_args(backend.name, recorded):
+        # result-relevant backend options travel with every prediction: resume and merge compare them
+        generation = {**generation, "model_args": protocol_args(backend.name, recorded)}
     entry = {"id": backend.model_id, "revision": backend.revision, "backend_name": backend.name,
-             "backend": backend.describe(), "generation": generation, "batch_size": batch_size}
+             "backend": backend.describe(), "generation": generation, "batch_size": batch_size,
+             "name": display_name or backend.model_id, "model_args": recorded}
+    fingerprint = environment_fingerprint()
+    fingerprint["model_args"] = recorded
     session = {"started_utc": datetime.now(UTC).isoformat(timespec="seconds"), "argv": sys.argv[1:],
                "shard": None if shard is None else str(shard), "batch_size": batch_size,
-               "fingerprint": environment_fingerprint()}
+               "fingerprint": fingerprint}
     run_json = prepare_run_dir(run_dir, manifest=manifest, prompts=list(records), model_entry=entry,
                                session=session, extra={"shard": None if shard is None else str(shard),
                                                        "limit": limit})
@@ -140,6 +150,9 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
     finally:
         store.close()
         bar.close()
+        close = getattr(backend, "close", None)
+        if callable(close):
+            close()
     summary.seconds = time.perf_counter() - start
     return summary
 
@@ -148,7 +161,8 @@ def replay(manifest_path: Path, out: Path, *, model: str | None = None, backend:
            shard: Shard | None = None, batch_size: int | None = None, dtype: str = "auto", quantization: str | None = None,
            limit: int | None = None, data_dir: Path | None = None, prompts_dir: Path | None = None,
            allow_unfrozen: bool = False, prompt_path: str = "chat", truncation: str | None = None,
-           echo_delay: float = 0.0, progress: bool = True) -> ReplaySummary:
+           echo_delay: float = 0.0, progress: bool = True, model_args: str | None = None,
+           name: str | None = None) -> ReplaySummary:
     """Load and check the manifest, render its prompts, then generate into ``out``."""
     from seam_repro.generate import make_backend
     from seam_repro.manifest import load_manifest
@@ -158,15 +172,20 @@ def replay(manifest_path: Path, out: Path, *, model: str | None = None, backend:
     if not manifest.get("frozen") and not allow_unfrozen:
         raise ManifestError(f"{manifest_path}: field 'frozen': the manifest is not frozen; run `seam-repro freeze "
                             f"{manifest_path}` first or pass --allow-unfrozen for a throwaway run")
+    from seam_repro.generate.model_args import parse_model_args
+
+    args = parse_model_args(backend, model_args)  # before any slow step: a typo fails in a second
+    if name is not None and not name.strip():
+        raise InputError("--name", "expected a non-empty display name")
     config = manifest.get("config") or {}
     settings = GenerationSettings.from_manifest(config.get("generation"), source=str(manifest_path))
     records = apply_limit(render_manifest(manifest_path, data_dir=data_dir, prompts_dir=prompts_dir,
                                              allow_unfrozen=allow_unfrozen), limit)
     engine = make_backend(backend, model, dtype=dtype, quantization=quantization, prompt_path=prompt_path,
-                          truncation=truncation, echo_delay=echo_delay)
+                          truncation=truncation, echo_delay=echo_delay, model_args=args)
     return run_generation(records, engine, settings, Path(out), manifest, shard=shard,
                           batch_size=batch_size or settings.batch_size,
-                          limit=limit, progress=progress)
+                          limit=limit, progress=progress, model_args=args, display_name=name)
 
 
 def score_if_available(run_dir: Path, fic: bool = True, fic_download: bool = False) -> tuple[list[Path] | None, str | None]:

@@ -40,7 +40,8 @@ def make_record(req: GenerationRequest, res: GenerationResult, model_id: str, re
             "prompt_sha256": req.prompt_sha256, "templated_prompt_sha256": res.templated_prompt_sha256,
             "seed": req.seed, "generation": generation, "model": {"id": model_id, "revision": revision},
             "output": res.output, "truncated": res.truncated, "n_prompt_tokens": res.n_prompt_tokens,
-            "n_output_tokens": res.n_output_tokens, "n_prompt_tokens_full": res.n_prompt_tokens_full}
+            "n_output_tokens": res.n_output_tokens, "n_prompt_tokens_full": res.n_prompt_tokens_full,
+            **({"served": res.served} if res.served is not None else {})}
 
 
 def encode_line(record: dict[str, Any]) -> bytes:

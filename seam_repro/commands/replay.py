@@ -13,6 +13,14 @@ Examples:
   seam-repro replay m.json --backend echo --out runs/dry --limit 2        # no model: dry run
   seam-repro replay m.json --model M --out runs/s$SLURM_ARRAY_TASK_ID --shard $SLURM_ARRAY_TASK_ID/8
   seam-repro merge runs/s0 runs/s1 runs/s2 runs/s3 runs/s4 runs/s5 runs/s6 runs/s7 --out runs/all
+  seam-repro replay manifests/smoke.json --model ./my-model --name "My model v2" --out runs/mine
+  seam-repro replay m.json --model ./ckpt --model-args dtype=bf16,attn_implementation=sdpa,max_model_len=8192 --out runs/c
+  seam-repro replay m.json --backend openai --model smollm2 --name "SmolLM2 (llama.cpp)" \\
+      --model-args base_url=http://127.0.0.1:8080/v1,concurrency=2 --out runs/served
+  OPENAI_API_KEY=... seam-repro replay m.json --backend openai --model gpt-4o-mini-2024-07-18 \\
+      --model-args base_url=https://api.openai.com/v1 --out runs/api
+  seam-repro replay m.json --backend vllm --model M --out runs/big \\
+      --model-args tensor_parallel_size=4,pipeline_parallel_size=2,distributed_executor_backend=ray
 """
 
 
@@ -20,10 +28,17 @@ Examples:
 @click.argument("manifest", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Run directory (created, or resumed if it holds the same manifest and model).")
-@click.option("--model", default=None, metavar="ID[@REVISION]",
-              help="Hugging Face model; a bare id must be pinned in data/models.json. Default: embedded SmolLM2.")
-@click.option("--backend", type=click.Choice(["hf", "vllm", "echo"]), default="hf", show_default=True,
-              help="echo = no model, seeded words of the prompt (dry runs, resume drills).")
+@click.option("--model", default=None, metavar="ID[@REVISION]|DIR",
+              help="Hugging Face model (a bare id must be pinned in data/models.json), a local model folder "
+                   "(revision = sha256 of its weight, config and tokenizer files), or for --backend openai the "
+                   "served model name. Default: embedded SmolLM2.")
+@click.option("--name", default=None, metavar="TEXT",
+              help="Display name in reports, plots and bundles (default: the model id).")
+@click.option("--backend", type=click.Choice(["hf", "vllm", "openai", "echo"]), default="hf", show_default=True,
+              help="openai = an OpenAI-compatible server (needs --model-args base_url=...); echo = no model, "
+                   "seeded words of the prompt (dry runs, resume drills).")
+@click.option("--model-args", default=None, metavar="KEY=VALUE,...",
+              help="Backend options, validated per backend (README: 'Model arguments'); recorded in run.json.")
 @click.option("--shard", default=None, metavar="K/N", help="Only instances whose hash falls in shard K of N (0-based).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=None,
               help="Instances per forward pass (default: the manifest's batch_size). Results do not depend on it.")
@@ -48,7 +63,8 @@ Examples:
               help="Score FuseReviews with its NLI/coverage models when they are in the local cache.")
 @click.option("--fic-download", is_flag=True,
               help="Allow fetching the pinned FIC models from the Hub (flan-t5-xxl is ~45 GB).")
-def replay(manifest: Path, out: Path, model: str | None, backend: str, shard: str | None, batch_size: int | None,
+def replay(manifest: Path, out: Path, model: str | None, name: str | None, backend: str, model_args: str | None,
+           shard: str | None, batch_size: int | None,
            dtype: str, q4: bool, q8: bool, prompt_path: str, truncation: str | None, limit: int | None,
            data_dir: Path | None, prompts_dir: Path | None, allow_unfrozen: bool, echo_delay: float,
            no_score: bool, fic: bool, fic_download: bool) -> None:
@@ -63,7 +79,7 @@ def replay(manifest: Path, out: Path, model: str | None, backend: str, shard: st
                          shard=parse_shard(shard) if shard else None, batch_size=batch_size, dtype=dtype,
                          quantization="4bit" if q4 else "8bit" if q8 else None, limit=limit, data_dir=data_dir,
                          prompts_dir=prompts_dir, allow_unfrozen=allow_unfrozen, prompt_path=prompt_path,
-                         truncation=truncation, echo_delay=echo_delay)
+                         truncation=truncation, echo_delay=echo_delay, model_args=model_args, name=name)
     click.echo(f"{summary.model_slug}: {summary.generated} generated, {summary.already_done} already stored, "
                f"{summary.in_shard} in this shard; {len(summary.truncated)} truncated; "
                f"{summary.tokens_per_second:.1f} output tok/s")

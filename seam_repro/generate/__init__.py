@@ -19,7 +19,7 @@ from seam_repro.generate.base import (
     GenerationSettings,
 )
 
-BACKENDS = ("hf", "vllm", "echo")
+BACKENDS = ("hf", "vllm", "openai", "echo")
 
 __all__ = ["BACKENDS", "Backend", "EchoBackend", "GenerationRequest", "GenerationResult", "GenerationSettings",
            "make_backend", "model_pins", "parse_model_spec"]
@@ -34,45 +34,77 @@ def parse_model_spec(spec: str) -> tuple[str, str]:
     """``ID[@REVISION]`` -> (id, revision); a bare id must be one of the pinned models."""
     model_id, _, revision = spec.partition("@")
     if not model_id or "@" in revision:
-        raise InputError("--model", f"expected ID or ID@REVISION, got {spec!r}")
+        raise InputError("--model", f"expected ID, ID@REVISION or a local model folder, got {spec!r}")
     if revision:
         return model_id, revision
     pinned = model_pins()["models"].get(model_id)
     if pinned is None:
-        raise InputError("--model", f"{model_id!r} has no pinned revision in seam_repro/data/models.json; "
-                         "pass ID@REVISION (a 40-hex commit of the Hub repo)")
+        raise InputError("--model", f"{model_id!r} has no pinned revision in seam_repro/data/models.json and is not "
+                         "a local folder; pass ID@REVISION (a 40-hex commit of the Hub repo) or a folder path")
     return model_id, pinned["revision"]
+
+
+def _dtype_arg(cli_dtype: str, args: dict[str, Any]) -> str:
+    """``--dtype`` and ``--model-args dtype=`` are one setting: give it once."""
+    if "dtype" in args and cli_dtype != "auto" and args["dtype"] != cli_dtype:
+        raise InputError("--model-args", f"dtype={args['dtype']} contradicts --dtype {cli_dtype}; give one of the two")
+    return args.get("dtype", cli_dtype)
 
 
 def make_backend(backend: str, model: str | None, *, dtype: str = "auto", quantization: str | None = None,
                  prompt_path: str = "chat", truncation: str | None = None, echo_delay: float = 0.0,
-                 tensor_parallel_size: int = 1) -> Backend:
+                 tensor_parallel_size: int = 1, model_args: str | dict[str, Any] | None = None) -> Backend:
     """Build the requested backend. No ``model`` means the embedded SmolLM2 GGUF (hf) or ``echo``.
-    A pinned model's recorded quantization (Mixtral-8x22B: 4-bit, as upstream) applies unless
-    ``quantization`` overrides it."""
+    ``model`` is a pinned Hub id, ``ID@REVISION``, or a local folder (content-hashed, see
+    ``generate/local.py``). ``model_args`` (``key=value,...`` or already parsed) is validated against
+    the backend's accepted keys. A pinned model's recorded quantization (Mixtral-8x22B: 4-bit, as
+    upstream) applies unless ``quantization`` overrides it."""
+    from seam_repro.generate.model_args import parse_model_args
+
     if backend not in BACKENDS:
         raise InputError("--backend", f"expected one of {', '.join(BACKENDS)}, got {backend!r}")
+    args = model_args if isinstance(model_args, dict) else parse_model_args(backend, model_args)
     if backend == "echo":
         if model is None:
             return EchoBackend(delay=echo_delay)
         model_id, _, revision = model.partition("@")
         return EchoBackend(model_id=model_id, revision=revision or "echo-1", delay=echo_delay)
+    if backend == "openai":
+        if model is None:
+            raise InputError("--model", "the openai backend needs --model NAME[@REVISION] (the served model name)")
+        from seam_repro.generate.openai_compat import make_openai_backend
+
+        name, _, revision = model.partition("@")
+        return make_openai_backend(name, revision or "unpinned", args)
+    dtype = _dtype_arg(dtype, args)
     if model is None:
         if backend != "hf":
-            raise InputError("--model", f"the {backend} backend needs --model ID[@REVISION]")
+            raise InputError("--model", f"the {backend} backend needs --model ID[@REVISION] or a model folder")
         from seam_repro.generate.embedded import load_embedded_backend
 
         return load_embedded_backend(dtype="fp32" if dtype == "auto" else dtype, prompt_path=prompt_path,
-                                     truncation=truncation)
-    model_id, revision = parse_model_spec(model)
+                                     truncation=truncation, model_args=args)
+    from seam_repro.generate.local import is_local_spec, resolve_local
+
+    source: str | None = None
+    local_info: dict[str, Any] | None = None
+    if is_local_spec(model):
+        local = resolve_local(model)
+        model_id, revision, source = local.model_id, local.revision, str(local.path)
+        local_info = {"path": str(local.path), "files": local.files}
+    else:
+        model_id, revision = parse_model_spec(model)
     if quantization is None:
         quantization = model_pins()["models"].get(model_id, {}).get("quantization")
     if backend == "vllm":
         from seam_repro.generate.vllm import VLLMBackend
 
-        return VLLMBackend(model_id, revision, dtype=dtype, quantization=quantization,
-                           tensor_parallel_size=tensor_parallel_size)
+        vargs = {k: v for k, v in args.items() if k != "dtype"}
+        vargs.setdefault("tensor_parallel_size", tensor_parallel_size)
+        return VLLMBackend(model_id, revision, dtype=dtype, quantization=quantization, source=source,
+                           local_info=local_info, **vargs)
     from seam_repro.generate.hf import load_hf_backend
 
     return load_hf_backend(model_id, revision, dtype=dtype, quantization=quantization, prompt_path=prompt_path,
-                           truncation=truncation)
+                           truncation=truncation, source=source, local_info=local_info,
+                           **{k: v for k, v in args.items() if k != "dtype"})

@@ -42,9 +42,12 @@ def find_gguf() -> Path:
 
 
 def load_embedded_backend(*, verify: bool = True, dtype: str = "fp32", prompt_path: str = "chat",
-                          truncation: str | None = None) -> Any:
-    """Load the pinned GGUF offline (never touches the network) as an :class:`HFBackend`."""
-    from seam_repro.generate.hf import HFBackend, require_transformers, resolve_dtype
+                          truncation: str | None = None, model_args: dict[str, Any] | None = None) -> Any:
+    """Load the pinned GGUF offline (never touches the network) as an :class:`HFBackend`.
+    ``model_args``: the hf backend's keys (attn_implementation, max_model_len, chat_template apply)."""
+    from seam_repro.generate.hf import HFBackend, read_chat_template, require_transformers, resolve_dtype
+
+    args = dict(model_args or {})
 
     require_transformers()
     path = find_gguf()
@@ -59,10 +62,14 @@ def load_embedded_backend(*, verify: bool = True, dtype: str = "fp32", prompt_pa
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name, local_files_only=True)
+    if args.get("chat_template"):
+        tokenizer.chat_template = read_chat_template(args["chat_template"])
+    extra = {"attn_implementation": args["attn_implementation"]} if args.get("attn_implementation") else {}
     model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, local_files_only=True,
-                                                 dtype=resolve_dtype(dtype))
+                                                 dtype=resolve_dtype(dtype), **extra)
     model.eval()
     return HFBackend(model, tokenizer, PIN["id"], digest, prompt_path=prompt_path, truncation=truncation,
                      extra_info={"embedded": True, "gguf_file": PIN["gguf_file"], "gguf_sha256": digest,
                                  "package": f"{PIN['package']}=={PIN['package_version']}",
-                                 "hf_revision_of_source": PIN["hf_revision"]})
+                                 "hf_revision_of_source": PIN["hf_revision"]},
+                     context_length=args.get("max_model_len"))

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from seam_repro.errors import InputError, PrerequisiteError
@@ -129,7 +130,7 @@ class HFBackend:
 
     def __init__(self, model: Any, tokenizer: Any, model_id: str, revision: str, *, prompt_path: str = "chat",
                  truncation: str | None = None, upstream_add_special_tokens: bool = True,
-                 extra_info: dict[str, Any] | None = None):
+                 extra_info: dict[str, Any] | None = None, context_length: int | None = None):
         if prompt_path not in ("chat", "upstream"):
             raise InputError("--prompt-path", f"expected chat or upstream, got {prompt_path!r}")
         truncation = truncation or ("right" if prompt_path == "upstream" else "left")
@@ -142,7 +143,7 @@ class HFBackend:
         self.prompt_path, self.truncation = prompt_path, truncation
         self.upstream_add_special_tokens = upstream_add_special_tokens
         self.extra_info = dict(extra_info or {})
-        self.context_length = int(getattr(model.config, "max_position_embeddings", 0) or 0)
+        self.context_length = context_length or int(getattr(model.config, "max_position_embeddings", 0) or 0)
         eos = model.generation_config.eos_token_id
         if eos is None:
             eos = tokenizer.eos_token_id
@@ -304,14 +305,38 @@ def check_fits(config: Any, model_id: str, dtype_name: str, quantization: str | 
     return need
 
 
+def read_chat_template(path: str | Path) -> str:
+    """A ``chat_template=FILE`` override: the Jinja text of the file (must be non-empty UTF-8)."""
+    p = Path(path)
+    try:
+        text = p.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(p, f"--model-args chat_template: cannot read the template file ({exc})") from None
+    if not text.strip():
+        raise InputError(p, "--model-args chat_template: expected a Jinja chat template, the file is empty")
+    return text
+
+
 def load_hf_backend(model_id: str, revision: str, *, dtype: str = "auto", quantization: str | None = None,
                     device_map: str | None = "auto", prompt_path: str = "chat", truncation: str | None = None,
-                    upstream_add_special_tokens: bool = True) -> HFBackend:
-    """Load tokenizer and weights at the same pinned revision (tokenizers changed between revisions)."""
+                    upstream_add_special_tokens: bool = True, source: str | None = None,
+                    local_info: dict[str, Any] | None = None, attn_implementation: str | None = None,
+                    trust_remote_code: bool = False, max_model_len: int | None = None,
+                    chat_template: str | None = None) -> HFBackend:
+    """Load tokenizer and weights at the same pinned revision (tokenizers changed between revisions).
+    ``source`` is a local folder to load from instead of the Hub (``revision`` is then its content
+    hash, checked by the caller); the remaining keywords are the hf ``--model-args``."""
     require_transformers()
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    kwargs: dict[str, Any] = {"revision": revision, "dtype": resolve_dtype(dtype)}
+    where = source or model_id
+    hub_rev = None if source else revision
+    kwargs: dict[str, Any] = {"revision": hub_rev, "dtype": resolve_dtype(dtype),
+                              "trust_remote_code": trust_remote_code}
+    if source:
+        kwargs["local_files_only"] = True
+    if attn_implementation is not None:
+        kwargs["attn_implementation"] = attn_implementation
     if quantization is not None:
         if quantization not in ("4bit", "8bit"):
             raise InputError("--quantization", f"expected 4bit or 8bit, got {quantization!r}")
@@ -332,17 +357,28 @@ def load_hf_backend(model_id: str, revision: str, *, dtype: str = "auto", quanti
     from transformers import AutoConfig
 
     try:
-        config = AutoConfig.from_pretrained(model_id, revision=revision)
+        config = AutoConfig.from_pretrained(where, revision=hub_rev, trust_remote_code=trust_remote_code,
+                                            local_files_only=bool(source))
     except Exception as exc:  # hub errors come in many classes: unknown repo, revision, gated, offline
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError("--model", f"cannot resolve {model_id}@{revision}: {first}") from exc
+        raise InputError("--model", f"cannot resolve {where}@{revision}: {first}") from exc
     import torch
 
     dtype_name = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}[kwargs["dtype"]]
     check_fits(config, model_id, dtype_name, quantization)
-    tokenizer = AutoTokenizer.from_pretrained(model_id, revision=revision)
-    model = AutoModelForCausalLM.from_pretrained(model_id, **kwargs)
+    tokenizer = AutoTokenizer.from_pretrained(where, revision=hub_rev, trust_remote_code=trust_remote_code,
+                                              local_files_only=bool(source))
+    if chat_template is not None:
+        tokenizer.chat_template = read_chat_template(chat_template)
+    model = AutoModelForCausalLM.from_pretrained(where, **kwargs)
     model.eval()
+    extra: dict[str, Any] = {"quantization": quantization, "device_map": device_map,
+                             "attn_implementation": getattr(model.config, "_attn_implementation", attn_implementation),
+                             "trust_remote_code": trust_remote_code}
+    if chat_template is not None:
+        extra["chat_template_file"] = str(chat_template)
+    if local_info is not None:
+        extra["local_folder"] = local_info
     return HFBackend(model, tokenizer, model_id, revision, prompt_path=prompt_path, truncation=truncation,
-                     upstream_add_special_tokens=upstream_add_special_tokens,
-                     extra_info={"quantization": quantization, "device_map": device_map})
+                     upstream_add_special_tokens=upstream_add_special_tokens, extra_info=extra,
+                     context_length=max_model_len)

@@ -18,27 +18,62 @@ from seam_repro.hashing import sha256_json, sha256_text
 INSTALL = "pip install 'seam-repro[vllm]'"
 
 
+def llm_kwargs(model_id: str, revision: str, *, dtype: str, source: str | None, quantization: str | None,
+               tensor_parallel_size: int, pipeline_parallel_size: int, gpu_memory_utilization: float | None,
+               max_model_len: int | None, distributed_executor_backend: str | None,
+               trust_remote_code: bool) -> dict[str, Any]:
+    """Keyword arguments of ``vllm.LLM``: the pinned revision for weights and tokenizer, or a local
+    folder (its content hash is the recorded revision); unset options keep vLLM's defaults."""
+    kw: dict[str, Any] = {"model": source or model_id, "dtype": dtype, "tensor_parallel_size": tensor_parallel_size,
+                          "pipeline_parallel_size": pipeline_parallel_size, "trust_remote_code": trust_remote_code,
+                          "quantization": "bitsandbytes" if quantization else None}
+    if source is None:
+        kw["revision"] = kw["tokenizer_revision"] = revision
+    if gpu_memory_utilization is not None:
+        kw["gpu_memory_utilization"] = gpu_memory_utilization
+    if max_model_len is not None:
+        kw["max_model_len"] = max_model_len
+    if distributed_executor_backend is not None:
+        kw["distributed_executor_backend"] = distributed_executor_backend
+    return kw
+
+
 class VLLMBackend:
     """A ``vllm.LLM`` bound to a pinned model and tokenizer revision."""
 
     name = "vllm"
 
     def __init__(self, model_id: str, revision: str, *, dtype: str = "auto", tensor_parallel_size: int = 1,
-                 quantization: str | None = None, llm: Any = None):
-        try:
-            import vllm
-        except ImportError as exc:
-            raise PrerequisiteError(f"the vllm backend needs the vllm package; run: {INSTALL}") from exc
-        self.vllm = vllm
+                 quantization: str | None = None, llm: Any = None, vllm_module: Any = None,
+                 source: str | None = None, local_info: dict[str, Any] | None = None,
+                 pipeline_parallel_size: int = 1, gpu_memory_utilization: float | None = None,
+                 max_model_len: int | None = None, distributed_executor_backend: str | None = None,
+                 trust_remote_code: bool = False, chat_template: str | None = None):
+        if vllm_module is None:
+            try:
+                import vllm as vllm_module
+            except ImportError as exc:
+                raise PrerequisiteError(f"the vllm backend needs the vllm package; run: {INSTALL}") from exc
+        self.vllm = vllm_module
         self.model_id, self.revision = model_id, revision
         vdtype = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}.get(dtype, dtype)
-        self.llm = llm if llm is not None else vllm.LLM(
-            model=model_id, revision=revision, tokenizer_revision=revision, dtype=vdtype,
-            tensor_parallel_size=tensor_parallel_size,
-            quantization="bitsandbytes" if quantization else None)
+        self.llm_kwargs = llm_kwargs(model_id, revision, dtype=vdtype, source=source, quantization=quantization,
+                                     tensor_parallel_size=tensor_parallel_size,
+                                     pipeline_parallel_size=pipeline_parallel_size,
+                                     gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
+                                     distributed_executor_backend=distributed_executor_backend,
+                                     trust_remote_code=trust_remote_code)
+        self.llm = llm if llm is not None else self.vllm.LLM(**self.llm_kwargs)
         self.tokenizer = self.llm.get_tokenizer()
-        self.settings_info = {"dtype": vdtype, "tensor_parallel_size": tensor_parallel_size,
-                              "quantization": quantization}
+        if chat_template is not None:
+            from seam_repro.generate.hf import read_chat_template
+
+            self.tokenizer.chat_template = read_chat_template(chat_template)
+        self.settings_info = {k: v for k, v in self.llm_kwargs.items()
+                              if k not in ("model", "revision", "tokenizer_revision", "tokenizer")}
+        self.settings_info["quantization"] = quantization
+        if local_info is not None:
+            self.settings_info["local_folder"] = local_info
 
     def _model_defaults(self) -> dict[str, Any]:
         try:

@@ -1,0 +1,239 @@
+"""OpenAI-compatible HTTP backend: models behind vLLM/SGLang/TGI/llama.cpp servers or hosted APIs.
+
+No upstream counterpart (SEAM ran transformers only). Follows lm-evaluation-harness'
+``local-chat-completions``/``local-completions``: one request per instance, the chat endpoint with a
+single user message (the server applies its chat template) or the completions endpoint with the raw
+prompt. What seam-repro adds: each request carries the instance's ``gen_seed`` (servers that honour
+``seed`` then give a reproducible sample), requests run ``concurrency`` at a time but are written in
+order through the same crash-safe store, transient failures (429, 5xx, timeouts, cut or malformed
+bodies) are retried with exponential backoff, and every prediction records the model id and
+``system_fingerprint`` the server reported plus the token counts of its ``usage`` block.
+
+Client: ``httpx`` (already required through huggingface-hub) rather than the ``openai`` package, so
+that every attempt, status code and raw body is ours to classify and test, and non-OpenAI servers'
+extra or missing fields do not trip a typed client. The API key is read from the environment
+variable named by ``api_key_env`` at request time and is never stored on the backend, in run.json or
+in predictions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from seam_repro.errors import InputError, SeamReproError
+from seam_repro.generate.base import GenerationRequest, GenerationResult, GenerationSettings
+from seam_repro.hashing import sha256_json, sha256_text
+
+RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+"""Statuses worth another attempt: rate limits, overload and gateway errors (as the openai client)."""
+MAX_BACKOFF = 60.0
+DEFAULTS: dict[str, Any] = {"endpoint": "chat", "send_seed": True, "concurrency": 4, "max_retries": 6,
+                            "backoff": 1.0, "timeout": 600.0, "api_key_env": "OPENAI_API_KEY"}
+
+
+class ServerError(SeamReproError):
+    """A request that failed for good (non-retryable status, or retries exhausted)."""
+
+
+class _Retry(Exception):
+    """One failed attempt that may succeed if repeated; ``wait`` is a server-requested delay."""
+
+    def __init__(self, reason: str, wait: float | None = None):
+        super().__init__(reason)
+        self.wait = wait
+
+
+@dataclass
+class OpenAIBackend:
+    """Client of one served model at ``base_url``."""
+
+    model_id: str
+    revision: str
+    base_url: str
+    endpoint: str = "chat"
+    send_seed: bool = True
+    concurrency: int = 4
+    max_retries: int = 6
+    backoff: float = 1.0
+    timeout: float = 600.0
+    api_key_env: str = "OPENAI_API_KEY"
+    transport: Any = None
+    """An ``httpx`` transport for tests; None = real network."""
+    name: str = field(default="openai", init=False)
+    served: dict[str, Any] = field(default_factory=dict, init=False)
+    """(model id, system_fingerprint) pairs the server reported, with counts."""
+    retries: int = field(default=0, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        import httpx
+
+        if not self.base_url.startswith(("http://", "https://")):
+            raise InputError("--model-args", f"openai backend, key base_url: expected an http(s) URL, got {self.base_url!r}")
+        if self.endpoint not in ("chat", "completions"):
+            raise InputError("--model-args", f"openai backend, key endpoint: expected chat or completions, got {self.endpoint!r}")
+        self.base_url = self.base_url.rstrip("/")
+        self._client = httpx.Client(timeout=httpx.Timeout(self.timeout), transport=self.transport,
+                                    limits=httpx.Limits(max_connections=self.concurrency))
+
+    # -- recorded facts ---------------------------------------------------------------
+    def describe(self) -> dict[str, Any]:
+        """Backend facts for run.json; never the API key (only whether one was sent)."""
+        return {"backend": self.name, "base_url": self.base_url, "endpoint": self.endpoint,
+                "httpx": _version("httpx"), "api_key_env": self.api_key_env,
+                "api_key_sent": bool(os.environ.get(self.api_key_env)), "served_models": self.list_models(),
+                "chat_template_sha256": None}
+
+    def resolved_generation(self, settings: GenerationSettings) -> dict[str, Any]:
+        return {**settings.as_dict(), "temperature": settings.temperature if settings.do_sample else 0.0,
+                "top_k": None, "prompt_path": "server-chat" if self.endpoint == "chat" else "raw-completion",
+                "truncation": "none", "seed_sent": self.send_seed,
+                "sampler": "server" if settings.do_sample else "server-greedy"}
+
+    def list_models(self) -> list[str] | None:
+        """Model ids from ``GET /models`` (None when the server does not answer it)."""
+        try:
+            resp = self._client.get(f"{self.base_url}/models", headers=self._headers(), timeout=min(self.timeout, 30))
+            data = resp.json().get("data") if resp.status_code == 200 else None
+            return [m.get("id") for m in data if isinstance(m, dict)] if isinstance(data, list) else None
+        except Exception:  # optional endpoint: any failure just means "not reported"
+            return None
+
+    # -- requests ---------------------------------------------------------------------
+    def _headers(self) -> dict[str, str]:
+        key = os.environ.get(self.api_key_env)
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    def payload(self, req: GenerationRequest, settings: GenerationSettings) -> dict[str, Any]:
+        """The request body: the rendered prompt as one user message (chat) or as the prompt (completions)."""
+        body: dict[str, Any] = {"model": self.model_id, "max_tokens": settings.max_new_tokens, "n": 1, "stream": False}
+        if self.endpoint == "chat":
+            body["messages"] = [{"role": "user", "content": req.prompt}]
+        else:
+            body["prompt"] = req.prompt
+        body["temperature"] = settings.temperature if settings.do_sample else 0.0
+        if settings.do_sample and settings.top_p is not None:
+            body["top_p"] = settings.top_p
+        if self.send_seed:
+            body["seed"] = req.seed
+        return body
+
+    def _attempt(self, url: str, body: dict[str, Any]) -> dict[str, Any]:
+        import httpx
+
+        try:
+            resp = self._client.post(url, json=body, headers=self._headers())
+        except httpx.TimeoutException as exc:
+            raise _Retry(f"timed out ({type(exc).__name__})") from None
+        except (httpx.TransportError, httpx.DecodingError) as exc:  # reset, refused, cut body
+            raise _Retry(f"{type(exc).__name__}: {exc}") from None
+        if resp.status_code in RETRY_STATUS:
+            raise _Retry(f"HTTP {resp.status_code}", _retry_after(resp.headers.get("retry-after")))
+        if resp.status_code != 200:
+            hint = f" (is ${self.api_key_env} set to a valid key?)" if resp.status_code in (401, 403) else ""
+            raise ServerError(f"{url}: HTTP {resp.status_code}{hint}: {resp.text[:200]!r}")
+        try:
+            data = resp.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise _Retry(f"response is not JSON ({len(resp.content)} bytes: {resp.text[:80]!r})") from None
+        problem = _response_problem(data, self.endpoint)
+        if problem:
+            raise _Retry(f"malformed response: {problem}")
+        return data
+
+    def _request(self, req: GenerationRequest, settings: GenerationSettings) -> GenerationResult:
+        url = f"{self.base_url}/{'chat/completions' if self.endpoint == 'chat' else 'completions'}"
+        body = self.payload(req, settings)
+        reasons: list[str] = []
+        for attempt in range(self.max_retries + 1):
+            try:
+                data = self._attempt(url, body)
+                break
+            except _Retry as exc:
+                reasons.append(str(exc))
+                if attempt == self.max_retries:
+                    raise ServerError(f"{url}: instance {req.key}: gave up after {attempt + 1} attempts; last: "
+                                      f"{reasons[-1]}; the run resumes from here with the same command") from None
+                with self._lock:
+                    self.retries += 1
+                time.sleep(exc.wait if exc.wait is not None else _backoff(self.backoff, attempt))
+        choice = data["choices"][0]
+        text = choice["message"]["content"] if self.endpoint == "chat" else choice["text"]
+        usage = data["usage"]
+        served = {"model": data.get("model"), "system_fingerprint": data.get("system_fingerprint"),
+                  "finish_reason": choice.get("finish_reason")}
+        with self._lock:
+            k = f"{served['model']}|{served['system_fingerprint']}"
+            self.served[k] = self.served.get(k, 0) + 1
+        templated = sha256_json(body["messages"]) if self.endpoint == "chat" else sha256_text(req.prompt)
+        return GenerationResult(output=text or "", templated_prompt_sha256=templated,
+                                n_prompt_tokens=int(usage["prompt_tokens"]),
+                                n_output_tokens=int(usage["completion_tokens"]), served=served)
+
+    def generate(self, requests: list[GenerationRequest], settings: GenerationSettings) -> list[GenerationResult]:
+        """All requests of the batch, ``concurrency`` at a time; results in request order."""
+        if len(requests) <= 1 or self.concurrency == 1:
+            return [self._request(r, settings) for r in requests]
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests))) as pool:
+            return list(pool.map(lambda r: self._request(r, settings), requests))
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def _response_problem(data: Any, endpoint: str) -> str | None:
+    """What is wrong with a 200 response body, or None if it has the fields we record."""
+    if not isinstance(data, dict):
+        return f"expected a JSON object, got {type(data).__name__}"
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return "no 'choices' list"
+    c = choices[0]
+    if endpoint == "chat":
+        msg = c.get("message")
+        if not isinstance(msg, dict) or not isinstance(msg.get("content"), (str, type(None))):
+            return "choices[0].message.content missing"
+    elif not isinstance(c.get("text"), str):
+        return "choices[0].text missing"
+    usage = data.get("usage")
+    if not isinstance(usage, dict) or not all(isinstance(usage.get(k), int) and not isinstance(usage.get(k), bool)
+                                              for k in ("prompt_tokens", "completion_tokens")):
+        return "usage.prompt_tokens / usage.completion_tokens missing"
+    return None
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds from a ``Retry-After`` header (delta-seconds form), capped; None if absent or a date."""
+    try:
+        return min(max(float(value), 0.0), MAX_BACKOFF) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _backoff(base: float, attempt: int) -> float:
+    """Exponential backoff with full jitter (AWS's recommendation): uniform in [0, base * 2^attempt]."""
+    return random.uniform(0, min(MAX_BACKOFF, base * 2 ** attempt))
+
+
+def _version(dist: str) -> str | None:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def make_openai_backend(model_id: str, revision: str, args: dict[str, Any], transport: Any = None) -> OpenAIBackend:
+    """Build the backend from validated ``--model-args`` (``base_url`` is required)."""
+    if "base_url" not in args:
+        raise InputError("--model-args", "the openai backend needs base_url=URL (e.g. base_url=http://127.0.0.1:8080/v1)")
+    merged = {**DEFAULTS, **args}
+    return OpenAIBackend(model_id, revision, transport=transport, **merged)

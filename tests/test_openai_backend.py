@@ -1,0 +1,144 @@
+"""OpenAI-compatible backend against a scripted local server: retries, faults, concurrency, seeds,
+served metadata, resume through the store, and an API key that is sent but never written."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from openai_fake import FakeServer
+
+from seam_repro.errors import InputError
+from seam_repro.generate import make_backend
+from seam_repro.generate.base import GenerationRequest, GenerationSettings
+from seam_repro.generate.openai_compat import ServerError, _retry_after, make_openai_backend
+
+REPO = Path(__file__).resolve().parents[1]
+SMOKE = REPO / "manifests" / "smoke.json"
+
+
+def reqs(n: int = 3) -> list[GenerationRequest]:
+    return [GenerationRequest("D", 0, str(i), f"prompt number {i}", "", 1000 + i) for i in range(n)]
+
+
+def backend(server: FakeServer, **kw: object):
+    args = {"base_url": server.base_url, "backoff": 0.01, "timeout": 5.0, **kw}
+    return make_openai_backend("fake-model", "unpinned", args)
+
+
+def test_chat_request_carries_seed_settings_and_records_usage_and_fingerprint() -> None:
+    with FakeServer() as srv:
+        b = backend(srv)
+        out = b.generate(reqs(), GenerationSettings(max_new_tokens=7, top_p=0.9))
+    bodies = sorted((r["body"] for r in srv.requests), key=lambda x: x["seed"])
+    assert [x["seed"] for x in bodies] == [1000, 1001, 1002]
+    assert all(x["max_tokens"] == 7 and x["temperature"] == 0.8 and x["top_p"] == 0.9 for x in bodies)
+    assert bodies[0]["messages"] == [{"role": "user", "content": "prompt number 0"}]
+    assert all(r["path"] == "/v1/chat/completions" for r in srv.requests)
+    assert [o.output.split()[1] for o in out] == ["seed=1000", "seed=1001", "seed=1002"]  # request order kept
+    assert (out[0].n_prompt_tokens, out[0].n_output_tokens) == (11, 3)
+    assert out[0].served == {"model": "fake-model", "system_fingerprint": "fp_fake", "finish_reason": "stop"}
+
+
+def test_completions_endpoint_sends_raw_prompt_and_greedy_sends_temperature_zero() -> None:
+    with FakeServer() as srv:
+        b = backend(srv, endpoint="completions", send_seed=False)
+        out = b.generate(reqs(1), GenerationSettings(do_sample=False, temperature=0.0))
+    body = srv.requests[0]["body"]
+    assert srv.requests[0]["path"] == "/v1/completions" and body["prompt"] == "prompt number 0"
+    assert body["temperature"] == 0.0 and "seed" not in body and "top_p" not in body
+    assert out[0].output.startswith("answer seed=None")
+
+
+def test_transient_faults_are_retried_until_success() -> None:
+    faults = ["429", "500", "502", "503", "truncated", "malformed", "no_usage", "timeout"]
+    with FakeServer(script=faults, slow=1.0) as srv:
+        b = backend(srv, max_retries=len(faults), timeout=0.3)
+        out = b.generate(reqs(1), GenerationSettings())
+    assert out[0].output.startswith("answer seed=1000")
+    assert len(srv.requests) == len(faults) + 1 and b.retries == len(faults)
+
+
+def test_retries_exhausted_is_one_clear_error() -> None:
+    with FakeServer(default="500") as srv:
+        b = backend(srv, max_retries=2)
+        with pytest.raises(ServerError, match=r"gave up after 3 attempts; last: HTTP 500"):
+            b.generate(reqs(1), GenerationSettings())
+    assert len(srv.requests) == 3
+
+
+def test_auth_error_is_not_retried_and_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MY_KEY", "sk-wrong")
+    with FakeServer(default="401") as srv:
+        b = backend(srv, api_key_env="MY_KEY")
+        with pytest.raises(ServerError, match=re.escape("HTTP 401 (is $MY_KEY set to a valid key?)")):
+            b.generate(reqs(1), GenerationSettings())
+    assert len(srv.requests) == 1 and srv.requests[0]["headers"]["Authorization"] == "Bearer sk-wrong"
+
+
+def test_concurrency_is_bounded() -> None:
+    with FakeServer(delay=0.15) as srv:
+        b = backend(srv, concurrency=3)
+        b.generate(reqs(9), GenerationSettings())
+    assert 1 < srv.max_in_flight <= 3
+
+
+def test_retry_after_header_and_bad_values() -> None:
+    assert _retry_after("2") == 2.0 and _retry_after("9999") == 60.0
+    assert _retry_after(None) is None and _retry_after("Wed, 21 Oct 2015 07:28:00 GMT") is None
+
+
+def test_model_args_validation() -> None:
+    with pytest.raises(InputError, match=r"unknown key 'api_key' for the openai backend; accepted: api_key_env, .*"
+                                         r"pass the key through api_key_env"):
+        make_backend("openai", "m", model_args="base_url=http://x/v1,api_key=sk-123")
+    with pytest.raises(InputError, match="needs base_url=URL"):
+        make_backend("openai", "m", model_args="concurrency=2")
+    with pytest.raises(InputError, match=r"key concurrency: expected a value in 1\.\.256, got '0'"):
+        make_backend("openai", "m", model_args="base_url=http://x/v1,concurrency=0")
+    with pytest.raises(InputError, match="needs --model NAME"):
+        make_backend("openai", None, model_args="base_url=http://x/v1")
+
+
+def _run_files_text(root: Path) -> str:
+    return "".join(p.read_bytes().decode("utf-8", "replace") for p in root.rglob("*") if p.is_file())
+
+
+@pytest.mark.skipif(not SMOKE.is_file(), reason="shipped smoke manifest not in this checkout")
+def test_replay_resumes_after_server_failure_and_never_writes_the_key(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from seam_repro.cli import cli
+
+    secret = "sk-test-SECRET-4f1c9a"
+    monkeypatch.setenv("SEAM_TEST_KEY", secret)
+    out = tmp_path / "run"
+    runner = CliRunner()
+    # 5 good answers, then a server that only fails: the replay stops with a clear error
+    with FakeServer(script=["ok"] * 5, default="500") as srv:
+        args = ["replay", str(SMOKE), "--backend", "openai", "--model", "fake-model@v1", "--name", "Fake served",
+                "--out", str(out), "--limit", "1", "--no-score", "--batch-size", "1", "--model-args",
+                f"base_url={srv.base_url},api_key_env=SEAM_TEST_KEY,max_retries=1,backoff=0.01,concurrency=1"]
+        first = runner.invoke(cli, args)
+    assert isinstance(first.exception, ServerError) and "gave up after 2 attempts" in str(first.exception)
+    written = [json.loads(line) for p in out.rglob("run_*.jsonl") for line in p.read_text().splitlines()]
+    assert len(written) == 5
+    with FakeServer() as srv2:
+        args[-1] = args[-1].replace(srv.base_url, srv2.base_url)
+        second = runner.invoke(cli, args)
+    assert second.exit_code == 0, second.output
+    assert "5 already stored" in second.output
+    assert all(r["headers"].get("Authorization") == f"Bearer {secret}" for r in srv.requests + srv2.requests)
+    preds = [json.loads(line) for p in out.rglob("run_*.jsonl") for line in p.read_text().splitlines()]
+    keys = [(r["dataset"], r["run"], r["instance_id"]) for r in preds]
+    n_prompts = len((out / "prompts.jsonl").read_text().splitlines())
+    assert len(keys) == len(set(keys)) == n_prompts == 18
+    assert all(r["served"]["system_fingerprint"] == "fp_fake" and r["n_output_tokens"] == 3 for r in preds)
+    assert all(r["model"] == {"id": "fake-model", "revision": "v1"} for r in preds)
+    rj = json.loads((out / "run.json").read_text())
+    entry = rj["models"]["fake-model"]
+    assert entry["name"] == "Fake served" and entry["backend"]["served_models"] == ["fake-model"]
+    assert entry["model_args"]["api_key_env"] == "SEAM_TEST_KEY" and entry["backend"]["api_key_sent"] is True
+    assert secret not in _run_files_text(out)  # sent in headers, never written
