@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,12 @@ class ModelScores:
     unscored: dict[str, str] = field(default_factory=dict, compare=False)
     """Datasets the scorer could not score (every run null), with the scorer's reason; they are
     reported as such and left out of every statistic rather than counted as zero."""
+    name: str = ""
+    """Display name (``replay --name``, run.json ``models.<slug>.name``); empty = show the model id."""
+
+    @property
+    def label(self) -> str:
+        return self.name or self.model_id
 
 
 def is_run_level(task: str | None, metric: str) -> bool:
@@ -193,8 +199,9 @@ def build_model_scores(summary: Any, instances: list[InstanceScore], path: objec
                 raise InputError(path, "expected {'metric': str, 'runs': {...}}", rec, "corrected")
             corrected = {"metric": corrected["metric"], "runs": _runs_map(path, corrected.get("runs"), rec, "corrected.runs")}
         datasets[name] = DatasetScores(name, ds["metric"], runs, fmt, tuple(items), corrected)
+    name = model.get("name") if isinstance(model.get("name"), str) else ""
     return ModelScores(model["id"], str(model.get("revision", "")), summary["manifest_digest"],
-                       summary["prompt_digest"], datasets, source, unscored=unscored)
+                       summary["prompt_digest"], datasets, source, unscored=unscored, name=name)
 
 
 def load_scores_dir(score_dir: Path) -> ModelScores:
@@ -217,7 +224,28 @@ def load_run_dir(run_dir: Path) -> list[ModelScores]:
     dirs = sorted(p for p in scores.iterdir() if p.is_dir()) if scores.is_dir() else []
     if not dirs:
         raise InputError(scores, "no scored models found (expected scores/<model_slug>/summary.json)")
-    return [load_scores_dir(d) for d in dirs]
+    entries = _run_model_entries(run_dir)
+    return [_with_display_name(load_scores_dir(d), entries.get(d.name)) for d in dirs]
+
+
+def _run_model_entries(run_dir: Path) -> dict[str, Any]:
+    """``models`` of RUN_DIR/run.json ({} when there is none: scores may be copied without it)."""
+    path = run_dir / "run.json"
+    if not path.is_file():
+        return {}
+    try:
+        models = json.loads(path.read_text(encoding="utf-8")).get("models")
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+        return {}
+    return models if isinstance(models, dict) else {}
+
+
+def _with_display_name(ms: ModelScores, entry: Any) -> ModelScores:
+    """Take the display name recorded by ``replay --name`` for this model, if any."""
+    name = entry.get("name") if isinstance(entry, dict) else None
+    if isinstance(name, str) and name and name != ms.model_id and not ms.name:
+        return replace(ms, name=name)
+    return ms
 
 
 @dataclass(frozen=True)

@@ -55,9 +55,10 @@ class Entry:
 
 
 def display_names(models: list[ModelScores]) -> list[str]:
-    """Model ids; the revision is appended only when one id comes with several revisions."""
-    ids = [m.model_id for m in models]
-    return [m.model_id + (f"@{m.revision[:12]}" if ids.count(m.model_id) > 1 else "") for m in models]
+    """Display names (``replay --name``) or model ids; the revision is appended only when one label
+    comes with several revisions."""
+    ids = [m.label for m in models]
+    return [m.label + (f"@{m.revision[:12]}" if ids.count(m.label) > 1 else "") for m in models]
 
 
 def collect_entries(models: list[ModelScores], reference: ReferenceTable | None) -> dict[str, list[Entry]]:
@@ -68,7 +69,8 @@ def collect_entries(models: list[ModelScores], reference: ReferenceTable | None)
     for ms, label in zip(models, display_names(models), strict=True):
         for name, ds in ms.datasets.items():
             s = summarize(ds)
-            extra = {"model_id": ms.model_id, "revision": ms.revision, "source": ms.source, "metric": s.metric,
+            extra = {"model_id": ms.model_id, "revision": ms.revision, "name": ms.name or None,
+                     "source": ms.source, "metric": s.metric,
                      "format_rate": s.format_rate, "format_correlation": s.format_correlation,
                      "corrected": s.corrected}
             out[name].append(Entry(label, list(s.runs.values()), s.mean, s.std, False, extra))
@@ -127,7 +129,7 @@ def build_report(models: list[ModelScores], reference: ReferenceTable | None = N
              "ASO: upstream ASD.py semantics with per-pair generators derived from the recorded seed."]
     for ms in models:
         for name, reason in sorted(ms.unscored.items()):
-            notes.append(f"{ms.model_id}: {name} not scored ({reason}); left out of every statistic.")
+            notes.append(f"{ms.label}: {name} not scored ({reason}); left out of every statistic.")
     if any(e.from_summary_stats for ents in entries.values() for e in ents):
         notes.append(f"{REF_MARK} reference model known only by its published mean ± std; ranked with surrogate "
                      "runs of exactly that mean and population std, so its ASO values are approximate.")

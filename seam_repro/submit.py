@@ -97,7 +97,7 @@ def make_bundle(run_dir: Path, model_id: str | None = None) -> dict[str, Any]:
         "kit_version": __version__,
         "manifest_digest": ms.manifest_digest,
         "prompt_digest": ms.prompt_digest,
-        "model": {"id": ms.model_id, "revision": ms.revision},
+        "model": {"id": ms.model_id, "revision": ms.revision, **({"name": ms.name} if ms.name else {})},
         "chat_template_sha256": info["chat_template_sha256"],
         "environment": info["environment"],
         "datasets": _dataset_payload(ms),

@@ -1,0 +1,141 @@
+"""Local model folders: content revision, pinning, resume check, --model-args, and a tiny random
+transformers model that replays the shipped smoke manifest, scores, submits and shows up in a report
+under its display name."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from seam_repro.errors import InputError, PredictionsError
+from seam_repro.generate.local import folder_revision, is_local_spec, resolve_local
+from seam_repro.hashing import sha256_file, sha256_text
+
+REPO = Path(__file__).resolve().parents[1]
+SMOKE = REPO / "manifests" / "smoke.json"
+
+
+def fake_folder(root: Path) -> Path:
+    root.mkdir()
+    (root / "config.json").write_text('{"model_type": "llama"}')
+    (root / "model.safetensors").write_bytes(b"\x00" * 64)
+    (root / "tokenizer.json").write_text("{}")
+    (root / "README.md").write_text("notes")
+    return root
+
+
+def test_revision_covers_weights_config_tokenizer_only(tmp_path: Path) -> None:
+    folder = fake_folder(tmp_path / "m")
+    first = folder_revision(folder)
+    assert set(first.files) == {"config.json", "model.safetensors", "tokenizer.json"}
+    # independent recomputation of the documented rule
+    lines = "".join(f"{n}\t{sha256_file(folder / n)}\n" for n in sorted(first.files))
+    assert first.revision == "sha256:" + sha256_text(lines)
+    assert first.model_id == "local/m"
+    (folder / "README.md").write_text("other notes")
+    assert folder_revision(folder).revision == first.revision
+    (folder / "model.safetensors").write_bytes(b"\x01" + b"\x00" * 63)
+    assert folder_revision(folder).revision != first.revision
+    (folder / "model.safetensors").write_bytes(b"\x00" * 64)
+    (folder / "tokenizer.json").write_text('{"x": 1}')
+    assert folder_revision(folder).revision != first.revision
+
+
+def test_specs_pins_and_bad_folders(tmp_path: Path) -> None:
+    folder = fake_folder(tmp_path / "m")
+    rev = folder_revision(folder).revision
+    assert is_local_spec(str(folder)) and is_local_spec(f"{folder}@local") and not is_local_spec("org/model")
+    assert resolve_local(f"{folder}@{rev}").revision == rev
+    assert resolve_local(f"{folder}@local").revision == rev
+    with pytest.raises(InputError, match="not the pinned sha256:00"):
+        resolve_local(f"{folder}@sha256:{'0' * 64}")
+    (folder / "model.safetensors").unlink()
+    with pytest.raises(InputError, match="no weight files"):
+        folder_revision(folder)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(InputError, match="expected a model folder with config.json"):
+        folder_revision(empty)
+
+
+TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+            "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 1-layer random Llama with a 300-token byte-level BPE tokenizer, saved like any fine-tune."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    torch.set_num_threads(1)  # 2 shared cores: intra-op threads oversubscribe
+    folder = tmp_path_factory.mktemp("tiny") / "tiny-llama"
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(["the answer is a summary of the documents", "question: who wrote it?"],
+                            trainers.BpeTrainer(vocab_size=300, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                                special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"]))
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>",
+                                                bos_token="<|im_start|>", pad_token="<|endoftext|>")
+    fast.chat_template = TEMPLATE
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(vocab_size=len(fast), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                   num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=4096,
+                                   eos_token_id=fast.eos_token_id, bos_token_id=fast.bos_token_id)
+    transformers.LlamaForCausalLM(cfg).save_pretrained(folder)
+    fast.save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not SMOKE.is_file(), reason="shipped smoke manifest not in this checkout")
+def test_local_folder_replays_scores_submits_and_reports_by_name(tiny_model: Path, tmp_path: Path) -> None:
+    from seam_repro.cli import cli
+
+    runner = CliRunner()
+    out = tmp_path / "run"
+    tpl = tmp_path / "template.jinja"
+    tpl.write_text("Q: " + TEMPLATE)  # an override that differs from the folder's own template
+    args = ["replay", str(SMOKE), "--model", str(tiny_model), "--name", "Tiny local model", "--out", str(out),
+            "--no-fic", "--model-args", f"max_length=512,attn_implementation=eager,chat_template={tpl},device_map=cpu"]
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    rev = folder_revision(tiny_model).revision
+    rj = json.loads((out / "run.json").read_text())
+    entry = rj["models"]["local__tiny-llama"]
+    assert entry["id"] == "local/tiny-llama" and entry["revision"] == rev and entry["name"] == "Tiny local model"
+    assert entry["backend"]["local_folder"]["path"] == str(tiny_model.resolve())
+    assert entry["backend"]["context_length"] == 512 and entry["backend"]["attn_implementation"] == "eager"
+    assert entry["model_args"]["chat_template"] == {"file": str(tpl), "sha256": sha256_file(tpl)}
+    assert entry["backend"]["chat_template_sha256"] == sha256_text(tpl.read_text())
+    assert entry["generation"]["model_args"] == {"attn_implementation": "eager",
+                                                 "chat_template": entry["model_args"]["chat_template"],
+                                                 "max_model_len": 512}
+    assert rj["fingerprint"]["model_args"]["device_map"] == "cpu"
+    preds = [json.loads(x) for p in out.rglob("run_*.jsonl") for x in p.read_text().splitlines()]
+    assert len(preds) == 36 and all(p["model"] == {"id": "local/tiny-llama", "revision": rev} for p in preds)
+    assert all(p["truncated"] and p["n_prompt_tokens"] == 512 - p["generation"]["max_new_tokens"] for p in preds)
+
+    bundle = tmp_path / "tiny.bundle.json"
+    result = runner.invoke(cli, ["submit", str(out), "--out", str(bundle)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(bundle.read_text())["model"]["name"] == "Tiny local model"
+    for source in (out, bundle):
+        rep = tmp_path / f"report-{source.name}"
+        result = runner.invoke(cli, ["report", str(source), "--out", str(rep)])
+        assert result.exit_code == 0, result.output
+        md = "".join(p.read_text() for p in rep.glob("*.md"))
+        assert "Tiny local model" in md and str(tiny_model) not in md
+
+    # a changed folder is a different revision: resuming into the run dir is refused
+    (tiny_model / "generation_config.json").write_text(json.dumps({"do_sample": True, "top_k": 5}))
+    try:
+        again = runner.invoke(cli, args)
+    finally:
+        (tiny_model / "generation_config.json").unlink()
+    assert isinstance(again.exception, PredictionsError) and "revision" in str(again.exception)
