@@ -132,6 +132,9 @@ def test_local_folder_replays_scores_submits_and_reports_by_name(tiny_model: Pat
         md = "".join(p.read_text() for p in rep.glob("*.md"))
         assert "Tiny local model" in md and str(tiny_model) not in md
 
+    # a protocol model arg is part of the generation settings: resuming with another one is refused
+    other = runner.invoke(cli, [a.replace("max_length=512", "max_length=256") for a in args])
+    assert isinstance(other.exception, PredictionsError) and "generation was" in str(other.exception)
     # a changed folder is a different revision: resuming into the run dir is refused
     (tiny_model / "generation_config.json").write_text(json.dumps({"do_sample": True, "top_k": 5}))
     try:

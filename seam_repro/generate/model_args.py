@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from seam_repro.errors import InputError
@@ -73,6 +74,8 @@ def _convert(backend: str, spec: ArgSpec, value: str) -> Any:
             raise InputError(OPTION, f"{where}: expected a non-empty value")
         if spec.choices and value not in spec.choices:
             raise InputError(OPTION, f"{where}: expected one of {', '.join(spec.choices)}, got {value!r}")
+        if spec.type == "path" and not Path(value).is_file():
+            raise InputError(OPTION, f"{where}: expected an existing file, got {value!r}")
         return value
     if spec.type == "bool":
         low = value.lower()
