@@ -142,17 +142,24 @@ def _check(tmp: Path, f: SourceFile, artifact: str, tofu: dict[str, Any], shown:
     return False
 
 
-def _local_copy(data_dir: Path, f: SourceFile) -> Path:
+def _local_copy(data_dir: Path, f: SourceFile, datasets: tuple[str, ...] | list[str] = ()) -> Path:
+    """The offline copy of ``f`` in ``data_dir``: by cache path or file name at the top, or inside
+    the dataset's own folder (``datasets/layout.py``: the same DIR/<Dataset>/ folders every command reads)."""
+    from seam_repro.datasets.layout import find_dataset_dir
+
     names = [f.dest, PurePosixPath(f.dest).name]
     if f.filename:
         names += [f.filename, PurePosixPath(f.filename).name]
     if f.url:
         names.append(PurePosixPath(f.url.split("?")[0]).name)
-    for n in names:
-        p = data_dir / n
-        if p.is_file():
-            return p
-    raise MissingDataError(f"--data-dir {data_dir}: no local copy of {f.dest} (looked for {', '.join(dict.fromkeys(names))})")
+    roots = [data_dir] + [d for d in (find_dataset_dir(data_dir, n) for n in datasets) if d is not None]
+    for root in roots:
+        for n in names:
+            p = root / n
+            if p.is_file():
+                return p
+    raise MissingDataError(f"--data-dir {data_dir}: no local copy of {f.dest} (looked for {', '.join(dict.fromkeys(names))}"
+                           + (f" there and in its {'/'.join(datasets)} folder" if datasets else "") + ")")
 
 
 def obtain(src: Source, f: SourceFile, cache: Path, tofu: dict[str, Any], *, data_dir: Path | None = None,
@@ -165,7 +172,7 @@ def obtain(src: Source, f: SourceFile, cache: Path, tofu: dict[str, Any], *, dat
     tmp = _temp_beside(dest)
     try:
         if data_dir is not None:
-            origin = _local_copy(data_dir, f)
+            origin = _local_copy(data_dir, f, src.data)
             shutil.copyfile(origin, tmp)
         elif src.kind == "hf":
             fetcher = hf_download or _hf_hub_download

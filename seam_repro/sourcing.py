@@ -1,6 +1,7 @@
 """Resolve and load the inputs of a sampling run: dataset folders and prompt files.
 
-Resolution order, for each dataset: ``--data-dir DIR`` (``DIR/<name>``), the config entry's
+Resolution order, for each dataset: ``--data-dir DIR`` (``DIR/<name>`` or the upstream / Hugging
+Face folder names of ``datasets/layout.py``), the config entry's
 ``path`` (relative to the config or manifest file), then the fetch cache. Prompt files:
 ``--prompts-dir DIR`` (``DIR/<name>.json``), the path recorded in the manifest, then the cache
 (the pinned upstream files). When a manifest records hashes, every file read is checked against
@@ -60,10 +61,13 @@ def _cached(kind: str, name: str) -> Path | None:
 
 def resolve_data_path(name: str, entry_path: str | None, data_dir: Any, base_dir: Path) -> Path:
     if data_dir is not None:
-        candidate = Path(data_dir) / name
-        if candidate.exists():
-            return candidate.resolve()
-        raise MissingDataError(f"{name}: --data-dir {data_dir} has no '{name}' folder")
+        from seam_repro.datasets.layout import describe_expected, find_dataset_dir
+
+        found = find_dataset_dir(Path(data_dir), name)
+        if found is not None:
+            return found.resolve()
+        raise MissingDataError(f"{name}: --data-dir {data_dir} has no {name} data; expected {describe_expected(name)} "
+                               f"(`seam-repro datasets check --data-dir {data_dir}` lists what was found)")
     if entry_path:
         candidate = (base_dir / entry_path) if not Path(entry_path).is_absolute() else Path(entry_path)
         if candidate.exists():

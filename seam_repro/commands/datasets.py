@@ -56,3 +56,23 @@ def _list_seam(cache: Path | None) -> None:
             status = "cached (alternative source)"
         click.echo(f"{info.name:<12} {info.task:<14} {info.default_split:<12} {info.source:<16} {status}")
     click.echo(f"cache: {root}")
+
+
+@datasets.command("check", epilog="""\b
+Examples:
+  seam-repro datasets check --data-dir ~/seam-data
+  seam-repro datasets check --data-dir ~/seam-data --prompts-dir ~/SEAM/files/prompts
+  seam-repro datasets check --data-dir tests/fixtures --suite zeroscrolls-mini""")
+@click.option("--data-dir", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Folder with one folder per dataset (README: 'Data folder layout').")
+@click.option("--prompts-dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="Also check that DIR/<dataset>.json prompt files exist.")
+@click.option("--suite", default="seam", show_default=True, help="Suite whose datasets to check.")
+def check_datasets(data_dir: Path, prompts_dir: Path | None, suite: str) -> int:
+    """Per dataset: the folder found under --data-dir, split sizes, and what is missing.
+    Exits 1 when a dataset is missing or unreadable."""
+    from seam_repro.datasets.check import check_data_dir, render_checks
+
+    checks = check_data_dir(data_dir, suite, prompts_dir)
+    click.echo(render_checks(checks, data_dir))
+    return 0 if all(c.ok for c in checks) else 1
