@@ -114,3 +114,11 @@ def test_vllm_defaults_and_local_folder(monkeypatch: pytest.MonkeyPatch, tmp_pat
     assert seen["tensor_parallel_size"] == 1 and "gpu_memory_utilization" not in seen
     assert b.model_id == "local/ckpt" and b.revision.startswith("sha256:")
     assert b.describe()["local_folder"]["files"]["config.json"] == sha256_file(folder / "config.json")
+
+
+def test_readme_table_is_in_sync() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
+    start, end = "<!-- model-args-table:start -->\n", "<!-- model-args-table:end -->"
+    assert readme.count(start) == 1, "README lacks the model-args table markers"
+    shown = readme.split(start, 1)[1].split(end, 1)[0].strip()
+    assert shown == reference_table(), "README's --model-args table is stale: paste reference_table() output"
