@@ -230,13 +230,12 @@ def load_run_dir(run_dir: Path) -> list[ModelScores]:
 
 def _run_model_entries(run_dir: Path) -> dict[str, Any]:
     """``models`` of RUN_DIR/run.json ({} when there is none: scores may be copied without it)."""
+    from seam_repro.files import read_json
+
     path = run_dir / "run.json"
     if not path.is_file():
         return {}
-    try:
-        models = json.loads(path.read_text(encoding="utf-8")).get("models")
-    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
-        return {}
+    models = read_json(path, what="run.json").get("models")
     return models if isinstance(models, dict) else {}
 
 

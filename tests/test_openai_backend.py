@@ -101,6 +101,8 @@ def test_model_args_validation() -> None:
         make_backend("openai", "m", model_args="base_url=http://x/v1,concurrency=0")
     with pytest.raises(InputError, match="needs --model NAME"):
         make_backend("openai", None, model_args="base_url=http://x/v1")
+    with pytest.raises(InputError, match="the server decides"):
+        make_backend("openai", "m", dtype="bf16", model_args="base_url=http://x/v1")
 
 
 def _run_files_text(root: Path) -> str:

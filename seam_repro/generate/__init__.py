@@ -72,6 +72,9 @@ def make_backend(backend: str, model: str | None, *, dtype: str = "auto", quanti
     if backend == "openai":
         if model is None:
             raise InputError("--model", "the openai backend needs --model NAME[@REVISION] (the served model name)")
+        if dtype != "auto" or quantization is not None:
+            raise InputError("--backend", "openai: --dtype and --load-in-4bit/8bit apply to local weights; the server "
+                             "decides how the served model is loaded")
         from seam_repro.generate.openai_compat import make_openai_backend
 
         name, _, revision = model.partition("@")

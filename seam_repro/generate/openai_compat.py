@@ -29,6 +29,7 @@ from typing import Any
 
 from seam_repro.errors import InputError, SeamReproError
 from seam_repro.generate.base import GenerationRequest, GenerationResult, GenerationSettings
+from seam_repro.generate.fingerprint import _version
 from seam_repro.hashing import sha256_json, sha256_text
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
@@ -220,15 +221,6 @@ def _retry_after(value: str | None) -> float | None:
 def _backoff(base: float, attempt: int) -> float:
     """Exponential backoff with full jitter (AWS's recommendation): uniform in [0, base * 2^attempt]."""
     return random.uniform(0, min(MAX_BACKOFF, base * 2 ** attempt))
-
-
-def _version(dist: str) -> str | None:
-    import importlib.metadata
-
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def make_openai_backend(model_id: str, revision: str, args: dict[str, Any], transport: Any = None) -> OpenAIBackend:
