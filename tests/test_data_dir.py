@@ -82,6 +82,12 @@ def test_check_cli_names_what_is_missing(tmp_path: Path) -> None:
     assert f"prompts: {FIX / 'prompts' / 'ECB.json'}" in out and "3 of 6 datasets complete" in out
 
 
+def test_check_mini_suite_fixtures() -> None:
+    checks = check_data_dir(FIX / "zeroscrolls", "zeroscrolls-mini")
+    assert [(c.name, c.ok, c.folder) for c in checks] == [("QMSumMini", True, FIX / "zeroscrolls" / "qmsum"),
+                                                         ("SpaceDigestMini", True, FIX / "zeroscrolls" / "spacedigest")]
+
+
 def test_replay_and_freeze_resolution_uses_the_layout(tmp_path: Path) -> None:
     where = mixed_layout(tmp_path)
     assert resolve_data_path("SciCo", None, tmp_path, tmp_path) == where["SciCo"].resolve()

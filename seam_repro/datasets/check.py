@@ -65,9 +65,10 @@ def check_data_dir(data_dir: Path, suite: str = "seam", prompts_dir: Path | None
 def render_checks(checks: list[DatasetCheck], data_dir: Path) -> str:
     """Plain-text report: one block per dataset."""
     lines = [f"data dir: {data_dir}"]
+    width = max((len(c.name) for c in checks), default=0) + 1
     for c in checks:
         status = "ok" if c.ok else "MISSING"
-        lines.append(f"{c.name:<12} {status}")
+        lines.append(f"{c.name:<{width}}{status}")
         if c.folder is not None:
             lines.append(f"  found:   {c.folder}")
         if c.splits:
