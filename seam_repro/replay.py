@@ -102,7 +102,8 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
     entry = {"id": backend.model_id, "revision": backend.revision, "backend_name": backend.name,
              "backend": backend.describe(), "generation": generation, "batch_size": batch_size,
              "name": display_name or backend.model_id, "model_args": recorded}
-    fingerprint = environment_fingerprint()
+    # CUDA facts only matter where local weights run (importing torch for them costs seconds)
+    fingerprint = environment_fingerprint(include_torch=backend.name in ("hf", "vllm"))
     fingerprint["model_args"] = recorded
     session = {"started_utc": datetime.now(UTC).isoformat(timespec="seconds"), "argv": sys.argv[1:],
                "shard": None if shard is None else str(shard), "batch_size": batch_size,
@@ -183,8 +184,11 @@ def replay(manifest_path: Path, out: Path, *, model: str | None = None, backend:
                                              allow_unfrozen=allow_unfrozen), limit)
     engine = make_backend(backend, model, dtype=dtype, quantization=quantization, prompt_path=prompt_path,
                           truncation=truncation, echo_delay=echo_delay, model_args=args)
+    # served backends send a batch's requests concurrently: a batch smaller than the concurrency
+    # would cap it (their outputs do not depend on batch composition)
+    default_batch = max(settings.batch_size, int(getattr(engine, "concurrency", 1)))
     return run_generation(records, engine, settings, Path(out), manifest, shard=shard,
-                          batch_size=batch_size or settings.batch_size,
+                          batch_size=batch_size or default_batch,
                           limit=limit, progress=progress, model_args=args, display_name=name)
 
 

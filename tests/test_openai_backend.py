@@ -143,4 +143,17 @@ def test_replay_resumes_after_server_failure_and_never_writes_the_key(tmp_path: 
     entry = rj["models"]["fake-model"]
     assert entry["name"] == "Fake served" and entry["backend"]["served_models"] == ["fake-model"]
     assert entry["model_args"]["api_key_env"] == "SEAM_TEST_KEY" and entry["backend"]["api_key_sent"] is True
+    assert entry["batch_size"] == 1  # --batch-size given; without it a batch is at least `concurrency` requests
     assert secret not in _run_files_text(out)  # sent in headers, never written
+
+
+@pytest.mark.skipif(not SMOKE.is_file(), reason="shipped smoke manifest not in this checkout")
+def test_replay_batches_are_at_least_the_concurrency(tmp_path: Path) -> None:
+    """The smoke manifest's batch size is 4; concurrency 6 must not be capped by it."""
+    from seam_repro.replay import replay
+
+    with FakeServer(delay=0.3) as srv:
+        summary = replay(SMOKE, tmp_path / "run", backend="openai", model="fake-model", limit=1, progress=False,
+                         model_args=f"base_url={srv.base_url},concurrency=6,backoff=0.01")
+    assert summary.generated == 18 and srv.max_in_flight == 6
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["models"]["fake-model"]["batch_size"] == 6
