@@ -142,3 +142,26 @@ def test_local_folder_replays_scores_submits_and_reports_by_name(tiny_model: Pat
     finally:
         (tiny_model / "generation_config.json").unlink()
     assert isinstance(again.exception, PredictionsError) and "revision" in str(again.exception)
+
+
+@pytest.mark.slow
+def test_gguf_only_folder_loads_and_generates(tmp_path: Path) -> None:
+    """A folder holding just a .gguf (here a link to the embedded SmolLM2 file) is a local model too."""
+    pytest.importorskip("gguf")
+    from seam_repro.errors import PrerequisiteError
+    from seam_repro.generate import make_backend
+    from seam_repro.generate.base import GenerationRequest, GenerationSettings
+    from seam_repro.generate.embedded import PIN, find_gguf
+
+    try:
+        gguf = find_gguf()
+    except PrerequisiteError as exc:
+        pytest.skip(str(exc))
+    folder = tmp_path / "smol-gguf"
+    folder.mkdir()
+    (folder / gguf.name).symlink_to(gguf)
+    backend = make_backend("hf", str(folder), model_args="device_map=cpu,max_model_len=512")
+    assert backend.model_id == "local/smol-gguf"
+    assert folder_revision(folder).files == {gguf.name: PIN["gguf_sha256"]}
+    out = backend.generate([GenerationRequest("D", 0, "0", "Say hi.", "", 7)], GenerationSettings(max_new_tokens=3))
+    assert 0 < out[0].n_output_tokens <= 3 and backend.context_length == 512

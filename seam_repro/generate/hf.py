@@ -333,8 +333,13 @@ def load_hf_backend(model_id: str, revision: str, *, dtype: str = "auto", quanti
     hub_rev = None if source else revision
     kwargs: dict[str, Any] = {"revision": hub_rev, "dtype": resolve_dtype(dtype),
                               "trust_remote_code": trust_remote_code}
+    load_from: dict[str, Any] = {}  # how config and tokenizer are read too
     if source:
-        kwargs["local_files_only"] = True
+        kwargs["local_files_only"] = load_from["local_files_only"] = True
+        names = list((local_info or {}).get("files", {}))
+        ggufs = [n for n in names if n.endswith(".gguf")]
+        if "config.json" not in names and len(ggufs) == 1:  # a GGUF-only folder: transformers de-quantizes it
+            kwargs["gguf_file"] = load_from["gguf_file"] = ggufs[0]
     if attn_implementation is not None:
         kwargs["attn_implementation"] = attn_implementation
     if quantization is not None:
@@ -357,8 +362,7 @@ def load_hf_backend(model_id: str, revision: str, *, dtype: str = "auto", quanti
     from transformers import AutoConfig
 
     try:
-        config = AutoConfig.from_pretrained(where, revision=hub_rev, trust_remote_code=trust_remote_code,
-                                            local_files_only=bool(source))
+        config = AutoConfig.from_pretrained(where, revision=hub_rev, trust_remote_code=trust_remote_code, **load_from)
     except Exception as exc:  # hub errors come in many classes: unknown repo, revision, gated, offline
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError("--model", f"cannot resolve {where}@{revision}: {first}") from exc
@@ -366,8 +370,7 @@ def load_hf_backend(model_id: str, revision: str, *, dtype: str = "auto", quanti
 
     dtype_name = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}[kwargs["dtype"]]
     check_fits(config, model_id, dtype_name, quantization)
-    tokenizer = AutoTokenizer.from_pretrained(where, revision=hub_rev, trust_remote_code=trust_remote_code,
-                                              local_files_only=bool(source))
+    tokenizer = AutoTokenizer.from_pretrained(where, revision=hub_rev, trust_remote_code=trust_remote_code, **load_from)
     if chat_template is not None:
         tokenizer.chat_template = read_chat_template(chat_template)
     model = AutoModelForCausalLM.from_pretrained(where, **kwargs)

@@ -67,9 +67,9 @@ def folder_revision(folder: Path) -> LocalModel:
     if not folder.is_dir():
         raise InputError(folder, "--model: not a folder")
     files = {p.relative_to(folder).as_posix(): sha256_file(p) for p in model_files(folder)}
-    if "config.json" not in files and not any(n.endswith(".gguf") for n in files):
+    if "config.json" not in files and sum(n.endswith(".gguf") for n in files) != 1:
         raise InputError(folder, "--model: expected a model folder with config.json (transformers save_pretrained "
-                         "layout) or a .gguf file")
+                         "layout) or exactly one .gguf file")
     if not any(fnmatch.fnmatch(n.rsplit("/", 1)[-1], pat) for n in files
                for pat in ("*.safetensors", "*.bin", "*.pt", "*.pth", "*.gguf", "*.h5", "*.msgpack")):
         raise InputError(folder, "--model: no weight files (*.safetensors, *.bin, *.gguf, ...) in the folder")
