@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,7 +19,8 @@ from typing import Any
 
 from seam_repro import __version__
 from seam_repro.config import SeamConfig, parse_config
-from seam_repro.errors import ManifestError
+from seam_repro.errors import InputError, ManifestError
+from seam_repro.files import atomic_write_bytes, atomic_write_text, iter_jsonl, read_json
 from seam_repro.hashing import canonical_json, digest_of_hashes, sha256_bytes, sha256_json, sha256_text
 from seam_repro.instances import Instance
 from seam_repro.render import few_shots, render_instance
@@ -145,12 +145,8 @@ def dump_manifest(manifest: dict[str, Any]) -> str:
 
 
 def write_manifest(manifest: dict[str, Any], path: str | Path) -> None:
-    """Atomic write (temp file + rename): a crash never leaves a half-written manifest."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(dump_manifest(manifest), encoding="utf-8")
-    os.replace(tmp, path)
+    """Atomic write (temp file + fsync + rename): a crash never leaves a half-written manifest."""
+    atomic_write_text(path, dump_manifest(manifest))
 
 
 def write_prompt_store(records: list[dict[str, Any]], path: str | Path) -> str:
@@ -158,17 +154,25 @@ def write_prompt_store(records: list[dict[str, Any]], path: str | Path) -> str:
     path = Path(path)
     lines = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in records)
     data = gzip.compress(lines.encode("utf-8"), mtime=0)
-    path.write_bytes(data)
+    atomic_write_bytes(path, data)
     return sha256_bytes(data)
 
 
 def read_prompt_store(path: str | Path) -> dict[tuple[str, int, str], str]:
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        return {(r["dataset"], r["run"], r["instance_id"]): r["prompt"] for r in map(json.loads, fh)}
+    """Recorded prompt texts; a store that is not gzip, is cut short or has a malformed line is an
+    InputError naming the file and line (never a bare EOFError)."""
+    out: dict[tuple[str, int, str], str] = {}
+    for n, r in iter_jsonl(path, what="prompt store"):
+        key, prompt = (r.get("dataset"), r.get("run"), r.get("instance_id")), r.get("prompt")
+        if not (isinstance(key[0], str) and isinstance(key[1], int) and isinstance(key[2], str)
+                and isinstance(prompt, str)):
+            raise InputError(path, "expected dataset, run, instance_id and prompt", record=f"line {n}")
+        out[key] = prompt  # type: ignore[index]
+    return out
 
 
 def _schema() -> dict[str, Any]:
-    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return read_json(SCHEMA_PATH)
 
 
 def validate_manifest(manifest: Any, where: str) -> None:
@@ -197,12 +201,7 @@ def validate_manifest(manifest: Any, where: str) -> None:
 def load_manifest(path: str | Path) -> dict[str, Any]:
     """Read, schema-check and digest-check a manifest; never modifies it."""
     path = Path(path)
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ManifestError(f"{path}: file not found") from exc
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ManifestError(f"{path}: not valid UTF-8 JSON ({exc})") from exc
+    manifest = read_json(path, what="manifest")
     validate_manifest(manifest, str(path))
     return manifest
 

@@ -57,8 +57,11 @@ def replay(manifest: Path, out: Path, model: str | None, backend: str, shard: st
     from seam_repro.replay import score_if_available
     from seam_repro.shard import parse_shard
 
+    from seam_repro.files import guard_outputs
+
     if q4 and q8:
         raise click.BadParameter("give at most one of --load-in-4bit / --load-in-8bit")
+    guard_outputs([("--out", out)], inputs=[manifest], read_dirs=[data_dir, prompts_dir])
     summary = run_replay(manifest, out, model=model, backend=backend,
                          shard=parse_shard(shard) if shard else None, batch_size=batch_size, dtype=dtype,
                          quantization="4bit" if q4 else "8bit" if q8 else None, limit=limit, data_dir=data_dir,
