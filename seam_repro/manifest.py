@@ -63,8 +63,9 @@ class Rendered:
 
 
 def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources,
-                  suite: str = "seam") -> Iterator[dict[str, Any]]:
+                  suite: str = "seam", where: str = "manifest") -> Iterator[dict[str, Any]]:
     """Render every recorded instance from the recorded choices (never from a random generator)."""
+    from seam_repro.sample import check_instance_choices, check_run_choices
     from seam_repro.suite import load_suite
 
     specs = load_suite(suite)
@@ -74,6 +75,7 @@ def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources,
         if (name, split) not in index:
             index[(name, split)] = {inst.instance_id: inst for inst in sources.data[name].split(split)}
         by_id = index[(name, split)]
+        check_run_choices(run, sources.prompt_files[name], specs.spec(name).sampling.demo_key, where)
         ctx = _run_context(run, profile, sources.prompt_files[name], suite)
         demos = few_shots(ctx)
         for rec in run["instances"]:
@@ -81,6 +83,7 @@ def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources,
             if inst is None:
                 raise ManifestError(f"{name} run {run['run']}: instance '{rec['id']}' is not in split "
                                     f"'{split}' of the data given")
+            check_instance_choices(rec, inst, specs.spec(name), where)
             mention_ids = rec.get("mention_ids")
             prompt, target = render_instance(inst, ctx, demos, mention_ids)
             spec = specs.spec(name)
@@ -203,10 +206,11 @@ def load_manifest(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     manifest = read_json(path, what="manifest")
     validate_manifest(manifest, str(path))
+    manifest_config(manifest, where=str(path))  # the same semantic checks `sample` applied
     return manifest
 
 
-def manifest_config(manifest: dict[str, Any]) -> SeamConfig:
+def manifest_config(manifest: dict[str, Any], where: str = "manifest config") -> SeamConfig:
     """Rebuild the validated config recorded in a manifest."""
     c = manifest["config"]
     raw = {
@@ -217,7 +221,7 @@ def manifest_config(manifest: dict[str, Any]) -> SeamConfig:
     }
     if c["max_instances_key"]:
         raw[c["max_instances_key"]] = c["max_instances"]
-    cfg = parse_config(raw, manifest["profile"], where="manifest config")
+    cfg = parse_config(raw, manifest["profile"], where=f"{where}: config" if where != "manifest config" else where)
     return cfg
 
 
@@ -240,7 +244,8 @@ def render_records(manifest: dict[str, Any], data_dir: Any = None, prompts_dir: 
     runs = manifest["runs"]
     if not manifest["frozen"]:
         runs = [choices_to_run(c) for c in draw_all(cfg, manifest["profile"], sources.data, sources.prompt_files)]
-    return list(iter_rendered(runs, manifest["profile"], sources, cfg.suite))
+    return list(iter_rendered(runs, manifest["profile"], sources, cfg.suite,
+                              where=str(base) if base is not None else "manifest"))
 
 
 def _progress(it: Iterator[dict[str, Any]], total: int, enabled: bool) -> Iterator[dict[str, Any]]:

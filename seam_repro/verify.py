@@ -104,7 +104,7 @@ def verify_manifest(path: str | Path, data_dir: Any = None, prompts_dir: Any = N
         if store_path.exists():
             store = read_prompt_store(store_path)
     hashes = []
-    for rec in iter_rendered(runs, profile, sources, cfg.suite):
+    for rec in iter_rendered(runs, profile, sources, cfg.suite, where=str(path)):
         report.n_instances += 1
         key = (rec["dataset"], rec["run"], rec["instance_id"])
         want = recorded[key]

@@ -25,7 +25,6 @@ def fetch(only: str | None, data_dir: Path | None, cache: Path | None, progress:
     """Fetch and verify pinned sources; files without a published hash are reported UNVERIFIED."""
     from seam_repro.fetch import cache_root
     from seam_repro.fetch import fetch as run_fetch
-
     from seam_repro.files import guard_outputs
 
     root = cache_root(cache)

@@ -53,11 +53,10 @@ def replay(manifest: Path, out: Path, model: str | None, backend: str, shard: st
            data_dir: Path | None, prompts_dir: Path | None, allow_unfrozen: bool, echo_delay: float,
            no_score: bool, fic: bool, fic_download: bool) -> None:
     """Generate predictions for a frozen manifest (resumable), then score them."""
+    from seam_repro.files import guard_outputs
     from seam_repro.replay import replay as run_replay
     from seam_repro.replay import score_if_available
     from seam_repro.shard import parse_shard
-
-    from seam_repro.files import guard_outputs
 
     if q4 and q8:
         raise click.BadParameter("give at most one of --load-in-4bit / --load-in-8bit")
