@@ -100,6 +100,9 @@ def main(argv: list[str] | None = None) -> None:
     """
     args = list(sys.argv[1:] if argv is None else argv)
     _interrupt_note.clear()
+    from seam_repro.network import apply_policy
+
+    apply_policy(args)  # offline unless this command line asks for the network
     try:
         rv = cli.main(args=args, prog_name="seam-repro", standalone_mode=False, auto_envvar_prefix="SEAM_REPRO")
         if isinstance(rv, int) and not isinstance(rv, bool):
