@@ -85,9 +85,9 @@ def require_hub_or_cache(model_id: str, revision: str | None) -> None:
     if Path(model_id).is_dir() or is_cached(model_id, revision):
         return
     if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
-        raise InputError("--model", f"{model_id}@{revision} is not in the local Hugging Face cache and "
-                         "HF_HUB_OFFLINE is set; download it on a connected machine or pass a local model folder")
+        raise InputError("--model", f"cannot resolve {model_id}@{revision}: not in the local Hugging Face cache "
+                         "and HF_HUB_OFFLINE is set; download it on a connected machine or pass a local model folder")
     reason = hub_unreachable_reason()
     if reason is not None:
-        raise InputError("--model", f"{model_id}@{revision} is not in the local Hugging Face cache and the Hub "
-                         f"is offline: {reason}; download it on a connected machine or pass a local model folder")
+        raise InputError("--model", f"cannot resolve {model_id}@{revision}: not in the local Hugging Face cache "
+                         f"and the Hub is offline: {reason}; download it on a connected machine or pass a local model folder")
