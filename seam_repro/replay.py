@@ -97,11 +97,14 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
     session = {"started_utc": datetime.now(UTC).isoformat(timespec="seconds"), "argv": sys.argv[1:],
                "shard": None if shard is None else str(shard), "batch_size": batch_size,
                "fingerprint": environment_fingerprint()}
+    opened: list[PredictionStore] = []  # stored predictions are checked before run.json is touched
     run_json = prepare_run_dir(run_dir, manifest=manifest, prompts=list(records), model_entry=entry,
                                session=session, extra={"shard": None if shard is None else str(shard),
-                                                       "limit": limit})
+                                                       "limit": limit},
+                               check_existing=lambda: opened.append(
+                                   PredictionStore(run_dir, backend.model_id, backend.revision, hashes)))
     first_batch_size = run_json["models"][model_slug(backend.model_id)].get("batch_size")
-    store = PredictionStore(run_dir, backend.model_id, backend.revision, hashes)
+    store = opened[0]
     mine = select_shard(records, shard)
     keys = [(r["dataset"], r["run"], r["instance_id"]) for r in mine]
     batches = [list(range(i, min(i + batch_size, len(mine)))) for i in range(0, len(mine), batch_size)]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -241,9 +241,13 @@ def require_run_json(run_dir: Path, required: tuple[str, ...] = ()) -> dict[str,
 
 
 def prepare_run_dir(run_dir: Path, *, manifest: dict[str, Any], prompts: list[dict[str, Any]],
-                    model_entry: dict[str, Any], session: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+                    model_entry: dict[str, Any], session: dict[str, Any], extra: dict[str, Any],
+                    check_existing: Callable[[], Any] | None = None) -> dict[str, Any]:
     """Create run.json + prompts.jsonl, or check an existing run dir belongs to the same manifest,
-    prompts, model revision, backend, generation settings and shard before resuming into it."""
+    prompts, model revision, backend, generation settings and shard before resuming into it.
+
+    ``check_existing`` (reading the stored predictions) runs after those checks and before
+    anything is replaced, so a refused resume leaves run.json and prompts.jsonl untouched."""
     run_dir = Path(run_dir)
     files.ensure_dir(run_dir)
     prompts_file = run_dir / "prompts.jsonl"
@@ -271,6 +275,12 @@ def prepare_run_dir(run_dir: Path, *, manifest: dict[str, Any], prompts: list[di
                     tmp_prompts.unlink()
                     raise PredictionsError(f"{run_dir / 'run.json'}: model {slug}: {name} was {old.get(name)!r}, "
                                            f"now {model_entry.get(name)!r}; refusing to mix predictions")
+    if check_existing is not None:
+        try:
+            check_existing()
+        except BaseException:
+            tmp_prompts.unlink(missing_ok=True)
+            raise
     os.replace(tmp_prompts, prompts_file)
     current["models"].setdefault(slug, model_entry)
     current["sessions"].append({**session, "model": slug})
