@@ -76,7 +76,7 @@ def test_check_cli_names_what_is_missing(tmp_path: Path) -> None:
     out = res.output
     assert blocks["FuseReviews"].endswith("MISSING") and "holding train.csv, dev.csv, test.csv" in out
     assert blocks["MusiQue"].endswith("MISSING") and "split 'val' (the one evaluated); found dev, test, train" in out
-    assert blocks["OpenASP"].endswith("MISSING") and "readable data: " in out and "invalid JSON" in out
+    assert blocks["OpenASP"].endswith("MISSING") and "readable data: " in out and "not valid JSON" in out
     assert blocks["SciCo"].endswith("ok") and f"found:   {where['SciCo']}" in out
     assert "splits:  test_events" not in out and "test_events 2 (evaluated)" in out
     assert f"prompts: {FIX / 'prompts' / 'ECB.json'}" in out and "3 of 6 datasets complete" in out

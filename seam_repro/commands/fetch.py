@@ -36,16 +36,19 @@ Examples:
 def fetch(only: str | None, data_dir: Path | None, cache: Path | None, progress: bool) -> int:
     """Fetch and verify pinned sources; files without a published hash are reported UNVERIFIED.
     Every source is tried; failures are summarised at the end (exit status 1)."""
-    from seam_repro.errors import SeamReproError
-    from seam_repro.fetch import cache_root, fetch_source
+    from seam_repro.errors import HashMismatchError, MissingDataError
+    from seam_repro.fetch import DownloadError, cache_root, fetch_source
+    from seam_repro.files import guard_outputs
     from seam_repro.sources import load_lock
 
     root = cache_root(cache)
+    guard_outputs([("--cache", root)], read_dirs=[data_dir])
     failed: list[tuple[str, str]] = []
     for src in load_lock().select(only):
         try:
             res = fetch_source(src, root, data_dir=data_dir, progress=progress)
-        except (SeamReproError, OSError) as exc:
+        except (DownloadError, MissingDataError, HashMismatchError) as exc:
+            # this source's files could not be had; a problem of the cache or the command stops at once
             failed.append((src.name, str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
             click.echo(f"{src.name:<22} FAILED")
             continue
@@ -56,7 +59,7 @@ def fetch(only: str | None, data_dir: Path | None, cache: Path | None, progress:
             click.echo(f"  note: {note}")
     if not failed:
         return 0
-    click.echo(f"\n{len(failed)} source(s) failed:", err=True)
+    click.echo(f"{len(failed)} source(s) failed:", err=True)
     for name, why in failed:
         click.echo(f"  {name}: {why}", err=True)
     click.echo(OFFLINE_ROUTE, err=True)
