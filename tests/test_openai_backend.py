@@ -157,3 +157,16 @@ def test_replay_batches_are_at_least_the_concurrency(tmp_path: Path) -> None:
                          model_args=f"base_url={srv.base_url},concurrency=6,backoff=0.01")
     assert summary.generated == 18 and srv.max_in_flight == 6
     assert json.loads((tmp_path / "run" / "run.json").read_text())["models"]["fake-model"]["batch_size"] == 6
+
+
+def test_a_failed_request_cuts_the_others_short() -> None:
+    """One request of a concurrent batch fails for good: the rest are abandoned, not awaited."""
+    import time
+
+    with FakeServer(script=["401"], default="timeout", slow=8.0) as srv:
+        b = backend(srv, concurrency=4, timeout=30.0)
+        start = time.monotonic()
+        with pytest.raises(ServerError, match="HTTP 401"):
+            b.generate(reqs(4), GenerationSettings())
+        elapsed = time.monotonic() - start
+    assert elapsed < 6.0, elapsed

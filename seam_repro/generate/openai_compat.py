@@ -22,7 +22,6 @@ import json
 import os
 import random
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,6 +71,7 @@ class OpenAIBackend:
     """(model id, system_fingerprint) pairs the server reported, with counts."""
     retries: int = field(default=0, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _stop: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
 
     def __post_init__(self) -> None:
         import httpx
@@ -154,17 +154,20 @@ class OpenAIBackend:
         body = self.payload(req, settings)
         reasons: list[str] = []
         for attempt in range(self.max_retries + 1):
+            if self._stop.is_set():
+                raise ServerError(f"{url}: instance {req.key}: abandoned (another request of the batch failed, or the "
+                                  "run was interrupted)")
             try:
                 data = self._attempt(url, body)
                 break
             except _Retry as exc:
                 reasons.append(str(exc))
-                if attempt == self.max_retries:
+                if attempt == self.max_retries or self._stop.is_set():
                     raise ServerError(f"{url}: instance {req.key}: gave up after {attempt + 1} attempts; last: "
                                       f"{reasons[-1]}; the run resumes from here with the same command") from None
                 with self._lock:
                     self.retries += 1
-                time.sleep(exc.wait if exc.wait is not None else _backoff(self.backoff, attempt))
+                self._stop.wait(exc.wait if exc.wait is not None else _backoff(self.backoff, attempt))
         choice = data["choices"][0]
         text = choice["message"]["content"] if self.endpoint == "chat" else choice["text"]
         usage = data["usage"]
@@ -182,8 +185,18 @@ class OpenAIBackend:
         """All requests of the batch, ``concurrency`` at a time; results in request order."""
         if len(requests) <= 1 or self.concurrency == 1:
             return [self._request(r, settings) for r in requests]
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests))) as pool:
-            return list(pool.map(lambda r: self._request(r, settings), requests))
+        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests)))
+        try:
+            futures = [pool.submit(self._request, r, settings) for r in requests]
+            return [f.result() for f in futures]
+        except BaseException:
+            # a failed request or Ctrl-C ends the run: stop retries and cut in-flight requests
+            # instead of waiting up to `timeout` for each of them
+            self._stop.set()
+            self._client.close()
+            raise
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def close(self) -> None:
         self._client.close()
