@@ -2,7 +2,8 @@
 # Create .venv-server: llama-cpp-python's OpenAI-compatible server, for the openai backend's
 # end-to-end test (tests/test_llama_server.py) and for serving the embedded SmolLM2 GGUF by hand:
 #   .venv-server/bin/python -m llama_cpp.server --model "$GGUF" --host 127.0.0.1 --port 8080 --model_alias smollm2
-# Built from the PyPI sdist (~4-5 min on 2 cores; pip's wheel cache makes later runs take seconds).
+# Built from the PyPI sdist (measured ~20 min with nice on 2 cores shared with other jobs, ~4 min reported
+# on idle ones); pip's wheel cache makes a later install take ~35 s.
 # A native build (-march=native) crashed at the first decode on the CI machine's CPU, so the CPU
 # features are fixed: AVX2 on, AVX-512 and AMX off. Kept out of .venv so the kit's venv stays lean.
 set -euo pipefail
