@@ -76,7 +76,8 @@ def resolve_data_path(name: str, entry_path: str | None, data_dir: Any, base_dir
     cached = _cached("data", name)
     if cached is not None:
         return cached.resolve()
-    raise MissingDataError(f"{name}: no data: pass --data-dir DIR (with DIR/{name}), set the dataset's "
+    raise MissingDataError(f"{name}: no data: pass --data-dir DIR (with DIR/{name} or its upstream/Hugging Face "
+                           f"folder; check with `seam-repro datasets check --data-dir DIR`), set the dataset's "
                            f"'path' in the config, or run `seam-repro fetch --only {name}`")
 
 
