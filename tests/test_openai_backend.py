@@ -170,3 +170,14 @@ def test_a_failed_request_cuts_the_others_short() -> None:
             b.generate(reqs(4), GenerationSettings())
         elapsed = time.monotonic() - start
     assert elapsed < 6.0, elapsed
+
+
+def test_unreachable_server_fails_before_the_run(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    b = make_openai_backend("m", "unpinned", {"base_url": f"http://127.0.0.1:{port}/v1"})
+    with pytest.raises(ServerError, match=r"cannot connect .*is the server running"):
+        b.describe()

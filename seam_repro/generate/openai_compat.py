@@ -99,13 +99,22 @@ class OpenAIBackend:
                 "sampler": "server" if settings.do_sample else "server-greedy"}
 
     def list_models(self) -> list[str] | None:
-        """Model ids from ``GET /models`` (None when the server does not answer it)."""
+        """Model ids from ``GET /models`` (None when the server does not answer it). A server that
+        cannot be reached at all fails here, before a run starts, rather than after its retries."""
+        import httpx
+
         try:
             resp = self._client.get(f"{self.base_url}/models", headers=self._headers(), timeout=min(self.timeout, 30))
-            data = resp.json().get("data") if resp.status_code == 200 else None
-            return [m.get("id") for m in data if isinstance(m, dict)] if isinstance(data, list) else None
-        except Exception:  # optional endpoint: any failure just means "not reported"
+        except httpx.ConnectError as exc:
+            raise ServerError(f"{self.base_url}: cannot connect ({exc}); is the server running, and is base_url "
+                              "the address it listens on?") from None
+        except httpx.HTTPError:
             return None
+        try:
+            data = resp.json().get("data") if resp.status_code == 200 else None
+        except (ValueError, AttributeError):  # optional endpoint: a non-JSON answer means "not reported"
+            return None
+        return [m.get("id") for m in data if isinstance(m, dict)] if isinstance(data, list) else None
 
     # -- requests ---------------------------------------------------------------------
     def _headers(self) -> dict[str, str]:
