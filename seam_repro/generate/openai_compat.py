@@ -67,8 +67,6 @@ class OpenAIBackend:
     transport: Any = None
     """An ``httpx`` transport for tests; None = real network."""
     name: str = field(default="openai", init=False)
-    served: dict[str, Any] = field(default_factory=dict, init=False)
-    """(model id, system_fingerprint) pairs the server reported, with counts."""
     retries: int = field(default=0, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _stop: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
@@ -182,9 +180,6 @@ class OpenAIBackend:
         usage = data["usage"]
         served = {"model": data.get("model"), "system_fingerprint": data.get("system_fingerprint"),
                   "finish_reason": choice.get("finish_reason")}
-        with self._lock:
-            k = f"{served['model']}|{served['system_fingerprint']}"
-            self.served[k] = self.served.get(k, 0) + 1
         templated = sha256_json(body["messages"]) if self.endpoint == "chat" else sha256_text(req.prompt)
         return GenerationResult(output=text or "", templated_prompt_sha256=templated,
                                 n_prompt_tokens=int(usage["prompt_tokens"]),
