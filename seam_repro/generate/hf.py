@@ -363,7 +363,7 @@ def load_hf_backend(model_id: str, revision: str, *, dtype: str = "auto", quanti
 
     from seam_repro.network import require_hub_or_cache
 
-    require_hub_or_cache(model_id, revision)  # offline and not cached: one line in seconds, no retries
+    require_hub_or_cache(where, revision)  # offline and not cached: one line in seconds, no retries
     try:
         config = AutoConfig.from_pretrained(where, revision=hub_rev, trust_remote_code=trust_remote_code, **load_from)
     except Exception as exc:  # hub errors come in many classes: unknown repo, revision, gated, offline
