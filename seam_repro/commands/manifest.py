@@ -16,19 +16,11 @@ prompts_dir_option = click.option("--prompts-dir", type=click.Path(file_okay=Fal
                                   help="Read prompt files from DIR/<name>.json instead of the pinned upstream ones.")
 
 
-def _write(manifest_path: Path, cfg, profile: str, sources, records_too: bool, store: bool, manifest) -> None:
-    from seam_repro.manifest import seal, write_manifest, write_prompt_store
-
-    if store:
-        store_path = manifest_path.with_name(manifest_path.stem + ".prompts.jsonl.gz")
-        digest = write_prompt_store(records_too, store_path)
-        manifest = seal({**manifest, "prompt_store": {"path": store_path.name, "sha256": digest}})
-    write_manifest(manifest, manifest_path)
-
-
 def _pinned_sources(cfg) -> dict:
     """Prompt-file sha256 pins from the sources lock; data hashes are checked by `fetch`."""
-    lock = json.loads((Path(__file__).parents[1] / "data" / "sources.lock.json").read_text(encoding="utf-8"))
+    from seam_repro.files import read_json
+
+    lock = read_json(Path(__file__).parents[1] / "data" / "sources.lock.json", what="sources lock")
     pins = {}
     for src in lock["sources"]:
         name = (src.get("provides") or {}).get("prompts")
@@ -39,8 +31,8 @@ def _pinned_sources(cfg) -> dict:
 
 
 def _sample(cfg, profile: str, base_dir: Path, out: Path, data_dir, prompts_dir, store: bool,
-            recorded=None) -> None:
-    from seam_repro.manifest import build_manifest
+            recorded=None, frozen_from: str | None = None) -> None:
+    from seam_repro.manifest import build_manifest, write_manifest, write_prompt_store
     from seam_repro.sample import draw_all
     from seam_repro.sourcing import load_sources
 
@@ -49,18 +41,16 @@ def _sample(cfg, profile: str, base_dir: Path, out: Path, data_dir, prompts_dir,
     sources = load_sources(cfg, profile, data_dir=data_dir, prompts_dir=prompts_dir, base_dir=base_dir,
                            recorded=recorded)
     choices = draw_all(cfg, profile, sources.data, sources.prompt_files)
-    manifest, records = build_manifest(cfg, profile, choices, sources, progress=sys.stderr.isatty())
-    # Paths are stored relative to the manifest so the repository can move.
-    manifest["sources"] = sources.as_json(relative_to=out.resolve().parent)
-    manifest["config"]["datasets"] = [
-        {**d, "path": manifest["sources"]["data"][d["name"]]["path"]} for d in manifest["config"]["datasets"]
-    ]
-    from seam_repro.manifest import seal
-
-    manifest = seal(manifest)
-    _write(out, cfg, profile, sources, records, store, manifest)
+    # Paths are recorded relative to the manifest (so the repository can move), in provenance.
+    manifest, records = build_manifest(cfg, profile, choices, sources, progress=sys.stderr.isatty(),
+                                       relative_to=out.resolve().parent, frozen_from=frozen_from)
+    if store:  # provenance only: the digest covers content, and the store's records are hashed in it
+        store_path = out.with_name(out.stem + ".prompts.jsonl.gz")
+        manifest["provenance"]["prompt_store"] = {"path": store_path.name,
+                                                  "sha256": write_prompt_store(records, store_path)}
+    write_manifest(manifest, out)
     click.echo(f"wrote {out}: {len(records)} prompts in {len(choices)} (dataset, run) pairs, "
-               f"prompt digest {manifest['prompt_digest'][:16]}…, digest {manifest['digest'][:16]}…")
+               f"prompt digest {manifest['prompt_digest']}, digest {manifest['digest']}")
 
 
 @click.command()
@@ -111,7 +101,7 @@ def freeze(manifest: Path, out: Path | None, data_dir, prompts_dir, store_prompt
     The input is never modified. Pinned prompt-file hashes recorded in MANIFEST are enforced.
     """
     from seam_repro.errors import ManifestError
-    from seam_repro.manifest import load_manifest, manifest_config
+    from seam_repro.manifest import load_manifest, manifest_config, recorded_sources
 
     m = load_manifest(manifest)
     if m["frozen"]:
@@ -121,7 +111,7 @@ def freeze(manifest: Path, out: Path | None, data_dir, prompts_dir, store_prompt
         raise ManifestError(f"{manifest}: refusing to overwrite the input; pass -o OUT")
     cfg = manifest_config(m)
     _sample(cfg, m["profile"], manifest.resolve().parent, out, data_dir, prompts_dir, store_prompts,
-            recorded=m["sources"])
+            recorded=recorded_sources(m), frozen_from=m["digest"])
 
 
 @click.command()
@@ -140,9 +130,9 @@ def prompts(manifest: Path, out: Path, data_dir, prompts_dir) -> None:
     if str(out) == "-":
         sys.stdout.write(lines)
     else:
-        tmp = out.with_name(out.name + ".tmp")
-        tmp.write_text(lines, encoding="utf-8")
-        tmp.replace(out)
+        from seam_repro.files import atomic_write_text
+
+        atomic_write_text(out, lines)
         click.echo(f"wrote {len(records)} prompts to {out}", err=True)
 
 
@@ -151,20 +141,30 @@ def prompts(manifest: Path, out: Path, data_dir, prompts_dir) -> None:
 @data_dir_option
 @prompts_dir_option
 @click.option("--max-listed", default=20, show_default=True, help="How many mismatches to list per manifest.")
-def verify(manifests: tuple[Path, ...], data_dir, prompts_dir, max_listed: int) -> None:
+@click.option("--json", "json_out", is_flag=True,
+              help="Print one JSON object per manifest (ok, changed sources, every mismatch, affected instances, "
+                   "first diff) instead of text, for CI.")
+def verify(manifests: tuple[Path, ...], data_dir, prompts_dir, max_listed: int, json_out: bool) -> None:
     """Re-derive choices from the seed, re-render every prompt and compare all hashes.
 
-    Exit 0 when everything matches, 1 on any mismatch (listing each and a unified diff of the
-    first), 2 on bad input. Never modifies the manifest.
+    A changed data or prompt file is listed, and everything that can still be rendered is compared,
+    naming every affected (dataset, run, instance). Exit 0 when everything matches, 1 on any
+    mismatch (listing each and a unified diff of the first), 2 on bad input. Never modifies the
+    manifest.
     """
     from seam_repro.verify import verify_manifest
 
     failed = False
     for path in manifests:
         report = verify_manifest(path, data_dir=data_dir, prompts_dir=prompts_dir)
+        failed = failed or not report.ok
+        if json_out:
+            click.echo(json.dumps(report.to_json(), ensure_ascii=False, sort_keys=True))
+            continue
         click.echo(report.summary())
+        for mm in report.sources:
+            click.echo(f"  changed source: {mm}")
         if not report.ok:
-            failed = True
             for mm in report.mismatches[:max_listed]:
                 click.echo(f"  {mm}")
             if len(report.mismatches) > max_listed:
