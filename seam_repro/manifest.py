@@ -137,11 +137,14 @@ def provenance(command: str | None, paths: dict[str, Any], **extra: Any) -> dict
 
 def build_manifest(cfg: SeamConfig, profile: str, choices: list[RunChoices], sources: Sources,
                    command: str | None = None, progress: bool = False, relative_to: Path | None = None,
-                   frozen_from: str | None = None) -> tuple[dict[str, Any], list[dict]]:
+                   frozen_from: str | None = None, config_json: dict[str, Any] | None = None
+                   ) -> tuple[dict[str, Any], list[dict]]:
     """Render every choice and return (sealed manifest, prompt records).
 
     ``relative_to``: folder the recorded data/prompt paths are made relative to (the manifest's
-    folder), so the repository can move; they are provenance, not content.
+    folder), so the repository can move; they are provenance, not content. ``config_json``: the
+    sealed config to keep (``freeze`` keeps the unfrozen manifest's, so the protocol digest of a
+    freeze equals that of its unfrozen manifest).
     """
     runs = [choices_to_run(c) for c in choices]
     records = list(_progress(iter_rendered(runs, profile, sources, cfg.suite), sum(len(r["instances"]) for r in runs),
@@ -158,7 +161,7 @@ def build_manifest(cfg: SeamConfig, profile: str, choices: list[RunChoices], sou
         "schema_version": SCHEMA_VERSION,
         "profile": profile,
         "frozen": True,
-        "config": content_config(cfg.as_json()),
+        "config": config_json if config_json is not None else content_config(cfg.as_json()),
         "sources": sealed_sources,
         "runs": runs,
         "prompt_digest": digest_of_hashes(r["prompt_sha256"] for r in records),

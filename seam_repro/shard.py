@@ -121,6 +121,8 @@ def merge_run_dirs(shard_dirs: Sequence[Path], out: Path) -> dict[str, int]:
         merged_by_model[slug] = merged
     out.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(Path(shard_dirs[0]) / "prompts.jsonl", out / "prompts.jsonl")
+    if (Path(shard_dirs[0]) / "manifest.json").is_file():  # the trust chain's anchor (seam_repro/trust.py)
+        shutil.copyfile(Path(shard_dirs[0]) / "manifest.json", out / "manifest.json")
     for slug, merged in merged_by_model.items():
         writers: dict[tuple[str, int], PredictionWriter] = {}
         model_id = models[slug]["id"]

@@ -117,7 +117,12 @@ def test_freeze_store_prompts_prints_the_digest_it_writes(tmp_path):
     assert code == 0, output
     frozen = load_manifest(tmp_path / "f.json")
     assert f"digest {frozen['digest']}" in output
-    assert frozen["provenance"]["frozen_from"] == m["digest"] or frozen["provenance"]["frozen_from"]
+    assert frozen["provenance"]["frozen_from"] == seal(m)["digest"]
+    from seam_repro.manifest import protocol_digest
+
+    assert frozen["config"] == m["config"]  # the unfrozen config is kept as written (notes, aliases)
+    pinned_as_unfrozen = {**frozen, "sources": {**frozen["sources"], "prompts": m["sources"]["prompts"]}}
+    assert protocol_digest(pinned_as_unfrozen) == protocol_digest(m)
     # freezing is sampling: the same content as a direct `sample` of the same config
     code, _ = run("sample", small_config(tmp_path), "-o", tmp_path / "direct.json", "--data-dir", dd,
                   "--prompts-dir", FIX / "prompts")

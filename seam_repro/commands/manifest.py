@@ -31,7 +31,7 @@ def _pinned_sources(cfg) -> dict:
 
 
 def _sample(cfg, profile: str, base_dir: Path, out: Path, data_dir, prompts_dir, store: bool,
-            recorded=None, frozen_from: str | None = None) -> None:
+            recorded=None, frozen_from: str | None = None, config_json=None) -> None:
     from seam_repro.manifest import build_manifest, write_manifest, write_prompt_store
     from seam_repro.sample import draw_all
     from seam_repro.sourcing import load_sources
@@ -43,7 +43,8 @@ def _sample(cfg, profile: str, base_dir: Path, out: Path, data_dir, prompts_dir,
     choices = draw_all(cfg, profile, sources.data, sources.prompt_files)
     # Paths are recorded relative to the manifest (so the repository can move), in provenance.
     manifest, records = build_manifest(cfg, profile, choices, sources, progress=sys.stderr.isatty(),
-                                       relative_to=out.resolve().parent, frozen_from=frozen_from)
+                                       relative_to=out.resolve().parent, frozen_from=frozen_from,
+                                       config_json=config_json)
     if store:  # provenance only: the digest covers content, and the store's records are hashed in it
         store_path = out.with_name(out.stem + ".prompts.jsonl.gz")
         manifest["provenance"]["prompt_store"] = {"path": store_path.name,
@@ -111,7 +112,7 @@ def freeze(manifest: Path, out: Path | None, data_dir, prompts_dir, store_prompt
         raise ManifestError(f"{manifest}: refusing to overwrite the input; pass -o OUT")
     cfg = manifest_config(m)
     _sample(cfg, m["profile"], manifest.resolve().parent, out, data_dir, prompts_dir, store_prompts,
-            recorded=recorded_sources(m), frozen_from=m["digest"])
+            recorded=recorded_sources(m), frozen_from=m["digest"], config_json=m["config"])
 
 
 @click.command()
