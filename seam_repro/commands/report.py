@@ -41,8 +41,9 @@ def report(inputs: tuple[Path, ...], out_dir: Path, reference: str | None, manif
     return 0
 
 
-@click.command(epilog="\b\nExamples:\n  seam-repro diff runs/smoke --reference paper\n"
-               "  seam-repro diff runs/mine --reference paper --as Llama-3-8B --tolerance 2x")
+@click.command(epilog="\b\nExamples:\n  seam-repro diff runs/l3-8b --reference paper\n"
+               "  seam-repro diff runs/mine --reference paper --as Llama-3-8B --tolerance 2x\n"
+               "  seam-repro diff runs/smoke --reference paper --allow-protocol-mismatch   # smoke is not the paper")
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--reference", default="paper", show_default=True, help="'paper' or a JSON reference file.")
 @click.option("--tolerance", default=None, help="'spread' (default), 'Kx', 'P%' or points, e.g. 1.5.")
