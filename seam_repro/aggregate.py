@@ -214,11 +214,12 @@ def _check_known(score_dir: Path, inst_path: Path, instances: list[InstanceScore
     if not (run_dir / "manifest.json").is_file():
         return
     from seam_repro.manifest import load_manifest
+    from seam_repro.trust import score_keys
 
     m = load_manifest(run_dir / "manifest.json")
-    known = {(r["dataset"], r["run"], i["id"]) for r in m["runs"] for i in r["instances"]}
     if not m["frozen"]:
         return
+    known = score_keys((r["dataset"], r["run"], i["id"]) for r in m["runs"] for i in r["instances"])
     for n, it in enumerate(instances, start=1):
         if (it.dataset, it.run, it.instance_id) not in known:
             raise InputError(inst_path, f"{it.dataset} run {it.run} instance {it.instance_id} is not in "

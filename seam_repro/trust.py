@@ -14,6 +14,7 @@ Each refusal is one line naming the file, the record and what was expected.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -313,6 +314,19 @@ def protocol_differences(mine: dict[str, Any] | None, ref: dict[str, Any] | None
     return out
 
 
+_UNIT = re.compile(r"#doc\d+$")
+
+
+def score_keys(keys: Iterable[Key]) -> set[Key]:
+    """Keys an instance score line may carry: every manifest instance, and for document-level units
+    (``<id>#doc<k>``, scored as one line under ``<id>``) the parent instance too."""
+    out = set()
+    for ds, run, iid in keys:
+        out.add((ds, run, iid))
+        out.add((ds, run, _UNIT.sub("", iid)))
+    return out
+
+
 # --- seeds/ -----------------------------------------------------------------------------------------
 def shipped_seeds(seeds_dir: Path | None = None) -> dict[str, dict[str, Any]]:
     """``seeds/<name>.json`` records by manifest digest (empty when the checkout has no seeds/)."""
@@ -350,9 +364,9 @@ def check_bundle_seeds(path: object, bundle: dict[str, Any], seeds: dict[str, di
     if carried != want:
         raise InputError(path, f"differs from {src} (expected the shipped manifest's seeds and per-run prompt "
                          "digests)", field="seeds")
-    gen = {(r["dataset"], r["run"]): set(r["gen_seeds"]) for r in ship["runs"]}
+    known = score_keys((r["dataset"], r["run"], i) for r in ship["runs"] for i in r["gen_seeds"])
     for name, ds in (bundle.get("datasets") or {}).items():
         for i, it in enumerate(ds.get("instances") or []):
-            if it.get("instance_id") not in gen.get((it.get("dataset"), it.get("run")), set()):
+            if (it.get("dataset"), it.get("run"), it.get("instance_id")) not in known:
                 raise InputError(path, f"instance {it.get('instance_id')!r} of run {it.get('run')} is not in {src}",
                                  record=f"datasets.{name}.instances[{i}]", field="instance_id")

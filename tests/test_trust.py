@@ -234,3 +234,28 @@ def test_readme_dry_run_writes_to_its_own_folder() -> None:
         if "--backend echo" in line:
             assert "runs/smoke " not in line + " " and "--out runs/dry-run" in line
     assert "seam-repro report runs/smoke " in quick
+
+
+def test_document_level_bundle_passes_the_seeds_check(tmp_path: Path) -> None:
+    """IGCS-style units (<id>#doc<k>) are scored as one line under <id>; seeds/ lists the units."""
+    from trust_helpers import echo_run
+
+    from seam_repro.submit import make_bundle, read_bundle, write_bundle
+
+    run = echo_run(tmp_path, name="igcs-mini")
+    write_bundle(make_bundle(run), tmp_path / "b.json")
+    ms = read_bundle(tmp_path / "b.json")
+    assert any(it.instance_id == "phone-battery" for ds in ms.datasets.values() for it in ds.instances)
+
+
+def test_merged_shards_keep_the_trust_anchor(tmp_path: Path) -> None:
+    from seam_repro.replay import replay
+    from seam_repro.shard import merge_run_dirs, parse_shard
+
+    path = smoke_copy(tmp_path)
+    for k in range(2):
+        replay(path, tmp_path / f"s{k}", backend="echo", shard=parse_shard(f"{k}/2"), limit=1, progress=False)
+    merge_run_dirs([tmp_path / "s0", tmp_path / "s1"], tmp_path / "all")
+    assert (tmp_path / "all" / "manifest.json").read_bytes() == (tmp_path / "s0" / "manifest.json").read_bytes()
+    [summary] = score_run_dir(tmp_path / "all", fic=False)
+    assert json.loads(summary.read_text())["coverage"]["partial"] is True
