@@ -15,12 +15,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seam_repro.errors import ManifestError
 from seam_repro.hashing import digest_of_hashes, sha256_text
 from seam_repro.manifest import (
     choices_to_run,
     iter_rendered,
-    load_manifest,
     manifest_config,
     read_prompt_store,
     recorded_sources,
@@ -123,10 +121,10 @@ def _compare_sources(manifest: dict[str, Any], sources: Sources, out: list[Misma
 
 
 def verify_manifest(path: str | Path, data_dir: Any = None, prompts_dir: Any = None) -> VerifyReport:
+    from seam_repro.trust import load_trusted
+
     path = Path(path)
-    manifest = load_manifest(path)
-    if not manifest["frozen"]:
-        raise ManifestError(f"{path}: not frozen (no recorded choices); run `seam-repro freeze {path}`")
+    manifest = load_trusted(path).manifest  # the one place a manifest is loaded and checked
     report = VerifyReport(str(path))
     cfg = manifest_config(manifest)
     profile = manifest["profile"]

@@ -83,7 +83,7 @@ def sample(config: Path, out: Path, profile: str, data_dir, prompts_dir, store_p
             click.echo(f"note: {note}", err=True)
         manifest = unfrozen_manifest(cfg, profile, _pinned_sources(cfg))
         write_manifest(manifest, out)
-        click.echo(f"wrote unfrozen {out} (digest {manifest['digest'][:16]}…); freeze it with verified data: "
+        click.echo(f"wrote unfrozen {out} (digest {manifest['digest']}); freeze it with verified data: "
                    f"seam-repro freeze {out} --data-dir DIR")
         return
     _sample(cfg, profile, config.resolve().parent, out, data_dir, prompts_dir, store_prompts)
@@ -106,7 +106,7 @@ def freeze(manifest: Path, out: Path | None, data_dir, prompts_dir, store_prompt
 
     m = load_manifest(manifest)
     if m["frozen"]:
-        raise ManifestError(f"{manifest}: already frozen (digest {m['digest'][:16]}…); nothing to do")
+        raise ManifestError(f"{manifest}: already frozen (digest {m['digest']}); nothing to do")
     out = out or manifest.with_name(manifest.stem + ".frozen.json")
     if out.resolve() == manifest.resolve():
         raise ManifestError(f"{manifest}: refusing to overwrite the input; pass -o OUT")
