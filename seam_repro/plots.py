@@ -126,7 +126,8 @@ def plot_ar_arsd(rep: dict[str, Any], out: Path) -> None:
         arsd = st["arsd"].get(m)
         ref = any(r["model"] == m and r["from_summary_stats"] for d in rep["datasets"].values() for r in d["rows"])
         n_over = len(st.get("ranked_in", {}).get(m, []))
-        label = _short(m) + (" †" if ref else "") + (f" [{n_over} ds]" if n_over else "")
+        mismatch = bool((rep.get("protocol_mismatch") or {}).get(m))
+        label = _short(m) + (" †" if ref else "") + (" ‡" if mismatch else "") + (f" [{n_over} ds]" if n_over else "")
         if arsd is None:  # still plotted: on the x axis, hollow, labelled
             skipped.append(m)
             ax.scatter([ar], [0.0], s=70, facecolors="none", edgecolors=colors[m], marker="D" if ref else "o",

@@ -147,8 +147,9 @@ def build_report(models: list[ModelScores], reference: ReferenceTable | None = N
     labels = protocol_labels(models, reference)
     for name, ents in entries.items():
         absent = absent_cells(models, reference, name)
+        ref_metric = reference.datasets[name].metric if reference is not None and name in reference.datasets else ""
         if not ents:
-            datasets[name] = {"display_name": DISPLAY_NAMES.get(name, name), "metric": "", "rows": [],
+            datasets[name] = {"display_name": DISPLAY_NAMES.get(name, name), "metric": ref_metric, "rows": [],
                               "absent": absent, "pairwise": {}, "pairs": []}
             continue
         by = {e.model: e for e in ents}
@@ -162,7 +163,7 @@ def build_report(models: list[ModelScores], reference: ReferenceTable | None = N
                          "dominance_over_next": ranking.dominance[pos], "from_summary_stats": e.from_summary_stats,
                          "runs": None if e.from_summary_stats else e.runs,
                          "protocol_mismatch": labels.get(model, []), **e.extra})
-        metric = next((e.extra["metric"] for e in ents if "metric" in e.extra), "")
+        metric = next((e.extra["metric"] for e in ents if "metric" in e.extra), ref_metric)
         datasets[name] = {"display_name": DISPLAY_NAMES.get(name, name), "metric": metric, "rows": rows,
                           "absent": absent, "pairwise": ranking.table, "pairs": ranking.pairs}
         if deepsig:
