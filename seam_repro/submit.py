@@ -92,7 +92,10 @@ def rederive(run_dir: Path, ms: ModelScores) -> dict[str, Any]:
     profile = (ms.extra.get("protocol") or {}).get("profile")
     src = Path(ms.source) / "instance_scores.jsonl"
     with tempfile.TemporaryDirectory(prefix="seam-repro-submit-") as tmp:
-        score_run_dir(run_dir, Path(tmp), profile, fic=True, fic_download=False)
+        # FIC models are tried only when the disk holds FIC scores to re-derive (never downloaded)
+        fic = any(it.metric.startswith("fic") and it.score is not None
+                  for ds in ms.datasets.values() for it in ds.instances)
+        score_run_dir(run_dir, Path(tmp), profile, fic=fic, fic_download=False)
         fresh = load_scores_dir(Path(tmp) / Path(ms.source).name)
     if fresh.extra.get("predictions_digest") != ms.extra.get("predictions_digest"):
         raise InputError(Path(ms.source) / "summary.json", f"is {ms.extra.get('predictions_digest')} but the "

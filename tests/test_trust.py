@@ -14,6 +14,7 @@ import pytest
 from trust_helpers import REPO, echo_runs, smoke_copy  # noqa: F401 - session fixture
 
 from seam_repro.aggregate import load_run_dir
+from seam_repro.aso import AsoParams
 from seam_repro.cli import main
 from seam_repro.errors import InputError, ManifestError
 from seam_repro.manifest import dump_manifest, seal
@@ -137,7 +138,7 @@ def test_a_dataset_without_predictions_is_reported_unscored(echo_runs: dict[str,
     assert summary["coverage"] == {"instances": 36, "scored": 30, "partial": True}
     [ms] = load_run_dir(run)
     assert "OpenASP" in ms.unscored and "no predictions" in ms.unscored["OpenASP"]
-    rep = build_report([ms], load_reference("paper"))
+    rep = build_report([ms], load_reference("paper"), AsoParams(b=200))
     cells = rep["datasets"]["OpenASP"]["absent"]
     assert cells[0]["model"] == "echo" and cells[0]["cell"] == "not scored"
     assert "| – | echo | not scored (no predictions for this dataset" in render_markdown(rep)
@@ -179,7 +180,7 @@ def test_limited_smoke_run_is_not_diffed_as_a_paper_model(echo_runs: dict[str, P
 
 def test_report_labels_protocol_mismatches_and_partial_runs(echo_runs: dict[str, Path]) -> None:  # noqa: F811
     models = load_inputs([echo_runs["limited"]])
-    rep = build_report(models, load_reference("paper"))
+    rep = build_report(models, load_reference("paper"), AsoParams(b=200))
     row = next(r for r in rep["datasets"]["MultiNews"]["rows"] if r["model"] == "echo")
     assert any(d.startswith("limit: 1") for d in row["protocol_mismatch"])
     md = render_markdown(rep)

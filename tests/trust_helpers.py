@@ -82,9 +82,15 @@ def echo_run(tmp: Path, *, limit: int | None = None, name: str = "smoke", out: s
     return run_dir
 
 
+_ECHO_RUNS: dict[str, Path] = {}
+
+
 @pytest.fixture(scope="session")
 def echo_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Two real, scored echo runs of the shipped smoke manifest (made once per test session): the
-    whole manifest, and ``--limit 1``. Tests copy them before damaging anything."""
-    root = tmp_path_factory.mktemp("echo-runs")
-    return {"full": echo_run(root, out="full"), "limited": echo_run(root, limit=1, out="limited")}
+    """Two real, scored echo runs of the shipped smoke manifest (made once per test session, shared by
+    every module that imports this fixture): the whole manifest, and ``--limit 1``. Tests copy them
+    before damaging anything."""
+    if not _ECHO_RUNS:
+        root = tmp_path_factory.mktemp("echo-runs")
+        _ECHO_RUNS.update(full=echo_run(root, out="full"), limited=echo_run(root, limit=1, out="limited"))
+    return _ECHO_RUNS
