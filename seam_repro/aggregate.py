@@ -203,27 +203,10 @@ def load_scores_dir(score_dir: Path) -> ModelScores:
             raise InputError(p, "missing; run `seam-repro score RUN_DIR` first")
     summary = read_json(summary_path, what="summary.json")
     instances = read_instance_scores(inst_path)
-    _check_known(score_dir, inst_path, instances)
+    from seam_repro.trust import check_scores_against_run
+
+    check_scores_against_run(score_dir, summary, instances)
     return build_model_scores(summary, instances, summary_path, str(score_dir))
-
-
-def _check_known(score_dir: Path, inst_path: Path, instances: list[InstanceScore]) -> None:
-    """In a run folder with its manifest (``RUN_DIR/manifest.json``), every scored instance must be one
-    the manifest lists: a line for an unknown instance is refused, not averaged in."""
-    run_dir = score_dir.parent.parent
-    if not (run_dir / "manifest.json").is_file():
-        return
-    from seam_repro.manifest import load_manifest
-    from seam_repro.trust import score_keys
-
-    m = load_manifest(run_dir / "manifest.json")
-    if not m["frozen"]:
-        return
-    known = score_keys((r["dataset"], r["run"], i["id"]) for r in m["runs"] for i in r["instances"])
-    for n, it in enumerate(instances, start=1):
-        if (it.dataset, it.run, it.instance_id) not in known:
-            raise InputError(inst_path, f"{it.dataset} run {it.run} instance {it.instance_id} is not in "
-                             f"{run_dir / 'manifest.json'} (expected only the manifest's instances)", f"instance {n}")
 
 
 def load_run_dir(run_dir: Path) -> list[ModelScores]:

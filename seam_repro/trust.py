@@ -327,6 +327,37 @@ def score_keys(keys: Iterable[Key]) -> set[Key]:
     return out
 
 
+def check_scores_against_run(score_dir: Path, summary: Any, instances: Iterable[Any]) -> None:
+    """``scores/<slug>/`` of a run folder with its manifest: every instance line must be one the
+    manifest lists (an unknown line is refused, not averaged in), and the summary's protocol must
+    be the one run.json and the manifest give (an edited protocol would dodge the comparisons)."""
+    from seam_repro.manifest import load_manifest
+
+    run_dir = Path(score_dir).parent.parent
+    mpath = run_dir / RUN_MANIFEST
+    if not mpath.is_file():
+        return
+    tm = trusted(load_manifest(mpath), str(mpath))
+    inst_path = Path(score_dir) / "instance_scores.jsonl"
+    if tm.frozen:
+        known = score_keys(tm.expected)
+        for n, it in enumerate(instances, start=1):
+            if (it.dataset, it.run, it.instance_id) not in known:
+                raise InputError(inst_path, f"{it.dataset} run {it.run} instance {it.instance_id} is not in {mpath} "
+                                 "(expected only the manifest's instances)", f"instance {n}")
+    stated = summary.get("protocol") if isinstance(summary, dict) else None
+    run_json_path = run_dir / "run.json"
+    if not isinstance(stated, dict) or not run_json_path.is_file():
+        return
+    n_scored = stated.get("scored_instances")
+    actual = run_protocol(tm, read_json(run_json_path, what="run.json"), Path(score_dir).name,
+                          n_scored if isinstance(n_scored, int) else 0)
+    for name in (*PROTOCOL_FIELDS, "generation"):
+        if stated.get(name) != actual.get(name):
+            raise InputError(Path(score_dir) / "summary.json", f"is {stated.get(name)!r} but run.json and {mpath} "
+                             f"give {actual.get(name)!r}", field=f"protocol.{name}")
+
+
 # --- seeds/ -----------------------------------------------------------------------------------------
 def shipped_seeds(seeds_dir: Path | None = None) -> dict[str, dict[str, Any]]:
     """``seeds/<name>.json`` records by manifest digest (empty when the checkout has no seeds/)."""

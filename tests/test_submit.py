@@ -200,6 +200,9 @@ def test_several_models_need_model_option(echo_runs: dict[str, Path], tmp_path: 
     s = json.loads((run / "scores" / "org__other" / "summary.json").read_text())
     s["model"]["id"] = "org/other"
     (run / "scores" / "org__other" / "summary.json").write_text(json.dumps(s))
+    rj = json.loads((run / "run.json").read_text())
+    rj["models"]["org__other"] = {**rj["models"]["echo"], "id": "org/other"}
+    (run / "run.json").write_text(json.dumps(rj))
     with pytest.raises(InputError, match="choose one with --model ID"):
         make_bundle(run)
     with pytest.raises(InputError, match="no scores for model 'org/none'"):

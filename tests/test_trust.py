@@ -260,3 +260,14 @@ def test_merged_shards_keep_the_trust_anchor(tmp_path: Path) -> None:
     assert (tmp_path / "all" / "manifest.json").read_bytes() == (tmp_path / "s0" / "manifest.json").read_bytes()
     [summary] = score_run_dir(tmp_path / "all", fic=False)
     assert json.loads(summary.read_text())["coverage"]["partial"] is True
+
+
+def test_an_edited_protocol_in_summary_json_is_refused(echo_runs: dict[str, Path], tmp_path: Path) -> None:  # noqa: F811
+    """Editing summary.json's protocol (e.g. limit 1 -> null) would dodge the comparison checks."""
+    run = _copy(echo_runs["limited"], tmp_path)
+    path = run / "scores" / "echo" / "summary.json"
+    s = json.loads(path.read_text())
+    s["protocol"]["limit"] = None
+    path.write_text(json.dumps(s))
+    with pytest.raises(InputError, match=r"summary.json: field 'protocol.limit': is None but run.json"):
+        load_inputs([run])
