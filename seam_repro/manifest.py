@@ -24,7 +24,7 @@ from typing import Any
 from seam_repro import __version__
 from seam_repro.config import SeamConfig, parse_config
 from seam_repro.errors import ManifestError, SeamReproError
-from seam_repro.files import atomic_write_bytes, atomic_write_text, read_json
+from seam_repro.files import atomic_write_bytes, atomic_write_text, parse_json_text, read_json
 from seam_repro.hashing import canonical_json, digest_of_hashes, sha256_bytes, sha256_json, sha256_text
 from seam_repro.instances import Instance
 from seam_repro.render import few_shots, render_instance
@@ -226,8 +226,20 @@ def write_prompt_store(records: list[dict[str, Any]], path: str | Path) -> str:
 
 
 def read_prompt_store(path: str | Path) -> dict[tuple[str, int, str], str]:
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        return {(r["dataset"], r["run"], r["instance_id"]): r["prompt"] for r in map(json.loads, fh)}
+    """Prompt texts of a prompt store (provenance: only shown in diffs, never trusted for hashes)."""
+    out: dict[tuple[str, int, str], str] = {}
+    try:
+        with gzip.open(path, "rb") as fh:
+            for n, raw in enumerate(fh, start=1):
+                r = parse_json_text(raw.decode("utf-8"), path, record=f"line {n}")
+                try:
+                    out[(r["dataset"], r["run"], r["instance_id"])] = r["prompt"]
+                except (KeyError, TypeError):
+                    raise ManifestError(f"{path}: record line {n}: expected dataset, run, instance_id and prompt") \
+                        from None
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        raise ManifestError(f"{path}: not a readable gzipped JSONL prompt store ({exc})") from None
+    return out
 
 
 def _schema() -> dict[str, Any]:

@@ -143,7 +143,8 @@ def load_run_manifest(run_dir: Path, run_json: dict[str, Any]) -> TrustedManifes
     path = Path(run_dir) / RUN_MANIFEST
     if not path.is_file():
         raise InputError(path, "missing: score checks every prompt and gold target against the replayed manifest; "
-                         "re-run `seam-repro replay MANIFEST --out RUN_DIR` (it resumes and writes it)")
+                         "re-run `seam-repro replay MANIFEST --out RUN_DIR` (it resumes and writes it; a run made "
+                         "from a schema_version 1 manifest must be replayed into a new --out)")
     tm = trusted(load_manifest(path), str(path))
     if run_json.get("manifest_digest") != tm.digest:
         raise InputError(Path(run_dir) / "run.json", f"is {run_json.get('manifest_digest')!r} but {path} has digest "
