@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seam_repro.errors import InputError, ManifestError, PredictionsError
+from seam_repro.errors import InputError, ManifestError, PredictionsError, SeamReproError
 from seam_repro.files import atomic_write_text, read_json
 from seam_repro.hashing import digest_of_hashes, sha256_bytes, sha256_json, sha256_text
 
@@ -246,7 +246,7 @@ def _fill_metrics(tm: TrustedManifest, metrics: dict[str, str], tasks: dict[str,
             spec = suite.spec(ds)
             metrics.setdefault(ds, spec.metrics.get(tm.manifest["profile"], "unknown"))
             tasks.setdefault(ds, spec.task)
-    except Exception:  # noqa: BLE001 - a suite unknown to this install only loses the metric name
+    except (SeamReproError, KeyError, ImportError):  # an unknown suite or dataset only loses the metric name
         return
 
 
