@@ -185,6 +185,9 @@ def build_report(models: list[ModelScores], reference: ReferenceTable | None = N
             cov = ms.extra.get("coverage") or {}
             notes.append(f"{ms.model_id}: partial run ({cov.get('scored')} of {cov.get('instances')} instances "
                          "scored); not comparable with full runs.")
+    if any(ms.extra.get("seeds_checked") is False for ms in models):
+        notes.append("No seeds/ folder was found (set SEAM_REPRO_SEEDS): bundles were checked by their digest only, "
+                     "not against the shipped manifests' seeds and prompt digests.")
     for label, differs in labels.items():
         if differs:
             notes.append(f"{PROTOCOL_MARK} {label}: protocol differs from "

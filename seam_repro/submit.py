@@ -248,7 +248,8 @@ def parse_bundle(data: Any, path: Path) -> ModelScores:
     if data["protocol"].get("manifest_digest") != data["manifest_digest"]:
         raise InputError(path, f"is {data['protocol'].get('manifest_digest')} but the bundle's is "
                          f"{data['manifest_digest']}", field="protocol.manifest_digest")
-    check_bundle_seeds(path, data, shipped_seeds())
+    seeds = shipped_seeds()
+    check_bundle_seeds(path, data, seeds)
     datasets = data.get("datasets")
     if not isinstance(datasets, dict) or not datasets:
         raise InputError(path, "expected a non-empty object", field="datasets")
@@ -271,7 +272,8 @@ def parse_bundle(data: Any, path: Path) -> ModelScores:
         summary["datasets"].setdefault(name, {"metric": "unknown", "runs": {"0": None}, "reason": reason})
     ms = build_model_scores(summary, instances, path, str(path))
     ms.extra.update({"chat_template_sha256": data["chat_template_sha256"], "environment": data["environment"],
-                     "bundle_digest": data["bundle_digest"], "partial": data["partial"]})
+                     "bundle_digest": data["bundle_digest"], "partial": data["partial"],
+                     "seeds_checked": bool(seeds)})
     return ms
 
 

@@ -360,11 +360,19 @@ def check_scores_against_run(score_dir: Path, summary: Any, instances: Iterable[
 
 
 # --- seeds/ -----------------------------------------------------------------------------------------
+def seeds_dirs() -> list[Path]:
+    """Where ``seeds/`` is looked for: ``$SEAM_REPRO_SEEDS``, the checkout's ``seeds/``, ``./seeds``."""
+    import os
+
+    env = os.environ.get("SEAM_REPRO_SEEDS")
+    cands = ([Path(env)] if env else []) + [SEEDS_DIR, Path.cwd() / "seeds"]
+    return [p for p in dict.fromkeys(c.resolve() for c in cands) if p.is_dir()]
+
+
 def shipped_seeds(seeds_dir: Path | None = None) -> dict[str, dict[str, Any]]:
-    """``seeds/<name>.json`` records by manifest digest (empty when the checkout has no seeds/)."""
-    root = seeds_dir or SEEDS_DIR
+    """``seeds/<name>.json`` records by manifest digest (empty when no seeds/ folder is found)."""
     out: dict[str, dict[str, Any]] = {}
-    if root.is_dir():
+    for root in ([seeds_dir] if seeds_dir is not None else seeds_dirs()[:1]):
         for p in sorted(root.glob("*.json")):
             rec = read_json(p, what="seeds file")
             if isinstance(rec.get("manifest_digest"), str):

@@ -222,3 +222,25 @@ def test_scores_without_a_store_cannot_be_submitted(tmp_path: Path) -> None:
     write_scores(tmp_path, "org/new", {"MusiQue": {"metric": "musique_f1", "instances": [(0, "q1", 50.0, True)]}})
     with pytest.raises((InputError, PredictionsError)):
         make_bundle(tmp_path)
+
+
+def test_seeds_folder_is_found_through_the_environment(bundle: dict, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check reads the seeds/ it is pointed at (an installed kit has no checkout): a seeds file
+    that disagrees with a genuine bundle makes it refused; no seeds/ at all is said in the report."""
+    write_bundle(bundle, tmp_path / "b.json")
+    seeds = tmp_path / "seeds"
+    seeds.mkdir()
+    rec = json.loads((REPO / "seeds" / "smoke.json").read_text())
+    rec["runs"][0]["prompt_digest"] = "1" * 64
+    (seeds / "smoke.json").write_text(json.dumps(rec))
+    monkeypatch.setenv("SEAM_REPRO_SEEDS", str(seeds))
+    with pytest.raises(InputError, match=f"field 'seeds': differs from {seeds / 'smoke.json'}"):
+        read_bundle(tmp_path / "b.json")
+    (seeds / "smoke.json").unlink()
+    from seam_repro.aso import AsoParams
+    from seam_repro.report import build_report
+
+    ms = read_bundle(tmp_path / "b.json")
+    assert ms.extra["seeds_checked"] is False
+    assert any("No seeds/ folder" in n for n in build_report([ms], None, AsoParams(b=100))["notes"])
