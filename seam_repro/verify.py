@@ -10,11 +10,13 @@ stop verification: everything that can still be rendered is rendered, so the rep
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from seam_repro.errors import SeamReproError
 from seam_repro.hashing import digest_of_hashes, sha256_text
 from seam_repro.manifest import (
     choices_to_run,
@@ -103,9 +105,29 @@ def _unchecked(recorded: dict[str, Any]) -> dict[str, Any]:
             "data": {n: {"path": e.get("path")} for n, e in recorded["data"].items()}}
 
 
+def _load_each(cfg: Any, profile: str, data_dir: Any, prompts_dir: Any, base_dir: Path,
+               recorded: dict[str, Any], out: list[Mismatch]) -> Sources:
+    """Load each dataset on its own, so one that cannot be loaded (a deleted or unparsable file) is
+    listed and the others are still verified."""
+    merged = Sources()
+    for entry in cfg.datasets:
+        sub = dataclasses.replace(cfg, datasets=(entry,))
+        try:
+            one = load_sources(sub, profile, data_dir=data_dir, prompts_dir=prompts_dir, base_dir=base_dir,
+                               recorded=_unchecked(recorded))
+        except SeamReproError as exc:
+            out.append(Mismatch(entry.name, -1, None, f"cannot be loaded: {exc}"))
+            continue
+        for attr in ("data", "data_paths", "prompt_files", "prompt_paths", "prompt_hashes"):
+            getattr(merged, attr).update(getattr(one, attr))
+    return merged
+
+
 def _compare_sources(manifest: dict[str, Any], sources: Sources, out: list[Mismatch]) -> None:
     for name, entry in manifest["sources"]["data"].items():
-        files = sources.data[name].files if name in sources.data else {}
+        if name not in sources.data:
+            continue  # listed by _load_each
+        files = sources.data[name].files
         for fname, want in sorted(entry.get("files", {}).items()):
             got = files.get(fname)
             if got is None:
@@ -115,7 +137,7 @@ def _compare_sources(manifest: dict[str, Any], sources: Sources, out: list[Misma
                 out.append(Mismatch(name, -1, None, f"data file {fname}: sha256 {got}, recorded {want}"))
     for name, entry in manifest["sources"]["prompts"].items():
         want, got = entry.get("sha256"), sources.prompt_hashes.get(name)
-        if want and got != want:
+        if want and got is not None and got != want:
             out.append(Mismatch(name, -1, None, f"prompt file {sources.prompt_paths.get(name)}: sha256 {got}, "
                                                 f"recorded {want}"))
 
@@ -128,21 +150,29 @@ def verify_manifest(path: str | Path, data_dir: Any = None, prompts_dir: Any = N
     report = VerifyReport(str(path))
     cfg = manifest_config(manifest)
     profile = manifest["profile"]
-    sources = load_sources(cfg, profile, data_dir=data_dir, prompts_dir=prompts_dir, base_dir=path.parent,
-                           recorded=_unchecked(recorded_sources(manifest)))
+    sources = _load_each(cfg, profile, data_dir, prompts_dir, path.parent, recorded_sources(manifest), report.sources)
     _compare_sources(manifest, sources, report.sources)
-    derived = {(c.dataset, c.run): choices_to_run(c) for c in draw_all(cfg, profile, sources.data,
-                                                                       sources.prompt_files)}
     runs = manifest["runs"]
     report.n_runs = len(runs)
-    for run in runs:
-        der = derived.get((run["dataset"], run["run"]))
-        if der is None:
-            report.mismatches.append(Mismatch(run["dataset"], run["run"], None, "not produced by the config"))
-        else:
-            _compare_choices(run, der, report.mismatches)
-    if len(derived) != len(runs):
-        report.mismatches.append(Mismatch("*", -1, None, f"config yields {len(derived)} runs, manifest has {len(runs)}"))
+    if len(sources.data) == len(cfg.datasets):
+        derived = {(c.dataset, c.run): choices_to_run(c) for c in draw_all(cfg, profile, sources.data,
+                                                                           sources.prompt_files)}
+        for run in runs:
+            der = derived.get((run["dataset"], run["run"]))
+            if der is None:
+                report.mismatches.append(Mismatch(run["dataset"], run["run"], None, "not produced by the config"))
+            else:
+                _compare_choices(run, der, report.mismatches)
+        if len(derived) != len(runs):
+            report.mismatches.append(Mismatch("*", -1, None,
+                                              f"config yields {len(derived)} runs, manifest has {len(runs)}"))
+    else:  # the draws need every dataset: compare what can be rendered, list the rest
+        report.mismatches.append(Mismatch("*", -1, None, "choices not re-derived: a dataset could not be loaded"))
+        for run in runs:
+            if run["dataset"] not in sources.data:
+                report.mismatches += [Mismatch(run["dataset"], run["run"], i["id"], "cannot be rendered: the "
+                                               "dataset could not be loaded") for i in run["instances"]]
+        runs = [r for r in runs if r["dataset"] in sources.data]
     recorded = {(r["dataset"], r["run"], i["id"]): i for r in runs for i in r["instances"]}
     store = _prompt_store(path, manifest, recorded)
     hashes = []

@@ -305,3 +305,14 @@ def test_allow_unfrozen_renders_what_freeze_would_freeze(tmp_path):
     frozen = render_records(load_manifest(tmp_path / "f.json"), data_dir=dd, prompts_dir=SHARED_PROMPTS,
                             base=tmp_path / "f.json")
     assert [r["prompt_sha256"] for r in loose] == [r["prompt_sha256"] for r in frozen]
+
+
+def test_a_dataset_that_cannot_be_loaded_does_not_stop_the_others(sampled):
+    out, dd = sampled
+    shutil.rmtree(dd / "FuseReviews")
+    (dd / "FuseReviews").mkdir()  # present but empty: the loader refuses it
+    report = verify_manifest(out, data_dir=dd, prompts_dir=FIX / "prompts")
+    assert any(m.dataset == "FuseReviews" and "cannot be loaded" in m.what for m in report.sources)
+    fuse = [m for m in report.mismatches if m.dataset == "FuseReviews" and m.instance_id]
+    assert len(fuse) == 4 and report.n_instances == 8  # ECB and MusiQue still rendered and compared
+    assert not [m for m in report.mismatches if m.dataset in ("ECB", "MusiQue")]
