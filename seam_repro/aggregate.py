@@ -115,7 +115,8 @@ def parse_instance_line(path: object, lineno: int, obj: Any) -> InstanceScore:
 
 def read_instance_scores(path: Path) -> list[InstanceScore]:
     """Read and validate ``instance_scores.jsonl`` (blank lines ignored)."""
-    return [parse_instance_line(path, lineno, obj) for lineno, obj in iter_jsonl(path, expect=None)]
+    return [parse_instance_line(path, lineno, obj)
+            for lineno, obj in iter_jsonl(path, what="instance scores file", expect=None)]
 
 
 def _mean_by_run(items: Iterable[InstanceScore]) -> tuple[dict[int, float], dict[int, float]]:
@@ -201,7 +202,7 @@ def load_scores_dir(score_dir: Path) -> ModelScores:
     for p in (summary_path, inst_path):
         if not p.is_file():
             raise InputError(p, "missing; run `seam-repro score RUN_DIR` first")
-    summary = read_json(summary_path, what="summary.json")
+    summary = read_json(summary_path, what="summary.json", expect=None)
     instances = read_instance_scores(inst_path)
     from seam_repro.trust import check_scores_against_run
 

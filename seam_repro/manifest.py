@@ -23,8 +23,8 @@ from typing import Any
 
 from seam_repro import __version__
 from seam_repro.config import SeamConfig, parse_config
-from seam_repro.errors import ManifestError, SeamReproError
-from seam_repro.files import atomic_write_bytes, atomic_write_text, parse_json_text, read_json
+from seam_repro.errors import InputError, ManifestError, SeamReproError
+from seam_repro.files import atomic_write_bytes, atomic_write_text, iter_jsonl, read_json
 from seam_repro.hashing import canonical_json, digest_of_hashes, sha256_bytes, sha256_json, sha256_text
 from seam_repro.instances import Instance
 from seam_repro.render import few_shots, render_instance
@@ -69,11 +69,14 @@ class Rendered:
 
 
 def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources,
-                  suite: str = "seam", missing: list[tuple[str, int, str, str]] | None = None) -> Iterator[dict[str, Any]]:
+                  suite: str = "seam", where: str = "manifest",
+                  missing: list[tuple[str, int, str, str]] | None = None) -> Iterator[dict[str, Any]]:
     """Render every recorded instance from the recorded choices (never from a random generator).
 
-    An instance the data no longer holds is an error, unless ``missing`` is given: then
-    ``(dataset, run, instance_id, reason)`` is appended to it and rendering goes on (``verify``)."""
+    An instance the data no longer holds (or whose recorded choices no longer fit it) is an error,
+    unless ``missing`` is given: then ``(dataset, run, instance_id, reason)`` is appended to it and
+    rendering goes on (``verify``)."""
+    from seam_repro.sample import check_instance_choices, check_run_choices
     from seam_repro.suite import load_suite
 
     specs = load_suite(suite)
@@ -83,8 +86,16 @@ def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources,
         if (name, split) not in index:
             index[(name, split)] = {inst.instance_id: inst for inst in sources.data[name].split(split)}
         by_id = index[(name, split)]
-        ctx = _run_context(run, profile, sources.prompt_files[name], suite)
-        demos = few_shots(ctx)
+        try:
+            check_run_choices(run, sources.prompt_files[name], specs.spec(name).sampling.demo_key, where)
+            ctx = _run_context(run, profile, sources.prompt_files[name], suite)
+            demos = few_shots(ctx)
+        except SeamReproError as exc:
+            if missing is None:
+                raise
+            missing += [(name, run["run"], rec["id"], f"run choices no longer fit the data ({exc})")
+                        for rec in run["instances"]]
+            continue
         for rec in run["instances"]:
             inst = by_id.get(rec["id"])
             if inst is None and missing is not None:
@@ -94,7 +105,14 @@ def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources,
                 raise ManifestError(f"{name} run {run['run']}: instance '{rec['id']}' is not in split "
                                     f"'{split}' of the data given")
             mention_ids = rec.get("mention_ids")
-            prompt, target = render_instance(inst, ctx, demos, mention_ids)
+            try:
+                check_instance_choices(rec, inst, specs.spec(name), where)
+                prompt, target = render_instance(inst, ctx, demos, mention_ids)
+            except SeamReproError as exc:
+                if missing is None:
+                    raise
+                missing.append((name, run["run"], rec["id"], f"recorded choices no longer fit the data ({exc})"))
+                continue
             spec = specs.spec(name)
             record = {
                 "dataset": name, "task": spec.task, "run": run["run"], "split": split,
@@ -213,7 +231,7 @@ def dump_manifest(manifest: dict[str, Any]) -> str:
 
 
 def write_manifest(manifest: dict[str, Any], path: str | Path) -> None:
-    """Atomic write (temp file + rename): a crash never leaves a half-written manifest."""
+    """Atomic write (temp file + fsync + rename): a crash never leaves a half-written manifest."""
     atomic_write_text(path, dump_manifest(manifest))
 
 
@@ -226,24 +244,20 @@ def write_prompt_store(records: list[dict[str, Any]], path: str | Path) -> str:
 
 
 def read_prompt_store(path: str | Path) -> dict[tuple[str, int, str], str]:
-    """Prompt texts of a prompt store (provenance: only shown in diffs, never trusted for hashes)."""
+    """Recorded prompt texts; a store that is not gzip, is cut short or has a malformed line is an
+    InputError naming the file and line (never a bare EOFError)."""
     out: dict[tuple[str, int, str], str] = {}
-    try:
-        with gzip.open(path, "rb") as fh:
-            for n, raw in enumerate(fh, start=1):
-                r = parse_json_text(raw.decode("utf-8"), path, record=f"line {n}")
-                try:
-                    out[(r["dataset"], r["run"], r["instance_id"])] = r["prompt"]
-                except (KeyError, TypeError):
-                    raise ManifestError(f"{path}: record line {n}: expected dataset, run, instance_id and prompt") \
-                        from None
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
-        raise ManifestError(f"{path}: not a readable gzipped JSONL prompt store ({exc})") from None
+    for n, r in iter_jsonl(path, what="prompt store"):
+        key, prompt = (r.get("dataset"), r.get("run"), r.get("instance_id")), r.get("prompt")
+        if not (isinstance(key[0], str) and isinstance(key[1], int) and isinstance(key[2], str)
+                and isinstance(prompt, str)):
+            raise InputError(path, "expected dataset, run, instance_id and prompt", record=f"line {n}")
+        out[key] = prompt  # type: ignore[index]
     return out
 
 
 def _schema() -> dict[str, Any]:
-    return read_json(SCHEMA_PATH, what="manifest schema")
+    return read_json(SCHEMA_PATH)
 
 
 def validate_manifest(manifest: Any, where: str) -> None:
@@ -276,11 +290,9 @@ def validate_manifest(manifest: Any, where: str) -> None:
 def load_manifest(path: str | Path) -> dict[str, Any]:
     """Read, schema-check and digest-check a manifest; never modifies it."""
     path = Path(path)
-    try:
-        manifest = read_json(path, what="manifest")
-    except SeamReproError as exc:
-        raise ManifestError(str(exc)) from None
+    manifest = read_json(path, what="manifest")
     validate_manifest(manifest, str(path))
+    manifest_config(manifest, where=str(path))  # the same semantic checks `sample` applied
     return manifest
 
 
@@ -298,7 +310,7 @@ def recorded_sources(manifest: dict[str, Any]) -> dict[str, Any]:
             for kind in ("prompts", "data")}
 
 
-def manifest_config(manifest: dict[str, Any]) -> SeamConfig:
+def manifest_config(manifest: dict[str, Any], where: str = "manifest config") -> SeamConfig:
     """Rebuild the validated config recorded in a manifest."""
     c = manifest["config"]
     raw = {
@@ -310,7 +322,7 @@ def manifest_config(manifest: dict[str, Any]) -> SeamConfig:
     }
     if c["max_instances_key"]:
         raw[c["max_instances_key"]] = c["max_instances"]
-    cfg = parse_config(raw, manifest["profile"], where="manifest config")
+    cfg = parse_config(raw, manifest["profile"], where=f"{where}: config" if where != "manifest config" else where)
     return cfg
 
 
@@ -333,7 +345,8 @@ def render_records(manifest: dict[str, Any], data_dir: Any = None, prompts_dir: 
     runs = manifest["runs"]
     if not manifest["frozen"]:
         runs = [choices_to_run(c) for c in draw_all(cfg, manifest["profile"], sources.data, sources.prompt_files)]
-    return list(iter_rendered(runs, manifest["profile"], sources, cfg.suite))
+    return list(iter_rendered(runs, manifest["profile"], sources, cfg.suite,
+                              where=str(base) if base is not None else "manifest"))
 
 
 def _progress(it: Iterator[dict[str, Any]], total: int, enabled: bool) -> Iterator[dict[str, Any]]:

@@ -34,7 +34,7 @@ _INSTANCE_KEYS = ("dataset", "run", "instance_id", "metric", "score", "valid_for
 
 
 def _read_json(path: Path) -> Any:
-    return read_json(path, expect=None)
+    return read_json(path, what="file", expect=None)
 
 
 def read_run_info(run_dir: Path, model_id: str) -> dict[str, Any]:
@@ -208,7 +208,8 @@ def explain_partial(bundle: dict[str, Any]) -> str | None:
 
 
 def write_bundle(bundle: dict[str, Any], out: Path) -> None:
-    atomic_write_text(out, json.dumps(bundle, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n")
+    text = json.dumps(bundle, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    atomic_write_text(out, text + "\n")
 
 
 def parse_bundle(data: Any, path: Path) -> ModelScores:

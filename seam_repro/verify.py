@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seam_repro.errors import SeamReproError
+from seam_repro.errors import InputError, SeamReproError
 from seam_repro.hashing import digest_of_hashes, sha256_text
 from seam_repro.manifest import (
     choices_to_run,
@@ -177,7 +177,7 @@ def verify_manifest(path: str | Path, data_dir: Any = None, prompts_dir: Any = N
     store = _prompt_store(path, manifest, recorded)
     hashes = []
     missing: list[tuple[str, int, str, str]] = []
-    for rec in iter_rendered(runs, profile, sources, cfg.suite, missing=missing):
+    for rec in iter_rendered(runs, profile, sources, cfg.suite, where=str(path), missing=missing):
         report.n_instances += 1
         key = (rec["dataset"], rec["run"], rec["instance_id"])
         want = recorded[key]
@@ -195,21 +195,28 @@ def verify_manifest(path: str | Path, data_dir: Any = None, prompts_dir: Any = N
     return report
 
 
-def _prompt_store(path: Path, manifest: dict[str, Any],
-                  recorded: dict[tuple[str, int, str], dict[str, Any]]) -> dict[tuple[str, int, str], tuple[str, bool]] | None:
+def _prompt_store(path: Path, manifest: dict[str, Any], recorded: dict[tuple[str, int, str], dict[str, Any]]
+                  ) -> dict[tuple[str, int, str], tuple[str, bool]] | str | None:
     """Stored prompt texts, each with whether it hashes to the sealed per-instance value (the store
-    is provenance, not sealed: a text that does not is shown, but labelled)."""
+    is provenance, not sealed: a text that does not is shown, but labelled). An unreadable store
+    only loses the diff (the hashes still decide): its error is returned as the text to show."""
     info = (manifest.get("provenance") or {}).get("prompt_store")
     if not info:
         return None
     store_path = path.parent / info["path"]
     if not store_path.is_file():
         return None
-    return {k: (text, sha256_text(text) == recorded[k]["prompt_sha256"])
-            for k, text in read_prompt_store(store_path).items() if k in recorded}
+    try:
+        texts = read_prompt_store(store_path)
+    except InputError as exc:
+        return f"(no diff: the prompt store is unreadable: {exc})"
+    return {k: (text, sha256_text(text) == recorded[k]["prompt_sha256"]) for k, text in texts.items() if k in recorded}
 
 
-def _diff(store: dict[tuple[str, int, str], tuple[str, bool]] | None, key: tuple[str, int, str], actual: str) -> str:
+def _diff(store: dict[tuple[str, int, str], tuple[str, bool]] | str | None, key: tuple[str, int, str],
+          actual: str) -> str:
+    if isinstance(store, str):
+        return store
     if store is None or key not in store:
         return ("(no stored prompt text to diff against: the manifest has no prompt store; re-run "
                 "`seam-repro sample --store-prompts` on a trusted checkout to get one)")

@@ -16,6 +16,45 @@ prompts_dir_option = click.option("--prompts-dir", type=click.Path(file_okay=Fal
                                   help="Read prompt files from DIR/<name>.json instead of the pinned upstream ones.")
 
 
+def _store_path(manifest_path: Path) -> Path:
+    return manifest_path.with_name(manifest_path.stem + ".prompts.jsonl.gz")
+
+
+def _guard(out: Path, store: bool, inputs: list, read_dirs: list) -> None:
+    """Refuse -o (and the prompt store beside it) over any file this command reads."""
+    from seam_repro.files import guard_outputs
+
+    guard_outputs([("-o", out), ("-o (its prompt store)", _store_path(out) if store else None)],
+                  inputs=inputs, read_dirs=read_dirs)
+
+
+def _source_inputs(sources) -> list[Path]:
+    """Every prompt file and data file a sampling run read."""
+    files = list(sources.prompt_paths.values())
+    for name, loaded in sources.data.items():
+        root = Path(sources.data_paths[name])
+        files.append(root)
+        files.extend(root / rel for rel in loaded.files)
+    return files
+
+
+def _recorded_inputs(m: dict, base: Path) -> list[Path]:
+    """Prompt and data files a manifest records (paths, in provenance, relative to the manifest's folder)."""
+    from seam_repro.manifest import recorded_sources
+
+    out: list[Path] = []
+    src = recorded_sources(m)
+    for entry in src["prompts"].values():
+        if isinstance(entry.get("path"), str):
+            out.append(base / entry["path"])
+    for entry in src["data"].values():
+        if isinstance(entry.get("path"), str):
+            root = base / entry["path"]
+            out.append(root)
+            out.extend(root / f for f in (entry.get("files") or {}) if isinstance(f, str))
+    return out
+
+
 def _pinned_sources(cfg) -> dict:
     """Prompt-file sha256 pins from the sources lock; data hashes are checked by `fetch`."""
     from seam_repro.files import read_json
@@ -31,7 +70,7 @@ def _pinned_sources(cfg) -> dict:
 
 
 def _sample(cfg, profile: str, base_dir: Path, out: Path, data_dir, prompts_dir, store: bool,
-            recorded=None, frozen_from: str | None = None, config_json=None) -> None:
+            recorded=None, frozen_from: str | None = None, config_json=None, inputs: tuple = ()) -> None:
     from seam_repro.manifest import build_manifest, write_manifest, write_prompt_store
     from seam_repro.sample import draw_all
     from seam_repro.sourcing import load_sources
@@ -40,13 +79,14 @@ def _sample(cfg, profile: str, base_dir: Path, out: Path, data_dir, prompts_dir,
         click.echo(f"note: {note}", err=True)
     sources = load_sources(cfg, profile, data_dir=data_dir, prompts_dir=prompts_dir, base_dir=base_dir,
                            recorded=recorded)
+    _guard(out, store, [*inputs, *_source_inputs(sources)], [])
     choices = draw_all(cfg, profile, sources.data, sources.prompt_files)
     # Paths are recorded relative to the manifest (so the repository can move), in provenance.
     manifest, records = build_manifest(cfg, profile, choices, sources, progress=sys.stderr.isatty(),
                                        relative_to=out.resolve().parent, frozen_from=frozen_from,
                                        config_json=config_json)
     if store:  # provenance only: the digest covers content, and the store's records are hashed in it
-        store_path = out.with_name(out.stem + ".prompts.jsonl.gz")
+        store_path = _store_path(out)
         manifest["provenance"]["prompt_store"] = {"path": store_path.name,
                                                   "sha256": write_prompt_store(records, store_path)}
     write_manifest(manifest, out)
@@ -75,6 +115,7 @@ def sample(config: Path, out: Path, profile: str, data_dir, prompts_dir, store_p
     """
     from seam_repro.config import read_config
 
+    _guard(out, store_prompts, [config], [data_dir, prompts_dir])
     cfg = read_config(config, profile)
     if unfrozen:
         from seam_repro.manifest import unfrozen_manifest, write_manifest
@@ -86,7 +127,7 @@ def sample(config: Path, out: Path, profile: str, data_dir, prompts_dir, store_p
         click.echo(f"wrote unfrozen {out} (digest {manifest['digest']}); freeze it with verified data: "
                    f"seam-repro freeze {out} --data-dir DIR")
         return
-    _sample(cfg, profile, config.resolve().parent, out, data_dir, prompts_dir, store_prompts)
+    _sample(cfg, profile, config.resolve().parent, out, data_dir, prompts_dir, store_prompts, inputs=(config,))
 
 
 @click.command()
@@ -110,9 +151,10 @@ def freeze(manifest: Path, out: Path | None, data_dir, prompts_dir, store_prompt
     out = out or manifest.with_name(manifest.stem + ".frozen.json")
     if out.resolve() == manifest.resolve():
         raise ManifestError(f"{manifest}: refusing to overwrite the input; pass -o OUT")
+    _guard(out, store_prompts, [manifest], [data_dir, prompts_dir])
     cfg = manifest_config(m)
     _sample(cfg, m["profile"], manifest.resolve().parent, out, data_dir, prompts_dir, store_prompts,
-            recorded=recorded_sources(m), frozen_from=m["digest"], config_json=m["config"])
+            recorded=recorded_sources(m), frozen_from=m["digest"], config_json=m["config"], inputs=(manifest,))
 
 
 @click.command()
@@ -123,16 +165,19 @@ def freeze(manifest: Path, out: Path | None, data_dir, prompts_dir, store_prompt
 @prompts_dir_option
 def prompts(manifest: Path, out: Path, data_dir, prompts_dir) -> None:
     """Write the exact prompt of every instance of MANIFEST, rendered from its recorded choices."""
+    from seam_repro.files import atomic_write_text, guard_outputs
     from seam_repro.manifest import load_manifest, render_records
 
+    guard_outputs([("-o", out)], inputs=[manifest], read_dirs=[data_dir, prompts_dir])
     m = load_manifest(manifest)
+    store = (m.get("provenance") or {}).get("prompt_store") or {}
+    guard_outputs([("-o", out)], inputs=[manifest.parent / str(store.get("path", manifest.name)),
+                                         *_recorded_inputs(m, manifest.parent)])
     records = render_records(m, data_dir=data_dir, prompts_dir=prompts_dir, base=manifest)
     lines = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in records)
     if str(out) == "-":
         sys.stdout.write(lines)
     else:
-        from seam_repro.files import atomic_write_text
-
         atomic_write_text(out, lines)
         click.echo(f"wrote {len(records)} prompts to {out}", err=True)
 
