@@ -4,8 +4,8 @@ Format (``data/manifest.schema.json``, ``schema_version`` 2): profile, config (t
 sources (sha256 of every prompt and data file read), and per (dataset, run) the paraphrase, demos,
 document order, instance ids, mention-id maps, generation seeds and per-instance prompt/target
 sha256, plus a digest over all prompt hashes. That is the *sealed* content: ``digest`` = sha256 of
-its canonical JSON. Everything that depends on where and when a manifest was made (kit version,
-command line, host, time, the paths of data and prompt files relative to the manifest, the prompt
+its canonical JSON. Everything that depends on where and how a manifest was made (kit version,
+command line, host, the paths of data and prompt files relative to the manifest, the prompt
 store) lives in the unsealed ``provenance`` object, so two independent freezes of the same inputs
 give the same digest in any folder. The file is written with sorted keys and a fixed indent.
 """
@@ -70,12 +70,14 @@ class Rendered:
 
 def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources,
                   suite: str = "seam", where: str = "manifest",
-                  missing: list[tuple[str, int, str, str]] | None = None) -> Iterator[dict[str, Any]]:
+                  missing: list[tuple[str, int, str, str]] | None = None,
+                  changed: frozenset[str] = frozenset()) -> Iterator[dict[str, Any]]:
     """Render every recorded instance from the recorded choices (never from a random generator).
 
     An instance the data no longer holds (or whose recorded choices no longer fit it) is an error,
-    unless ``missing`` is given: then ``(dataset, run, instance_id, reason)`` is appended to it and
-    rendering goes on (``verify``)."""
+    unless its dataset is in ``changed`` (its data or prompt file differs from the sealed hash) and
+    ``missing`` is given: then ``(dataset, run, instance_id, reason)`` is appended to ``missing``
+    and rendering goes on (``verify``). With unchanged sources it is the manifest that is wrong."""
     from seam_repro.sample import check_instance_choices, check_run_choices
     from seam_repro.suite import load_suite
 
@@ -91,14 +93,14 @@ def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources,
             ctx = _run_context(run, profile, sources.prompt_files[name], suite)
             demos = few_shots(ctx)
         except SeamReproError as exc:
-            if missing is None:
+            if missing is None or name not in changed:
                 raise
             missing += [(name, run["run"], rec["id"], f"run choices no longer fit the data ({exc})")
                         for rec in run["instances"]]
             continue
         for rec in run["instances"]:
             inst = by_id.get(rec["id"])
-            if inst is None and missing is not None:
+            if inst is None and missing is not None and name in changed:
                 missing.append((name, run["run"], rec["id"], f"not in split '{split}' of the data given"))
                 continue
             if inst is None:
@@ -109,7 +111,7 @@ def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources,
                 check_instance_choices(rec, inst, specs.spec(name), where)
                 prompt, target = render_instance(inst, ctx, demos, mention_ids)
             except SeamReproError as exc:
-                if missing is None:
+                if missing is None or name not in changed:
                     raise
                 missing.append((name, run["run"], rec["id"], f"recorded choices no longer fit the data ({exc})"))
                 continue
@@ -145,12 +147,10 @@ def split_sources(sources_json: dict[str, Any]) -> tuple[dict[str, Any], dict[st
 
 
 def provenance(command: str | None, paths: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    """Unsealed record of how, where and when a manifest was written (never part of its digest)."""
-    from datetime import UTC, datetime
-
+    """Unsealed record of how and where a manifest was written (never part of its digest). No clock
+    time is recorded, so re-running the same command in the same place rewrites the same bytes."""
     return {"kit_version": __version__, "command": command or " ".join(["seam-repro", *sys.argv[1:]]),
-            "created_utc": datetime.now(UTC).isoformat(timespec="seconds"), "host": platform.node(),
-            "paths": paths, **{k: v for k, v in extra.items() if v is not None}}
+            "host": platform.node(), "paths": paths, **{k: v for k, v in extra.items() if v is not None}}
 
 
 def build_manifest(cfg: SeamConfig, profile: str, choices: list[RunChoices], sources: Sources,

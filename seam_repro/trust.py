@@ -275,9 +275,11 @@ def run_protocol(tm: TrustedManifest, run_json: dict[str, Any], slug: str, n_sco
     """The facts two results must share to be compared (``PROTOCOL_FIELDS``)."""
     from seam_repro.manifest import protocol_digest
 
-    entry = (run_json.get("models") or {}).get(slug) or {}
-    gen = entry.get("generation") or {}
-    backend = entry.get("backend") or {}
+    models = run_json.get("models")
+    entry = models.get(slug) if isinstance(models, dict) else None
+    entry = entry if isinstance(entry, dict) else {}
+    gen = entry.get("generation") if isinstance(entry.get("generation"), dict) else {}
+    backend = entry.get("backend") if isinstance(entry.get("backend"), dict) else {}
     cfg_gen = tm.manifest["config"].get("generation") or {}
     return {
         "manifest_digest": tm.digest, "protocol_digest": protocol_digest(tm.manifest),
@@ -350,9 +352,11 @@ def check_scores_against_run(score_dir: Path, summary: Any, instances: Iterable[
     run_json_path = run_dir / "run.json"
     if not isinstance(stated, dict) or not run_json_path.is_file():
         return
+    run_json = read_json(run_json_path, what="run.json")
+    if not isinstance(run_json.get("models"), dict):
+        raise InputError(run_json_path, "expected an object {model_slug: {...}}", field="models")
     n_scored = stated.get("scored_instances")
-    actual = run_protocol(tm, read_json(run_json_path, what="run.json"), Path(score_dir).name,
-                          n_scored if isinstance(n_scored, int) else 0)
+    actual = run_protocol(tm, run_json, Path(score_dir).name, n_scored if isinstance(n_scored, int) else 0)
     for name in (*PROTOCOL_FIELDS, "generation"):
         if stated.get(name) != actual.get(name):
             raise InputError(Path(score_dir) / "summary.json", f"is {stated.get(name)!r} but run.json and {mpath} "

@@ -177,7 +177,8 @@ def verify_manifest(path: str | Path, data_dir: Any = None, prompts_dir: Any = N
     store = _prompt_store(path, manifest, recorded)
     hashes = []
     missing: list[tuple[str, int, str, str]] = []
-    for rec in iter_rendered(runs, profile, sources, cfg.suite, where=str(path), missing=missing):
+    changed = frozenset(m.dataset for m in report.sources)
+    for rec in iter_rendered(runs, profile, sources, cfg.suite, where=str(path), missing=missing, changed=changed):
         report.n_instances += 1
         key = (rec["dataset"], rec["run"], rec["instance_id"])
         want = recorded[key]
