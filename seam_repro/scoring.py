@@ -197,8 +197,8 @@ def _metric_score(task: str, variant: str, response: str, rec: dict[str, Any], f
         return r.geo, "rouge_geo", r.details(), rouge.version()
     if task == "qa":
         if variant == "upstream":
-            f1, is_dict = musique.upstream_f1(response, target)
-            return f1, "musique_f1", {"parsed_dict": is_dict}, musique.version("upstream")
+            f1, details = musique.upstream_score(response, target)
+            return f1, "musique_f1", details, musique.version("upstream")
         q = musique.corrected(response, target, rec.get("answer_aliases") or ())
         return q.combined, "musique_combined", {"answer_f1": q.answer_f1, "answer_em": q.answer_em,
                                                 "pred_answerable": q.pred_answerable,
