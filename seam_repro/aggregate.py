@@ -52,6 +52,9 @@ class DatasetScores:
     instances: tuple[InstanceScore, ...] = ()
     corrected: dict[str, Any] | None = None
     """``{"metric": str, "runs": {run: score}}`` for the seam-repro-1 corrected metric, if scored."""
+    intended: dict[str, Any] | None = None
+    """Coreference under the upstream profile: ``{"metric", "runs"}`` scored on the whole gold file
+    (``runs`` holds the as-published score, see ``score.unflushed``)."""
 
 
 @dataclass(frozen=True)
@@ -192,7 +195,12 @@ def build_model_scores(summary: Any, instances: list[InstanceScore], path: objec
             if not isinstance(corrected, dict) or not isinstance(corrected.get("metric"), str):
                 raise InputError(path, "expected {'metric': str, 'runs': {...}}", rec, "corrected")
             corrected = {"metric": corrected["metric"], "runs": _runs_map(path, corrected.get("runs"), rec, "corrected.runs")}
-        datasets[name] = DatasetScores(name, ds["metric"], runs, fmt, tuple(items), corrected)
+        intended = ds.get("intended")
+        if intended is not None:
+            if not isinstance(intended, dict) or not isinstance(intended.get("metric"), str):
+                raise InputError(path, "expected {'metric': str, 'runs': {...}}", rec, "intended")
+            intended = {"metric": intended["metric"], "runs": _runs_map(path, intended.get("runs"), rec, "intended.runs")}
+        datasets[name] = DatasetScores(name, ds["metric"], runs, fmt, tuple(items), corrected, intended)
     return ModelScores(model["id"], str(model.get("revision", "")), summary["manifest_digest"],
                        summary["prompt_digest"], datasets, source, unscored=unscored)
 
@@ -233,12 +241,13 @@ class DatasetSummary:
     format_rate: float | None
     format_correlation: dict[str, Any]
     corrected: dict[str, Any] | None = None
+    intended: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"dataset": self.dataset, "metric": self.metric, "n_runs": len(self.runs),
                 "runs": {str(k): v for k, v in self.runs.items()}, "mean": self.mean, "std": self.std,
                 "format_rate": self.format_rate, "format_correlation": self.format_correlation,
-                "corrected": self.corrected}
+                "corrected": self.corrected, **({"intended": self.intended} if self.intended else {})}
 
 
 def pearson(x: list[float], y: list[float], level: str) -> dict[str, Any]:
@@ -273,13 +282,15 @@ def summarize(ds: DatasetScores) -> DatasetSummary:
         rate: float | None = float(np.mean([it.valid_format for it in ds.instances]))
     else:
         rate = float(np.mean(list(ds.format_rate.values()))) if ds.format_rate else None
-    corrected = None
-    if ds.corrected:
-        cv = np.array(list(ds.corrected["runs"].values()), dtype=float)
-        corrected = {"metric": ds.corrected["metric"], "mean": float(cv.mean()) if cv.size else None,
-                     "std": float(cv.std()) if cv.size else None}
+    corrected, intended = (None if not v else {"metric": v["metric"], **_mean_std(list(v["runs"].values()))}
+                           for v in (ds.corrected, ds.intended))
     return DatasetSummary(ds.dataset, ds.metric, dict(ds.runs), float(values.mean()), float(values.std()),
-                          rate, corr, corrected)
+                          rate, corr, corrected, intended)
+
+
+def _mean_std(values: list[float]) -> dict[str, float | None]:
+    arr = np.array(values, dtype=float)
+    return {"mean": float(arr.mean()) if arr.size else None, "std": float(arr.std()) if arr.size else None}
 
 
 def instance_table(ds: DatasetScores) -> dict[str, dict[str, Any]]:

@@ -12,6 +12,12 @@ Two variants are always computed and written side by side:
 * ``corrected`` — clean extraction of the continuation (``parse.extract_clean``), MuSiQue scored on
   answer + aliases and answerability (``musique_combined``), coreference matched by mention id.
 
+Coreference has a third: upstream's score is computed *as published* (perl read only the part of
+the unflushed gold file CPython had written, for a file system block size, default 4096; see
+``score.unflushed``) and *as intended* (the whole gold file, ``upstream_intended`` in instance
+details, ``intended`` in the summary). The ``upstream`` profile's score is the as-published one,
+because that is what produced the paper's numbers.
+
 Scoring dispatches on each prompt record's ``task``: SEAM's four tasks as above; any other task
 (ZeroSCROLLS-, IGCS-style suites) through ``suite_scoring`` with the metric the record names.
 
@@ -32,12 +38,11 @@ from seam_repro.errors import InputError, PredictionsError, SeamReproError
 from seam_repro.hashing import digest_of_hashes, sha256_json, sha256_text
 from seam_repro.parse import extract, extract_clean
 from seam_repro.score import musique, rouge
+from seam_repro.score.unflushed import DEFAULT_BLOCK_SIZE
 from seam_repro.score.validity import is_valid
 from seam_repro.suite_scoring import check_record, is_suite_task, score_records, summarise
 
 PROFILES: tuple[str, ...] = ("upstream", "seam-repro-1")
-COREF_MODES = {"upstream": "upstream", "seam-repro-1": "corrected"}
-"""Mode passed to ``score.coref_parse.score_run``: the scorer's line-position matching vs. mention ids."""
 Key = tuple[str, int, str]
 MAX_MISSING_LISTED = 5
 
@@ -210,13 +215,14 @@ def _metric_score(task: str, variant: str, response: str, rec: dict[str, Any], f
     return res.f1, "fic_f1", res.details(), scorer.version()
 
 
-def _coref_run(gold: list[tuple[str, Any]], responses: list[tuple[str, str]], mode: str) -> tuple[Any, str | None]:
+def _coref_run(gold: list[tuple[str, Any]], responses: list[tuple[str, str]], mode: str,
+               gold_block_size: int | None = None) -> tuple[Any, str | None]:
     """``score.coref_parse.score_run`` (imported lazily): the run's micro CoNLL result, or a reason."""
     try:
         from seam_repro.score.coref_parse import score_run
     except ImportError as exc:
         return None, f"coreference scorer not available ({exc})"
-    return score_run(gold, responses, mode), None
+    return score_run(gold, responses, mode, gold_block_size=gold_block_size), None
 
 
 def _mean(values: list[float | None]) -> float | None:
@@ -225,7 +231,8 @@ def _mean(values: list[float | None]) -> float | None:
 
 
 def score_model(prompts: dict[Key, dict[str, Any]], preds: dict[Key, dict[str, Any]], model: dict[str, Any],
-                profile: str, fic: _Fic) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+                profile: str, fic: _Fic, gold_block_size: int = DEFAULT_BLOCK_SIZE,
+                ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Instance lines (prompt order) and the ``datasets`` block of summary.json."""
     primary_variant = "upstream" if profile == "upstream" else "corrected"
     lines: list[dict[str, Any]] = []
@@ -270,14 +277,59 @@ def score_model(prompts: dict[Key, dict[str, Any]], preds: dict[Key, dict[str, A
         lines.append(line)
         per.setdefault(line["dataset"], {}).setdefault(line["run"], []).append(line)
     datasets = {ds: summarise(tasks[ds], runs) if is_suite_task(tasks[ds])
-                else _summarise(ds, tasks[ds], runs, prompts, primary_variant, profile) for ds, runs in per.items()}
+                else _summarise(ds, tasks[ds], runs, prompts, primary_variant, profile, gold_block_size) for ds, runs in per.items()}
     for line in lines:
         line.pop("_resp", None)
     return lines, datasets
 
 
+def _coref_runs(ds: str, run: int, lines: list[dict[str, Any]], prompts: dict[Key, dict[str, Any]],
+                primary_variant: str, gold_block_size: int, out: dict[str, Any], corrected: dict[str, Any]) -> None:
+    """One run of a coreference dataset, scored three ways: upstream as published (the gold file
+    perl could read, ``score.unflushed``), upstream as intended (the whole gold file) and corrected
+    (mentions matched by id). Upstream values are what SEAM read from perl's printed output."""
+    k = str(run)
+    gold = [(ln["instance_id"], prompts[(ds, run, ln["instance_id"])]["target"]) for ln in lines]
+    variants = (("upstream", "upstream", gold_block_size), ("upstream_intended", "upstream", None),
+                ("corrected", "corrected", None))
+    for variant, mode, block in variants:
+        result, reason = _coref_run(gold, [(ln["instance_id"], ln["_resp"][variant.split("_")[0]]) for ln in lines],
+                                    mode, block)
+        value = None if result is None else (result.conll_f1 if mode == "corrected" else result.conll_f1_printed)
+        if variant == "corrected":
+            corrected["runs"][k] = value
+        elif variant == "upstream_intended":
+            out.setdefault("intended", {"metric": "conll_f1", "gold": "as-intended", "runs": {}})["runs"][k] = value
+        else:
+            out.setdefault("gold_read", {})[k] = None if result is None else {
+                "bytes": result.gold_bytes_read, "of_bytes": result.gold_bytes_total,
+                "documents": result.gold_documents_read, "of_documents": len(gold), "block_size": block}
+        if variant == primary_variant:
+            out["runs"][k] = value
+        if reason:
+            out["reason"] = reason
+        version = coref_version(mode, block if variant == "upstream" else None)
+        for i, ln in enumerate(lines):
+            inst = None if result is None or not result.instances[i].scored else result.instances[i].conll_f1
+            entry: dict[str, Any] = {"metric": "conll_f1", "score": inst, "metric_version": version}
+            if variant == "upstream" and result is not None:
+                entry["gold_read"] = result.instances[i].gold_read
+            ln["details"][variant] = entry
+            if variant == primary_variant:
+                ln["score"], ln["metric_version"] = inst, version
+    out["metric"] = corrected["metric"] = "conll_f1"
+
+
+def coref_version(mode: str, gold_block_size: int | None) -> str:
+    """Metric version of a coreference variant; the as-published block size is part of it."""
+    if mode == "corrected":
+        return "conll_f1/coref-port/mode=corrected"
+    gold = "as-intended" if gold_block_size is None else f"as-published@block={gold_block_size}"
+    return f"conll_f1/coref-port/mode=upstream/perl-printed/gold={gold}"
+
+
 def _summarise(ds: str, task: str, runs: dict[int, list[dict[str, Any]]], prompts: dict[Key, dict[str, Any]],
-               primary_variant: str, profile: str) -> dict[str, Any]:
+               primary_variant: str, profile: str, gold_block_size: int = DEFAULT_BLOCK_SIZE) -> dict[str, Any]:
     out: dict[str, Any] = {"task": task, "runs": {}, "format_rate": {}, "n_instances": {}}
     corrected: dict[str, Any] = {"runs": {}}
     if task == "qa":
@@ -287,24 +339,7 @@ def _summarise(ds: str, task: str, runs: dict[int, list[dict[str, Any]]], prompt
         out["format_rate"][k] = sum(ln["valid_format"] for ln in lines) / len(lines)
         out["n_instances"][k] = len(lines)
         if task == "coreference":
-            gold = [(ln["instance_id"], prompts[(ds, run, ln["instance_id"])]["target"]) for ln in lines]
-            for variant, mode in (("upstream", COREF_MODES["upstream"]), ("corrected", COREF_MODES["seam-repro-1"])):
-                result, reason = _coref_run(gold, [(ln["instance_id"], ln["_resp"][variant]) for ln in lines], mode)
-                # upstream reads CoNLL-F1 from the perl scorer's printed (truncated) percentages
-                value = None if result is None else (result.conll_f1_printed if variant == "upstream" else result.conll_f1)
-                if variant == "corrected":
-                    corrected["runs"][k] = value
-                if variant == primary_variant:
-                    out["runs"][k] = value
-                if reason:
-                    out["reason"] = reason
-                version = f"conll_f1/coref-port/mode={mode}" + ("/perl-printed" if variant == "upstream" else "")
-                for i, ln in enumerate(lines):
-                    inst = None if result is None else result.instances[i].conll_f1
-                    ln["details"][variant] = {"metric": "conll_f1", "score": inst, "metric_version": version}
-                    if variant == primary_variant:
-                        ln["score"], ln["metric_version"] = inst, version
-            out["metric"] = corrected["metric"] = "conll_f1"
+            _coref_runs(ds, run, lines, prompts, primary_variant, gold_block_size, out, corrected)
             continue
         out["metric"] = lines[0]["metric"]
         out["runs"][k] = _mean([ln["score"] for ln in lines])
@@ -335,8 +370,10 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 
 def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | None = None, *, fic: bool = True,
-                  fic_factory: Callable[[], Any] | None = None, fic_download: bool = False) -> list[Path]:
-    """Score every model under ``RUN_DIR/predictions``; returns the summary.json paths written."""
+                  fic_factory: Callable[[], Any] | None = None, fic_download: bool = False,
+                  gold_block_size: int = DEFAULT_BLOCK_SIZE) -> list[Path]:
+    """Score every model under ``RUN_DIR/predictions``; returns the summary.json paths written.
+    ``gold_block_size``: file system block size for the as-published coreference score."""
     run_dir = Path(run_dir)
     run_json: dict[str, Any] = {}
     if (run_dir / "run.json").is_file():
@@ -363,7 +400,7 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
     written = []
     for model_dir in models:
         preds, model = load_predictions(model_dir, prompts)
-        lines, datasets = score_model(prompts, preds, model, profile, fic_state)
+        lines, datasets = score_model(prompts, preds, model, profile, fic_state, gold_block_size)
         target = out_root / model_dir.name
         target.mkdir(parents=True, exist_ok=True)
         body = "".join(json.dumps(ln, ensure_ascii=False, allow_nan=False) + "\n" for ln in lines)

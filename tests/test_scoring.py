@@ -136,12 +136,19 @@ def test_coreference_dispatch(tmp_path: Path) -> None:
     ecb = json.loads(summary_path.read_text("utf-8"))["datasets"]["ECB"]
     gold, pred = [("36", [[0, 1], [2]])], [("36", "[[0, 1]]")]
     assert ecb["metric"] == "conll_f1"
-    assert ecb["runs"]["0"] == coref_parse.score_run(gold, pred, "upstream").conll_f1_printed
+    # upstream profile: the as-published score (this gold file is under 8 KiB, so perl read nothing)
+    assert ecb["runs"]["0"] == coref_parse.score_run(gold, pred, "upstream", gold_block_size=4096).conll_f1_printed
+    assert ecb["runs"]["0"] == 0.0 and ecb["gold_read"]["0"]["bytes"] == 0
+    assert ecb["intended"]["runs"]["0"] == coref_parse.score_run(gold, pred, "upstream").conll_f1_printed > 0
     assert ecb["corrected"]["runs"]["0"] == coref_parse.score_run(gold, pred, "corrected").conll_f1
     # MUC is perfect (one link, found); only B3/CEAF-e see the missing singleton, so 0 < score < 100
     assert 0.0 < ecb["corrected"]["runs"]["0"] < 100.0
     line = read_lines(summary_path.parent / "instance_scores.jsonl")[("ECB", 0, "36")]
-    assert line["valid_format"] is True and line["metric_version"].startswith("conll_f1/")
+    assert line["valid_format"] is True and line["metric_version"].endswith("gold=as-published@block=4096")
+    assert line["score"] is None and line["details"]["upstream"]["gold_read"] == "absent"
+    assert line["details"]["upstream_intended"]["score"] > 0
+    [bigger] = score_run_dir(run, tmp_path / "s2", fic=False, gold_block_size=1)  # tiny blocks: all but the tail
+    assert json.loads(bigger.read_text("utf-8"))["datasets"]["ECB"]["gold_read"]["0"]["block_size"] == 1
 
 
 def test_fic_unavailable_is_null_with_reason(tmp_path: Path) -> None:
@@ -228,3 +235,19 @@ def test_cli(tmp_path: Path) -> None:
     assert summary["datasets"]["FuseReviews"]["runs"]["0"] is None
     res = CliRunner().invoke(cli, ["score", "--help"])
     assert "Examples:" in res.output
+
+
+def test_coreference_intended_score_reaches_summary_bundle_and_report(tmp_path: Path) -> None:
+    from seam_repro.aggregate import load_run_dir, summarize
+    from seam_repro.report import build_report, render_markdown
+    from seam_repro.submit import _dataset_payload
+
+    run = write_run(tmp_path / "run")
+    score_run_dir(run, fic=False)
+    [model] = load_run_dir(run)
+    ecb = model.datasets["ECB"]
+    assert ecb.runs[0] == 0.0 and ecb.intended is not None and ecb.intended["runs"][0] > 0
+    assert summarize(ecb).intended["mean"] == ecb.intended["runs"][0]
+    assert _dataset_payload(model)["ECB"]["intended"]["runs"]["0"] == ecb.intended["runs"][0]
+    md = render_markdown(build_report([model]))
+    assert "As intended (whole gold file)" in md
