@@ -21,6 +21,7 @@ import collections
 import json
 import re
 import string
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,7 +81,9 @@ def safe_literal(text: str) -> tuple[bool, Any]:
     if len(text) > MAX_LITERAL_CHARS or _nesting(text) > MAX_NESTING:
         return False, None
     try:
-        value = ast.literal_eval(text)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escapes such as '\_' warn while parsing
+            value = ast.literal_eval(text)
         str(value)  # huge ints can parse yet fail to print; treat as unparseable
     except Exception:  # SyntaxError, ValueError, TypeError, MemoryError, RecursionError
         return False, None
