@@ -161,6 +161,11 @@ def load_predictions(model_dir: Path, prompts: dict[Key, dict[str, Any]]) -> tup
                 elif got != model:
                     raise PredictionsError(f"{path}: {where}: model {got} differs from {model} in the same directory")
                 rec["output"], rec["_decodable"] = _clean_text(rec["output"], decodable)
+                if "upstream_prompt_text" in rec:
+                    if not isinstance(rec["upstream_prompt_text"], str):
+                        raise InputError(path, "expected the decoded truncated prompt as a string", record=where,
+                                         field="upstream_prompt_text")
+                    rec["upstream_prompt_text"] = _clean_text(rec["upstream_prompt_text"], True)[0]
                 preds[key] = rec
     if model is None:
         raise PredictionsError(f"{model_dir}: no predictions found (expected <dataset>/run_<k>.jsonl files)")
@@ -250,7 +255,9 @@ def score_model(prompts: dict[Key, dict[str, Any]], preds: dict[Key, dict[str, A
             suite_items.append((key, rec, pred))
             continue
         output, decodable = pred["output"], pred["_decodable"]
-        resp = {"upstream": extract("upstream", prompt=rec["prompt"], output=output, model_id=str(model["id"])),
+        cut_text = pred.get("upstream_prompt_text") if pred.get("truncated") else None
+        resp = {"upstream": extract("upstream", prompt=rec["prompt"], output=output, model_id=str(model["id"]),
+                                    upstream_prompt_text=cut_text if isinstance(cut_text, str) else None),
                 "corrected": extract_clean(output)}
         line: dict[str, Any] = {"dataset": key[0], "run": key[1], "instance_id": key[2], "metric": None,
                                 "score": None, "valid_format": is_valid(task, resp[primary_variant], decodable=decodable),
@@ -259,6 +266,10 @@ def score_model(prompts: dict[Key, dict[str, Any]], preds: dict[Key, dict[str, A
             line["details"]["undecodable_output"] = True
         if pred.get("truncated"):
             line["details"]["prompt_truncated"] = True
+            # upstream extracted from the decoded truncated prompt + continuation; without the
+            # recorded text (chat prompt path, other backends) the full prompt stands in for it
+            line["details"]["upstream_text"] = ("truncated prompt as decoded" if isinstance(cut_text, str)
+                                                else "full prompt (truncated prompt text not recorded)")
         if task != "coreference":
             for variant in ("upstream", "corrected"):
                 score, name, details, version = _metric_score(task, variant, resp[variant], rec, fic)
