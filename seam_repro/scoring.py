@@ -255,9 +255,9 @@ def score_model(prompts: dict[Key, dict[str, Any]], preds: dict[Key, dict[str, A
             suite_items.append((key, rec, pred))
             continue
         output, decodable = pred["output"], pred["_decodable"]
-        cut_text = pred.get("upstream_prompt_text") if pred.get("truncated") else None
+        cut_text = pred.get("upstream_prompt_text")  # recorded: truncated upstream-path prompt, imported run
         resp = {"upstream": extract("upstream", prompt=rec["prompt"], output=output, model_id=str(model["id"]),
-                                    upstream_prompt_text=cut_text if isinstance(cut_text, str) else None),
+                                    upstream_prompt_text=cut_text),
                 "corrected": extract_clean(output)}
         line: dict[str, Any] = {"dataset": key[0], "run": key[1], "instance_id": key[2], "metric": None,
                                 "score": None, "valid_format": is_valid(task, resp[primary_variant], decodable=decodable),
@@ -266,10 +266,12 @@ def score_model(prompts: dict[Key, dict[str, Any]], preds: dict[Key, dict[str, A
             line["details"]["undecodable_output"] = True
         if pred.get("truncated"):
             line["details"]["prompt_truncated"] = True
-            # upstream extracted from the decoded truncated prompt + continuation; without the
-            # recorded text (chat prompt path, other backends) the full prompt stands in for it
-            line["details"]["upstream_text"] = ("truncated prompt as decoded" if isinstance(cut_text, str)
-                                                else "full prompt (truncated prompt text not recorded)")
+        # upstream extracted from the decoded (possibly truncated) prompt + continuation; without the
+        # recorded text (chat prompt path, other backends) the full prompt stands in for it
+        if cut_text is not None:
+            line["details"]["upstream_text"] = "recorded prompt text"
+        elif pred.get("truncated"):
+            line["details"]["upstream_text"] = "full prompt (truncated prompt text not recorded)"
         if task != "coreference":
             for variant in ("upstream", "corrected"):
                 score, name, details, version = _metric_score(task, variant, resp[variant], rec, fic)

@@ -50,7 +50,7 @@ def test_scoring_extracts_from_the_recorded_truncated_prompt(tmp_path: Path) -> 
     line = _score(_run_dir(tmp_path / "a", _record(output, True, cut)))
     expected = rouge_geo(extract_upstream(cut + output), GOLD).geo
     assert line["score"] == pytest.approx(expected)
-    assert line["details"]["upstream_text"] == "truncated prompt as decoded"
+    assert line["details"]["upstream_text"] == "recorded prompt text"
     full = _score(_run_dir(tmp_path / "b", _record(output, True, None)))  # older record: full prompt stands in
     assert full["score"] == pytest.approx(rouge_geo(output.strip(), GOLD).geo) != line["score"]
     assert full["details"]["upstream_text"].startswith("full prompt")
