@@ -13,7 +13,7 @@ from seam_repro.cli import main
 from seam_repro.suites import metrics_registry as reg
 
 ALL_NAMES = {
-    "rouge_geo", "musique_f1", "musique_corrected", "conll_f1", "conll_f1_corrected", "zeroscrolls_rouge_geo", "zeroscrolls_f1",
+    "rouge_geo", "musique_f1", "musique_corrected", "conll_f1", "conll_f1_corrected", "fic_f1", "zeroscrolls_rouge_geo", "zeroscrolls_f1",
     "zeroscrolls_accuracy", "zeroscrolls_exp_similarity", "zeroscrolls_concordance_index", "igcs_token_f1",
 }
 

@@ -120,7 +120,7 @@ def test_end_to_end_values(tmp_path: Path) -> None:
     assert q2["score"] == pytest.approx(100 * 2 * 1 * (3 / 4) / (1 + 3 / 4))  # raw JSON text: 3 tokens, all in gold
     assert q2["valid_format"] is True  # JSON dict with is_answerable is valid format
     mq = summary["datasets"]["MusiQue"]
-    assert mq["corrected"]["metric"] == "musique_combined" and mq["corrected"]["runs"]["0"] == 100.0
+    assert mq["corrected"]["metric"] == "musique_corrected" and mq["corrected"]["runs"]["0"] == 100.0
     assert mq["corrected"]["extra"]["answer_f1"]["0"] == 100.0  # alias match, gold-answerable only
     assert mq["corrected"]["extra"]["answerability_accuracy"]["0"] == 100.0
 
@@ -231,7 +231,7 @@ def test_cli(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     summary = json.loads((tmp_path / "s" / SLUG / "summary.json").read_text("utf-8"))
     mq = summary["datasets"]["MusiQue"]
-    assert summary["profile"] == "seam-repro-1" and mq["metric"] == "musique_combined" and mq["runs"]["0"] == 100.0
+    assert summary["profile"] == "seam-repro-1" and mq["metric"] == "musique_corrected" and mq["runs"]["0"] == 100.0
     assert summary["datasets"]["FuseReviews"]["runs"]["0"] is None
     res = CliRunner().invoke(cli, ["score", "--help"])
     assert "Examples:" in res.output

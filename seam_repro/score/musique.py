@@ -215,7 +215,7 @@ def answerability_f1(pairs: list[tuple[bool, bool | None]]) -> float | None:
 
 
 def version(kind: str) -> str:
-    """Metric version strings: ``upstream`` (str-dict F1) or ``corrected`` (combined)."""
+    """Metric version strings: ``upstream`` (``musique_f1``) or ``corrected`` (``musique_corrected``)."""
     if kind == "upstream":
         return "musique_f1/upstream-str-dict-squad-f1/safe-eval-v2"
-    return "musique_combined/answer-f1-aliases+answerability/v1"
+    return "musique_corrected/answer-f1-aliases+answerability/v2"
