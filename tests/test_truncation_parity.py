@@ -29,6 +29,7 @@ def _run_dir(root: Path, record: dict) -> Path:
               "target_sha256": sha256_text(GOLD), "gen_seed": 1}
     (root / "predictions" / "m__m" / "MultiNews").mkdir(parents=True)
     (root / "prompts.jsonl").write_text(json.dumps(prompt) + "\n", "utf-8")
+    (root / "run.json").write_text(json.dumps({"schema_version": 1, "manifest_digest": "abc"}), "utf-8")
     (root / "predictions" / "m__m" / "MultiNews" / "run_0.jsonl").write_text(json.dumps(record) + "\n", "utf-8")
     return root
 

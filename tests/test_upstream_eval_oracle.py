@@ -147,6 +147,7 @@ def _build(rng: random.Random) -> tuple[list[dict[str, Any]], dict[str, dict[tup
 def _write_run(root: Path, records: list[dict[str, Any]], outputs: dict[str, dict[tuple[str, int, str], str]]) -> None:
     (root / "predictions").mkdir(parents=True)
     (root / "prompts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), "utf-8")
+    (root / "run.json").write_text(json.dumps({"schema_version": 1, "manifest_digest": "abc"}), "utf-8")
     for model, outs in outputs.items():
         for rec in records:
             key = (rec["dataset"], rec["run"], rec["instance_id"])
