@@ -251,3 +251,20 @@ def test_coreference_intended_score_reaches_summary_bundle_and_report(tmp_path: 
     assert _dataset_payload(model)["ECB"]["intended"]["runs"]["0"] == ecb.intended["runs"][0]
     md = render_markdown(build_report([model]))
     assert "As intended (whole gold file)" in md
+
+
+def test_quadratic_regex_inputs_score_in_linear_time(tmp_path: Path) -> None:
+    """200 KB outputs that made the old answer regexes backtrack for minutes (``\\{.*\\}`` on ``{``
+    runs, ``\\[[\\d, ]*\\d[\\d, ]*\\]`` on an unclosed ``[1 1 ... x``) score in seconds."""
+    import time
+
+    slow = {"braces": "{" * 200_000, "open-list": "[" + "1 " * 100_000 + "x"}
+    prompts = [prompt(ds, task, 0, name, target) for name in slow
+               for ds, task, target in (("MusiQue", "qa", QA_T), ("ECB", "coreference", [[1, 2]]))]
+    outputs = {(p["dataset"], 0, p["instance_id"]): slow[p["instance_id"]] for p in prompts}
+    run = write_run(tmp_path / "run", outputs, prompts)
+    start = time.perf_counter()
+    [summary_path] = score_run_dir(run, fic=False)
+    assert time.perf_counter() - start < 30
+    lines = read_lines(summary_path.parent / "instance_scores.jsonl")
+    assert all(line["valid_format"] is False for line in lines.values())

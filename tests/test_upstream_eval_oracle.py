@@ -4,8 +4,9 @@ reference-coreference-scorers ``scorer.pl`` in $CONLL_SCORER).
 
 One run directory holds awkward outputs of the kinds real models write (prose around answers,
 single quotes, apostrophes, unclosed lists and quotes, ids not in the gold, ``[/INST]`` markers,
-fabricated next examples, expressions ``eval`` accepts) for two models (one Mistral-style, whose
-decoded prompt keeps ``[INST] ... [/INST]``). ``seam-repro score --profile upstream`` must equal
+fabricated next examples, expressions ``eval`` accepts) for three models: one Mistral-style, whose
+decoded prompt keeps ``[INST] ... [/INST]``, and one stored as ``seam-repro import`` stores upstream's
+own prediction files (decoded template header, some prompts truncated). ``seam-repro score --profile upstream`` must equal
 upstream's evaluation instance for instance (ROUGE, MuSiQue) and run for run; coreference run for
 run in both modes: as published (upstream's code untouched: unflushed gold file) and as intended
 (upstream with the gold file flushed), and instance for instance as intended (each instance
@@ -26,6 +27,7 @@ import numpy as np
 import pytest
 
 from seam_repro.hashing import sha256_json, sha256_text
+from seam_repro.importer import split_prediction
 from seam_repro.parse import upstream_generated_text
 from seam_repro.scoring import score_run_dir
 
@@ -35,7 +37,11 @@ pytestmark = pytest.mark.skipif(
     not (os.environ.get("SEAM_UPSTREAM_SRC") and SCORER and Path(SCORER).is_file() and shutil.which("perl")),
     reason="SEAM_UPSTREAM_SRC and CONLL_SCORER (scorer.pl, with perl) not set")
 
-MODELS = {"meta-llama/Meta-Llama-3-8B-Instruct": False, "mistralai/Mistral-7B-Instruct-v0.2": True}
+MODELS = {"meta-llama/Meta-Llama-3-8B-Instruct": "plain", "mistralai/Mistral-7B-Instruct-v0.2": "inst",
+          "google/gemma-1.1-7b-it": "imported"}
+"""How each model's upstream ``prediction`` is formed: prompt + output; ``[INST] prompt [/INST]``
++ output; or as imported from upstream's own files (a decoded ``user\n\n`` header, and for some
+instances a right-truncated prompt), stored through ``importer.split_prediction``."""
 UPSTREAM_NAME = {"ECB": "ECB", "SciCo": "SciCo", "MusiQue": "MusiQue", "MultiNews": "MultiNews", "OpenASP": "OpenASP"}
 ID_KEYS = {"ECB": "topic_id", "SciCo": "sample_id", "MusiQue": "id", "MultiNews": "id", "OpenASP": "guid"}
 TASKS = {"ECB": "coreference", "SciCo": "coreference", "MusiQue": "qa", "MultiNews": "summarization",
@@ -144,6 +150,14 @@ def _build(rng: random.Random) -> tuple[list[dict[str, Any]], dict[str, dict[tup
     return records, outputs
 
 
+def _prediction(model: str, rec: dict[str, Any], output: str) -> str:
+    """Upstream's ``generated_text`` for this model's output (see MODELS)."""
+    if MODELS[model] == "imported":
+        truncated = int(sha256_text(rec["instance_id"] + str(rec["run"]))[:2], 16) < 50  # ~20% of instances
+        return ("user\n\n" + rec["prompt"][: len(rec["prompt"]) // 2] if truncated else "user\n\n" + rec["prompt"]) + output
+    return upstream_generated_text(rec["prompt"], output, inst_template=MODELS[model] == "inst")
+
+
 def _write_run(root: Path, records: list[dict[str, Any]], outputs: dict[str, dict[tuple[str, int, str], str]]) -> None:
     (root / "predictions").mkdir(parents=True)
     (root / "prompts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), "utf-8")
@@ -153,6 +167,9 @@ def _write_run(root: Path, records: list[dict[str, Any]], outputs: dict[str, dic
             key = (rec["dataset"], rec["run"], rec["instance_id"])
             line = {"dataset": key[0], "run": key[1], "instance_id": key[2], "prompt_sha256": rec["prompt_sha256"],
                     "model": {"id": model, "revision": "r"}, "output": outs[key], "truncated": False}
+            if MODELS[model] == "imported":
+                line["upstream_prompt_text"], line["output"], _ = split_prediction(
+                    _prediction(model, rec, outs[key]), rec["prompt"])
             path = root / "predictions" / model.replace("/", "__") / key[0] / f"run_{key[1]}.jsonl"
             path.parent.mkdir(parents=True, exist_ok=True)
             with open(path, "a", encoding="utf-8") as fh:
@@ -166,13 +183,13 @@ def _oracle(tasks: list[dict[str, Any]]) -> dict[str, Any]:
     return {json.dumps(r["key"]): r["result"] for r in map(json.loads, proc.stdout.splitlines()) if r.get("key")}
 
 
-def _upstream_records(records: list[dict[str, Any]], outs: dict[tuple[str, int, str], str], inst: bool) -> list[dict]:
+def _upstream_records(records: list[dict[str, Any]], outs: dict[tuple[str, int, str], str], model: str) -> list[dict]:
     out = []
     for rec in records:
         key = (rec["dataset"], rec["run"], rec["instance_id"])
         target_key = "targets" if rec["task"] == "coreference" else "target"
         out.append({ID_KEYS[rec["dataset"]]: rec["instance_id"], target_key: rec["target"],
-                    "prediction": upstream_generated_text(rec["prompt"], outs[key], inst_template=inst)})
+                    "prediction": _prediction(model, rec, outs[key])})
     return out
 
 
@@ -187,9 +204,9 @@ def test_upstream_profile_equals_published_evaluation_code(tmp_path: Path) -> No
     for rec in records:
         groups.setdefault((rec["dataset"], rec["run"]), []).append(rec)
     tasks = []
-    for model, inst in MODELS.items():
+    for model in MODELS:
         for (ds, r), recs in groups.items():
-            preds = _upstream_records(recs, outputs[model], inst)
+            preds = _upstream_records(recs, outputs[model], model)
             modes = ("published", "flushed") if TASKS[ds] == "coreference" else ("published",)
             for mode in modes:
                 tasks.append({"key": [model, ds, r, mode], "ds_name": UPSTREAM_NAME[ds], "gold": mode, "predictions": preds})
