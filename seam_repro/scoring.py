@@ -430,6 +430,26 @@ def coref_version(mode: str, gold_block_size: int | None) -> str:
     return f"conll_f1/coref-port/mode=upstream/perl-printed/gold={gold}"
 
 
+def _mean_runs(ds: str, run: int, lines: list[dict[str, Any]], prompts: dict[Key, dict[str, Any]],
+               primary_variant: str, gold_block_size: int, out: dict[str, Any], corrected: dict[str, Any]) -> None:
+    """One run of a dataset whose metric averages instance scores (null scores left out, with the
+    first reason recorded)."""
+    k = str(run)
+    for variant in VARIANTS:
+        value = _mean([ln["details"][variant]["score"] for ln in lines])
+        if variant == primary_variant:
+            out["runs"][k] = value
+        if variant == "corrected":
+            corrected["runs"][k] = value
+    reasons = {ln["details"].get("reason") for ln in lines if ln["score"] is None} - {None}
+    if reasons:
+        out["reason"] = sorted(reasons)[0]
+
+
+AGGREGATIONS: dict[str, Callable[..., None]] = {"mean": _mean_runs, "conll_micro": _coref_runs}
+"""Run-level aggregation named by a metric's registry entry (``MetricSpec.aggregation``)."""
+
+
 def _summarise(ds: str, task: str, names: dict[str, str], runs: dict[int, list[dict[str, Any]]],
                prompts: dict[Key, dict[str, Any]], profile: str, gold_block_size: int) -> dict[str, Any]:
     """The ``summary.json`` block of one dataset: per run, each variant's metric aggregated as the
@@ -445,21 +465,11 @@ def _summarise(ds: str, task: str, names: dict[str, str], runs: dict[int, list[d
         k = str(run)
         out["format_rate"][k] = sum(ln["valid_format"] for ln in lines) / len(lines)
         out["n_instances"][k] = len(lines)
-        if specs[primary].aggregation == "conll_micro":
-            _coref_runs(ds, run, lines, prompts, primary, gold_block_size, out, corrected)
-            continue
+        AGGREGATIONS[specs[primary].aggregation](ds, run, lines, prompts, primary, gold_block_size, out, corrected)
         for variant, spec in specs.items():
-            value = _mean([ln["details"][variant]["score"] for ln in lines])
-            if variant == primary:
-                out["runs"][k] = value
-            if variant == "corrected":
-                corrected["runs"][k] = value
-                if spec.run_extras is not None:
-                    for name, extra in spec.run_extras([ln["details"]["corrected"] for ln in lines]).items():
-                        corrected["extra"].setdefault(name, {})[k] = extra
-        reasons = {ln["details"].get("reason") for ln in lines if ln["score"] is None} - {None}
-        if reasons:
-            out["reason"] = sorted(reasons)[0]
+            if variant == "corrected" and spec.run_extras is not None:
+                for name, extra in spec.run_extras([ln["details"]["corrected"] for ln in lines]).items():
+                    corrected["extra"].setdefault(name, {})[k] = extra
     corrected["extraction"] = "clean"
     out["corrected"] = corrected
     out["extraction"] = EXTRACTION_LABEL[specs[primary].extraction[VARIANTS.index(primary)]]
