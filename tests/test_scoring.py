@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from trust_helpers import seal_run_dir
 
 from seam_repro.cli import cli
 from seam_repro.errors import InputError, MissingDataError, PredictionsError
@@ -58,6 +59,7 @@ def write_run(root: Path, outputs: dict[tuple[str, int, str], Any] = OUTPUTS, pr
     (root / "predictions").mkdir(parents=True)
     (root / "prompts.jsonl").write_text("".join(json.dumps(p) + "\n" for p in prompts), "utf-8")
     (root / "run.json").write_text(json.dumps({"schema_version": 1, "manifest_digest": "abc"}), "utf-8")
+    seal_run_dir(root, [p for p in prompts if isinstance(p, dict) and "prompt" in p])  # the trust chain's anchor
     by_file: dict[Path, bytes] = {}
     for p in prompts:
         key = (p["dataset"], p["run"], p["instance_id"])
@@ -99,7 +101,8 @@ def test_end_to_end_values(tmp_path: Path) -> None:
     [summary_path] = score_run_dir(run, fic_factory=FakeFic)
     lines = read_lines(summary_path.parent / "instance_scores.jsonl")
     summary = json.loads(summary_path.read_text("utf-8"))
-    assert summary["model"] == MODEL and summary["manifest_digest"] == "abc" and summary["profile"] == "upstream"
+    digest = json.loads((run / "run.json").read_text("utf-8"))["manifest_digest"]
+    assert summary["model"] == MODEL and summary["manifest_digest"] == digest and summary["profile"] == "upstream"
     assert summary["prompt_digest"] == digest_of_hashes(p["prompt_sha256"] for p in PROMPTS)
 
     # upstream extraction keeps the fabricated example (no later *Answer*:); clean extraction cuts it
@@ -238,13 +241,14 @@ def test_cli(tmp_path: Path) -> None:
 
 
 def test_coreference_intended_score_reaches_summary_bundle_and_report(tmp_path: Path) -> None:
-    from seam_repro.aggregate import load_run_dir, summarize
+    from seam_repro.aggregate import build_model_scores, read_instance_scores, summarize
     from seam_repro.report import build_report, render_markdown
     from seam_repro.submit import _dataset_payload
 
     run = write_run(tmp_path / "run")
-    score_run_dir(run, fic=False)
-    [model] = load_run_dir(run)
+    [summary_path] = score_run_dir(run, fic=False)
+    model = build_model_scores(json.loads(summary_path.read_text("utf-8")),
+                               read_instance_scores(summary_path.parent / "instance_scores.jsonl"), summary_path)
     ecb = model.datasets["ECB"]
     assert ecb.runs[0] == 0.0 and ecb.intended is not None and ecb.intended["runs"][0] > 0
     assert summarize(ecb).intended["mean"] == ecb.intended["runs"][0]

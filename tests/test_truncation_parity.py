@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from trust_helpers import seal_run_dir
 
 from seam_repro.errors import PrerequisiteError
 from seam_repro.generate.base import GenerationRequest, GenerationResult, GenerationSettings
@@ -30,6 +31,7 @@ def _run_dir(root: Path, record: dict) -> Path:
     (root / "predictions" / "m__m" / "MultiNews").mkdir(parents=True)
     (root / "prompts.jsonl").write_text(json.dumps(prompt) + "\n", "utf-8")
     (root / "run.json").write_text(json.dumps({"schema_version": 1, "manifest_digest": "abc"}), "utf-8")
+    seal_run_dir(root, [prompt])
     (root / "predictions" / "m__m" / "MultiNews" / "run_0.jsonl").write_text(json.dumps(record) + "\n", "utf-8")
     return root
 

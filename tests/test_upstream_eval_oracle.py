@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from trust_helpers import seal_run_dir
 
 from seam_repro.hashing import sha256_json, sha256_text
 from seam_repro.importer import split_prediction
@@ -162,6 +163,7 @@ def _write_run(root: Path, records: list[dict[str, Any]], outputs: dict[str, dic
     (root / "predictions").mkdir(parents=True)
     (root / "prompts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), "utf-8")
     (root / "run.json").write_text(json.dumps({"schema_version": 1, "manifest_digest": "abc"}), "utf-8")
+    seal_run_dir(root, records)
     for model, outs in outputs.items():
         for rec in records:
             key = (rec["dataset"], rec["run"], rec["instance_id"])
