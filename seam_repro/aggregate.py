@@ -115,8 +115,11 @@ def parse_instance_line(path: object, lineno: int, obj: Any) -> InstanceScore:
 
 def read_instance_scores(path: Path) -> list[InstanceScore]:
     """Read and validate ``instance_scores.jsonl`` (blank lines ignored)."""
-    return [parse_instance_line(path, lineno, obj)
-            for lineno, obj in iter_jsonl(path, what="instance scores file", expect=None)]
+    out = [parse_instance_line(path, lineno, obj)
+           for lineno, obj in iter_jsonl(path, what="instance scores file", expect=None)]
+    if not out:  # a truncated or emptied file must not pass as "scored, no instances"
+        raise InputError(path, "empty; expected one JSON line per scored instance (rerun `seam-repro score`)")
+    return out
 
 
 def _mean_by_run(items: Iterable[InstanceScore]) -> tuple[dict[int, float], dict[int, float]]:
