@@ -72,6 +72,9 @@ def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources,
     index: dict[tuple[str, str], dict[str, Instance]] = {}
     for run in runs:
         name, split = run["dataset"], run["split"]
+        if name not in sources.data:
+            raise InputError(where, f"dataset {name!r} is not among the config's datasets "
+                             f"({', '.join(sources.data)})", field=f"runs[{name} run {run['run']}].dataset")
         if (name, split) not in index:
             index[(name, split)] = {inst.instance_id: inst for inst in sources.data[name].split(split)}
         by_id = index[(name, split)]
