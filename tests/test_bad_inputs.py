@@ -108,7 +108,12 @@ def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> Result:
 # --- the base pipeline, built once ---------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("base")
+    return build_pipeline(tmp_path_factory.mktemp("base"))
+
+
+def build_pipeline(root: Path) -> Path:
+    """Config, data, prompt files, frozen + unfrozen manifests, a scored echo run, two shard runs and
+    a bundle in ``root`` (shared with the kill drills)."""
     for name, folder in DATA.items():
         shutil.copytree(FIXTURES / folder, root / "data" / name)
     shutil.copytree(FIXTURES / "prompts", root / "prompts")
