@@ -971,3 +971,71 @@ def test_metric_with_huge_numbers_scores_without_a_traceback(capsys: pytest.Capt
     ids = "7" * 100_000
     res = run_cli(["metric", "zeroscrolls_concordance_index", f"{ids}, 2, 1", "1, 2, 3"], capsys)
     assert res.code == 0 and json.loads(res.out)["score"] == 0.0, res.err
+
+
+# --- no network unless asked ----------------------------------------------------------------------------
+@pytest.mark.parametrize(("args", "wanted"), [
+    (["fetch", "--only", "prompts"], True),
+    (["score", "run", "--fic-download"], True),
+    (["replay", "m.json", "--model", "meta-llama/Meta-Llama-3-8B-Instruct", "--out", "r"], True),
+    (["replay", "m.json", "--model=org/model@abc", "--out", "r"], True),
+    (["replay", "m.json", "--out", "r"], False),  # the embedded model ships with the kit
+    (["replay", "m.json", "--model", "org/model", "--backend", "echo", "--out", "r"], False),
+    (["score", "run"], False),
+    (["sample", "c.json", "-o", "m.json"], False),
+    (["verify", "m.json"], False),
+    (["report", "run", "--out", "rep"], False),
+])
+def test_only_fetch_fic_download_and_hub_models_may_use_the_network(args: list[str], wanted: bool) -> None:
+    from seam_repro.network import network_wanted
+
+    assert network_wanted(args) is wanted
+
+
+def test_local_model_folder_needs_no_network(tmp_path: Path) -> None:
+    from seam_repro.network import network_wanted
+
+    (tmp_path / "model").mkdir()
+    assert not network_wanted(["replay", "m.json", "--model", str(tmp_path / "model"), "--out", "r"])
+
+
+def test_offline_commands_switch_the_hub_libraries_off(base: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    os.environ.pop("HF_HUB_OFFLINE", None)
+    res = run_cli(["verify", base / "m.json", "--data-dir", base / "data", "--prompts-dir", base / "prompts"], capsys)
+    assert res.code == 0, res.err
+    assert os.environ.get("HF_HUB_OFFLINE") == "1"
+
+
+def test_uncached_hub_model_offline_fails_fast_in_one_line(monkeypatch: pytest.MonkeyPatch,
+                                                         no_network: list[str]) -> None:
+    import time
+
+    from seam_repro import network
+    from seam_repro.errors import InputError
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(network, "is_cached", lambda model_id, revision: False)
+    start = time.monotonic()
+    with pytest.raises(InputError, match=r"cannot resolve org/model@abc: not in the local Hugging Face cache "
+                                         r"and the Hub is offline: huggingface.co:443 cannot be reached"):
+        network.require_hub_or_cache("org/model", "abc")
+    assert time.monotonic() - start < network.PROBE_TIMEOUT_S + 1
+    assert no_network == ["getaddrinfo huggingface.co"]  # one probe, no retries
+    no_network.clear()
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(InputError, match="HF_HUB_OFFLINE is set"):
+        network.require_hub_or_cache("org/model", "abc")
+    assert not no_network  # offline mode does not even probe
+
+
+@pytest.mark.slow
+def test_scoring_with_fic_never_reaches_the_hub_for_an_uncached_model(base: Path, tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """FIC models that are not in the local cache give null FuseReviews scores with the reason;
+    the socket guard (autouse) fails the test on any connection attempt."""
+    pytest.importorskip("transformers")  # imported before the command runs, as a plugin might
+    os.environ["HF_HOME"] = str(tmp_path / "empty-hf-cache")
+    res = run_cli(["score", base / "run", "-o", tmp_path / "scores"], capsys)
+    assert res.code == 0, res.err[-1500:]
+    summary = json.loads((tmp_path / "scores" / "echo" / "summary.json").read_text(encoding="utf-8"))
+    assert "not in the local cache" in json.dumps(summary["datasets"]["FuseReviews"])
