@@ -80,6 +80,8 @@ def _number(path: object, value: Any, record: object, fld: str, nullable: bool =
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         expected = "a finite number or null" if nullable else "a finite number"
         raise InputError(path, f"expected {expected}, got {value!r}", record, fld)
+    if not 0 <= value <= 100:  # every score (and format rate) is on the 0-100 scale
+        raise InputError(path, f"expected a number in 0..100, got {value!r}", record, fld)
     return float(value)
 
 

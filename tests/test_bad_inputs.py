@@ -367,6 +367,18 @@ def cfg_del(path: str) -> Callable[[Any], Any]:
     return fn
 
 
+def _bundle_run_score(value: float) -> Callable[[Any], Any]:
+    """Set one run score of a bundle and recompute its digest (so the range check is what refuses it)."""
+    def fn(obj: Any) -> Any:
+        from seam_repro.hashing import sha256_json
+
+        ds = next(iter(obj["datasets"].values()))
+        ds["runs"][next(iter(ds["runs"]))] = value
+        obj["bundle_digest"] = sha256_json({k: v for k, v in obj.items() if k != "bundle_digest"})
+        return obj
+    return fn
+
+
 # --- the cases ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Case:
@@ -486,7 +498,7 @@ CASES: list[Case] = [
     C("sample-data-line-deep", line("data/MultiNews/test.jsonl", 0, DEEP.encode()), SAMPLE,
       "test.jsonl", "line 1"),
     C("sample-data-line-binary", line("data/MultiNews/test.jsonl", 0, JUNK), SAMPLE, "test.jsonl", "line 1"),
-    C("sample-data-line-nan", line("data/MusiQue/val.jsonl", 0, b'{"id": NaN}'), SAMPLE, "val.jsonl", "line 1"),
+    C("sample-data-line-nan-id", line("data/MusiQue/val.jsonl", 0, b'{"id": NaN}'), SAMPLE, "val.jsonl", "line 1"),
     C("sample-data-gzip-truncated", gzipped("data/OpenASP", cut=40), SAMPLE, "test.jsonl.gz", "gzip"),
     C("sample-data-gzip-not-gzip", gzipped("data/OpenASP", plain=True), SAMPLE, "test.jsonl.gz", "gzip"),
     C("sample-data-ecb-deep", write("data/ECB/test.json", DEEP), SAMPLE, "test.json", "nested deeper"),
@@ -772,6 +784,8 @@ CASES: list[Case] = [
     C("report-bundle-edited", edit_json("b.json", lambda o: o["model"].update(id="other")), REPORT_B,
       "b.json", "bundle_digest"),
     C("report-bundle-nan", replace_text("b.json", '"kind"', '"x": NaN, "kind"'), REPORT_B, "b.json", "finite"),
+    C("report-bundle-run-1e308", edit_json("b.json", _bundle_run_score(1e308)), REPORT_B, "b.json", "0..100"),
+    C("diff-bundle-run-negative", edit_json("b.json", _bundle_run_score(-5)), DIFF_B, "b.json", "0..100"),
     C("report-bundle-kind", edit_json("b.json", lambda o: o.update(kind="x")), REPORT_B, "b.json", "kind"),
     C("report-reference-deep", write("reference.json", DEEP), (*REPORT, "--reference", "{w}/reference.json"),
       "reference.json", "nested deeper"),

@@ -45,7 +45,7 @@ def _json_cell(path: Path, rec: str, row: dict[str, str], col: str, form: str) -
     if col not in row or row[col] is None:
         raise InputError(path, f"missing column; expected {form}", record=rec, field=col)
     try:
-        return parse_json_text(row[col], path, record=rec)
+        return parse_json_text(row[col], path, record=rec, allow_nan=True)  # the release has NaN cells
     except InputError as exc:
         raise InputError(path, f"{str(exc).rsplit(': ', 1)[-1]}; expected {form}", record=rec, field=col) from None
 
