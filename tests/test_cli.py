@@ -190,7 +190,7 @@ def test_ctrl_c_says_what_was_kept_and_how_to_resume(monkeypatch: pytest.MonkeyP
     @click.command()
     def boom() -> None:
         """Be interrupted after saying what a resume keeps."""
-        cli_module.on_interrupt("3 predictions kept in runs/x")
+        cli_module.on_interrupt(lambda: f"{1 + 2} predictions kept in runs/x")  # counted at interrupt time
         raise KeyboardInterrupt
 
     _with_command(monkeypatch, boom)
