@@ -80,7 +80,7 @@ def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources,
         by_id = index[(name, split)]
         check_run_choices(run, sources.prompt_files[name], specs.spec(name).sampling.demo_key, where)
         ctx = _run_context(run, profile, sources.prompt_files[name], suite)
-        demos = few_shots(ctx)
+        demos = _few_shots_checked(ctx, sources, name, specs.spec(name).sampling.demo_key)
         for rec in run["instances"]:
             inst = by_id.get(rec["id"])
             if inst is None:
@@ -102,6 +102,18 @@ def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources,
             if mention_ids is not None:
                 record["mention_ids"] = sorted(mention_ids)
             yield record
+
+
+def _few_shots_checked(ctx: RunContext, sources: Sources, name: str, demo_key: str) -> str:
+    """The run's demonstrations block; a demonstration of the wrong shape in the prompt file (a
+    user's --prompts-dir file, say) is an InputError naming that file, not a TypeError."""
+    try:
+        return few_shots(ctx)
+    except (TypeError, KeyError, AttributeError, IndexError, ValueError) as exc:
+        where = sources.prompt_paths.get(name, f"{name} prompt file")
+        raise InputError(where, f"a selected demonstration {list(ctx.demo_indices)} does not have the form "
+                         f"this dataset's template reads ({type(exc).__name__}: {str(exc)[:80]})",
+                         field=demo_key) from None
 
 
 def build_manifest(cfg: SeamConfig, profile: str, choices: list[RunChoices], sources: Sources,
