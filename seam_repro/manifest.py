@@ -222,7 +222,30 @@ def load_manifest(path: str | Path) -> dict[str, Any]:
     manifest = read_json(path, what="manifest")
     validate_manifest(manifest, str(path))
     manifest_config(manifest, where=str(path))  # the same semantic checks `sample` applied
+    check_recorded_sources(manifest["sources"], str(path))
     return manifest
+
+
+def check_recorded_sources(sources: dict[str, Any], where: str) -> None:
+    """The shape ``load_sources`` reads: ``prompts.<name> = {path, sha256}`` and
+    ``data.<name> = {path, files: {<file>: sha256}}`` (paths and hashes may be null)."""
+    for kind in ("prompts", "data"):
+        block = sources.get(kind, {})
+        if block is None:
+            continue
+        if not isinstance(block, dict):
+            raise InputError(where, "expected an object keyed by dataset", field=f"sources.{kind}")
+        for name, entry in block.items():
+            field = f"sources.{kind}.{name}"
+            if not isinstance(entry, dict):
+                raise InputError(where, "expected an object {path, ...}", field=field)
+            for key in ("path", "sha256") if kind == "prompts" else ("path",):
+                if entry.get(key) is not None and not isinstance(entry[key], str):
+                    raise InputError(where, "expected a string or null", field=f"{field}.{key}")
+            files = entry.get("files") if kind == "data" else {}
+            if files is not None and (not isinstance(files, dict)
+                                      or not all(isinstance(v, str) for v in files.values())):
+                raise InputError(where, "expected an object {file: sha256}", field=f"{field}.files")
 
 
 def manifest_config(manifest: dict[str, Any], where: str = "manifest config") -> SeamConfig:
