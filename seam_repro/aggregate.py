@@ -154,7 +154,13 @@ def build_model_scores(summary: Any, instances: list[InstanceScore], path: objec
     if not isinstance(ds_raw, dict) or not ds_raw:
         raise InputError(path, "expected a non-empty object {dataset: {...}}", field="datasets")
     by_ds: dict[str, list[InstanceScore]] = {}
-    for it in instances:
+    seen: set[tuple[str, int, str]] = set()
+    for n, it in enumerate(instances, start=1):
+        key = (it.dataset, it.run, it.instance_id)
+        if key in seen:
+            raise InputError(source or path, f"duplicate score for {it.dataset} run {it.run} instance {it.instance_id} "
+                             "(expected one line per instance)", f"instance {n}")
+        seen.add(key)
         by_ds.setdefault(it.dataset, []).append(it)
     unknown = sorted(set(by_ds) - set(ds_raw))
     if unknown:
@@ -189,8 +195,9 @@ def build_model_scores(summary: Any, instances: list[InstanceScore], path: objec
                 raise InputError(path, "expected {'metric': str, 'runs': {...}}", rec, "corrected")
             corrected = {"metric": corrected["metric"], "runs": _runs_map(path, corrected.get("runs"), rec, "corrected.runs")}
         datasets[name] = DatasetScores(name, ds["metric"], runs, fmt, tuple(items), corrected)
+    extra = {k: summary[k] for k in ("protocol", "coverage", "unscored", "predictions_digest") if k in summary}
     return ModelScores(model["id"], str(model.get("revision", "")), summary["manifest_digest"],
-                       summary["prompt_digest"], datasets, source, unscored=unscored)
+                       summary["prompt_digest"], datasets, source, extra=extra, unscored=unscored)
 
 
 def load_scores_dir(score_dir: Path) -> ModelScores:
@@ -201,7 +208,11 @@ def load_scores_dir(score_dir: Path) -> ModelScores:
         if not p.is_file():
             raise InputError(p, "missing; run `seam-repro score RUN_DIR` first")
     summary = read_json(summary_path, what="summary.json", expect=None)
-    return build_model_scores(summary, read_instance_scores(inst_path), summary_path, str(score_dir))
+    instances = read_instance_scores(inst_path)
+    from seam_repro.trust import check_scores_against_run
+
+    check_scores_against_run(score_dir, summary, instances)
+    return build_model_scores(summary, instances, summary_path, str(score_dir))
 
 
 def load_run_dir(run_dir: Path) -> list[ModelScores]:

@@ -75,10 +75,10 @@ def parse_json_text(text: str, where: object, *, record: object | None = None,
                     max_depth: int = MAX_JSON_DEPTH, allow_nan: bool = False) -> Any:
     """Parse one JSON document; any problem becomes an :class:`InputError` naming ``where`` and ``record``.
 
-    NaN/Infinity are refused (the kit's files are canonical JSON) unless ``allow_nan`` (third-party
-    dataset files: the released FuseReviews CSV holds NaN, which upstream's ``json.loads`` accepts),
-    as is nesting deeper than ``max_depth`` (checked before parsing, so a hostile file cannot
-    exhaust the stack).
+    NaN/Infinity are refused (the kit's files are canonical JSON) unless ``allow_nan``: third-party
+    files written by pandas (the FuseReviews authors' CSV) hold bare ``NaN`` for missing cells.
+    Nesting deeper than ``max_depth`` is refused before parsing, so a hostile file cannot exhaust
+    the stack.
     """
     if _depth_exceeds(text, max_depth):
         raise InputError(where, f"JSON nested deeper than {max_depth} levels", record=record)
@@ -142,18 +142,16 @@ def read_text(path: str | Path, *, what: str = "file") -> str:
     return decode_utf8(read_bytes(path, what=what), Path(path))
 
 
-def read_json(path: str | Path, *, what: str = "JSON file", expect: type | None = dict,
-              allow_nan: bool = False) -> Any:
+def read_json(path: str | Path, *, what: str = "JSON file", expect: type | None = dict) -> Any:
     """Read a whole JSON file; ``expect`` (default ``dict``) checks the top-level type."""
-    obj = parse_json_text(read_text(path, what=what), path, allow_nan=allow_nan)
+    obj = parse_json_text(read_text(path, what=what), path)
     if expect is not None and not isinstance(obj, expect):
         raise InputError(path, f"expected a JSON {_type_name(expect)} at the top level, got {_json_type(obj)}")
     return obj
 
 
 def iter_jsonl(path: str | Path, *, what: str = "JSONL file", expect: type | None = dict,
-               skip_blank: bool = True, complete_only: bool = False,
-               allow_nan: bool = False) -> Iterator[tuple[int, Any]]:
+               skip_blank: bool = True, complete_only: bool = False) -> Iterator[tuple[int, Any]]:
     """Yield ``(line_number, object)`` for each line of a JSONL file (1-based line numbers; a
     ``.gz`` name is gunzipped first).
 
@@ -164,7 +162,7 @@ def iter_jsonl(path: str | Path, *, what: str = "JSONL file", expect: type | Non
     p = Path(path)
     if _is_gzip_name(p):
         lines: Iterable[bytes] = read_bytes(p, what=what).splitlines(keepends=True)
-        yield from _parse_lines(p, lines, expect, skip_blank, complete_only=False, allow_nan=allow_nan)
+        yield from _parse_lines(p, lines, expect, skip_blank, complete_only=False)
         return
     try:
         fh = open(p, "rb")
@@ -175,18 +173,18 @@ def iter_jsonl(path: str | Path, *, what: str = "JSONL file", expect: type | Non
     except OSError as exc:
         raise InputError(p, f"cannot read ({exc.strerror or exc})") from None
     with fh:
-        yield from _parse_lines(p, fh, expect, skip_blank, complete_only=complete_only, allow_nan=allow_nan)
+        yield from _parse_lines(p, fh, expect, skip_blank, complete_only=complete_only)
 
 
 def _parse_lines(p: Path, lines: Iterable[bytes], expect: type | None, skip_blank: bool,
-                 complete_only: bool, allow_nan: bool = False) -> Iterator[tuple[int, Any]]:
+                 complete_only: bool) -> Iterator[tuple[int, Any]]:
     for n, raw in enumerate(lines, start=1):
         if complete_only and not raw.endswith(b"\n"):
             return  # a torn last line of an append-only file: dropped on resume, never read
         line = decode_utf8(raw, p, record=f"line {n}")
         if skip_blank and not line.strip():
             continue
-        obj = parse_json_text(line, p, record=f"line {n}", allow_nan=allow_nan)
+        obj = parse_json_text(line, p, record=f"line {n}")
         if expect is not None and not isinstance(obj, expect):
             raise InputError(p, f"expected a JSON {_type_name(expect)}, got {_json_type(obj)}",
                              record=f"line {n}")

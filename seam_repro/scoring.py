@@ -34,6 +34,7 @@ from seam_repro.parse import extract, extract_clean
 from seam_repro.score import musique, rouge
 from seam_repro.score.validity import is_valid
 from seam_repro.suite_scoring import check_record, is_suite_task, score_records, summarise
+from seam_repro.trust import check_run_prompts
 
 PROFILES: tuple[str, ...] = ("upstream", "seam-repro-1")
 COREF_MODES = {"upstream": "upstream", "seam-repro-1": "corrected"}
@@ -346,6 +347,7 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
     if profile not in PROFILES:
         raise InputError("--profile", f"unknown profile '{profile}'; expected one of {', '.join(PROFILES)}")
     prompts = load_prompts(run_dir / "prompts.jsonl")
+    coverage = check_run_prompts(run_dir, prompts, run_json)  # trust chain: every record vs the manifest
     pred_root = run_dir / "predictions"
     models = sorted(p for p in pred_root.iterdir() if p.is_dir()) if pred_root.is_dir() else []
     if not models:
@@ -367,7 +369,8 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
         _write_atomic(target / "instance_scores.jsonl", body.encode("utf-8"))
         summary = {"model": model, "manifest_digest": run_json.get("manifest_digest"),
                    "prompt_digest": digest_of_hashes(r["prompt_sha256"] for r in prompts.values()),
-                   "profile": profile, "kit_version": __version__, "datasets": datasets}
+                   "profile": profile, "kit_version": __version__, "datasets": datasets,
+                   **coverage.summary_fields(model_dir, datasets, preds)}
         _write_atomic(target / "summary.json", (json.dumps(summary, indent=1, ensure_ascii=False, allow_nan=False)
                                                 + "\n").encode("utf-8"))
         written.append(target / "summary.json")

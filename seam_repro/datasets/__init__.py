@@ -78,7 +78,7 @@ def open_text(path: Path) -> io.TextIOBase:
 
 def read_json(path: Path) -> Any:
     """Parse one JSON file (gunzipped if ``.gz``) through the kit's bounded reader."""
-    return files.read_json(path, what="dataset file", expect=None, allow_nan=True)  # as upstream's json.load
+    return files.read_json(path, what="dataset file", expect=None)
 
 
 def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -87,7 +87,7 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     Blank lines are skipped (upstream strips the file before splitting, and the HF json builder
     skips empty lines); every other line must hold one JSON object.
     """
-    return files.iter_jsonl(path, what="dataset file", allow_nan=True)  # as upstream's json.loads
+    return files.iter_jsonl(path, what="dataset file")
 
 
 def read_rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
