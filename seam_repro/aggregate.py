@@ -83,6 +83,8 @@ def _number(path: object, value: Any, record: object, fld: str, nullable: bool =
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         expected = "a finite number or null" if nullable else "a finite number"
         raise InputError(path, f"expected {expected}, got {value!r}", record, fld)
+    if not 0 <= value <= 100:  # every score (and format rate) is on the 0-100 scale
+        raise InputError(path, f"expected a number in 0..100, got {value!r}", record, fld)
     return float(value)
 
 
@@ -118,8 +120,11 @@ def parse_instance_line(path: object, lineno: int, obj: Any) -> InstanceScore:
 
 def read_instance_scores(path: Path) -> list[InstanceScore]:
     """Read and validate ``instance_scores.jsonl`` (blank lines ignored)."""
-    return [parse_instance_line(path, lineno, obj)
-            for lineno, obj in iter_jsonl(path, what="instance scores file", expect=None)]
+    out = [parse_instance_line(path, lineno, obj)
+           for lineno, obj in iter_jsonl(path, what="instance scores file", expect=None)]
+    if not out:  # a truncated or emptied file must not pass as "scored, no instances"
+        raise InputError(path, "empty; expected one JSON line per scored instance (rerun `seam-repro score`)")
+    return out
 
 
 def _mean_by_run(items: Iterable[InstanceScore]) -> tuple[dict[int, float], dict[int, float]]:
