@@ -85,13 +85,16 @@ def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources,
     index: dict[tuple[str, str], dict[str, Instance]] = {}
     for run in runs:
         name, split = run["dataset"], run["split"]
+        if name not in sources.data:
+            raise InputError(where, f"dataset {name!r} is not among the config's datasets "
+                             f"({', '.join(sources.data)})", field=f"runs[{name} run {run['run']}].dataset")
         if (name, split) not in index:
             index[(name, split)] = {inst.instance_id: inst for inst in sources.data[name].split(split)}
         by_id = index[(name, split)]
         try:
             check_run_choices(run, sources.prompt_files[name], specs.spec(name).sampling.demo_key, where)
             ctx = _run_context(run, profile, sources.prompt_files[name], suite)
-            demos = few_shots(ctx)
+            demos = _few_shots_checked(ctx, sources, name, specs.spec(name).sampling.demo_key)
         except SeamReproError as exc:
             if missing is None or name not in changed:
                 raise
@@ -128,6 +131,18 @@ def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources,
             if mention_ids is not None:
                 record["mention_ids"] = sorted(mention_ids)
             yield record
+
+
+def _few_shots_checked(ctx: RunContext, sources: Sources, name: str, demo_key: str) -> str:
+    """The run's demonstrations block; a demonstration of the wrong shape in the prompt file (a
+    user's --prompts-dir file, say) is an InputError naming that file, not a TypeError."""
+    try:
+        return few_shots(ctx)
+    except (TypeError, KeyError, AttributeError, IndexError, ValueError) as exc:
+        where = sources.prompt_paths.get(name, f"{name} prompt file")
+        raise InputError(where, f"a selected demonstration {list(ctx.demo_indices)} does not have the form "
+                         f"this dataset's template reads ({type(exc).__name__}: {str(exc)[:80]})",
+                         field=demo_key) from None
 
 
 def content_config(config: dict[str, Any]) -> dict[str, Any]:

@@ -120,7 +120,7 @@ def collect_entries(models: list[ModelScores], reference: ReferenceTable | None)
             extra = {"model_id": ms.model_id, "revision": ms.revision, "name": ms.name or None,
                      "source": ms.source, "metric": s.metric,
                      "format_rate": s.format_rate, "format_correlation": s.format_correlation,
-                     "corrected": s.corrected}
+                     "corrected": s.corrected, **({"intended": s.intended} if s.intended else {})}
             out[name].append(Entry(label, list(s.runs.values()), s.mean, s.std, False, extra))
     if reference is not None:
         for name in names:
@@ -240,6 +240,11 @@ def render_markdown(rep: dict[str, Any]) -> str:
         for a in ds.get("absent", []):
             mark = f" {REF_MARK}" if a["from_summary_stats"] else ""
             out.append(f"| – | {a['model']}{mark} | {a['cell']} ({a['reason']}) | – |")
+        intended = [r for r in ds["rows"] if r.get("intended")]
+        if intended:  # coreference under the upstream profile: the score above is as published
+            out += ["", "Scores above: as published (the part of the unflushed gold file perl read). As intended "
+                    "(whole gold file): " + "; ".join(f"{r['model']} {_fmt(r['intended']['mean'])} ± "
+                                                     f"{_fmt(r['intended']['std'])}" for r in intended) + "."]
         out.append("")
     st = rep["stability"]
     out += ["## Average rank (AR) and ARSD", "",

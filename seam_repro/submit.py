@@ -68,9 +68,9 @@ def _dataset_payload(ms: ModelScores) -> dict[str, Any]:
             "format_rate": {str(k): v for k, v in ds.format_rate.items()},
             "instances": [{k: getattr(it, k) for k in _INSTANCE_KEYS} for it in ds.instances],
         }
-        if ds.corrected is not None:
-            out[name]["corrected"] = {"metric": ds.corrected["metric"],
-                                      "runs": {str(k): v for k, v in ds.corrected["runs"].items()}}
+        for key, value in (("corrected", ds.corrected), ("intended", ds.intended)):
+            if value is not None:
+                out[name][key] = {"metric": value["metric"], "runs": {str(k): v for k, v in value["runs"].items()}}
     return out
 
 
