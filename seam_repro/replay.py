@@ -104,7 +104,7 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
                                check_existing=lambda: opened.append(
                                    PredictionStore(run_dir, backend.model_id, backend.revision, hashes)))
     if manifest.get("schema_version") is not None:  # a real manifest (tests may pass a bare dict)
-        from seam_repro.trust import trusted, write_run_manifest
+        from seam_repro.manifest.trust import trusted, write_run_manifest
 
         write_run_manifest(Path(run_dir), trusted(manifest, str(run_dir)))
     first_batch_size = run_json["models"][model_slug(backend.model_id)].get("batch_size")
@@ -167,8 +167,8 @@ def replay(manifest_path: Path, out: Path, *, model: str | None = None, backend:
     """Load and check the manifest once, render its prompts, refuse any that does not hash to the
     manifest, then (and only then) load the model and generate into ``out``."""
     from seam_repro.generate import make_backend
-    from seam_repro.manifest import render_records
-    from seam_repro.trust import check_rendered, load_trusted
+    from seam_repro.manifest.prompts import render_records
+    from seam_repro.manifest.trust import check_rendered, load_trusted
 
     tm = load_trusted(manifest_path, allow_unfrozen=allow_unfrozen)
     manifest = tm.manifest

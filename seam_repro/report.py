@@ -97,7 +97,7 @@ def protocol_labels(models: list[ModelScores], reference: ReferenceTable | None)
     """Per input model (display name): protocol fields that differ from the reference's protocol, or,
     without a reference, from the first input's; such rows are labelled in every table."""
     from seam_repro.diff import reference_protocol
-    from seam_repro.trust import protocol_differences
+    from seam_repro.manifest.trust import protocol_differences
 
     if reference is not None:
         base = reference_protocol(reference)

@@ -30,11 +30,11 @@ from seam_repro import __version__
 from seam_repro.errors import InputError, PredictionsError, SeamReproError
 from seam_repro.files import atomic_write_bytes, ensure_dir, guard_outputs, parse_json_text, read_bytes
 from seam_repro.hashing import digest_of_hashes, sha256_json, sha256_text
+from seam_repro.manifest.trust import check_run_prompts
 from seam_repro.parse import extract, extract_clean
 from seam_repro.score import musique, rouge
 from seam_repro.score.validity import is_valid
 from seam_repro.suite_scoring import check_record, is_suite_task, score_records, summarise
-from seam_repro.trust import check_run_prompts
 
 PROFILES: tuple[str, ...] = ("upstream", "seam-repro-1")
 COREF_MODES = {"upstream": "upstream", "seam-repro-1": "corrected"}

@@ -141,7 +141,7 @@ def make_bundle(run_dir: Path, model_id: str | None = None, *, rescore: bool = T
     The store and prompts are re-validated against ``RUN_DIR/manifest.json`` and the scores are
     re-derived from the predictions (``rescore``), so a bundle never packages scores of damaged
     or swapped predictions."""
-    from seam_repro.trust import load_run_manifest, seeds_view
+    from seam_repro.manifest.trust import load_run_manifest, seeds_view
 
     models = load_run_dir(run_dir)
     if model_id is not None:
@@ -214,7 +214,7 @@ def write_bundle(bundle: dict[str, Any], out: Path) -> None:
 
 def parse_bundle(data: Any, path: Path) -> ModelScores:
     """Validate a bundle (shape, digest, seeds of a shipped manifest, instance records) and return its scores."""
-    from seam_repro.trust import check_bundle_seeds, shipped_seeds
+    from seam_repro.manifest.trust import check_bundle_seeds, shipped_seeds
 
     if not isinstance(data, dict) or data.get("kind") != BUNDLE_KIND:
         raise InputError(path, f"not a results bundle (expected \"kind\": \"{BUNDLE_KIND}\")", field="kind")

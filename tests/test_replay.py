@@ -139,10 +139,11 @@ def fake_stages(monkeypatch: pytest.MonkeyPatch) -> dict:
         runs.setdefault((r["dataset"], r["run"]), []).append(
             {"id": r["instance_id"], "gen_seed": r["gen_seed"], "prompt_sha256": r["prompt_sha256"]})
     state = {"manifest": {**MANIFEST, "runs": [{"dataset": d, "run": k, "instances": v} for (d, k), v in runs.items()]}}
-    import seam_repro.manifest
+    import seam_repro.manifest.format
+    import seam_repro.manifest.prompts
 
-    monkeypatch.setattr(seam_repro.manifest, "load_manifest", lambda path: state["manifest"])
-    monkeypatch.setattr(seam_repro.manifest, "render_records",
+    monkeypatch.setattr(seam_repro.manifest.format, "load_manifest", lambda path: state["manifest"])
+    monkeypatch.setattr(seam_repro.manifest.prompts, "render_records",
                         lambda m, data_dir=None, prompts_dir=None, base=None, allow_unfrozen=False: records(3))
     return state
 

@@ -17,7 +17,7 @@ from seam_repro.aggregate import load_run_dir
 from seam_repro.aso import AsoParams
 from seam_repro.cli import main
 from seam_repro.errors import InputError, ManifestError
-from seam_repro.manifest import dump_manifest, seal
+from seam_repro.manifest.format import dump_manifest, seal
 from seam_repro.reference import load_reference
 from seam_repro.report import build_report, render_markdown
 from seam_repro.scoring import score_run_dir
@@ -72,11 +72,11 @@ def test_replay_copies_the_manifest_and_loads_it_once(echo_runs: dict[str, Path]
     run = echo_runs["full"]
     shipped = json.loads((REPO / "manifests" / "smoke.json").read_text())
     assert json.loads((run / "manifest.json").read_text())["digest"] == shipped["digest"]
-    import seam_repro.manifest
+    import seam_repro.manifest.format
 
     calls = []
-    real = seam_repro.manifest.load_manifest
-    monkeypatch.setattr(seam_repro.manifest, "load_manifest", lambda p: calls.append(p) or real(p))
+    real = seam_repro.manifest.format.load_manifest
+    monkeypatch.setattr(seam_repro.manifest.format, "load_manifest", lambda p: calls.append(p) or real(p))
     from seam_repro.replay import replay
 
     replay(smoke_copy(tmp_path), tmp_path / "again", backend="echo", limit=1, progress=False)
@@ -189,7 +189,7 @@ def test_report_labels_protocol_mismatches_and_partial_runs(echo_runs: dict[str,
 
 
 def test_paper_reference_protocol_is_the_shipped_paper_manifest() -> None:
-    from seam_repro.manifest import load_manifest, protocol_digest
+    from seam_repro.manifest.format import load_manifest, protocol_digest
 
     ref = load_reference("paper").protocol or {}
     paper = load_manifest(REPO / "manifests" / "paper.json")
