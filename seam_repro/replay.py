@@ -195,8 +195,8 @@ def score_if_available(run_dir: Path, fic: bool = True, fic_download: bool = Fal
         return None, None
     paths = score_run_dir(Path(run_dir), fic=fic, fic_download=fic_download)
     try:
-        from seam_repro.aggregate import load_run_dir
-        from seam_repro.report import build_report, render_markdown
+        from seam_repro.analysis.aggregate import load_run_dir
+        from seam_repro.analysis.report import build_report, render_markdown
     except ImportError:
         return paths, None
     try:

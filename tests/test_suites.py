@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from seam_repro.aggregate import load_run_dir
+from seam_repro.analysis.aggregate import load_run_dir
 from seam_repro.datasets import igcs as igcs_loader
 from seam_repro.datasets import zeroscrolls as zs_loader
 from seam_repro.errors import InputError

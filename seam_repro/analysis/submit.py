@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from seam_repro import __version__
-from seam_repro.aggregate import (
+from seam_repro.analysis.aggregate import (
     InstanceScore,
     ModelScores,
     build_model_scores,
@@ -86,7 +86,7 @@ def rederive(run_dir: Path, ms: ModelScores) -> dict[str, Any]:
     """Score ``run_dir`` again into a temporary folder (re-validating prompts against the manifest and
     every prediction line) and refuse any difference from the scores on disk. Returns the notes of
     cells that could not be re-derived here (model-based FIC scores without the models cached)."""
-    from seam_repro.aggregate import load_scores_dir
+    from seam_repro.analysis.aggregate import load_scores_dir
     from seam_repro.scoring import score_run_dir
 
     profile = (ms.extra.get("protocol") or {}).get("profile")
