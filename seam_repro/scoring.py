@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from seam_repro import __version__
+from seam_repro.config import PROFILES
 from seam_repro.errors import InputError, PredictionsError, SeamReproError
 from seam_repro.files import atomic_write_bytes, ensure_dir, guard_outputs, parse_json_text, read_bytes
 from seam_repro.hashing import digest_of_hashes, sha256_json, sha256_text
@@ -36,7 +37,6 @@ from seam_repro.score import musique, rouge
 from seam_repro.score.validity import is_valid
 from seam_repro.suite_scoring import check_record, is_suite_task, score_records, summarise
 
-PROFILES: tuple[str, ...] = ("upstream", "seam-repro-1")
 COREF_MODES = {"upstream": "upstream", "seam-repro-1": "corrected"}
 """Mode passed to ``score.coref_parse.score_run``: the scorer's line-position matching vs. mention ids."""
 Key = tuple[str, int, str]
