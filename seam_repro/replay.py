@@ -18,11 +18,9 @@ from typing import Any
 from seam_repro.errors import InputError, SeamReproError
 from seam_repro.generate.base import Backend, GenerationRequest, GenerationSettings
 from seam_repro.generate.fingerprint import environment_fingerprint
-from seam_repro.hashing import sha256_text
+from seam_repro.manifest.prompts import check_prompt_records
 from seam_repro.shard import Shard, select_shard
 from seam_repro.store import Key, PredictionStore, model_slug, prepare_run_dir
-
-REQUIRED = {"dataset": str, "run": int, "instance_id": str, "prompt": str, "prompt_sha256": str, "gen_seed": int}
 
 
 @dataclass
@@ -42,22 +40,6 @@ class ReplaySummary:
     @property
     def tokens_per_second(self) -> float:
         return self.output_tokens / self.seconds if self.seconds > 0 else 0.0
-
-
-def check_prompt_records(records: Sequence[dict[str, Any]], source: str = "prompt records") -> dict[Key, str]:
-    """Validate fields, prompt hashes and uniqueness; return {key: prompt_sha256}."""
-    hashes: dict[Key, str] = {}
-    for i, rec in enumerate(records):
-        for name, typ in REQUIRED.items():
-            if not isinstance(rec.get(name), typ) or (typ is int and isinstance(rec.get(name), bool)):
-                raise InputError(source, f"missing or not a {typ.__name__}", record=i, field=name)
-        if sha256_text(rec["prompt"]) != rec["prompt_sha256"]:
-            raise InputError(source, "does not match sha256 of 'prompt'", record=i, field="prompt_sha256")
-        key = (rec["dataset"], rec["run"], rec["instance_id"])
-        if key in hashes:
-            raise InputError(source, f"duplicate instance {key}", record=i)
-        hashes[key] = rec["prompt_sha256"]
-    return hashes
 
 
 def apply_limit(records: Sequence[dict[str, Any]], limit: int | None) -> list[dict[str, Any]]:

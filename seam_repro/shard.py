@@ -65,7 +65,7 @@ def select_shard(records: Sequence[dict[str, Any]], shard: Shard | None) -> list
 
 def _read_prompts(path: Path) -> list[dict[str, Any]]:
     from seam_repro.files import read_jsonl
-    from seam_repro.replay import check_prompt_records
+    from seam_repro.manifest.prompts import check_prompt_records
 
     if not path.is_file():
         raise InputError(path, "missing; not a replay run directory")

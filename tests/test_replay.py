@@ -16,7 +16,8 @@ from click.testing import CliRunner
 from seam_repro.errors import InputError, ManifestError
 from seam_repro.generate.base import EchoBackend, GenerationSettings
 from seam_repro.hashing import sha256_text
-from seam_repro.replay import apply_limit, check_prompt_records, run_generation
+from seam_repro.manifest.prompts import check_prompt_records
+from seam_repro.replay import apply_limit, run_generation
 
 MANIFEST = {"digest": "a" * 64, "prompt_digest": "b" * 64, "frozen": True,
             "config": {"generation": {"temperature": 0.8, "max_new_tokens": 6, "do_sample": True, "top_p": None}}}

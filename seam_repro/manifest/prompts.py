@@ -4,11 +4,11 @@ its recorded choices (never from a random generator), and the gzipped prompt sto
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from seam_repro.errors import ManifestError, SeamReproError
+from seam_repro.errors import InputError, ManifestError, SeamReproError
 from seam_repro.files import guard_outputs
 from seam_repro.hashing import sha256_json, sha256_text
 from seam_repro.instances import Instance
@@ -16,6 +16,9 @@ from seam_repro.manifest.format import choices_to_run, load_manifest, manifest_c
 from seam_repro.render import few_shots, render_instance
 from seam_repro.render.context import RunContext
 from seam_repro.sourcing import Sources
+
+REQUIRED = {"dataset": str, "run": int, "instance_id": str, "prompt": str, "prompt_sha256": str, "gen_seed": int}
+"""Fields every prompt record carries, with their JSON types."""
 
 
 def _run_context(run: dict[str, Any], profile: str, prompt_file: dict[str, Any], suite: str) -> RunContext:
@@ -136,3 +139,21 @@ def prompts_jsonl(manifest: Path, out: Path, data_dir: Any = None, prompts_dir: 
                                          *_recorded_inputs(m, manifest.parent)])
     records = render_records(m, data_dir=data_dir, prompts_dir=prompts_dir, base=manifest)
     return "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in records), len(records)
+
+
+def check_prompt_records(records: Sequence[dict[str, Any]],
+                         source: str = "prompt records") -> dict[tuple[str, int, str], str]:
+    """Validate fields, prompt hashes and uniqueness (replay's input, a shard's prompts.jsonl); return
+    {key: prompt_sha256}."""
+    hashes: dict[tuple[str, int, str], str] = {}
+    for i, rec in enumerate(records):
+        for name, typ in REQUIRED.items():
+            if not isinstance(rec.get(name), typ) or (typ is int and isinstance(rec.get(name), bool)):
+                raise InputError(source, f"missing or not a {typ.__name__}", record=i, field=name)
+        if sha256_text(rec["prompt"]) != rec["prompt_sha256"]:
+            raise InputError(source, "does not match sha256 of 'prompt'", record=i, field="prompt_sha256")
+        key = (rec["dataset"], rec["run"], rec["instance_id"])
+        if key in hashes:
+            raise InputError(source, f"duplicate instance {key}", record=i)
+        hashes[key] = rec["prompt_sha256"]
+    return hashes
