@@ -192,7 +192,7 @@ def import_outputs(manifest_path: Path, out: Path, *, model: str, upstream_dir: 
                    allow_unfrozen: bool = False) -> tuple[Path, int]:
     """Match the outputs to the manifest's prompts and write the run folder; returns (folder, count)."""
     from seam_repro.generate import parse_model_spec
-    from seam_repro.manifest import load_manifest
+    from seam_repro.manifest.format import load_manifest
     from seam_repro.render import render_manifest
     from seam_repro.replay import check_prompt_records, run_generation
 
