@@ -172,10 +172,14 @@ def _schema() -> dict[str, Any]:
 
 
 def validate_manifest(manifest: Any, where: str) -> None:
-    import jsonschema
+    from seam_repro.schema_check import conforms
 
-    validator = jsonschema.Draft202012Validator(_schema())
-    errors = sorted(validator.iter_errors(manifest), key=lambda e: list(e.absolute_path))
+    errors = []
+    if not conforms(manifest, SCHEMA_PATH):  # fast path; jsonschema names what is wrong
+        import jsonschema
+
+        validator = jsonschema.Draft202012Validator(_schema())
+        errors = sorted(validator.iter_errors(manifest), key=lambda e: list(e.absolute_path))
     if errors:
         err = errors[0]
         field = "/".join(str(p) for p in err.absolute_path) or "(top level)"

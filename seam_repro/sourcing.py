@@ -17,7 +17,7 @@ from typing import Any
 
 from seam_repro.config import SeamConfig
 from seam_repro.errors import HashMismatchError, InputError, MissingDataError
-from seam_repro.hashing import sha256_file
+from seam_repro.hashing import read_bytes_hashed, sha256_file
 from seam_repro.instances import LoadedDataset
 
 
@@ -97,7 +97,7 @@ def resolve_prompt_path(name: str, prompts_dir: Any, recorded: str | None, base_
 
 def read_prompt_file(path: Path, name: str, spec: Any = None) -> dict[str, Any]:
     try:
-        content = json.loads(path.read_text(encoding="utf-8"))
+        content = json.loads(read_bytes_hashed(path).decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(path, f"not valid UTF-8 JSON ({exc})") from exc
     demo_key = spec.sampling.demo_key if spec is not None else "demonstrations"
@@ -142,9 +142,10 @@ def load_sources(cfg: SeamConfig, profile: str, *, data_dir: Any = None, prompts
         sources.data[name], sources.data_paths[name] = loaded, data_path
         rp = rec_prompts.get(name) or {}
         ppath = resolve_prompt_path(name, prompts_dir, rp.get("path"), base_dir, suite.spec(name).prompt_file)
+        content = read_prompt_file(ppath, name, suite.spec(name))  # read once; hashed from the same bytes
         digest = sha256_file(ppath)
         if rp.get("sha256") and rp["sha256"] != digest:
             raise HashMismatchError(f"{name} prompt file", ppath, rp["sha256"], digest)
-        sources.prompt_files[name] = read_prompt_file(ppath, name, suite.spec(name))
+        sources.prompt_files[name] = content
         sources.prompt_paths[name], sources.prompt_hashes[name] = ppath, digest
     return sources

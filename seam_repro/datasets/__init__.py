@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from seam_repro.errors import InputError
-from seam_repro.hashing import sha256_file
+from seam_repro.hashing import read_bytes_hashed, sha256_file
 from seam_repro.instances import Instance, LoadedDataset
 
 
@@ -69,11 +69,15 @@ def load_dataset(name: str, path: str | Path) -> LoadedDataset:
 # shared readers
 
 
-def open_text(path: Path) -> io.TextIOBase:
-    """Open a UTF-8 text file, transparently gunzipping ``*.gz`` (OpenASP ships ``.jsonl.gz``)."""
+def open_text(path: Path, newline: str | None = None) -> io.TextIOBase:
+    """Open a UTF-8 text file, transparently gunzipping ``*.gz`` (OpenASP ships ``.jsonl.gz``).
+
+    The file is read whole, once: the hash recorded in the manifest (:func:`file_hashes`) is taken
+    from the same bytes instead of a second read."""
+    data = read_bytes_hashed(path)
     if path.name.endswith(".gz"):
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
-    return open(path, encoding="utf-8")
+        data = gzip.decompress(data)
+    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline=newline)
 
 
 def read_json(path: Path) -> Any:
