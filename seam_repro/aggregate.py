@@ -12,7 +12,6 @@ Inputs are ``RUN_DIR/scores/<model_slug>/{summary.json,instance_scores.jsonl}`` 
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from seam_repro.errors import InputError
+from seam_repro.files import iter_jsonl, read_json
 
 RUN_LEVEL_TASKS = frozenset({"coreference"})
 """Tasks whose run score is computed over the whole run (micro CoNLL-F1), not averaged over instances."""
@@ -115,17 +115,8 @@ def parse_instance_line(path: object, lineno: int, obj: Any) -> InstanceScore:
 
 def read_instance_scores(path: Path) -> list[InstanceScore]:
     """Read and validate ``instance_scores.jsonl`` (blank lines ignored)."""
-    out = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(path, f"not valid JSON: {exc.msg}", f"line {lineno}") from None
-            out.append(parse_instance_line(path, lineno, obj))
-    return out
+    return [parse_instance_line(path, lineno, obj)
+            for lineno, obj in iter_jsonl(path, what="instance scores file", expect=None)]
 
 
 def _mean_by_run(items: Iterable[InstanceScore]) -> tuple[dict[int, float], dict[int, float]]:
@@ -204,10 +195,7 @@ def load_scores_dir(score_dir: Path) -> ModelScores:
     for p in (summary_path, inst_path):
         if not p.is_file():
             raise InputError(p, "missing; run `seam-repro score RUN_DIR` first")
-    try:
-        summary = json.loads(summary_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(summary_path, f"not valid JSON: {exc.msg}") from None
+    summary = read_json(summary_path, what="summary.json", expect=None)
     return build_model_scores(summary, read_instance_scores(inst_path), summary_path, str(score_dir))
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,7 +19,8 @@ from typing import Any
 
 from seam_repro import __version__
 from seam_repro.config import SeamConfig, parse_config
-from seam_repro.errors import ManifestError
+from seam_repro.errors import InputError, ManifestError
+from seam_repro.files import atomic_write_bytes, atomic_write_text, iter_jsonl, read_json
 from seam_repro.hashing import canonical_json, digest_of_hashes, sha256_bytes, sha256_json, sha256_text
 from seam_repro.instances import Instance
 from seam_repro.render import few_shots, render_instance
@@ -63,8 +63,9 @@ class Rendered:
 
 
 def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources,
-                  suite: str = "seam") -> Iterator[dict[str, Any]]:
+                  suite: str = "seam", where: str = "manifest") -> Iterator[dict[str, Any]]:
     """Render every recorded instance from the recorded choices (never from a random generator)."""
+    from seam_repro.sample import check_instance_choices, check_run_choices
     from seam_repro.suite import load_suite
 
     specs = load_suite(suite)
@@ -74,6 +75,7 @@ def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources,
         if (name, split) not in index:
             index[(name, split)] = {inst.instance_id: inst for inst in sources.data[name].split(split)}
         by_id = index[(name, split)]
+        check_run_choices(run, sources.prompt_files[name], specs.spec(name).sampling.demo_key, where)
         ctx = _run_context(run, profile, sources.prompt_files[name], suite)
         demos = few_shots(ctx)
         for rec in run["instances"]:
@@ -81,6 +83,7 @@ def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources,
             if inst is None:
                 raise ManifestError(f"{name} run {run['run']}: instance '{rec['id']}' is not in split "
                                     f"'{split}' of the data given")
+            check_instance_choices(rec, inst, specs.spec(name), where)
             mention_ids = rec.get("mention_ids")
             prompt, target = render_instance(inst, ctx, demos, mention_ids)
             spec = specs.spec(name)
@@ -145,12 +148,8 @@ def dump_manifest(manifest: dict[str, Any]) -> str:
 
 
 def write_manifest(manifest: dict[str, Any], path: str | Path) -> None:
-    """Atomic write (temp file + rename): a crash never leaves a half-written manifest."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(dump_manifest(manifest), encoding="utf-8")
-    os.replace(tmp, path)
+    """Atomic write (temp file + fsync + rename): a crash never leaves a half-written manifest."""
+    atomic_write_text(path, dump_manifest(manifest))
 
 
 def write_prompt_store(records: list[dict[str, Any]], path: str | Path) -> str:
@@ -158,17 +157,25 @@ def write_prompt_store(records: list[dict[str, Any]], path: str | Path) -> str:
     path = Path(path)
     lines = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in records)
     data = gzip.compress(lines.encode("utf-8"), mtime=0)
-    path.write_bytes(data)
+    atomic_write_bytes(path, data)
     return sha256_bytes(data)
 
 
 def read_prompt_store(path: str | Path) -> dict[tuple[str, int, str], str]:
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        return {(r["dataset"], r["run"], r["instance_id"]): r["prompt"] for r in map(json.loads, fh)}
+    """Recorded prompt texts; a store that is not gzip, is cut short or has a malformed line is an
+    InputError naming the file and line (never a bare EOFError)."""
+    out: dict[tuple[str, int, str], str] = {}
+    for n, r in iter_jsonl(path, what="prompt store"):
+        key, prompt = (r.get("dataset"), r.get("run"), r.get("instance_id")), r.get("prompt")
+        if not (isinstance(key[0], str) and isinstance(key[1], int) and isinstance(key[2], str)
+                and isinstance(prompt, str)):
+            raise InputError(path, "expected dataset, run, instance_id and prompt", record=f"line {n}")
+        out[key] = prompt  # type: ignore[index]
+    return out
 
 
 def _schema() -> dict[str, Any]:
-    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return read_json(SCHEMA_PATH)
 
 
 def validate_manifest(manifest: Any, where: str) -> None:
@@ -201,17 +208,13 @@ def validate_manifest(manifest: Any, where: str) -> None:
 def load_manifest(path: str | Path) -> dict[str, Any]:
     """Read, schema-check and digest-check a manifest; never modifies it."""
     path = Path(path)
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ManifestError(f"{path}: file not found") from exc
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ManifestError(f"{path}: not valid UTF-8 JSON ({exc})") from exc
+    manifest = read_json(path, what="manifest")
     validate_manifest(manifest, str(path))
+    manifest_config(manifest, where=str(path))  # the same semantic checks `sample` applied
     return manifest
 
 
-def manifest_config(manifest: dict[str, Any]) -> SeamConfig:
+def manifest_config(manifest: dict[str, Any], where: str = "manifest config") -> SeamConfig:
     """Rebuild the validated config recorded in a manifest."""
     c = manifest["config"]
     raw = {
@@ -222,7 +225,7 @@ def manifest_config(manifest: dict[str, Any]) -> SeamConfig:
     }
     if c["max_instances_key"]:
         raw[c["max_instances_key"]] = c["max_instances"]
-    cfg = parse_config(raw, manifest["profile"], where="manifest config")
+    cfg = parse_config(raw, manifest["profile"], where=f"{where}: config" if where != "manifest config" else where)
     return cfg
 
 
@@ -245,7 +248,8 @@ def render_records(manifest: dict[str, Any], data_dir: Any = None, prompts_dir: 
     runs = manifest["runs"]
     if not manifest["frozen"]:
         runs = [choices_to_run(c) for c in draw_all(cfg, manifest["profile"], sources.data, sources.prompt_files)]
-    return list(iter_rendered(runs, manifest["profile"], sources, cfg.suite))
+    return list(iter_rendered(runs, manifest["profile"], sources, cfg.suite,
+                              where=str(base) if base is not None else "manifest"))
 
 
 def _progress(it: Iterator[dict[str, Any]], total: int, enabled: bool) -> Iterator[dict[str, Any]]:

@@ -100,11 +100,14 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
     session = {"started_utc": datetime.now(UTC).isoformat(timespec="seconds"), "argv": sys.argv[1:],
                "shard": None if shard is None else str(shard), "batch_size": batch_size,
                "fingerprint": environment_fingerprint()}
+    opened: list[PredictionStore] = []  # stored predictions are checked before run.json is touched
     run_json = prepare_run_dir(run_dir, manifest=manifest, prompts=list(records), model_entry=entry,
                                session=session, extra={"shard": None if shard is None else str(shard),
-                                                       "limit": limit})
+                                                       "limit": limit},
+                               check_existing=lambda: opened.append(
+                                   PredictionStore(run_dir, backend.model_id, backend.revision, hashes)))
     first_batch_size = run_json["models"][model_slug(backend.model_id)].get("batch_size")
-    store = PredictionStore(run_dir, backend.model_id, backend.revision, hashes)
+    store = opened[0]
     mine = select_shard(records, shard)
     keys = [(r["dataset"], r["run"], r["instance_id"]) for r in mine]
     order = sorted(range(len(mine)), key=lambda j: (-len(mine[j]["prompt"]), j))
@@ -114,8 +117,11 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
                             sum(k in store.done for k in keys), repaired=store.repaired)
     from tqdm import tqdm
 
+    # smoothing=0: the ETA is the average rate since this session started (not a jumpy moving
+    # average), and instances already stored before a resume do not count towards it.
     bar = tqdm(total=len(mine), initial=summary.already_done, disable=not progress, unit="inst",
-               desc=f"{backend.name}:{summary.model_slug}", file=sys.stderr)
+               desc=f"{backend.name}:{summary.model_slug}", file=sys.stderr, smoothing=0,
+               bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]")
     for path, dropped in store.repaired:
         bar.write(f"resume: dropped a torn last line ({dropped} bytes) of {path}")
     if first_batch_size not in (None, batch_size) and summary.already_done:
@@ -139,10 +145,15 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
                     bar.write(f"warning: {req.key}: prompt of {res.n_prompt_tokens_full} tokens exceeds the "
                               f"context budget; truncated to {res.n_prompt_tokens} ({generation.get('truncation')})")
             summary.seconds = time.perf_counter() - start
-            bar.update(written)
-            bar.set_postfix_str(f"{summary.tokens_per_second:.1f} tok/s")
+            bar.set_postfix_str(f"{summary.tokens_per_second:.1f} tok/s", refresh=False)
+            bar.update(written)  # one refresh per batch: each state is printed once
     finally:
         store.close()
+        if not getattr(sys.stderr, "isatty", lambda: False)():
+            # In a log file tqdm's close() would print the last state a second time.
+            bar.disable = True
+            if progress:
+                sys.stderr.write("\n")
         bar.close()
     summary.seconds = time.perf_counter() - start
     return summary

@@ -15,6 +15,7 @@ upstream's dict order does): input models in the order given, then reference mod
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ import numpy as np
 from seam_repro import __version__
 from seam_repro.aggregate import ModelScores, summarize
 from seam_repro.aso import AsoParams, Ranking, aso, deepsig_eps_min, pair_rng, rank_models, stability
+from seam_repro.files import atomic_write_bytes, atomic_write_text, ensure_dir
 from seam_repro.reference import ReferenceTable
 
 DATASET_ORDER = ("MultiNews", "OpenASP", "FuseReviews", "MusiQue", "SciCo", "ECB")
@@ -198,10 +200,12 @@ def write_report(rep: dict[str, Any], out_dir: Path) -> list[Path]:
     """report.json, report.md and the two figures; returns the written paths."""
     from seam_repro.plots import plot_ar_arsd, plot_boxes
 
-    out_dir.mkdir(parents=True, exist_ok=True)
+    ensure_dir(out_dir)
     paths = [out_dir / "report.json", out_dir / "report.md", out_dir / "box_plots.png", out_dir / "ar_arsd.png"]
-    paths[0].write_text(json.dumps(rep, indent=1, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8")
-    paths[1].write_text(render_markdown(rep), encoding="utf-8")
-    plot_boxes(rep, paths[2])
-    plot_ar_arsd(rep, paths[3])
+    atomic_write_text(paths[0], json.dumps(rep, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
+    atomic_write_text(paths[1], render_markdown(rep))
+    for plot, path in ((plot_boxes, paths[2]), (plot_ar_arsd, paths[3])):
+        buf = io.BytesIO()  # rendered in memory, then written whole: never a torn PNG
+        plot(rep, buf)
+        atomic_write_bytes(path, buf.getvalue())
     return paths

@@ -17,6 +17,7 @@ from typing import Any
 from seam_repro import __version__
 from seam_repro.aggregate import ModelScores, build_model_scores, load_run_dir, parse_instance_line
 from seam_repro.errors import InputError
+from seam_repro.files import atomic_write_text, read_json
 from seam_repro.hashing import sha256_json
 
 BUNDLE_KIND = "seam-repro/results-bundle"
@@ -25,12 +26,7 @@ _INSTANCE_KEYS = ("dataset", "run", "instance_id", "metric", "score", "valid_for
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(path, "not found") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(path, f"not valid JSON: {exc}") from None
+    return read_json(path, what="file", expect=None)
 
 
 def read_run_info(run_dir: Path, model_id: str) -> dict[str, Any]:
@@ -107,9 +103,8 @@ def make_bundle(run_dir: Path, model_id: str | None = None) -> dict[str, Any]:
 
 
 def write_bundle(bundle: dict[str, Any], out: Path) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(bundle, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False)
-    out.write_text(text + "\n", encoding="utf-8")
+    atomic_write_text(out, text + "\n")
 
 
 def parse_bundle(data: Any, path: Path) -> ModelScores:

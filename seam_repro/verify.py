@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seam_repro.errors import ManifestError
+from seam_repro.errors import InputError, ManifestError
 from seam_repro.hashing import digest_of_hashes
 from seam_repro.manifest import (
     choices_to_run,
@@ -98,13 +98,16 @@ def verify_manifest(path: str | Path, data_dir: Any = None, prompts_dir: Any = N
     if len(derived) != len(runs):
         report.mismatches.append(Mismatch("*", -1, None, f"config yields {len(derived)} runs, manifest has {len(runs)}"))
     recorded = {(r["dataset"], r["run"], i["id"]): i for r in runs for i in r["instances"]}
-    store = None
+    store: dict[tuple[str, int, str], str] | str | None = None
     if manifest.get("prompt_store"):
         store_path = path.parent / manifest["prompt_store"]["path"]
         if store_path.exists():
-            store = read_prompt_store(store_path)
+            try:
+                store = read_prompt_store(store_path)
+            except InputError as exc:  # the hashes still decide; only the diff is lost
+                store = f"(no diff: the prompt store is unreadable: {exc})"
     hashes = []
-    for rec in iter_rendered(runs, profile, sources, cfg.suite):
+    for rec in iter_rendered(runs, profile, sources, cfg.suite, where=str(path)):
         report.n_instances += 1
         key = (rec["dataset"], rec["run"], rec["instance_id"])
         want = recorded[key]
@@ -120,7 +123,9 @@ def verify_manifest(path: str | Path, data_dir: Any = None, prompts_dir: Any = N
     return report
 
 
-def _diff(store: dict[tuple[str, int, str], str] | None, key: tuple[str, int, str], actual: str) -> str:
+def _diff(store: dict[tuple[str, int, str], str] | str | None, key: tuple[str, int, str], actual: str) -> str:
+    if isinstance(store, str):
+        return store
     if store is None or key not in store:
         return ("(no stored prompt text to diff against: the manifest has no prompt_store; "
                 "re-run `seam-repro sample --store-prompts` on a trusted checkout to get one)")

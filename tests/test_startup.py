@@ -117,3 +117,28 @@ def test_fast_schema_check_agrees_with_jsonschema(name: str) -> None:
     assert any(v == (False, False) for v in verdicts)
     for i, (fast, slow) in enumerate(verdicts):
         assert fast == slow, f"mutation {i}: fastjsonschema says {fast}, jsonschema says {slow}"
+
+
+OPENS = """
+import collections, sys
+seen = collections.Counter()
+def hook(event, args):
+    if event == "open" and isinstance(args[0], str) and "/tests/fixtures/" in args[0]:
+        seen[args[0]] += 1
+sys.addaudithook(hook)
+sys.argv = ["seam-repro"] + sys.argv[1:]
+from seam_repro.cli import main
+try:
+    main()
+except SystemExit:
+    pass
+print("OPENED-TWICE", sorted(p for p, n in seen.items() if n > 1), len(seen), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("command", [["verify", "manifests/smoke.json"], ["prompts", "manifests/smoke.json", "-o", "-"]])
+def test_each_data_and_prompt_file_is_read_once(command: list[str]) -> None:
+    """Provenance hashes come from the bytes that were parsed, not from a second read."""
+    err = subprocess.run([sys.executable, "-c", OPENS, *command], capture_output=True, text=True, cwd=REPO).stderr
+    line = next(x for x in err.splitlines() if x.startswith("OPENED-TWICE"))
+    assert line.startswith("OPENED-TWICE [] ") and int(line.rsplit(" ", 1)[1]) >= 20, err

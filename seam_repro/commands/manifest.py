@@ -16,11 +16,48 @@ prompts_dir_option = click.option("--prompts-dir", type=click.Path(file_okay=Fal
                                   help="Read prompt files from DIR/<name>.json instead of the pinned upstream ones.")
 
 
+def _store_path(manifest_path: Path) -> Path:
+    return manifest_path.with_name(manifest_path.stem + ".prompts.jsonl.gz")
+
+
+def _guard(out: Path, store: bool, inputs: list, read_dirs: list) -> None:
+    """Refuse -o (and the prompt store beside it) over any file this command reads."""
+    from seam_repro.files import guard_outputs
+
+    guard_outputs([("-o", out), ("-o (its prompt store)", _store_path(out) if store else None)],
+                  inputs=inputs, read_dirs=read_dirs)
+
+
+def _source_inputs(sources) -> list[Path]:
+    """Every prompt file and data file a sampling run read."""
+    files = list(sources.prompt_paths.values())
+    for name, loaded in sources.data.items():
+        root = Path(sources.data_paths[name])
+        files.append(root)
+        files.extend(root / rel for rel in loaded.files)
+    return files
+
+
+def _recorded_inputs(m: dict, base: Path) -> list[Path]:
+    """Prompt and data files a manifest records (paths relative to the manifest's folder)."""
+    out: list[Path] = []
+    src = m.get("sources") if isinstance(m.get("sources"), dict) else {}
+    for entry in (src.get("prompts") or {}).values():
+        if isinstance(entry, dict) and isinstance(entry.get("path"), str):
+            out.append(base / entry["path"])
+    for entry in (src.get("data") or {}).values():
+        if isinstance(entry, dict) and isinstance(entry.get("path"), str):
+            root = base / entry["path"]
+            out.append(root)
+            out.extend(root / f for f in (entry.get("files") or {}) if isinstance(f, str))
+    return out
+
+
 def _write(manifest_path: Path, cfg, profile: str, sources, records_too: bool, store: bool, manifest) -> None:
     from seam_repro.manifest import seal, write_manifest, write_prompt_store
 
     if store:
-        store_path = manifest_path.with_name(manifest_path.stem + ".prompts.jsonl.gz")
+        store_path = _store_path(manifest_path)
         digest = write_prompt_store(records_too, store_path)
         manifest = seal({**manifest, "prompt_store": {"path": store_path.name, "sha256": digest}})
     write_manifest(manifest, manifest_path)
@@ -28,7 +65,9 @@ def _write(manifest_path: Path, cfg, profile: str, sources, records_too: bool, s
 
 def _pinned_sources(cfg) -> dict:
     """Prompt-file sha256 pins from the sources lock; data hashes are checked by `fetch`."""
-    lock = json.loads((Path(__file__).parents[1] / "data" / "sources.lock.json").read_text(encoding="utf-8"))
+    from seam_repro.files import read_json
+
+    lock = read_json(Path(__file__).parents[1] / "data" / "sources.lock.json")
     pins = {}
     for src in lock["sources"]:
         name = (src.get("provides") or {}).get("prompts")
@@ -39,7 +78,7 @@ def _pinned_sources(cfg) -> dict:
 
 
 def _sample(cfg, profile: str, base_dir: Path, out: Path, data_dir, prompts_dir, store: bool,
-            recorded=None) -> None:
+            recorded=None, inputs: tuple = ()) -> None:
     from seam_repro.manifest import build_manifest
     from seam_repro.sample import draw_all
     from seam_repro.sourcing import load_sources
@@ -48,6 +87,7 @@ def _sample(cfg, profile: str, base_dir: Path, out: Path, data_dir, prompts_dir,
         click.echo(f"note: {note}", err=True)
     sources = load_sources(cfg, profile, data_dir=data_dir, prompts_dir=prompts_dir, base_dir=base_dir,
                            recorded=recorded)
+    _guard(out, store, [*inputs, *_source_inputs(sources)], [])
     choices = draw_all(cfg, profile, sources.data, sources.prompt_files)
     manifest, records = build_manifest(cfg, profile, choices, sources, progress=sys.stderr.isatty())
     # Paths are stored relative to the manifest so the repository can move.
@@ -84,6 +124,7 @@ def sample(config: Path, out: Path, profile: str, data_dir, prompts_dir, store_p
     """
     from seam_repro.config import read_config
 
+    _guard(out, store_prompts, [config], [data_dir, prompts_dir])
     cfg = read_config(config, profile)
     if unfrozen:
         from seam_repro.manifest import unfrozen_manifest, write_manifest
@@ -95,7 +136,7 @@ def sample(config: Path, out: Path, profile: str, data_dir, prompts_dir, store_p
         click.echo(f"wrote unfrozen {out} (digest {manifest['digest'][:16]}…); freeze it with verified data: "
                    f"seam-repro freeze {out} --data-dir DIR")
         return
-    _sample(cfg, profile, config.resolve().parent, out, data_dir, prompts_dir, store_prompts)
+    _sample(cfg, profile, config.resolve().parent, out, data_dir, prompts_dir, store_prompts, inputs=(config,))
 
 
 @click.command()
@@ -119,9 +160,10 @@ def freeze(manifest: Path, out: Path | None, data_dir, prompts_dir, store_prompt
     out = out or manifest.with_name(manifest.stem + ".frozen.json")
     if out.resolve() == manifest.resolve():
         raise ManifestError(f"{manifest}: refusing to overwrite the input; pass -o OUT")
+    _guard(out, store_prompts, [manifest], [data_dir, prompts_dir])
     cfg = manifest_config(m)
     _sample(cfg, m["profile"], manifest.resolve().parent, out, data_dir, prompts_dir, store_prompts,
-            recorded=m["sources"])
+            recorded=m["sources"], inputs=(manifest,))
 
 
 @click.command()
@@ -132,17 +174,20 @@ def freeze(manifest: Path, out: Path | None, data_dir, prompts_dir, store_prompt
 @prompts_dir_option
 def prompts(manifest: Path, out: Path, data_dir, prompts_dir) -> None:
     """Write the exact prompt of every instance of MANIFEST, rendered from its recorded choices."""
+    from seam_repro.files import atomic_write_text, guard_outputs
     from seam_repro.manifest import load_manifest, render_records
 
+    guard_outputs([("-o", out)], inputs=[manifest], read_dirs=[data_dir, prompts_dir])
     m = load_manifest(manifest)
+    store = m.get("prompt_store") or {}
+    guard_outputs([("-o", out)], inputs=[manifest.parent / str(store.get("path", manifest.name)),
+                                         *_recorded_inputs(m, manifest.parent)])
     records = render_records(m, data_dir=data_dir, prompts_dir=prompts_dir, base=manifest)
     lines = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in records)
     if str(out) == "-":
         sys.stdout.write(lines)
     else:
-        tmp = out.with_name(out.name + ".tmp")
-        tmp.write_text(lines, encoding="utf-8")
-        tmp.replace(out)
+        atomic_write_text(out, lines)
         click.echo(f"wrote {len(records)} prompts to {out}", err=True)
 
 

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from seam_repro.cli import on_interrupt
+
 EXAMPLES = """\b
 Examples:
   seam-repro replay manifests/smoke.json --out runs/smoke                 # embedded SmolLM2, CPU
@@ -53,12 +55,15 @@ def replay(manifest: Path, out: Path, model: str | None, backend: str, shard: st
            data_dir: Path | None, prompts_dir: Path | None, allow_unfrozen: bool, echo_delay: float,
            no_score: bool, fic: bool, fic_download: bool) -> None:
     """Generate predictions for a frozen manifest (resumable), then score them."""
+    from seam_repro.files import guard_outputs
     from seam_repro.replay import replay as run_replay
     from seam_repro.replay import score_if_available
     from seam_repro.shard import parse_shard
 
     if q4 and q8:
         raise click.BadParameter("give at most one of --load-in-4bit / --load-in-8bit")
+    guard_outputs([("--out", out)], inputs=[manifest], read_dirs=[data_dir, prompts_dir])
+    on_interrupt(f"every prediction already generated is kept in {out / 'predictions'} (one fsynced line each)")
     summary = run_replay(manifest, out, model=model, backend=backend,
                          shard=parse_shard(shard) if shard else None, batch_size=batch_size, dtype=dtype,
                          quantization="4bit" if q4 else "8bit" if q8 else None, limit=limit, data_dir=data_dir,
@@ -70,6 +75,7 @@ def replay(manifest: Path, out: Path, model: str | None, backend: str, shard: st
     click.echo(f"predictions: {out / 'predictions' / summary.model_slug}")
     if shard or no_score:
         return
+    on_interrupt(f"all predictions are kept in {out / 'predictions'}; no partial score file is left")
     paths, table = score_if_available(out, fic=fic, fic_download=fic_download)
     if paths is None:
         click.echo(f"scoring is not available in this install; score later with `seam-repro score {out}`")
@@ -86,6 +92,8 @@ def replay(manifest: Path, out: Path, model: str | None, backend: str, shard: st
 def merge(shard_dirs: tuple[Path, ...], out: Path) -> None:
     """Merge shard run directories; refuses missing, duplicate or conflicting predictions."""
     from seam_repro.shard import merge_run_dirs
+
+    on_interrupt(f"no {out} was created (merge builds in a hidden temporary folder and renames it at the end)")
 
     counts = merge_run_dirs(list(shard_dirs), out)
     for slug, n in counts.items():

@@ -12,6 +12,11 @@ import click
 from seam_repro.errors import InputError
 
 
+def _manifest_file(spec: str | None) -> list[Path]:
+    """``--manifest`` when it names a file (it may also be a bare digest)."""
+    return [Path(spec)] if spec and Path(spec).exists() else []
+
+
 def _command_line() -> str:
     return "seam-repro " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
@@ -29,10 +34,15 @@ def report(inputs: tuple[Path, ...], out_dir: Path, reference: str | None, manif
            deepsig: bool) -> int:
     """Rank run directories and bundles (and reference models) like the paper's Table 3."""
     from seam_repro.aso import AsoParams
+    from seam_repro.files import guard_outputs
     from seam_repro.reference import load_reference
     from seam_repro.report import build_report, write_report
     from seam_repro.submit import load_inputs, resolve_manifest_digest
 
+    names = ("report.json", "report.md", "box_plots.png", "ar_arsd.png")
+    guard_outputs([("--out", out_dir)] + [("--out", out_dir / n) for n in names],
+                  inputs=[*inputs, reference if reference not in (None, "paper") else None, *_manifest_file(manifest)],
+                  read_dirs=[p for p in inputs if p.is_dir()])
     models = load_inputs(list(inputs), resolve_manifest_digest(manifest))
     ref = load_reference(reference) if reference else None
     rep = build_report(models, ref, AsoParams(seed=seed), deepsig=deepsig, command=_command_line())
@@ -53,15 +63,18 @@ def diff(run_dirs: tuple[Path, ...], reference: str, tolerance: str | None, as_n
          json_out: Path | None) -> int:
     """Compare reproduced mean ± std with the reference; exit 0 all within, 1 any outside, 2 bad input."""
     from seam_repro.diff import diff_models, format_diff, parse_tolerance
+    from seam_repro.files import atomic_write_text, guard_outputs
     from seam_repro.reference import load_reference
     from seam_repro.submit import load_inputs
 
+    guard_outputs([("--json", json_out)], inputs=[*run_dirs, reference if reference != "paper" else None],
+                  read_dirs=[p for p in run_dirs if p.is_dir()])
     tol = parse_tolerance(tolerance)
     models = load_inputs(list(run_dirs))
     rep = diff_models(models, load_reference(reference), tol, as_name)
     click.echo(format_diff(rep))
     if json_out is not None:
-        json_out.write_text(json.dumps(rep.to_json(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        atomic_write_text(json_out, json.dumps(rep.to_json(), indent=1, ensure_ascii=False) + "\n")
     return rep.exit_code
 
 
@@ -71,10 +84,12 @@ def diff(run_dirs: tuple[Path, ...], reference: str, tolerance: str | None, as_n
 @click.option("--model", "model_id", default=None, help="Model id, when the run holds several scored models.")
 def submit(run_dir: Path, out: Path, model_id: str | None) -> int:
     """Write a results bundle (scores + provenance + digest) tied to the run's manifest."""
+    from seam_repro.files import guard_outputs
     from seam_repro.submit import make_bundle, write_bundle
 
     if out.exists() and out.is_dir():
         raise InputError(out, "is a directory; expected a .json file path")
+    guard_outputs([("--out", out)], inputs=[run_dir], read_dirs=[run_dir])
     bundle = make_bundle(run_dir, model_id)
     write_bundle(bundle, out)
     click.echo(f"{out}  bundle_digest={bundle['bundle_digest']}")

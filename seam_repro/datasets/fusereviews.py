@@ -32,6 +32,7 @@ from typing import Any
 
 from seam_repro.datasets import file_hashes, open_text
 from seam_repro.errors import InputError
+from seam_repro.files import parse_json_text
 from seam_repro.instances import Document, Instance, LoadedDataset
 
 DATASET = "FuseReviews"
@@ -44,9 +45,9 @@ def _json_cell(path: Path, rec: str, row: dict[str, str], col: str, form: str) -
     if col not in row or row[col] is None:
         raise InputError(path, f"missing column; expected {form}", record=rec, field=col)
     try:
-        return json.loads(row[col])
-    except json.JSONDecodeError as exc:
-        raise InputError(path, f"invalid JSON ({exc.msg}); expected {form}", record=rec, field=col) from None
+        return parse_json_text(row[col], path, record=rec)
+    except InputError as exc:
+        raise InputError(path, f"{str(exc).rsplit(': ', 1)[-1]}; expected {form}", record=rec, field=col) from None
 
 
 def _spans(path: Path, rec: str, col: str, value: Any, text_len: int) -> tuple[tuple[int, int], ...]:
