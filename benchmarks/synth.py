@@ -5,8 +5,9 @@
   included); the response keeps ~70% of mentions in their entity, moves ~20% to another, drops
   ~10% and adds a few twinless ones -- the mix a coreference system's output has.
 * :func:`scaled_seam_data`: the repository's SEAM fixtures (tests/fixtures) with every scored split
-  replicated under new ids, in the datasets' own file formats, so the published generator and
-  ``seam-repro sample`` read the same files.
+  replicated under new ids and its documents lengthened to about their real size (MultiNews
+  articles ~400 words, MuSiQue 20 paragraphs, ECB+ documents ~300 tokens, ...), in the datasets' own
+  file formats, so the published generator and ``seam-repro sample`` read the same files.
 """
 
 from __future__ import annotations
@@ -76,9 +77,42 @@ def _jsonl_rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def scaled_seam_data(root: Path, copies: int = 4) -> dict[str, Path]:
+WORDS = ("the of and to in a is that for on said was with he it as at by from his an be have city river "
+         "council court police team market school report study model data people year week").split()
+
+
+def _grow(rows: list[dict], name: str, rng: random.Random, scale: float) -> list[dict]:
+    """Documents lengthened to about their real size (text appended after every annotated
+    position, so mentions, highlights and answers stay where they were)."""
+    def words(n: int) -> str:
+        return " ".join(rng.choice(WORDS) for _ in range(max(1, int(n * scale))))
+
+    out = []
+    for row in rows:
+        row = json.loads(json.dumps(row))
+        if name == "MultiNews":  # 2-4 articles of ~400 words
+            row["document"] = "|||||".join(a + " " + words(400) for a in row["document"].split("|||||"))
+        elif name == "MusiQue":  # 20 paragraphs of ~60 words
+            for para in row["paragraphs"]:
+                para["paragraph_text"] += " " + words(60)
+            start = len(row["paragraphs"])
+            row["paragraphs"] += [{"idx": start + k, "title": f"Extra {k}", "paragraph_text": words(60),
+                                   "is_supporting": False} for k in range(max(0, 20 - start))]
+        elif name == "OpenASP":  # documents of ~20 more sentences
+            for doc in row["documents"]:
+                doc["text"] += [words(15) + "." for _ in range(int(20 * scale))]
+        elif name == "SciCo":  # paragraphs of ~60 tokens
+            row["tokens"] = [t + words(50).split() for t in row["tokens"]]
+        out.append(row)
+    return out
+
+
+def scaled_seam_data(root: Path, copies: int = 4, scale: float = 1.0, seed: int = 0) -> dict[str, Path]:
     """Write the six SEAM datasets under ``root/<name>`` with the scored split of each repeated
-    ``copies`` times (ECB and FuseReviews ``copies + 1``); returns ``name -> folder``."""
+    ``copies`` times (ECB and FuseReviews ``copies + 1``) and every scored document lengthened to
+    about its real size times ``scale`` (0: fixture size); returns ``name -> folder``."""
+    rng = random.Random(seed)
+
     def new_id(value: object, c: int) -> object:
         if c == 0:
             return value
@@ -95,6 +129,7 @@ def scaled_seam_data(root: Path, copies: int = 4) -> dict[str, Path]:
                 continue
             rows = [dict(r, **({id_field: new_id(r[id_field], c)} if id_field else {}))
                     for c in range(copies) for r in _jsonl_rows(f)]
+            rows = _grow(rows, name, rng, scale) if scale else rows
             (out / f.name).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     out = root / "FuseReviews"
     out.mkdir()
@@ -106,7 +141,14 @@ def scaled_seam_data(root: Path, copies: int = 4) -> dict[str, Path]:
         buf = io.StringIO()
         writer = csv.writer(buf)
         writer.writerow(header)
-        writer.writerows(r for _ in range(copies + 1) for r in rows)
+        text_cols = [k for k, col in enumerate(header) if col.startswith("review_") and col.endswith("_text")]
+        for _ in range(copies + 1):
+            for r in rows:
+                r = list(r)
+                for k in text_cols:  # reviews of ~120 more words (highlight offsets stay valid)
+                    if r[k] and scale:
+                        r[k] += " " + " ".join(rng.choice(WORDS) for _ in range(int(120 * scale)))
+                writer.writerow(r)
         (out / f.name).write_text(buf.getvalue(), encoding="utf-8")
     out = root / "ECB"
     out.mkdir()
@@ -119,6 +161,11 @@ def scaled_seam_data(root: Path, copies: int = 4) -> dict[str, Path]:
         t, rest = name.split("_", 1)
         return f"{int(t) + 100 * c}_{rest}"
 
+    if scale:  # documents of ~300 tokens: annotated sentences appended after the last one
+        for toks in docs.values():
+            sent, tid = toks[-1][0], toks[-1][1]
+            for k in range(int(280 * scale)):
+                toks.append([sent + 1 + k // 20, tid + 1 + k, rng.choice(WORDS), True, True])
     all_docs, all_mentions = dict(docs), list(mentions)
     for c in range(1, copies + 1):
         all_docs.update({topic(n, c): v for n, v in docs.items()})
