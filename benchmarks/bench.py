@@ -17,7 +17,7 @@ Rows (targets from issue 16):
 Timing: every figure is the best of N runs (other processes share the cores); commands run as
 subprocesses after one warm-up each (so byte-code is cached on both sides, as after an install), and
 their CPU time (user + sys of the child) is reported beside wall time: on a loaded machine CPU time
-is the steadier figure, and ratios are given for both. The machine, its cores and load average
+is the steadier figure: verdicts use it, and ratios are given for both. The machine, its cores and load average
 (before and after) head the table. An anchor whose snapshot or tool is absent is skipped, with the
 reason in the table.
 
@@ -204,7 +204,7 @@ def prompt_rows(work: Path, repeat: int, skip: set[str]) -> tuple[list[Row], lis
     r_cpu, r_wall = theirs.cpu / ours.cpu, theirs.wall / ours.wall
     return [Row(figure, _fmt(ours), f"published generator: {_fmt(theirs)}", f"{r_cpu:.1f}x faster",
                 f"{r_wall:.1f}x faster", ">= 40x",
-                ("OK" if min(r_cpu, r_wall) >= 40 else "below") + ("" if same else "; PROMPTS DIFFER"))], blobs
+                ("OK" if r_cpu >= 40 else "below") + ("" if same else "; PROMPTS DIFFER"))], blobs
 
 
 def hashing_row(blobs: list[bytes], repeat: int) -> Row:
@@ -259,7 +259,7 @@ def conll_row(work: Path, repeat: int, skip: set[str]) -> Row:
     r_cpu, r_wall = theirs.cpu / ours.cpu, theirs.wall / ours.wall
     return Row(figure, _fmt(ours), f"perl scorer.pl all: {_fmt(theirs)}", f"{r_cpu:.1f}x faster",
                f"{r_wall:.1f}x faster", ">= 20x",
-               ("OK" if min(r_cpu, r_wall) >= 20 else "below") + ("" if same else "; F1 DIFFERS"))
+               ("OK" if r_cpu >= 20 else "below") + ("" if same else "; F1 DIFFERS"))
 
 
 def replay_rows(repeat: int, new_tokens: int) -> list[Row]:
@@ -272,6 +272,12 @@ def replay_rows(repeat: int, new_tokens: int) -> list[Row]:
         from seam_repro.hashing import sha256_text
     except ImportError as exc:
         return [Row("replay: hf backend vs raw model.generate", f"skipped: {exc}", "", verdict="n/a")]
+    threads = torch.get_num_threads()
+    if os.getloadavg()[0] > (os.cpu_count() or 1):
+        # oversubscribed cores stall torch's parallel regions at every barrier (a 135M model's
+        # decoding step went from ~40 ms to 2 s here); one thread gives steadier comparisons
+        threads = 1
+        torch.set_num_threads(1)
     try:
         t0 = time.perf_counter()
         backend = load_embedded_backend()
@@ -304,15 +310,22 @@ def replay_rows(repeat: int, new_tokens: int) -> list[Row]:
     def ours() -> None:
         steps["kit"] = max(r.n_output_tokens for r in backend.generate(reqs, settings))
 
-    best = {"raw": float("inf"), "kit": float("inf")}
-    for _ in range(repeat):  # interleaved, so both see the same load
+    wall = {"raw": float("inf"), "kit": float("inf")}
+    cpu = dict(wall)
+    for _ in range(repeat + 1):  # interleaved, so both see the same load
         for name, fn in (("raw", raw), ("kit", ours)):
-            t = best_of(fn, 1)
-            best[name] = min(best[name], t / max(1, steps[name]))
-    overhead = best["kit"] / best["raw"] - 1
-    rows = [Row(f"replay: hf backend, batch {len(reqs)}, T=0.8, top-k {gen['top_k']} (SmolLM2-135M, CPU)",
-                f"{1000 * best['kit']:.1f} ms/step", f"raw model.generate, same ids: {1000 * best['raw']:.1f} ms/step",
-                f"{100 * overhead:+.1f}% time/step", "", "<= +5%", "OK" if overhead <= 0.05 else "above")]
+            w0, c0 = time.perf_counter(), time.process_time()
+            fn()
+            n = max(1, steps[name])
+            wall[name] = min(wall[name], (time.perf_counter() - w0) / n)
+            cpu[name] = min(cpu[name], (time.process_time() - c0) / n)
+    over_cpu, over_wall = cpu["kit"] / cpu["raw"] - 1, wall["kit"] / wall["raw"] - 1
+    rows = [Row(f"replay: hf backend, batch {len(reqs)}, T=0.8, top-k {gen['top_k']} (SmolLM2-135M, CPU, "
+                f"{threads} torch thread{'s' if threads > 1 else ''})",
+                f"{1000 * wall['kit']:.1f} ms/step wall / {1000 * cpu['kit']:.1f} ms CPU",
+                f"raw model.generate, same ids: {1000 * wall['raw']:.1f} ms/step wall / {1000 * cpu['raw']:.1f} ms CPU",
+                f"{100 * over_cpu:+.1f}% time/step", f"{100 * over_wall:+.1f}% time/step", "<= +5%",
+                "OK" if over_cpu <= 0.05 else "above")]
     rows.append(batching_row(backend, repeat))
     rows[-1].figure += f" (model load {t_load:.0f} s)"
     return rows
@@ -320,9 +333,10 @@ def replay_rows(repeat: int, new_tokens: int) -> list[Row]:
 
 def batching_row(backend: object, repeat: int) -> Row:
     """Length-sorted vs manifest-order batches: padded prompt tokens of the whole smoke manifest at
-    its batch size (exact, from the tokenizer), and the time of a small interleaved long/short set
-    (2 long + 2 short smoke prompts, batches of 2, 4 new tokens: mostly prompt work)."""
+    its batch size (exact, from the tokenizer), and the time of 2 long + 2 short prompts interleaved
+    (as datasets alternate in a manifest) in batches of 2 with 4 new tokens: mostly prompt work."""
     from seam_repro.generate.base import GenerationRequest, GenerationSettings
+    from seam_repro.hashing import sha256_text
     from seam_repro.render import render_manifest
 
     records = render_manifest(REPO / "manifests" / "smoke.json")
@@ -335,22 +349,21 @@ def batching_row(backend: object, repeat: int) -> Row:
     bs = 4
     plain = padded(list(range(len(records))), bs)
     ordered = padded(sorted(range(len(records)), key=lambda j: (-len(records[j]["prompt"]), j)), bs)
-    by_len = sorted(range(len(records)), key=lambda j: lens[j])
-    picked = [by_len[-1], by_len[0], by_len[-2], by_len[1]]
-    reqs = [GenerationRequest(records[j]["dataset"], records[j]["run"], records[j]["instance_id"],
-                              records[j]["prompt"], records[j]["prompt_sha256"], records[j]["gen_seed"]) for j in picked]
+    base = "Summarize in one sentence: the river rose after three days of rain and the town moved its market uphill."
+    texts = [" ".join([base] * 12), base, " ".join([base] * 11), base + " Be brief."]
+    reqs = [GenerationRequest("B", 0, str(i), t, sha256_text(t), 7 + i) for i, t in enumerate(texts)]
 
     def run(pairs: list[list[int]]) -> None:
         for pair in pairs:
             backend.generate([reqs[j] for j in pair], settings)  # type: ignore[attr-defined]
 
     t_plain = t_sorted = float("inf")
-    for _ in range(max(1, repeat - 1)):
+    for _ in range(repeat):
         t_plain = min(t_plain, best_of(lambda: run([[0, 1], [2, 3]]), 1))
         t_sorted = min(t_sorted, best_of(lambda: run([[0, 2], [1, 3]]), 1))
     return Row(f"batching: length-sorted batches (smoke.json, {len(records)} prompts, batch {bs})",
-               f"{ordered:,} padded prompt tokens; 2 long + 2 short in pairs: {t_sorted:.1f} s",
-               f"manifest order: {plain:,} tokens; long+short pairs: {t_plain:.1f} s",
+               f"{ordered:,} padded prompt tokens; 2 long + 2 short prompts sorted into pairs: {t_sorted:.2f} s",
+               f"manifest order: {plain:,} padded tokens; long+short pairs: {t_plain:.2f} s",
                f"{plain / ordered:.2f}x fewer tokens; {t_plain / t_sorted:.2f}x faster", "", "> 1x",
                "OK" if ordered <= plain and t_sorted < t_plain else "not faster")
 
