@@ -76,6 +76,12 @@ def apply_limit(records: Sequence[dict[str, Any]], limit: int | None) -> list[di
     return out
 
 
+def batch_order(records: Sequence[dict[str, Any]]) -> list[int]:
+    """Indices of ``records`` in the order replay batches them: longest prompt first, ties in record
+    order (a function of the records only, so a resume rebuilds the same batches)."""
+    return sorted(range(len(records)), key=lambda j: (-len(records[j]["prompt"]), j))
+
+
 def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings: GenerationSettings,
                    run_dir: Path, manifest: dict[str, Any], *, shard: Shard | None = None, batch_size: int = 8,
                    limit: int | None = None, progress: bool = True) -> ReplaySummary:
@@ -110,7 +116,7 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
     store = opened[0]
     mine = select_shard(records, shard)
     keys = [(r["dataset"], r["run"], r["instance_id"]) for r in mine]
-    order = sorted(range(len(mine)), key=lambda j: (-len(mine[j]["prompt"]), j))
+    order = batch_order(mine)
     batches = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
     todo = [b for b in batches if any(keys[j] not in store.done for j in b)]
     summary = ReplaySummary(Path(run_dir), model_slug(backend.model_id), len(mine),
