@@ -140,3 +140,46 @@ def test_large_random_files_equal_perl_scorer(scorer_pl: Path, tmp_path: Path) -
                 mine = (m.recall_num, m.recall_den, m.precision_num, m.precision_den)
             theirs = tuple(float(x) for x in re.search(pat, totals, re.S).groups())  # type: ignore[union-attr]
             assert mine == pytest.approx(theirs, abs=1e-9), (trial, name)
+
+
+def _scan_reference(text: str) -> tuple[list[str], tuple[int, str] | None]:
+    """conll-score's warning scan as first written (one regex pass per line and part)."""
+    from seam_repro.commands.conll import _BEGIN, _LABEL
+
+    names: list[str] = []
+    odd = None
+    for n, line in enumerate(text.split("\n"), start=1):
+        line = line.rstrip("\r")
+        m = _BEGIN.match(line)
+        if m:
+            names.append(m.group(1))
+            continue
+        if odd is not None or not line.strip() or line.lstrip().startswith("#"):
+            continue
+        fields = [f for f in line.split("\t") if f != ""]
+        coref = fields[-1].strip() if len(fields) > 1 else ""
+        if coref in ("", "-", "_"):
+            continue
+        for part in coref.split("|"):
+            if part and not _LABEL.fullmatch(part):
+                odd = (n, part)
+                break
+    return names, odd
+
+
+def test_warning_scan_equals_the_line_by_line_reference(tmp_path: Path) -> None:
+    from seam_repro.commands.conll import _scan
+
+    rng = random.Random(5)
+    pieces = ["(1)", "(12", "3)", "-", "_", "(1+2)", "(a)", "x", "", " ", "\xa0", "1+", "((1", "|", "(1)|(x",
+              "\r", "#", "#begin document (d); part 0", "#end document"]
+    for trial in range(300):
+        lines = []
+        for _ in range(rng.randint(1, 12)):
+            cols = [rng.choice(["w", "", " ", "d", "#c"]) for _ in range(rng.randint(0, 3))]
+            lines.append("\t".join(cols + ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 3)))])
+                         + rng.choice(["", "\t", "\t \t", "\r", " "]))
+        text = "\n".join(lines)
+        path = tmp_path / f"f{trial}.conll"
+        path.write_bytes(text.encode("utf-8"))
+        assert _scan(path) == _scan_reference(text), text
