@@ -74,15 +74,19 @@ def _depth_exceeds(text: str, limit: int) -> bool:
 
 
 def parse_json_text(text: str, where: object, *, record: object | None = None,
-                    max_depth: int = MAX_JSON_DEPTH) -> Any:
+                    max_depth: int = MAX_JSON_DEPTH, allow_nan: bool = False) -> Any:
     """Parse one JSON document; any problem becomes an :class:`InputError` naming ``where`` and ``record``.
 
-    NaN/Infinity are refused (the kit's files are canonical JSON), as is nesting deeper than
-    ``max_depth`` (checked before parsing, so a hostile file cannot exhaust the stack).
+    NaN/Infinity are refused (the kit's files are canonical JSON) unless ``allow_nan``: third-party
+    files written by pandas (the FuseReviews authors' CSV) hold bare ``NaN`` for missing cells.
+    Nesting deeper than ``max_depth`` is refused before parsing, so a hostile file cannot exhaust
+    the stack.
     """
     if _depth_exceeds(text, max_depth):
         raise InputError(where, f"JSON nested deeper than {max_depth} levels", record=record)
     try:
+        if allow_nan:
+            return json.loads(text)
         return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         raise InputError(where, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})",

@@ -57,6 +57,8 @@ class ReferenceTable:
     models: dict[str, str]
     """Reference model name -> Hugging Face id."""
     datasets: dict[str, ReferenceDataset]
+    protocol: dict[str, Any] | None = None
+    """The reference's protocol (``"protocol"`` in the file): what a run must share to be compared."""
 
     def name_for_hf_id(self, hf_id: str) -> str | None:
         """Map a run's model id to the reference row name (case-insensitive, revision suffix ignored)."""
@@ -115,7 +117,10 @@ def parse_reference(data: Any, path: str) -> ReferenceTable:
         datasets[name] = ReferenceDataset(
             name, str(ds.get("paper_name", key)), str(ds.get("metric", "")), tuple(rows)
         )
-    return ReferenceTable(str(data.get("source", "")), path, models, datasets)
+    protocol = data.get("protocol")
+    if protocol is not None and not isinstance(protocol, dict):
+        raise InputError(path, "expected an object of protocol fields", field="protocol")
+    return ReferenceTable(str(data.get("source", "")), path, models, datasets, protocol)
 
 
 def load_reference(spec: str | Path = "paper") -> ReferenceTable:

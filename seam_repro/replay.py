@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from seam_repro.errors import InputError, ManifestError, SeamReproError
+from seam_repro.errors import InputError, SeamReproError
 from seam_repro.generate.base import Backend, GenerationRequest, GenerationSettings
 from seam_repro.generate.fingerprint import environment_fingerprint
 from seam_repro.hashing import sha256_text
@@ -112,6 +112,10 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
                                                        "limit": limit},
                                check_existing=lambda: opened.append(
                                    PredictionStore(run_dir, backend.model_id, backend.revision, hashes)))
+    if manifest.get("schema_version") is not None:  # a real manifest (tests may pass a bare dict)
+        from seam_repro.trust import trusted, write_run_manifest
+
+        write_run_manifest(Path(run_dir), trusted(manifest, str(run_dir)))
     first_batch_size = run_json["models"][model_slug(backend.model_id)].get("batch_size")
     store = opened[0]
     mine = select_shard(records, shard)
@@ -170,19 +174,20 @@ def replay(manifest_path: Path, out: Path, *, model: str | None = None, backend:
            limit: int | None = None, data_dir: Path | None = None, prompts_dir: Path | None = None,
            allow_unfrozen: bool = False, prompt_path: str = "chat", truncation: str | None = None,
            echo_delay: float = 0.0, progress: bool = True) -> ReplaySummary:
-    """Load and check the manifest, render its prompts, then generate into ``out``."""
+    """Load and check the manifest once, render its prompts, refuse any that does not hash to the
+    manifest, then (and only then) load the model and generate into ``out``."""
     from seam_repro.generate import make_backend
-    from seam_repro.manifest import load_manifest
-    from seam_repro.render import render_manifest
+    from seam_repro.manifest import render_records
+    from seam_repro.trust import check_rendered, load_trusted
 
-    manifest = load_manifest(manifest_path)
-    if not manifest.get("frozen") and not allow_unfrozen:
-        raise ManifestError(f"{manifest_path}: field 'frozen': the manifest is not frozen; run `seam-repro freeze "
-                            f"{manifest_path}` first or pass --allow-unfrozen for a throwaway run")
+    tm = load_trusted(manifest_path, allow_unfrozen=allow_unfrozen)
+    manifest = tm.manifest
     config = manifest.get("config") or {}
     settings = GenerationSettings.from_manifest(config.get("generation"), source=str(manifest_path))
-    records = apply_limit(render_manifest(manifest_path, data_dir=data_dir, prompts_dir=prompts_dir,
-                                             allow_unfrozen=allow_unfrozen), limit)
+    rendered = render_records(manifest, data_dir=data_dir, prompts_dir=prompts_dir, base=manifest_path,
+                              allow_unfrozen=allow_unfrozen)
+    check_rendered(tm, rendered)
+    records = apply_limit(rendered, limit)
     engine = make_backend(backend, model, dtype=dtype, quantization=quantization, prompt_path=prompt_path,
                           truncation=truncation, echo_delay=echo_delay)
     return run_generation(records, engine, settings, Path(out), manifest, shard=shard,

@@ -123,6 +123,8 @@ def merge_run_dirs(shard_dirs: Sequence[Path], out: Path) -> dict[str, int]:
     # no OUT at all (never a partial run that blocks a retry or could be scored).
     with atomic_dir(out) as work:
         _write_merged(work, Path(shard_dirs[0]) / "prompts.jsonl", prompts, models, merged_by_model, counts)
+        if (Path(shard_dirs[0]) / "manifest.json").is_file():  # the trust chain's anchor (seam_repro/trust.py)
+            shutil.copyfile(Path(shard_dirs[0]) / "manifest.json", work / "manifest.json")
         write_json_atomic(work / "run.json", {
         "schema_version": RUN_SCHEMA_VERSION, "manifest_digest": first.get("manifest_digest"),
         "prompt_digest": first.get("prompt_digest"), "profile": first.get("profile"), "prompts_sha256": first.get("prompts_sha256"),

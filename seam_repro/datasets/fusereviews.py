@@ -42,10 +42,11 @@ SPLIT_ORDER: tuple[str, ...] = ("train", "validation", "test")
 
 
 def _json_cell(path: Path, rec: str, row: dict[str, str], col: str, form: str) -> Any:
+    """One JSON cell of the authors' CSV; pandas wrote missing offsets as bare ``NaN``, kept as NaN."""
     if col not in row or row[col] is None:
         raise InputError(path, f"missing column; expected {form}", record=rec, field=col)
     try:
-        return parse_json_text(row[col], path, record=rec)
+        return parse_json_text(row[col], path, record=rec, allow_nan=True)
     except InputError as exc:
         raise InputError(path, f"{str(exc).rsplit(': ', 1)[-1]}; expected {form}", record=rec, field=col) from None
 
