@@ -101,6 +101,19 @@ def run_best(cmds: list[list[str]], repeat: int, cwd: Path | None = None, env: d
     return Timing(best_wall, best_cpu)
 
 
+def run_pair(ours: list[list[str]], theirs: list[list[str]], repeat: int, their_env: dict[str, str] | None = None,
+             ours_before: Timing | None = None) -> tuple[Timing, Timing]:
+    """Kit and anchor timed alternately (one run of each per round), so both see the same load;
+    ``ours_before`` is a kit timing already taken (its runs count as rounds of their own)."""
+    best_ours, best_theirs = ours_before or Timing(float("inf"), float("inf")), Timing(float("inf"), float("inf"))
+    for _ in range(repeat):
+        t = run_best(theirs, 1, env=their_env, warmup=False)
+        best_theirs = Timing(min(best_theirs.wall, t.wall), min(best_theirs.cpu, t.cpu))
+        t = run_best(ours, 1, warmup=False)
+        best_ours = Timing(min(best_ours.wall, t.wall), min(best_ours.cpu, t.cpu))
+    return best_ours, best_theirs
+
+
 def best_of(fn: Callable[[], object], repeat: int) -> float:
     best = float("inf")
     for _ in range(repeat):
@@ -175,8 +188,9 @@ def prompt_rows(work: Path, repeat: int, skip: set[str]) -> tuple[list[Row], lis
     config = work / "config.json"
     config.write_text(json.dumps(seam_config(data)), encoding="utf-8")
     manifest, out = work / "m.json", work / "p.jsonl"
-    ours = run_best([kit("sample", str(config), "-o", str(manifest), "--prompts-dir", str(PROMPTS)),
-                     kit("prompts", str(manifest), "-o", str(out))], repeat)
+    ours_cmds = [kit("sample", str(config), "-o", str(manifest), "--prompts-dir", str(PROMPTS)),
+                 kit("prompts", str(manifest), "-o", str(out))]
+    ours = run_best(ours_cmds, repeat)
     records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     blobs = [r["prompt"].encode("utf-8") for r in records]
     figure = f"prompt generation: sample + prompts ({len(records)} prompts, 6 datasets, 10 runs)"
@@ -198,7 +212,8 @@ def prompt_rows(work: Path, repeat: int, skip: set[str]) -> tuple[list[Row], lis
     env = dict(_env(), SEAM_UPSTREAM_SRC=src, PYTHONPATH="", HF_HOME=str(work / "hf"),
                HF_DATASETS_CACHE=str(work / "hf" / "datasets"))
     oracle = [sys.executable, str(REPO / "tools" / "upstream_oracle.py"), str(config), str(work / "data"), str(PROMPTS)]
-    theirs = run_best([oracle], max(1, repeat - 1), env=env)
+    run_best([oracle], 0, env=env)  # warm-up: byte-code, caches
+    ours, theirs = run_pair(ours_cmds, [oracle], max(1, repeat - 1), env, ours)
     check = subprocess.run(oracle, capture_output=True, text=True, env=env, check=True)
     same = _prompt_lists(check.stdout.splitlines()) == _prompt_lists(out.read_text(encoding="utf-8").splitlines())
     r_cpu, r_wall = theirs.cpu / ours.cpu, theirs.wall / ours.wall
@@ -247,7 +262,7 @@ def conll_row(work: Path, repeat: int, skip: set[str]) -> Row:
     if reason:
         return Row(figure, _fmt(ours), f"scorer.pl all: {reason}", target=">= 20x", verdict="n/a")
     perl = ["perl", scorer, "all", str(key), str(resp)]
-    theirs = run_best([perl], max(1, repeat - 1), warmup=False)
+    ours, theirs = run_pair([kit("conll-score", str(key), str(resp))], [perl], max(1, repeat - 1), None, ours)
     perl_out = subprocess.run(perl, capture_output=True, text=True, check=True).stdout
     our_out = subprocess.run(kit("conll-score", str(key), str(resp)), capture_output=True, text=True, env=_env(),
                              check=True).stdout
