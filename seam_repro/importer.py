@@ -192,9 +192,9 @@ def import_outputs(manifest_path: Path, out: Path, *, model: str, upstream_dir: 
                    allow_unfrozen: bool = False) -> tuple[Path, int]:
     """Match the outputs to the manifest's prompts and write the run folder; returns (folder, count)."""
     from seam_repro.generate import parse_model_spec
-    from seam_repro.manifest import load_manifest
-    from seam_repro.render import render_manifest
-    from seam_repro.replay import check_prompt_records, run_generation
+    from seam_repro.manifest.format import load_manifest
+    from seam_repro.manifest.prompts import check_prompt_records, render_records
+    from seam_repro.replay import run_generation
 
     if (upstream_dir is None) == (jsonl is None):
         raise InputError("import", "give exactly one of --upstream-dir and --jsonl")
@@ -203,7 +203,8 @@ def import_outputs(manifest_path: Path, out: Path, *, model: str, upstream_dir: 
     if not manifest.get("frozen") and not allow_unfrozen:
         raise ManifestError(f"{manifest_path}: field 'frozen': the manifest is not frozen; run `seam-repro freeze "
                             f"{manifest_path}` first or pass --allow-unfrozen for a throwaway import")
-    records = render_manifest(manifest_path, data_dir=data_dir, prompts_dir=prompts_dir, allow_unfrozen=allow_unfrozen)
+    records = render_records(manifest, data_dir=data_dir, prompts_dir=prompts_dir, base=manifest_path,
+                             allow_unfrozen=allow_unfrozen)
     expected = check_prompt_records(records)
     if upstream_dir is not None:
         outputs = read_upstream_dir(Path(upstream_dir), model_id, expected)

@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from seam_repro.cli import main
-from seam_repro.manifest import seal
+from seam_repro.manifest.format import seal
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"

@@ -241,9 +241,9 @@ def test_cli(tmp_path: Path) -> None:
 
 
 def test_coreference_intended_score_reaches_summary_bundle_and_report(tmp_path: Path) -> None:
-    from seam_repro.aggregate import build_model_scores, read_instance_scores, summarize
-    from seam_repro.report import build_report, render_markdown
-    from seam_repro.submit import _dataset_payload
+    from seam_repro.analysis.aggregate import build_model_scores, read_instance_scores, summarize
+    from seam_repro.analysis.report import build_report, render_markdown
+    from seam_repro.analysis.submit import _dataset_payload
 
     run = write_run(tmp_path / "run")
     [summary_path] = score_run_dir(run, fic=False)

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from seam_repro.config import PROFILES
+
 
 @click.command(epilog="""\b
 Examples:
@@ -15,7 +17,7 @@ Examples:
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Scores directory (default RUN_DIR/scores).")
-@click.option("--profile", type=click.Choice(["upstream", "seam-repro-1"]), default=None,
+@click.option("--profile", type=click.Choice(PROFILES), default=None,
               help="Main metric variant; default: the run's profile, else upstream. The corrected "
                    "variant is always written alongside.")
 @click.option("--fic/--no-fic", default=True, show_default=True,

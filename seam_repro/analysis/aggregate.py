@@ -217,7 +217,7 @@ def load_scores_dir(score_dir: Path) -> ModelScores:
             raise InputError(p, "missing; run `seam-repro score RUN_DIR` first")
     summary = read_json(summary_path, what="summary.json", expect=None)
     instances = read_instance_scores(inst_path)
-    from seam_repro.trust import check_scores_against_run
+    from seam_repro.manifest.trust import check_scores_against_run
 
     check_scores_against_run(score_dir, summary, instances)
     return build_model_scores(summary, instances, summary_path, str(score_dir))

@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 
 from seam_repro import __version__
-from seam_repro.aggregate import ModelScores, summarize
-from seam_repro.aso import AsoParams, Ranking, aso, deepsig_eps_min, pair_rng, rank_models, stability
+from seam_repro.analysis.aggregate import ModelScores, summarize
+from seam_repro.analysis.aso import AsoParams, Ranking, aso, deepsig_eps_min, pair_rng, rank_models, stability
+from seam_repro.analysis.reference import ReferenceTable
 from seam_repro.files import atomic_write_bytes, atomic_write_text, ensure_dir
-from seam_repro.reference import ReferenceTable
 
 DATASET_ORDER = ("MultiNews", "OpenASP", "FuseReviews", "MusiQue", "SciCo", "ECB")
 """Column order of the paper's Table 3."""
@@ -96,8 +96,8 @@ def absent_cells(models: list[ModelScores], reference: ReferenceTable | None, na
 def protocol_labels(models: list[ModelScores], reference: ReferenceTable | None) -> dict[str, list[str]]:
     """Per input model (display name): protocol fields that differ from the reference's protocol, or,
     without a reference, from the first input's; such rows are labelled in every table."""
-    from seam_repro.diff import reference_protocol
-    from seam_repro.trust import protocol_differences
+    from seam_repro.analysis.diff import reference_protocol
+    from seam_repro.manifest.trust import protocol_differences
 
     if reference is not None:
         base = reference_protocol(reference)
@@ -277,7 +277,7 @@ def render_markdown(rep: dict[str, Any]) -> str:
 
 def write_report(rep: dict[str, Any], out_dir: Path) -> list[Path]:
     """report.json, report.md and the two figures; returns the written paths."""
-    from seam_repro.plots import plot_ar_arsd, plot_boxes
+    from seam_repro.analysis.plots import plot_ar_arsd, plot_boxes
 
     ensure_dir(out_dir)
     paths = [out_dir / "report.json", out_dir / "report.md", out_dir / "box_plots.png", out_dir / "ar_arsd.png"]
