@@ -355,9 +355,11 @@ def batching_row(backend: object, repeat: int) -> Row:
     (as datasets alternate in a manifest) in batches of 2 with 4 new tokens: mostly prompt work."""
     from seam_repro.generate.base import GenerationRequest, GenerationSettings
     from seam_repro.hashing import sha256_text
-    from seam_repro.render import render_manifest
+    from seam_repro.manifest.format import load_manifest
+    from seam_repro.manifest.prompts import render_records
 
-    records = render_manifest(REPO / "manifests" / "smoke.json")
+    smoke = REPO / "manifests" / "smoke.json"
+    records = render_records(load_manifest(smoke), base=smoke)
     settings = GenerationSettings(max_new_tokens=4)
     lens = [len(backend.prepare(r["prompt"], settings).ids) for r in records]  # type: ignore[attr-defined]
 

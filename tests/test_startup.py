@@ -12,7 +12,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from seam_repro.manifest import SCHEMA_PATH
+from seam_repro.manifest.format import SCHEMA_PATH
 from seam_repro.schema_check import conforms
 
 REPO = Path(__file__).resolve().parents[1]
