@@ -6,7 +6,7 @@
 #   make demo      replay the bundled smoke manifest on CPU into runs/smoke
 #   make test      ruff + pytest (exits non-zero on any failure, or when no test ran)
 #   make verify    `seam-repro verify` every frozen manifest under manifests/
-#   make bench     run every benchmarks/*.py
+#   make bench     one table: kit figures vs their anchors (upstream generator, scorer.pl, raw generate)
 #   make docs      rewrite the CLI reference section of README.md
 #   make image     build the CUDA image;  make image-cpu  the CPU image (needs a Docker engine)
 #   make lock      regenerate the hash-locked requirement files under docker/
@@ -21,6 +21,7 @@ STAMP = $(VENV)/.seam-repro-installed
 TORCH_VERSION = 2.13.0
 SMOLLM2_VERSION = 0.1.2
 IMAGE = seam-repro
+BENCH_ARGS =
 
 # Locking. The lock files must not depend on this machine's pip configuration (local wheel
 # folders, mirrors, caps), so pip-compile runs with no config file and no PIP_FIND_LINKS.
@@ -73,15 +74,10 @@ verify: $(STAMP)
 	if [ -n "$$failed" ]; then echo "make verify: failed:$$failed" >&2; exit 1; fi; \
 	echo "make verify: $$n frozen manifest(s) verified"
 
+# One table (benchmarks/bench.py): each figure beside its anchor measured in the same run. The other
+# benchmarks/bench_*.py print more detail on one stage each; run them directly.
 bench: $(STAMP)
-	@n=0; failed=''; \
-	for b in benchmarks/*.py; do \
-	  [ -f "$$b" ] || continue; n=$$((n + 1)); \
-	  echo "== $$b"; \
-	  $(BIN)/python "$$b" || failed="$$failed $$b"; \
-	done; \
-	if [ "$$n" -eq 0 ]; then echo "make bench: no benchmarks/*.py to run" >&2; exit 1; fi; \
-	if [ -n "$$failed" ]; then echo "make bench: failed:$$failed" >&2; exit 1; fi
+	$(BIN)/python benchmarks/bench.py $(BENCH_ARGS)
 
 docs: $(STAMP)
 	$(BIN)/python -m seam_repro.docs --write README.md

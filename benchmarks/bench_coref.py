@@ -18,8 +18,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from bench import best_of
 
 from seam_repro.score.conll_io import read_conll, score_conll_files
 from seam_repro.score.coref import METRICS
@@ -57,15 +58,6 @@ def build_files(out: Path, copies: int) -> tuple[Path, Path, int]:
     return key, resp, len(usable) * copies
 
 
-def _time(fn, repeat: int = 3) -> float:  # type: ignore[no-untyped-def]
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 def synthetic_run(n: int, rng: random.Random) -> tuple[list, list]:
     gold, pred = [], []
     for i in range(n):
@@ -92,22 +84,22 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         key, resp, n_docs = build_files(Path(tmp), args.copies)
         assert len(read_conll(key)) == n_docs
-        t_lib = _time(lambda: score_conll_files(key, resp, list(METRICS)))
+        t_lib = best_of(lambda: score_conll_files(key, resp, list(METRICS)), 3)
         print(f"documents: {n_docs} ({args.copies} copies of the golden cases without repeated mentions)")
         print(f"conll-score (library, all metrics): {t_lib:.3f} s = {n_docs / t_lib:,.0f} documents/s")
         cli = [sys.executable, "-m", "seam_repro", "conll-score", str(key), str(resp)]
-        t_cli = _time(lambda: subprocess.run(cli, check=True, capture_output=True), repeat=1)
+        t_cli = best_of(lambda: subprocess.run(cli, check=True, capture_output=True), repeat=1)
         print(f"conll-score (CLI process, all metrics): {t_cli:.3f} s = {n_docs / t_cli:,.0f} documents/s")
         scorer = os.environ.get("CONLL_SCORER", "")
         if shutil.which("perl") and scorer and Path(scorer).is_file():
             perl = ["perl", scorer, "all", str(key), str(resp)]
-            t_perl = _time(lambda: subprocess.run(perl, check=True, capture_output=True), repeat=1)
+            t_perl = best_of(lambda: subprocess.run(perl, check=True, capture_output=True), repeat=1)
             print(f"perl scorer.pl all: {t_perl:.3f} s = {n_docs / t_perl:,.0f} documents/s")
             print(f"speed ratio (perl time / CLI time): {t_perl / t_cli:.1f}x")
         else:
             print("perl parity speed not measured (needs perl and $CONLL_SCORER=<path to scorer.pl>)")
     gold, pred = synthetic_run(100, random.Random(0))
-    t_run = _time(lambda: score_run(gold, pred, "upstream"))
+    t_run = best_of(lambda: score_run(gold, pred, "upstream"), 3)
     print(
         f"score_run (100 instances x 50 mentions, upstream mode): {t_run * 1000:.1f} ms = {100 / t_run:,.0f} instances/s"
     )

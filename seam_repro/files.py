@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import gzip
+import hashlib
 import json
 import math
 import os
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from seam_repro.errors import InputError, SeamReproError
+from seam_repro.hashing import read_bytes_hashed, remember_sha256
 
 #: Deepest nesting accepted in any JSON the kit reads. The deepest legitimate document (a manifest's
 #: coreference clusters inside runs inside datasets) is under 10 levels; 64 leaves ample room while
@@ -106,7 +108,7 @@ def read_bytes(path: str | Path, *, what: str = "file") -> bytes:
     truncated-gzip files become one-line errors naming the file."""
     p = Path(path)
     try:
-        data = p.read_bytes()
+        data = read_bytes_hashed(p)  # its sha256 is remembered: provenance hashing needs no second read
     except FileNotFoundError:
         raise InputError(p, _not_found(what)) from None
     except IsADirectoryError:
@@ -173,7 +175,16 @@ def iter_jsonl(path: str | Path, *, what: str = "JSONL file", expect: type | Non
     except OSError as exc:
         raise InputError(p, f"cannot read ({exc.strerror or exc})") from None
     with fh:
-        yield from _parse_lines(p, fh, expect, skip_blank, complete_only=complete_only)
+        st, digest = os.fstat(fh.fileno()), hashlib.sha256()
+
+        def hashed(lines: Iterable[bytes]) -> Iterator[bytes]:  # binary lines concatenate to the file
+            for raw in lines:
+                digest.update(raw)
+                yield raw
+
+        yield from _parse_lines(p, hashed(fh), expect, skip_blank, complete_only=complete_only)
+        if not fh.read(1):  # read to the end: remember the hash so provenance needs no second read
+            remember_sha256(p, st, digest.hexdigest())
 
 
 def _parse_lines(p: Path, lines: Iterable[bytes], expect: type | None, skip_blank: bool,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -20,8 +21,39 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+_READ: dict[tuple[str, int, int], str] = {}
+"""sha256 of files already read whole, keyed by (real path, size, mtime_ns), so a loader that parses
+a file and then records its hash reads it once, and the recorded hash is that of the very bytes
+that were parsed (see :func:`read_bytes_hashed` and :func:`remember_sha256`)."""
+
+
+def _key(path: str | Path, st: os.stat_result) -> tuple[str, int, int]:
+    return (os.path.realpath(path), st.st_size, st.st_mtime_ns)
+
+
+def remember_sha256(path: str | Path, st: os.stat_result, digest: str) -> None:
+    """Record the sha256 of every byte of ``path`` as read from an open file whose ``fstat`` is ``st``."""
+    _READ[_key(path, st)] = digest
+
+
+def read_bytes_hashed(path: str | Path) -> bytes:
+    """A file's bytes, read once; their sha256 is remembered for :func:`sha256_file`."""
+    with open(path, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        data = fh.read()
+    remember_sha256(path, st, hashlib.sha256(data).hexdigest())
+    return data
+
+
 def sha256_file(path: str | Path) -> str:
-    """Streamed sha256 of a file, so multi-GB archives do not have to fit in memory."""
+    """Streamed sha256 of a file, so multi-GB archives do not have to fit in memory (or the
+    remembered hash of the bytes a reader already took from it, if the file is unchanged since)."""
+    try:
+        cached = _READ.get(_key(path, os.stat(path)))
+    except OSError:
+        cached = None
+    if cached is not None:
+        return cached
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(_CHUNK), b""):

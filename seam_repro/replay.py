@@ -58,18 +58,27 @@ def apply_limit(records: Sequence[dict[str, Any]], limit: int | None) -> list[di
     return out
 
 
+def batch_order(records: Sequence[dict[str, Any]]) -> list[int]:
+    """Indices of ``records`` in the order replay batches them: longest prompt first, ties in record
+    order (a function of the records only, so a resume rebuilds the same batches)."""
+    return sorted(range(len(records)), key=lambda j: (-len(records[j]["prompt"]), j))
+
+
 def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings: GenerationSettings,
                    run_dir: Path, manifest: dict[str, Any], *, shard: Shard | None = None, batch_size: int = 8,
                    limit: int | None = None, progress: bool = True, model_args: dict[str, Any] | None = None,
                    display_name: str | None = None) -> ReplaySummary:
     """Generate every not-yet-stored instance of ``shard`` and append it to the store.
 
-    Batches are fixed slices of the shard's instance list (``batch_size`` consecutive instances), and
-    a resume regenerates any batch that is incomplete in full, writing only its missing instances.
-    So for a given shard and batch size every instance sees the same batch companions whether the
-    run was interrupted or not: a killed-and-resumed run equals an uninterrupted one even where
-    padding perturbs the logits (see ``generate/hf.py``). The cost is at most one repeated batch per
-    resume. A different ``--batch-size`` or ``--shard`` is allowed on resume but is warned about.
+    Batches are fixed slices of the shard's instances ordered by prompt length (longest first, ties
+    in record order): rows of similar length share a batch, so little compute goes to padding
+    (benchmarks/bench.py measures the gain), and an out-of-memory batch shows up first. The order
+    depends only on the shard's records, so a resume rebuilds the same batches; it regenerates any
+    batch that is incomplete in full, writing only its missing instances. So for a given shard and
+    batch size every instance sees the same batch companions whether the run was interrupted or not:
+    a killed-and-resumed run equals an uninterrupted one even where padding perturbs the logits (see
+    ``generate/hf.py``). The cost is at most one repeated batch per resume. A different
+    ``--batch-size`` or ``--shard`` is allowed on resume but is warned about.
     """
     if batch_size < 1:
         raise InputError("--batch-size", f"expected an integer >= 1, got {batch_size}")
@@ -104,7 +113,8 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
     store = opened[0]
     mine = select_shard(records, shard)
     keys = [(r["dataset"], r["run"], r["instance_id"]) for r in mine]
-    batches = [list(range(i, min(i + batch_size, len(mine)))) for i in range(0, len(mine), batch_size)]
+    order = batch_order(mine)
+    batches = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
     todo = [b for b in batches if any(keys[j] not in store.done for j in b)]
     summary = ReplaySummary(Path(run_dir), model_slug(backend.model_id), len(mine),
                             sum(k in store.done for k in keys), repaired=store.repaired)

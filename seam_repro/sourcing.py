@@ -144,9 +144,10 @@ def load_sources(cfg: SeamConfig, profile: str, *, data_dir: Any = None, prompts
         sources.data[name], sources.data_paths[name] = loaded, data_path
         rp = rec_prompts.get(name) or {}
         ppath = resolve_prompt_path(name, prompts_dir, rp.get("path"), base_dir, suite.spec(name).prompt_file)
+        content = read_prompt_file(ppath, name, suite.spec(name))  # read once; hashed from the same bytes
         digest = sha256_file(ppath)
         if rp.get("sha256") and rp["sha256"] != digest:
             raise HashMismatchError(f"{name} prompt file", ppath, rp["sha256"], digest)
-        sources.prompt_files[name] = read_prompt_file(ppath, name, suite.spec(name))
+        sources.prompt_files[name] = content
         sources.prompt_paths[name], sources.prompt_hashes[name] = ppath, digest
     return sources

@@ -96,32 +96,41 @@ _BEGIN = re.compile(r"#\s*begin document (.*)", re.ASCII)
 _LABEL = re.compile(r"\(?[0-9]+(\+[0-9])?\)?")
 
 
+_FIELD = re.compile(r"(?:\(?[0-9]+(?:\+[0-9])?\)?)?(?:\|(?:\(?[0-9]+(?:\+[0-9])?\)?)?)*")
+"""A coreference field whose ``|``-separated parts are all empty or ``_LABEL``-shaped."""
+
+
 def _scan(path: Path) -> tuple[list[str], tuple[int, str] | None]:
     """Document names in order, and the first coreference label perl's numeric patterns would skip
-    (line number, label), read the way scorer.pl reads the file (lines split on \\n, tab fields)."""
+    (line number, label), read the way scorer.pl reads the file (lines split on \\n, tab fields).
+
+    Linear and cheap per line: a line ending in a ``-``/``_`` field, or whose field is all labels,
+    is passed over without splitting it into parts (conll-score's time is mostly this scan's
+    otherwise)."""
     try:
         text = path.read_bytes().decode("utf-8", errors="surrogateescape")
     except OSError:
         return [], None  # the scorer itself reports an unreadable file
-    names: list[str] = []
-    odd: tuple[int, str] | None = None
-    for n, line in enumerate(text.split("\n"), start=1):
+    lines = text.split("\n")
+    names = [m.group(1) for line in lines if "begin document" in line
+             for m in [_BEGIN.match(line.rstrip("\r"))] if m]
+    for n, line in enumerate(lines, start=1):
+        tail = line.rstrip()
+        if not tail or tail.endswith(("\t-", "\t_")):
+            continue  # blank, or the last non-blank field is '-' or '_' (whitespace-only fields after it)
         line = line.rstrip("\r")
-        m = _BEGIN.match(line)
-        if m:
-            names.append(m.group(1))
+        if "begin document" in line and _BEGIN.match(line):
             continue
-        if odd is not None or not line.strip() or line.lstrip().startswith("#"):
+        if line.lstrip().startswith("#"):
             continue
         fields = [f for f in line.split("\t") if f != ""]
         coref = fields[-1].strip() if len(fields) > 1 else ""
-        if coref in ("", "-", "_"):
+        if coref in ("", "-", "_") or _FIELD.fullmatch(coref):
             continue
         for part in coref.split("|"):
             if part and not _LABEL.fullmatch(part):
-                odd = (n, part)
-                break
-    return names, odd
+                return names, (n, part)
+    return names, None
 
 
 def mismatch_warnings(key: Path, response: Path) -> list[str]:

@@ -9,7 +9,6 @@ the same way (``InputError``: file, record, field, expected form).
 
 from __future__ import annotations
 
-import gzip
 import io
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -69,11 +68,13 @@ def load_dataset(name: str, path: str | Path) -> LoadedDataset:
 # shared readers
 
 
-def open_text(path: Path) -> io.TextIOBase:
-    """Open a UTF-8 text file, transparently gunzipping ``*.gz`` (OpenASP ships ``.jsonl.gz``)."""
-    if path.name.endswith(".gz"):
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
-    return open(path, encoding="utf-8")
+def open_text(path: Path, newline: str | None = None) -> io.TextIOBase:
+    """Open a UTF-8 text file, transparently gunzipping ``*.gz`` (OpenASP ships ``.jsonl.gz``).
+
+    The file is read whole, once: the hash recorded in the manifest (:func:`file_hashes`) is taken
+    from the same bytes instead of a second read."""
+    data = files.read_bytes(path, what="dataset file")  # gunzipped if .gz
+    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline=newline)
 
 
 def read_json(path: Path) -> Any:

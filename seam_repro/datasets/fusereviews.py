@@ -30,7 +30,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from seam_repro.datasets import file_hashes
+from seam_repro.datasets import file_hashes, open_text
 from seam_repro.errors import InputError
 from seam_repro.files import parse_json_text
 from seam_repro.instances import Document, Instance, LoadedDataset
@@ -162,7 +162,7 @@ def _instance(path: Path, index: int, row: dict[str, str], split: str) -> Instan
 def _read_csv(path: Path, split: str) -> list[Instance]:
     csv.field_size_limit(1 << 30)
     try:
-        with open(path, encoding="utf-8", newline="") as fh:
+        with open_text(path, newline="") as fh:
             rows = list(csv.DictReader(fh))
     except (csv.Error, UnicodeDecodeError) as exc:
         raise InputError(path, f"cannot read as a UTF-8 CSV: {exc}") from None

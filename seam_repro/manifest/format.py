@@ -144,14 +144,18 @@ def _schema() -> dict[str, Any]:
 
 def validate_manifest(manifest: Any, where: str) -> None:
     """Schema, digest over the sealed content, and unique instance keys; one-line errors."""
-    import jsonschema
+    from seam_repro.schema_check import conforms
 
     if isinstance(manifest, dict) and manifest.get("schema_version") == 1:
         raise ManifestError(f"{where}: field 'schema_version': 1 is the old layout whose digest also covered "
                             "paths and the command line; re-create it with `seam-repro sample` or `seam-repro "
                             f"freeze` (schema_version {SCHEMA_VERSION})")
-    validator = jsonschema.Draft202012Validator(_schema())
-    errors = sorted(validator.iter_errors(manifest), key=lambda e: list(e.absolute_path))
+    errors = []
+    if not conforms(manifest, SCHEMA_PATH):  # fast path; jsonschema names what is wrong
+        import jsonschema
+
+        validator = jsonschema.Draft202012Validator(_schema())
+        errors = sorted(validator.iter_errors(manifest), key=lambda e: list(e.absolute_path))
     if errors:
         err = errors[0]
         field = "/".join(str(p) for p in err.absolute_path) or "(top level)"

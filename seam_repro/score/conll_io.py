@@ -22,6 +22,7 @@ mention sorted by id, closed by ``#end document``.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,11 +36,17 @@ Span = tuple[int, int]
 
 _BEGIN = re.compile(r"#\s*begin document (.*)", re.ASCII)
 _END = re.compile(r"#\s*end document", re.ASCII)
-_BLANK = re.compile(r"\s+", re.ASCII)
 _DOUBLE_ANTECEDENT = re.compile(r"\(([0-9]+\+[0-9])\)")
 _SINGLE = re.compile(r"\(([0-9]+)\)")
 _OPEN = re.compile(r"\(([0-9]+)")
 _CLOSE = re.compile(r"([0-9]+)\)")
+_PLAIN = re.compile(r"(?:\([0-9]+\)?|[0-9]+\))(?:\|(?:\([0-9]+\)?|[0-9]+\)))*")
+"""A field of ``|``-separated ``(N)``, ``(N`` and ``N)`` parts (nearly every mention line): a
+removal cannot join two parts, so the parts give the labels directly."""
+_ONE = re.compile(r"\(([0-9]+)\)|\(([0-9]+)|([0-9]+)\)")
+"""The commonest field: one such part."""
+_NONE: list[str] = []
+"""Shared empty result (never mutated)."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +70,8 @@ def _split_lines(data: bytes) -> list[str]:
 
 
 def _begin_name(line: str) -> str | None:
+    if "begin document" not in line:  # cheap pre-check; the regex decides
+        return None
     if line.endswith("\r"):
         line = line[:-1]
     m = _BEGIN.match(line)
@@ -77,80 +86,88 @@ def _remove_first(pattern: re.Pattern[str], text: str) -> tuple[str, str | None]
     return text[: m.start()] + text[m.end() :], m.group(1)
 
 
-def _coref_field(line: str) -> str:
-    fields = line.split("\t")
-    while fields and fields[-1] == "":
-        fields.pop()
-    return fields[-1] if fields else ""
+_ASCII_SPACE = " \t\n\r\x0b\x0c"
+"""Perl's whitespace class on bytes (Python's ASCII whitespace class)."""
 
 
-def _parse_document(lines: list[str], begin: int, name: str, source: str) -> ConllDocument:
-    """Read one document starting after line index ``begin`` (the scorer's ``GetCoreference``)."""
+def _labels(info: str) -> tuple[list[str], list[str], list[str]]:
+    """Single, opening and closing entity labels of one coreference field, found as the scorer
+    finds them: repeated leftmost ``s///`` removal, double antecedents first, then singles (a
+    removal can make a new match, as in ``((1)2)``), then opens, then closes."""
+    one = _ONE.fullmatch(info)
+    if one is not None:
+        single, opened, closed = one.groups()
+        return ([single] if single else _NONE, [opened] if opened else _NONE, [closed] if closed else _NONE)
+    if _PLAIN.fullmatch(info):
+        parts = info.split("|")
+        return ([p[1:-1] for p in parts if p[0] == "(" and p[-1] == ")"],
+                [p[1:] for p in parts if p[-1] != ")"], [p[:-1] for p in parts if p[0] != "("])
+    while True:
+        info, label = _remove_first(_DOUBLE_ANTECEDENT, info)
+        if label is None:
+            break
+    found: list[list[str]] = []
+    for pattern in (_SINGLE, _OPEN, _CLOSE):
+        labels = []
+        while True:
+            info, label = _remove_first(pattern, info)
+            if label is None:
+                break
+            labels.append(label)
+        found.append(labels)
+    return found[0], found[1], found[2]
+
+
+def _parse_document(lines: list[str], begin: int, end: int | None, name: str, source: str) -> ConllDocument:
+    """Read the document whose ``#begin document`` is line index ``begin`` and whose first
+    ``#end document`` line after it is ``end`` (None: end of file); the scorer's ``GetCoreference``.
+
+    Linear: the coreference fields of the non-blank lines are taken in one comprehension, and only
+    fields with a parenthesis (mentions; ``-`` and ``_`` have none) are matched against patterns."""
+    body = lines[begin + 1 : len(lines) if end is None else end]
+    fields = [line.rstrip("\t").rpartition("\t")[2] for line in body if line.strip(_ASCII_SPACE)]
+    marked = [(t, f) for t, f in enumerate(fields) if "(" in f or ")" in f]
+
+    def lineno(token: int) -> int:  # 1-based line number of a token, for messages only
+        return [begin + 2 + i for i, line in enumerate(body) if line.strip(_ASCII_SPACE)][token]
+
     index: dict[str, int] = {}
     entities: list[list[Span]] = []
     half: dict[int, list[int]] = {}
-    opened_at: dict[int, list[int]] = {}
-    token = 0
-
-    def entity(label: str) -> int:
-        if label not in index:
-            index[label] = len(index)
-            entities.append([])
-        return index[label]
-
-    lineno = begin + 1
-    ended = False
-    for lineno in range(begin + 2, len(lines) + 1):
-        line = lines[lineno - 1]
-        if line == "" or _BLANK.fullmatch(line):
-            continue
-        if _END.search(line):
-            ended = True
-            break
-        info = _coref_field(line)
-        if info != "_":
-            while True:
-                info, label = _remove_first(_DOUBLE_ANTECEDENT, info)
-                if label is None:
-                    break
-            while True:
-                info, label = _remove_first(_SINGLE, info)
-                if label is None:
-                    break
-                entities[entity(label)].append((token, token))
-            while True:
-                info, label = _remove_first(_OPEN, info)
-                if label is None:
-                    break
-                e = entity(label)
-                half.setdefault(e, []).append(token)
-                opened_at.setdefault(e, []).append(lineno)
-            while True:
-                info, label = _remove_first(_CLOSE, info)
-                if label is None:
-                    break
-                e = entity(label)
-                if not half.get(e):
-                    raise InputError(
-                        f"{source}:{lineno}",
-                        f"'{label})' closes a mention of entity {label} that was never opened; "
-                        f"expected an earlier '({label}' in document '{name}'",
-                        field="coreference column",
-                    )
-                start = half[e].pop()
-                opened_at[e].pop()
-                entities[e].append((start, token))
-        token += 1
-    for e, starts in opened_at.items():
+    for token, info in marked:
+        singles, opens, closes = _labels(info)
+        for label in singles:
+            e = index.setdefault(label, len(index))
+            if e == len(entities):
+                entities.append([])
+            entities[e].append((token, token))
+        for label in opens:
+            e = index.setdefault(label, len(index))
+            if e == len(entities):
+                entities.append([])
+            half.setdefault(e, []).append(token)
+        for label in closes:
+            e = index.setdefault(label, len(index))
+            if e == len(entities):
+                entities.append([])
+            if not half.get(e):
+                raise InputError(
+                    f"{source}:{lineno(token)}",
+                    f"'{label})' closes a mention of entity {label} that was never opened; "
+                    f"expected an earlier '({label}' in document '{name}'",
+                    field="coreference column",
+                )
+            entities[e].append((half[e].pop(), token))
+    for e, starts in half.items():
         if starts:
             label = next(k for k, v in index.items() if v == e)
             raise InputError(
-                f"{source}:{starts[-1]}",
+                f"{source}:{lineno(starts[-1])}",
                 f"mention '({label}' of document '{name}' is never closed; expected '{label})' before "
-                + (f"'#end document' (line {lineno})" if ended else "the end of the file"),
+                + (f"'#end document' (line {end + 1})" if end is not None else "the end of the file"),
                 field="coreference column",
             )
-    return ConllDocument(name, tuple(tuple(spans) for spans in entities), token, begin + 1)
+    return ConllDocument(name, tuple(tuple(spans) for spans in entities), len(fields), begin + 1)
 
 
 def parse_conll_text(
@@ -164,14 +181,19 @@ def parse_conll_text(
     raw = data.encode("utf-8", errors="surrogateescape") if isinstance(data, str) else data
     lines = _split_lines(raw)
     last_begin: dict[str, int] = {}
-    for i, line in enumerate(lines):
-        name = _begin_name(line)
+    for i in [i for i, line in enumerate(lines) if "begin document" in line]:
+        name = _begin_name(lines[i])
         if name is not None:
             last_begin.pop(name, None)
             last_begin[name] = i
     if require_documents and not last_begin:
         raise InputError(source, "no '#begin document <name>' line found; expected a CoNLL coreference file")
-    return {name: _parse_document(lines, i, name, source) for name, i in last_begin.items()}
+    ends = [i for i, line in enumerate(lines) if "end document" in line and _END.search(line)]
+    docs = {}
+    for name, i in last_begin.items():
+        after = bisect.bisect_right(ends, i)
+        docs[name] = _parse_document(lines, i, ends[after] if after < len(ends) else None, name, source)
+    return docs
 
 
 def read_conll(path: str | Path, *, require_documents: bool = True) -> dict[str, ConllDocument]:

@@ -168,6 +168,8 @@ class _Identified:
     mentions: Counts
     repeated: int = 0
     kidx: dict[int, int] = field(default_factory=dict)
+    cache: dict[str, Any] = field(default_factory=dict)
+    """Per-document results shared between metrics (the CEAF overlap graph)."""
 
 
 def _identify(key: Sequence[Sequence[Hashable]], response: Sequence[Sequence[Hashable]]) -> _Identified:
@@ -220,26 +222,127 @@ def _muc(ident: _Identified) -> Counts:
 
 
 def _bcub(ident: _Identified) -> Counts:
-    key_sets = [set(c) for c in ident.key]
+    """B-cubed, summed mention by mention in the scorer's order (so floats round as perl's do).
+
+    The common count of a response chain and a key entity is found once per chain with one pass
+    (linear); when a key mention id occurs in two key entities (a key listing the same span twice),
+    the scorer's set-membership count is computed literally instead."""
+    key_lens = [len(c) for c in ident.key]
+    flat_k = [m for c in ident.key for m in c]
+    distinct = len(set(flat_k)) == len(flat_k)
+    key_sets = None if distinct else [set(c) for c in ident.key]
+    kidx = ident.kidx
     acum_r = acum_p = 0.0
     for chain in ident.response:
         ri = len(chain)
+        ks = [kidx.get(m) for m in chain]
         common: dict[int, int] = {}
-        for m in chain:
-            k = ident.kidx.get(m)
-            if k is None:
-                ci, ki = 0, 0
-            else:
-                if k not in common:
+        if key_sets is None:
+            for k in ks:
+                if k is not None:
+                    common[k] = common.get(k, 0) + 1
+        else:
+            for k in ks:
+                if k is not None and k not in common:
                     common[k] = sum(1 for mr in chain if mr in key_sets[k])
-                ci, ki = common[k], len(ident.key[k])
+        for k in ks:
+            if k is None:  # a twinless mention adds 0 / ri (the scorer's float sum is unchanged)
+                continue
+            ci, ki = common[k], key_lens[k]
             acum_p += ci / ri
             if ki:
                 acum_r += ci / ki
-    return Counts(acum_r, sum(map(len, ident.key)), acum_p, sum(map(len, ident.response)))
+    return Counts(acum_r, sum(key_lens), acum_p, sum(map(len, ident.response)))
+
+
+def _hungarian() -> Any:
+    """scipy's ``linear_sum_assignment`` without importing all of ``scipy.optimize`` (~1 s of
+    start-up for one function): its compiled ``_lsap`` module is loaded directly; any other scipy
+    layout falls back to the public import."""
+    global _LSA
+    if _LSA is None:
+        try:
+            import importlib.machinery
+            import importlib.util
+            import sys
+            from pathlib import Path
+
+            import scipy
+
+            name = "scipy.optimize._lsap"
+            module = sys.modules.get(name)
+            if module is None:
+                folder = Path(scipy.__file__).parent / "optimize"
+                found = [f for f in folder.glob("_lsap.*") if f.suffix in (".so", ".pyd")]
+                loader = importlib.machinery.ExtensionFileLoader(name, str(found[0]))
+                spec = importlib.util.spec_from_file_location(name, found[0], loader=loader)
+                module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+                loader.exec_module(module)
+            _LSA = module.linear_sum_assignment
+        except Exception:  # pragma: no cover - another scipy build: the public import always works
+            from scipy.optimize import linear_sum_assignment
+
+            _LSA = linear_sum_assignment
+    return _LSA
+
+
+_LSA: Any = None
+
+
+def _overlap(ident: _Identified) -> dict[tuple[int, int], int]:
+    """How many elements of key entity i are found in response entity j (non-zero pairs only;
+    CEAF and BLANC both use it, so it is counted once per document)."""
+    counts = ident.cache.get("overlap")
+    if counts is None:
+        ridx = {m: j for j, chain in enumerate(ident.response) for m in chain}
+        counts = {}
+        for i, chain in enumerate(ident.key):
+            for m in chain:  # perl counts every element of the key chain found in the response chain
+                j = ridx.get(m)
+                if j is not None:
+                    counts[(i, j)] = counts.get((i, j), 0) + 1
+        ident.cache["overlap"] = counts
+    return counts  # type: ignore[no-any-return]
+
+
+def _overlap_components(ident: _Identified) -> tuple[dict[tuple[int, int], int], list[list[tuple[int, int]]]]:
+    """The overlap counts and the connected components of that bipartite graph (entities in
+    different components never compete in an assignment); built once for both CEAF variants."""
+    cached = ident.cache.get("ceaf")
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    counts = _overlap(ident)
+    by_row: dict[int, list[int]] = {}
+    by_col: dict[int, list[int]] = {}
+    for i, j in counts:
+        by_row.setdefault(i, []).append(j)
+        by_col.setdefault(j, []).append(i)
+    seen_rows: set[int] = set()
+    components = []
+    for start in by_row:
+        if start in seen_rows:
+            continue
+        seen_rows.add(start)
+        rows, cols, stack, seen_cols = [start], [], [start], set()
+        while stack:
+            for j in by_row[stack.pop()]:
+                if j not in seen_cols:
+                    seen_cols.add(j)
+                    cols.append(j)
+                    for i in by_col[j]:
+                        if i not in seen_rows:
+                            seen_rows.add(i)
+                            rows.append(i)
+                            stack.append(i)
+        components.append([(i, j) for i in rows for j in by_row[i]])
+    ident.cache["ceaf"] = (counts, components)
+    return counts, components
 
 
 def _ceaf(ident: _Identified, mention_based: bool) -> Counts:
+    """CEAF-m/e: the optimal key/response entity alignment, solved per connected component of
+    entities that share mentions (most are one key and one response entity, solved without any
+    matrix); values are those of one assignment over the whole matrix, summed in key order."""
     key, resp = ident.key, ident.response
     if mention_based:
         den_rec, den_pre = sum(map(len, key)), sum(map(len, resp))
@@ -247,24 +350,33 @@ def _ceaf(ident: _Identified, mention_based: bool) -> Counts:
         den_rec, den_pre = sum(1 for c in key if c), sum(1 for c in resp if c)
     if not key or not resp:
         return Counts(0, den_rec, 0, den_pre)
-    import numpy as np
-    from scipy.optimize import linear_sum_assignment
+    counts, components = _overlap_components(ident)
+    if mention_based:
+        sim = {ij: float(c) for ij, c in counts.items()}
+    else:
+        sim = {(i, j): 2 * c / (len(key[i]) + len(resp[j])) for (i, j), c in counts.items()}
+    chosen: list[tuple[int, float]] = []
+    for edges in components:
+        if len(edges) == 1:
+            chosen.append((edges[0][0], sim[edges[0]]))
+            continue
+        rows = sorted({i for i, _ in edges})
+        cols = sorted({j for _, j in edges})
+        if len(rows) == 1 or len(cols) == 1:  # one entity on a side: the best edge is optimal
+            i, j = max(edges, key=lambda e: sim[e])
+            chosen.append((i, sim[(i, j)]))
+            continue
+        import numpy as np
 
-    ridx = {m: j for j, chain in enumerate(resp) for m in chain}
-    sim = np.zeros((len(key), len(resp)))
-    for i, chain in enumerate(key):
-        for m in chain:  # perl counts every element of the key chain found in the response chain
-            j = ridx.get(m)
-            if j is not None:
-                sim[i, j] += 1
-    if not mention_based:
-        sizes_k = np.array([len(c) for c in key], dtype=float)[:, None]
-        sizes_r = np.array([len(c) for c in resp], dtype=float)[None, :]
-        sim = 2 * sim / (sizes_k + sizes_r)
-    rows, cols = linear_sum_assignment(sim, maximize=True)
+        matrix = np.zeros((len(rows), len(cols)))
+        r_at, c_at = {i: n for n, i in enumerate(rows)}, {j: n for n, j in enumerate(cols)}
+        for i, j in edges:
+            matrix[r_at[i], c_at[j]] = sim[(i, j)]
+        picked_r, picked_c = _hungarian()(matrix, maximize=True)
+        chosen.extend((rows[a], float(matrix[a, b])) for a, b in zip(picked_r.tolist(), picked_c.tolist(), strict=True))
     total = 0.0
-    for i, j in zip(rows.tolist(), cols.tolist(), strict=True):
-        total += 1 - (1 - float(sim[i, j]))  # perl stores 1 - sim for Munkres and converts back
+    for _, value in sorted(chosen, key=lambda c: c[0]):
+        total += 1 - (1 - value)  # perl stores 1 - sim for Munkres and converts back
     return Counts(total, den_rec, total, den_pre)
 
 
@@ -308,17 +420,12 @@ def _blanc(ident: _Identified) -> BlancCounts:
     rc = sum(_c2(len(c)) for c in resp)
     kn = (len(flat_k) ** 2 - sum(len(c) ** 2 for c in key)) // 2
     rn = (len(flat_r) ** 2 - sum(len(c) ** 2 for c in resp)) // 2
-    ridx = {m: j for j, chain in enumerate(resp) for m in chain}
-    cell: Counter[tuple[int, int]] = Counter()
+    cell = _overlap(ident)
     in_k: Counter[int] = Counter()
     in_r: Counter[int] = Counter()
-    for i, chain in enumerate(key):
-        for m in chain:
-            j = ridx.get(m)
-            if j is not None:
-                cell[(i, j)] += 1
-                in_k[i] += 1
-                in_r[j] += 1
+    for (i, j), n in cell.items():
+        in_k[i] += n
+        in_r[j] += n
     both = sum(cell.values())
     same_both = sum(_c2(n) for n in cell.values())
     isect_n = _c2(both) - sum(_c2(n) for n in in_k.values()) - sum(_c2(n) for n in in_r.values()) + same_both

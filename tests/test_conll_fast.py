@@ -1,0 +1,185 @@
+"""The fast CoNLL reader and the linear B3 / per-component CEAF against slower references:
+the scorer's own iterative ``s///`` label extraction, one assignment over the whole similarity
+matrix, and (when perl and a scorer.pl are at hand) the official scorer on large random files."""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from seam_repro.score import coref
+from seam_repro.score.conll_io import (
+    _CLOSE,
+    _DOUBLE_ANTECEDENT,
+    _OPEN,
+    _SINGLE,
+    _labels,
+    parse_conll_text,
+    score_conll_files,
+)
+from seam_repro.score.coref import METRICS, _identify
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+from synth import conll_pair  # noqa: E402
+
+SCORER_SNAPSHOT = Path("/work/.mirror/conll+reference-coreference-scorers/repo/.git")
+
+
+def _labels_by_removal(info: str) -> tuple[list[str], list[str], list[str]]:
+    """The scorer's loop, literally: remove the leftmost match until none is left, per pattern."""
+    def drain(pattern: re.Pattern[str], text: str) -> tuple[str, list[str]]:
+        out = []
+        while (m := pattern.search(text)) is not None:
+            text = text[: m.start()] + text[m.end():]
+            out.append(m.group(1))
+        return text, out
+
+    info, _ = drain(_DOUBLE_ANTECEDENT, info)
+    info, singles = drain(_SINGLE, info)
+    info, opens = drain(_OPEN, info)
+    info, closes = drain(_CLOSE, info)
+    return singles, opens, closes
+
+
+def test_label_fast_paths_equal_iterative_removal() -> None:
+    rng = random.Random(7)
+    alphabet = ["(", ")", "|", "1", "2", "12", "+", "-", "_", "x", "07"]
+    fields = ["(1)", "(12", "3)", "(1)|(2", "(1|2)", "((1)2)", "(1)(2)", "(1+2)", "(01)|1)", "1)|(1)|(3",
+              "(12)|(12)", "|", "(", ")", "()", "(1|", "|2)"]
+    fields += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 9))) for _ in range(3000)]
+    for info in fields:
+        assert _labels(info) == _labels_by_removal(info), info
+
+
+def _full_matrix_ceaf(ident: coref._Identified, mention_based: bool) -> float:
+    """One assignment over the whole key x response matrix (the previous implementation)."""
+    import numpy as np
+    from scipy.optimize import linear_sum_assignment
+
+    key, resp = ident.key, ident.response
+    ridx = {m: j for j, chain in enumerate(resp) for m in chain}
+    sim = np.zeros((len(key), len(resp)))
+    for i, chain in enumerate(key):
+        for m in chain:
+            if m in ridx:
+                sim[i, ridx[m]] += 1
+    if not mention_based:
+        sim = 2 * sim / (np.array([len(c) for c in key], float)[:, None] + np.array([len(c) for c in resp], float)[None, :])
+    total = 0.0
+    for i, j in zip(*linear_sum_assignment(sim, maximize=True), strict=True):
+        total += 1 - (1 - float(sim[i, j]))
+    return total
+
+
+def test_component_ceaf_equals_whole_matrix_assignment() -> None:
+    key_text, resp_text = conll_pair(random.Random(3), n_docs=60, n_tokens=120)
+    key, resp = parse_conll_text(key_text), parse_conll_text(resp_text)
+    for name, doc in key.items():
+        for mention_based in (True, False):
+            ident = _identify(doc.entities, resp[name].entities)
+            assert coref._ceaf(ident, mention_based).recall_num == pytest.approx(
+                _full_matrix_ceaf(ident, mention_based), abs=1e-12), (name, mention_based)
+
+
+def _scorer() -> Path | None:
+    env = os.environ.get("CONLL_SCORER", "")
+    if env and Path(env).is_file():
+        return Path(env)
+    return None
+
+
+@pytest.fixture(scope="module")
+def scorer_pl(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not shutil.which("perl"):
+        pytest.skip("perl is not installed")
+    found = _scorer()
+    if found is not None:
+        return found
+    if not (SCORER_SNAPSHOT.is_dir() and shutil.which("git") and shutil.which("tar")):
+        pytest.skip("set CONLL_SCORER to a reference-coreference-scorers scorer.pl (no snapshot here either)")
+    out = tmp_path_factory.mktemp("scorer")
+    archive = subprocess.run(["git", "-C", str(SCORER_SNAPSHOT), "archive", "HEAD"], capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(out)], input=archive.stdout, check=True)
+    return out / "scorer.pl"
+
+
+_NUM = r"\(([-0-9.e+]+) / ([-0-9.e+]+)\)"
+
+
+@pytest.mark.slow
+def test_large_random_files_equal_perl_scorer(scorer_pl: Path, tmp_path: Path) -> None:
+    """Documents of 60-150 tokens with nested and crossing mentions, moved and twinless ones."""
+    rng = random.Random(11)
+    for trial in range(3):
+        key_text, resp_text = conll_pair(rng, n_docs=12, n_tokens=rng.randint(60, 150), entities=(5, 25))
+        key, resp = tmp_path / f"k{trial}.conll", tmp_path / f"r{trial}.conll"
+        key.write_text(key_text)
+        resp.write_text(resp_text)
+        out = subprocess.run(["perl", str(scorer_pl), "all", str(key), str(resp)], capture_output=True, text=True,
+                             check=True).stdout
+        ours = score_conll_files(key, resp, list(METRICS))
+        for section in out.split("METRIC ")[1:]:
+            name, totals = section.split(":", 1)[0], section.split("====== TOTALS =======")[-1]
+            m = ours.metric(name)
+            if name == "blanc":
+                pat = (f"Coreference links: Recall: {_NUM}.*?Precision: {_NUM}.*?"
+                       f"Non-coreference links: Recall: {_NUM}.*?Precision: {_NUM}")
+                mine = (m.coref.recall_num, m.coref.recall_den, m.coref.precision_num, m.coref.precision_den,
+                        m.noncoref.recall_num, m.noncoref.recall_den, m.noncoref.precision_num,
+                        m.noncoref.precision_den)
+            else:
+                pat = f"\nCoreference: Recall: {_NUM}.*?Precision: {_NUM}"
+                mine = (m.recall_num, m.recall_den, m.precision_num, m.precision_den)
+            theirs = tuple(float(x) for x in re.search(pat, totals, re.S).groups())  # type: ignore[union-attr]
+            assert mine == pytest.approx(theirs, abs=1e-9), (trial, name)
+
+
+def _scan_reference(text: str) -> tuple[list[str], tuple[int, str] | None]:
+    """conll-score's warning scan as first written (one regex pass per line and part)."""
+    from seam_repro.commands.conll import _BEGIN, _LABEL
+
+    names: list[str] = []
+    odd = None
+    for n, line in enumerate(text.split("\n"), start=1):
+        line = line.rstrip("\r")
+        m = _BEGIN.match(line)
+        if m:
+            names.append(m.group(1))
+            continue
+        if odd is not None or not line.strip() or line.lstrip().startswith("#"):
+            continue
+        fields = [f for f in line.split("\t") if f != ""]
+        coref = fields[-1].strip() if len(fields) > 1 else ""
+        if coref in ("", "-", "_"):
+            continue
+        for part in coref.split("|"):
+            if part and not _LABEL.fullmatch(part):
+                odd = (n, part)
+                break
+    return names, odd
+
+
+def test_warning_scan_equals_the_line_by_line_reference(tmp_path: Path) -> None:
+    from seam_repro.commands.conll import _scan
+
+    rng = random.Random(5)
+    pieces = ["(1)", "(12", "3)", "-", "_", "(1+2)", "(a)", "x", "", " ", "\xa0", "1+", "((1", "|", "(1)|(x",
+              "\r", "#", "#begin document (d); part 0", "#end document"]
+    for trial in range(300):
+        lines = []
+        for _ in range(rng.randint(1, 12)):
+            cols = [rng.choice(["w", "", " ", "d", "#c"]) for _ in range(rng.randint(0, 3))]
+            lines.append("\t".join(cols + ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 3)))])
+                         + rng.choice(["", "\t", "\t \t", "\r", " "]))
+        text = "\n".join(lines)
+        path = tmp_path / f"f{trial}.conll"
+        path.write_bytes(text.encode("utf-8"))
+        assert _scan(path) == _scan_reference(text), text
