@@ -139,8 +139,13 @@ WORK=$(mktemp -d /var/tmp/seam-image-check.XXXXXX)
 if [ "${SEAM_IMAGE_KEEP:-0}" = 1 ]; then echo "scratch: $WORK"; else trap 'rm -rf "$WORK"' EXIT; fi
 mkdir -p "$WORK/out" "$WORK/cache"
 chown "$UID_IN_IMAGE:$UID_IN_IMAGE" "$WORK/out" "$WORK/cache" 2>/dev/null || chmod 777 "$WORK/out" "$WORK/cache"
+# Under cgroup v1 (this host) a container's cgroup weighs as much as ONE process at the root, so on a
+# busy machine its two torch threads got a fraction of what the same threads get outside (measured:
+# the embedded smoke replay ran ~2x slower inside). Weighing it as one process per core restores
+# the outside share; it changes scheduling only, never results.
+FAIR_SHARE=--cpu-shares=$((1024 * $(nproc)))
 run_in() {  # as the image's own non-root user, no network, image ID passed as `docker run -e` would
-  podman run --rm --network none -e SEAM_REPRO_IMAGE_DIGEST="$IMAGE_ID" \
+  podman run --rm --network none "$FAIR_SHARE" -e SEAM_REPRO_IMAGE_DIGEST="$IMAGE_ID" \
     -v "$WORK/out:/out" -v "$WORK/cache:/cache" "$IMAGE" "$@"
 }
 
@@ -179,10 +184,12 @@ m = re.search(r"<!-- tested by tools/image_check.sh -->\s*```bash\n(.*?)```", te
 sys.exit("README.md: no ```bash block after '<!-- tested by tools/image_check.sh -->'") if m is None else print(m.group(1))
 EOF
 cat "$WORK/readme/commands.sh"
-# `docker` is podman here (a function, so a Docker client on PATH without an engine is not used).
+# `docker` is podman here (a function, so a Docker client on PATH without an engine is not used);
+# `run` gets the fair CPU share above, nothing else is added to the README's commands.
 # shellcheck disable=SC2317  # called by the README commands
-docker() { podman "$@"; }
+docker() { if [ "$1" = run ]; then shift; podman run "$FAIR_SHARE" "$@"; else podman "$@"; fi; }
 export -f docker
+export FAIR_SHARE
 (cd "$WORK/readme" && bash -euo pipefail commands.sh)
 
 stage "identity: embedded predictions inside = outside, fingerprint has the image ID"
