@@ -12,7 +12,6 @@ Inputs are ``RUN_DIR/scores/<model_slug>/{summary.json,instance_scores.jsonl}`` 
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from seam_repro.errors import InputError
+from seam_repro.files import iter_jsonl, read_json
 
 RUN_LEVEL_TASKS = frozenset({"coreference"})
 """Tasks whose run score is computed over the whole run (micro CoNLL-F1), not averaged over instances."""
@@ -115,17 +115,8 @@ def parse_instance_line(path: object, lineno: int, obj: Any) -> InstanceScore:
 
 def read_instance_scores(path: Path) -> list[InstanceScore]:
     """Read and validate ``instance_scores.jsonl`` (blank lines ignored)."""
-    out = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(path, f"not valid JSON: {exc.msg}", f"line {lineno}") from None
-            out.append(parse_instance_line(path, lineno, obj))
-    return out
+    return [parse_instance_line(path, lineno, obj)
+            for lineno, obj in iter_jsonl(path, what="instance scores file", expect=None)]
 
 
 def _mean_by_run(items: Iterable[InstanceScore]) -> tuple[dict[int, float], dict[int, float]]:
@@ -158,7 +149,13 @@ def build_model_scores(summary: Any, instances: list[InstanceScore], path: objec
     if not isinstance(ds_raw, dict) or not ds_raw:
         raise InputError(path, "expected a non-empty object {dataset: {...}}", field="datasets")
     by_ds: dict[str, list[InstanceScore]] = {}
-    for it in instances:
+    seen: set[tuple[str, int, str]] = set()
+    for n, it in enumerate(instances, start=1):
+        key = (it.dataset, it.run, it.instance_id)
+        if key in seen:
+            raise InputError(source or path, f"duplicate score for {it.dataset} run {it.run} instance {it.instance_id} "
+                             "(expected one line per instance)", f"instance {n}")
+        seen.add(key)
         by_ds.setdefault(it.dataset, []).append(it)
     unknown = sorted(set(by_ds) - set(ds_raw))
     if unknown:
@@ -193,8 +190,9 @@ def build_model_scores(summary: Any, instances: list[InstanceScore], path: objec
                 raise InputError(path, "expected {'metric': str, 'runs': {...}}", rec, "corrected")
             corrected = {"metric": corrected["metric"], "runs": _runs_map(path, corrected.get("runs"), rec, "corrected.runs")}
         datasets[name] = DatasetScores(name, ds["metric"], runs, fmt, tuple(items), corrected)
+    extra = {k: summary[k] for k in ("protocol", "coverage", "unscored", "predictions_digest") if k in summary}
     return ModelScores(model["id"], str(model.get("revision", "")), summary["manifest_digest"],
-                       summary["prompt_digest"], datasets, source, unscored=unscored)
+                       summary["prompt_digest"], datasets, source, extra=extra, unscored=unscored)
 
 
 def load_scores_dir(score_dir: Path) -> ModelScores:
@@ -204,11 +202,12 @@ def load_scores_dir(score_dir: Path) -> ModelScores:
     for p in (summary_path, inst_path):
         if not p.is_file():
             raise InputError(p, "missing; run `seam-repro score RUN_DIR` first")
-    try:
-        summary = json.loads(summary_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(summary_path, f"not valid JSON: {exc.msg}") from None
-    return build_model_scores(summary, read_instance_scores(inst_path), summary_path, str(score_dir))
+    summary = read_json(summary_path, what="summary.json", expect=None)
+    instances = read_instance_scores(inst_path)
+    from seam_repro.trust import check_scores_against_run
+
+    check_scores_against_run(score_dir, summary, instances)
+    return build_model_scores(summary, instances, summary_path, str(score_dir))
 
 
 def load_run_dir(run_dir: Path) -> list[ModelScores]:

@@ -4,6 +4,8 @@ one library call. Commands are imported lazily so ``--help`` never imports torch
 from __future__ import annotations
 
 import importlib
+import os
+import shlex
 import sys
 
 import click
@@ -72,20 +74,64 @@ def cli() -> None:
     """Reproduce SEAM runs exactly: sample -> manifest -> prompts -> replay -> score -> report."""
 
 
-def main() -> None:
-    """Console entry point: domain errors become one line on stderr and exit status 2."""
+_interrupt_note: list[str] = []
+
+
+def on_interrupt(kept: str) -> None:
+    """Let the running command say what a Ctrl-C keeps (printed with the resume command)."""
+    _interrupt_note[:] = [kept]
+
+
+def _command_line(argv: list[str]) -> str:
+    return "seam-repro " + shlex.join(argv)
+
+
+def _fail(message: str, code: int) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: every failure is one line on stderr, never a traceback.
+
+    Domain errors exit 2 (their own code); Ctrl-C says what was kept and how to resume (130);
+    file-system faults (read-only folder, full disk) and input that defeats a parser are still one
+    line (2); anything else is a bug, reported in one line with how to get the traceback (70).
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    _interrupt_note.clear()
+    from seam_repro.network import apply_policy
+
+    apply_policy(args)  # offline unless this command line asks for the network
     try:
-        rv = cli.main(standalone_mode=False, auto_envvar_prefix="SEAM_REPRO")
+        rv = cli.main(args=args, prog_name="seam-repro", standalone_mode=False, auto_envvar_prefix="SEAM_REPRO")
         if isinstance(rv, int) and not isinstance(rv, bool):
             sys.exit(rv)
     except SeamReproError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
+        _fail(str(exc), exc.exit_code)
+    except click.exceptions.Abort as exc:
+        cause = exc.__cause__ or exc.__context__
+        if isinstance(cause, EOFError):  # click turns EOFError into Abort: it is an input cut short
+            _fail(f"unexpected end of input ({cause or 'file ends early'})", 2)
+        kept = _interrupt_note[0] if _interrupt_note else (
+            "no partial output was left (files are written whole, then renamed into place)")
+        click.echo(f"interrupted: {kept}; resume with: {_command_line(args)}", err=True)
         sys.exit(130)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    except OSError as exc:
+        from seam_repro.files import describe_os_error
+
+        _fail(describe_os_error(exc), 2)
+    except RecursionError:
+        _fail("input nested too deeply to process", 2)
+    except MemoryError:
+        _fail("out of memory while processing the input", 2)
+    except Exception as exc:  # a bug in the kit: one line, the traceback on request
+        if os.environ.get("SEAM_REPRO_DEBUG"):
+            raise
+        _fail(f"internal error ({type(exc).__name__}: {str(exc)[:200]}); this is a bug in seam-repro: "
+              "rerun with SEAM_REPRO_DEBUG=1 and report the traceback", 70)

@@ -10,12 +10,13 @@ Upstream quirks handled here, each reported rather than hidden:
 
 from __future__ import annotations
 
-import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from seam_repro.errors import InputError
+from seam_repro.files import read_json
 from seam_repro.suite import load_suite
 
 PROFILES = ("upstream", "seam-repro-1")
@@ -68,15 +69,57 @@ class SeamConfig:
         }
 
 
-def _int(raw: dict[str, Any], key: str, where: str, default: int | None = None) -> int:
+MAX_SEED = 2**63
+MAX_RUNS = 1000
+"""The paper uses 10 runs; a thousand is far beyond any use and keeps a typo from looping for days."""
+MAX_DEMOS = 100
+
+
+def _int(raw: dict[str, Any], key: str, where: str, default: int | None = None, *, low: int | None = None,
+         high: int | None = None, form: str = "an integer") -> int:
+    """An integer field in ``[low, high]``; anything else (bool, float, string, out of range) is refused."""
     if key not in raw:
         if default is None:
-            raise InputError(where, "missing; expected an integer", field=key)
+            raise InputError(where, f"missing; expected {form}", field=key)
         return default
     value = raw[key]
     if not isinstance(value, int) or isinstance(value, bool):
-        raise InputError(where, f"expected an integer, got {value!r}", field=key)
+        raise InputError(where, f"expected {form}, got {_show(value)}", field=key)
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise InputError(where, f"expected {form}, got {_show(value)}", field=key)
     return value
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _cap(raw: dict[str, Any], key: str, where: str) -> int:
+    """An instance cap: -1 (no subsampling, upstream's default) or a positive count."""
+    value = _int(raw, key, where, -1, form="-1 (no limit) or an integer >= 1")
+    if value == 0 or value < -1:
+        raise InputError(where, f"expected -1 (no limit) or an integer >= 1, got {value}", field=key)
+    return value
+
+
+def validate_generation(gen_raw: Any, where: str) -> dict[str, Any]:
+    """The generation block, checked by the same rules replay applies (``GenerationSettings``),
+    plus finiteness, so ``sample`` never writes settings that ``replay`` later refuses."""
+    from seam_repro.generate.base import GenerationSettings
+
+    if not isinstance(gen_raw, dict):
+        raise InputError(where, "expected an object", field="generation")
+    unknown = set(gen_raw) - set(PAPER_GENERATION)
+    if unknown:
+        raise InputError(where, f"unknown keys {sorted(unknown)}; expected {sorted(PAPER_GENERATION)}",
+                         field="generation")
+    for key in ("temperature", "top_p"):
+        value = gen_raw.get(key)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InputError(where, f"expected a finite number, got {value!r}", field=f"generation.{key}")
+    GenerationSettings.from_manifest(gen_raw, source=where)
+    return {**PAPER_GENERATION, **gen_raw}
 
 
 def parse_config(raw: dict[str, Any], profile: str, where: str = "config") -> SeamConfig:
@@ -87,14 +130,13 @@ def parse_config(raw: dict[str, Any], profile: str, where: str = "config") -> Se
     if not isinstance(raw, dict):
         raise InputError(where, "expected a JSON object")
     notes: list[str] = []
-    seed = _int(raw, "random_seed", where, 42)
-    runs = _int(raw, "num_different_runs", where, 10)
-    demos = _int(raw, "num_demonstrations", where, 3)
-    if runs < 1 or demos < 0:
-        raise InputError(where, "num_different_runs must be >= 1 and num_demonstrations >= 0")
+    seed = _int(raw, "random_seed", where, 42, low=-MAX_SEED, high=MAX_SEED - 1,
+                form="an integer with |value| < 2**63")
+    runs = _int(raw, "num_different_runs", where, 10, low=1, high=MAX_RUNS, form=f"an integer in 1..{MAX_RUNS}")
+    demos = _int(raw, "num_demonstrations", where, 3, low=0, high=MAX_DEMOS, form=f"an integer in 0..{MAX_DEMOS}")
     has_samples, has_instances = "max_num_samples" in raw, "max_num_instances" in raw
-    samples = _int(raw, "max_num_samples", where, -1)
-    instances = _int(raw, "max_num_instances", where, -1)
+    samples = _cap(raw, "max_num_samples", where)
+    instances = _cap(raw, "max_num_instances", where)
     if profile == "upstream":
         cap, key = samples, ("max_num_samples" if has_samples else None)
         if has_instances:
@@ -122,6 +164,11 @@ def parse_config(raw: dict[str, Any], profile: str, where: str = "config") -> Se
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict) or "name" not in entry:
             raise InputError(where, "expected an object with 'name'", field=f"datasets[{i}]")
+        for attr in ("name", "split_name", "task"):
+            if attr in entry and not (isinstance(entry[attr], str) and entry[attr].strip()) \
+                    and not (attr == "task" and entry[attr] is None):
+                raise InputError(where, f"expected a non-empty string, got {_show(entry[attr])}",
+                                 field=f"datasets[{i}].{attr}")
         name = suite.canonical_name(entry["name"], where)
         if name != entry["name"]:
             notes.append(f"dataset name '{entry['name']}' read as '{name}'")
@@ -133,15 +180,7 @@ def parse_config(raw: dict[str, Any], profile: str, where: str = "config") -> Se
         if path is not None and (not isinstance(path, str) or path.startswith("<")):
             path = None  # upstream's placeholder such as "<PATH_TO_ECB>"
         datasets.append(DatasetEntry(name, str(split), path, entry.get("task"), str(entry["name"])))
-    generation = dict(PAPER_GENERATION)
-    gen_raw = raw.get("generation", {})
-    if not isinstance(gen_raw, dict):
-        raise InputError(where, "expected an object", field="generation")
-    unknown = set(gen_raw) - set(PAPER_GENERATION)
-    if unknown:
-        raise InputError(where, f"unknown keys {sorted(unknown)}; expected {sorted(PAPER_GENERATION)}",
-                         field="generation")
-    generation.update(gen_raw)
+    generation = validate_generation(raw.get("generation", {}), where)
     models = raw.get("models", [])
     if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
         raise InputError(where, "expected a list of model ids", field="models")
@@ -151,10 +190,5 @@ def parse_config(raw: dict[str, Any], profile: str, where: str = "config") -> Se
 
 def read_config(path: str | Path, profile: str) -> SeamConfig:
     path = Path(path)
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise InputError(path, "file not found") from exc
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(path, f"not valid UTF-8 JSON ({exc})") from exc
+    raw = read_json(path, what="config", expect=None)
     return parse_config(raw, profile, where=str(path))

@@ -9,16 +9,29 @@ i.e. the two ±1 std intervals overlap, with 0.05 of slack for the reference's r
 Other rules (``--tolerance``): ``Kx`` scales the spread term by K (``2x``), a bare number is an
 absolute band in score points (``1.5``), ``P%`` is relative to the reference mean (``10%``).
 The rounding slack applies to every rule.
+
+Before any value is compared, the run's protocol (``trust.PROTOCOL_FIELDS``: protocol digest,
+profile, runs, limit, temperature, max_new_tokens, prompt path, and whether every instance was
+scored) is checked against the reference's. Exit codes (``DiffReport.exit_code``):
+
+* 0 every compared cell is within, and at least one cell was compared;
+* 1 some cell is outside;
+* 2 bad input (any refused file; raised, not returned);
+* 3 the protocol differs from the reference's (unless ``--allow-protocol-mismatch``);
+* 4 nothing was compared (no model/dataset has a reference value): a CI job must not pass on it.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from seam_repro.aggregate import ModelScores, summarize
 from seam_repro.errors import InputError
 from seam_repro.reference import ReferenceTable
+from seam_repro.trust import PROTOCOL_FIELDS, protocol_differences
+
+EXIT_OK, EXIT_OUTSIDE, EXIT_BAD_INPUT, EXIT_PROTOCOL, EXIT_NOTHING_COMPARED = 0, 1, 2, 3, 4
 
 ROUNDING_SLACK = 0.05
 """Half the reference's rounding unit (Table 3 prints one decimal)."""
@@ -75,15 +88,17 @@ class DiffRow:
     reference_model: str | None
     dataset: str
     n_runs: int
-    mean: float
-    std: float
+    mean: float | None
+    std: float | None
     ref_mean: float | None
     ref_std: float | None
     delta: float | None
     allowed: float | None
     status: str
-    """``within``, ``outside`` or ``no-reference`` (not a failure)."""
+    """``within``, ``outside``, ``no-reference`` or ``not-scored`` (the last two compare nothing)."""
     note: str = ""
+    protocol: str = ""
+    """Protocol fields that differ from the reference's ('' when they agree)."""
 
 
 @dataclass(frozen=True)
@@ -91,20 +106,42 @@ class DiffReport:
     reference: str
     rule: str
     rows: list[DiffRow]
+    protocol: dict[str, list[str]] = field(default_factory=dict)
+    """Per model id: the protocol fields that differ from the reference's."""
+    allow_protocol_mismatch: bool = False
+
+    @property
+    def n_compared(self) -> int:
+        return sum(r.status in ("within", "outside") for r in self.rows)
 
     @property
     def exit_code(self) -> int:
-        """0 when every comparable cell is within, 1 when any is outside."""
-        return 1 if any(r.status == "outside" for r in self.rows) else 0
+        """See the module docstring: 3 protocol mismatch, 1 outside, 4 nothing compared, else 0."""
+        if any(self.protocol.values()) and not self.allow_protocol_mismatch:
+            return EXIT_PROTOCOL
+        if any(r.status == "outside" for r in self.rows):
+            return EXIT_OUTSIDE
+        if self.n_compared == 0:
+            return EXIT_NOTHING_COMPARED
+        return EXIT_OK
 
     def to_json(self) -> dict[str, object]:
         return {"reference": self.reference, "rule": self.rule, "exit_code": self.exit_code,
-                "rows": [asdict(r) for r in self.rows]}
+                "compared": self.n_compared, "protocol_differences": self.protocol,
+                "allow_protocol_mismatch": self.allow_protocol_mismatch, "rows": [asdict(r) for r in self.rows]}
+
+
+def reference_protocol(reference: ReferenceTable) -> dict[str, object] | None:
+    """The comparable fields of the reference's protocol, or None when it states none."""
+    if not reference.protocol:
+        return None
+    return {k: reference.protocol[k] for k in PROTOCOL_FIELDS if k in reference.protocol}
 
 
 def diff_models(models: list[ModelScores], reference: ReferenceTable, tolerance: Tolerance,
-                as_name: str | None = None) -> DiffReport:
-    """One row per (model, dataset) of the runs; the model is matched by HF id or ``as_name``."""
+                as_name: str | None = None, allow_protocol_mismatch: bool = False) -> DiffReport:
+    """One row per (model, dataset) of the runs; the model is matched by HF id or ``as_name``.
+    Datasets a model has no score for get a ``not-scored`` row with the reason."""
     if as_name is not None:
         if as_name not in reference.models:
             raise InputError("--as", f"{as_name!r} is not a reference model; choose one of {sorted(reference.models)}")
@@ -112,12 +149,19 @@ def diff_models(models: list[ModelScores], reference: ReferenceTable, tolerance:
         if len(ids) > 1:
             raise InputError("--as", f"applies to one model but the runs hold {sorted(ids)}")
     rows: list[DiffRow] = []
+    ref_protocol = reference_protocol(reference)
+    protocol: dict[str, list[str]] = {}
     for ms in models:
         ref_name = as_name or reference.name_for_hf_id(ms.model_id)
+        differs = protocol_differences(ms.extra.get("protocol"), ref_protocol)
+        protocol[ms.model_id] = differs
+        for ds_name, reason in sorted(ms.unscored.items()):
+            rows.append(DiffRow(ms.model_id, ref_name, ds_name, 0, None, None, None, None, None, None,
+                                "not-scored", reason, "; ".join(differs)))
         for ds_name, ds in ms.datasets.items():
             s = summarize(ds)
             base = dict(model_id=ms.model_id, reference_model=ref_name, dataset=ds_name, n_runs=len(s.runs),
-                        mean=s.mean, std=s.std)
+                        mean=s.mean, std=s.std, protocol="; ".join(differs))
             ref_ds = reference.datasets.get(ds_name)
             row = ref_ds.row(ref_name) if (ref_ds is not None and ref_name is not None) else None
             if ref_name is None:
@@ -138,7 +182,7 @@ def diff_models(models: list[ModelScores], reference: ReferenceTable, tolerance:
             status = "within" if abs(delta) <= allowed + 1e-12 else "outside"
             rows.append(DiffRow(**base, ref_mean=row.mean, ref_std=row.std, delta=delta,  # type: ignore[arg-type]
                                 allowed=allowed, status=status))
-    return DiffReport(reference.path, tolerance.describe(), rows)
+    return DiffReport(reference.path, tolerance.describe(), rows, protocol, allow_protocol_mismatch)
 
 
 def format_diff(report: DiffReport) -> str:
@@ -151,11 +195,21 @@ def format_diff(report: DiffReport) -> str:
         ref = f"{r.ref_mean:.1f} ± {r.ref_std:.1f}" if r.ref_mean is not None and r.ref_std is not None else "–"
         delta = f"{r.delta:+.2f}" if r.delta is not None else "–"
         allowed = f"{r.allowed:.2f}" if r.allowed is not None else "–"
-        status = r.status + (f" ({r.note})" if r.note else "")
-        lines.append(f"| {name} | {r.dataset} | {r.n_runs} | {r.mean:.2f} ± {r.std:.2f} | {ref} | {delta} | "
-                     f"{allowed} | {status} |")
+        status = r.status + (f" ({r.note})" if r.note else "") + (" [protocol differs]" if r.protocol else "")
+        mine = "–" if r.status == "not-scored" else f"{r.mean:.2f} ± {r.std:.2f}"
+        lines.append(f"| {name} | {r.dataset} | {r.n_runs} | {mine} | {ref} | {delta} | {allowed} | {status} |")
     n_out = sum(r.status == "outside" for r in report.rows)
     n_in = sum(r.status == "within" for r in report.rows)
     n_na = sum(r.status == "no-reference" for r in report.rows)
-    lines += ["", f"{n_in} within, {n_out} outside, {n_na} without reference"]
+    n_ns = sum(r.status == "not-scored" for r in report.rows)
+    lines += ["", f"{n_in} within, {n_out} outside, {n_na} without reference, {n_ns} not scored"]
+    for model, differs in report.protocol.items():
+        if differs:
+            lines.append(f"Protocol of {model} differs from the reference: {'; '.join(differs)}"
+                         + (" (allowed by --allow-protocol-mismatch)" if report.allow_protocol_mismatch else ""))
+    code = report.exit_code
+    why = {EXIT_OK: "every compared cell is within", EXIT_OUTSIDE: "some cell is outside",
+           EXIT_PROTOCOL: "the protocol differs from the reference's; pass --allow-protocol-mismatch to compare anyway",
+           EXIT_NOTHING_COMPARED: "nothing was compared (no cell has a reference value)"}[code]
+    lines.append(f"exit {code}: {why}")
     return "\n".join(lines)

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import gzip
 import json
+import math
 import os
 import shutil
 import tempfile
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -34,6 +37,14 @@ class OutputError(SeamReproError):
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON (expected a finite number)")
+
+
+def _finite_float(text: str) -> float:
+    """``1e400`` parses to infinity in Python; the kit's files never hold one, so refuse it."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:20]}{'…' if len(text) > 20 else ''} is out of range (expected a finite number)")
+    return value
 
 
 def _depth_exceeds(text: str, limit: int) -> bool:
@@ -61,16 +72,20 @@ def _depth_exceeds(text: str, limit: int) -> bool:
 
 
 def parse_json_text(text: str, where: object, *, record: object | None = None,
-                    max_depth: int = MAX_JSON_DEPTH) -> Any:
+                    max_depth: int = MAX_JSON_DEPTH, allow_nan: bool = False) -> Any:
     """Parse one JSON document; any problem becomes an :class:`InputError` naming ``where`` and ``record``.
 
-    NaN/Infinity are refused (the kit's files are canonical JSON), as is nesting deeper than
-    ``max_depth`` (checked before parsing, so a hostile file cannot exhaust the stack).
+    NaN/Infinity are refused (the kit's files are canonical JSON) unless ``allow_nan``: third-party
+    files written by pandas (the FuseReviews authors' CSV) hold bare ``NaN`` for missing cells.
+    Nesting deeper than ``max_depth`` is refused before parsing, so a hostile file cannot exhaust
+    the stack.
     """
     if _depth_exceeds(text, max_depth):
         raise InputError(where, f"JSON nested deeper than {max_depth} levels", record=record)
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        if allow_nan:
+            return json.loads(text)
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         raise InputError(where, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})",
                          record=record) from None
@@ -78,19 +93,53 @@ def parse_json_text(text: str, where: object, *, record: object | None = None,
         raise InputError(where, f"not valid JSON ({exc})", record=record) from None
 
 
-def read_text(path: str | Path, *, what: str = "file") -> str:
-    """Read a UTF-8 text file; missing, unreadable or non-UTF-8 files become one-line errors."""
+def _not_found(what: str) -> str:
+    return "not found" if what == "file" else f"not found (expected the {what})"
+
+
+def _is_gzip_name(p: Path) -> bool:
+    return p.name.endswith(".gz")
+
+
+def read_bytes(path: str | Path, *, what: str = "file") -> bytes:
+    """Read a whole file (gunzipped when its name ends in ``.gz``); missing, unreadable, not-gzip or
+    truncated-gzip files become one-line errors naming the file."""
     p = Path(path)
     try:
-        return p.read_text(encoding="utf-8")
+        data = p.read_bytes()
     except FileNotFoundError:
-        raise InputError(p, f"{what} not found") from None
+        raise InputError(p, _not_found(what)) from None
     except IsADirectoryError:
         raise InputError(p, f"expected a {what}, found a folder") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(p, f"not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
         raise InputError(p, f"cannot read ({exc.strerror or exc})") from None
+    if _is_gzip_name(p):
+        data = gunzip(data, p)
+    return data
+
+
+def gunzip(data: bytes, where: object) -> bytes:
+    """Decompress gzip bytes; a file that is not gzip or was cut short is an :class:`InputError`."""
+    try:
+        return gzip.decompress(data)
+    except gzip.BadGzipFile:
+        raise InputError(where, "not a gzip file (expected .gz content)") from None
+    except EOFError:
+        raise InputError(where, "truncated gzip file (ends before the compressed stream does)") from None
+    except (zlib.error, OSError) as exc:
+        raise InputError(where, f"corrupt gzip file ({exc})") from None
+
+
+def decode_utf8(data: bytes, where: object, *, record: object | None = None) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(where, f"not UTF-8 text (byte {exc.start})", record=record) from None
+
+
+def read_text(path: str | Path, *, what: str = "file") -> str:
+    """Read a UTF-8 text file (gunzipped if ``.gz``); every failure is a one-line error."""
+    return decode_utf8(read_bytes(path, what=what), Path(path))
 
 
 def read_json(path: str | Path, *, what: str = "JSON file", expect: type | None = dict) -> Any:
@@ -102,34 +151,44 @@ def read_json(path: str | Path, *, what: str = "JSON file", expect: type | None 
 
 
 def iter_jsonl(path: str | Path, *, what: str = "JSONL file", expect: type | None = dict,
-               skip_blank: bool = True) -> Iterator[tuple[int, Any]]:
-    """Yield ``(line_number, object)`` for each line of a JSONL file (1-based line numbers).
+               skip_blank: bool = True, complete_only: bool = False) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line_number, object)`` for each line of a JSONL file (1-based line numbers; a
+    ``.gz`` name is gunzipped first).
 
     Every line must parse to ``expect`` (default ``dict``); the first bad line raises an
-    :class:`InputError` naming the file and the line.
+    :class:`InputError` naming the file and the line. ``complete_only`` stops before an
+    unterminated last line (a write cut by a kill in an append-only store).
     """
     p = Path(path)
+    if _is_gzip_name(p):
+        lines: Iterable[bytes] = read_bytes(p, what=what).splitlines(keepends=True)
+        yield from _parse_lines(p, lines, expect, skip_blank, complete_only=False)
+        return
     try:
         fh = open(p, "rb")
     except FileNotFoundError:
-        raise InputError(p, f"{what} not found") from None
+        raise InputError(p, _not_found(what)) from None
     except IsADirectoryError:
         raise InputError(p, f"expected a {what}, found a folder") from None
     except OSError as exc:
         raise InputError(p, f"cannot read ({exc.strerror or exc})") from None
     with fh:
-        for n, raw in enumerate(fh, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise InputError(p, f"not UTF-8 text (byte {exc.start})", record=f"line {n}") from None
-            if skip_blank and not line.strip():
-                continue
-            obj = parse_json_text(line, p, record=f"line {n}")
-            if expect is not None and not isinstance(obj, expect):
-                raise InputError(p, f"expected a JSON {_type_name(expect)}, got {_json_type(obj)}",
-                                 record=f"line {n}")
-            yield n, obj
+        yield from _parse_lines(p, fh, expect, skip_blank, complete_only=complete_only)
+
+
+def _parse_lines(p: Path, lines: Iterable[bytes], expect: type | None, skip_blank: bool,
+                 complete_only: bool) -> Iterator[tuple[int, Any]]:
+    for n, raw in enumerate(lines, start=1):
+        if complete_only and not raw.endswith(b"\n"):
+            return  # a torn last line of an append-only file: dropped on resume, never read
+        line = decode_utf8(raw, p, record=f"line {n}")
+        if skip_blank and not line.strip():
+            continue
+        obj = parse_json_text(line, p, record=f"line {n}")
+        if expect is not None and not isinstance(obj, expect):
+            raise InputError(p, f"expected a JSON {_type_name(expect)}, got {_json_type(obj)}",
+                             record=f"line {n}")
+        yield n, obj
 
 
 def read_jsonl(path: str | Path, **kwargs: Any) -> list[Any]:
@@ -156,7 +215,15 @@ def _os_problem(exc: OSError) -> str:
         return "permission denied (read-only?)"
     if exc.errno == errno.ENOTDIR:
         return "a parent path is a regular file, not a folder"
+    if exc.errno == errno.EISDIR:
+        return "a folder of that name exists"
     return exc.strerror or str(exc)
+
+
+def describe_os_error(exc: OSError) -> str:
+    """One line for an OS error: the path it concerns and the problem in plain words."""
+    where = exc.filename if exc.filename is not None else "(file system)"
+    return f"{where}: {_os_problem(exc)}"
 
 
 def ensure_dir(path: str | Path) -> Path:
@@ -278,8 +345,22 @@ def guard_output(output: str | Path, *, inputs: Iterable[str | Path] = (),
                               "choose a path outside it")
 
 
+def guard_outputs(outputs: Iterable[tuple[str, str | Path | None]], *, inputs: Iterable[str | Path | None] = (),
+                  read_dirs: Iterable[str | Path | None] = ()) -> None:
+    """:func:`guard_output` for several ``(option, path)`` outputs of one command (``None`` skipped)."""
+    inputs, read_dirs = list(inputs), list(read_dirs)
+    for option, path in outputs:
+        if path is not None and str(path) != "-":
+            guard_output(path, inputs=inputs, read_dirs=read_dirs, option=option)
+
+
 def _type_name(t: type) -> str:
     return {dict: "object", list: "array", str: "string"}.get(t, t.__name__)
+
+
+def json_type(obj: Any) -> str:
+    """The JSON name of a parsed value's type (for "expected X, got Y" messages)."""
+    return _json_type(obj)
 
 
 def _json_type(obj: Any) -> str:

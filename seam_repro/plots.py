@@ -38,13 +38,19 @@ def plot_boxes(rep: dict[str, Any], out: Path) -> None:
     n = max(len(datasets), 1)
     cols = min(3, n)
     nrows = math.ceil(n / cols)
-    max_models = max((len(d["rows"]) for d in datasets.values()), default=1)
+    max_models = max((len(d["rows"]) + len(d.get("absent", [])) for d in datasets.values()), default=1)
     fig, axes = plt.subplots(nrows, cols, figsize=(5.2 * cols, 0.42 * max_models * nrows + 1.4 * nrows), squeeze=False)
     colors = _colors(rep["model_order"])
     for ax, ds in zip(axes.flat, datasets.values(), strict=False):  # spare axes are hidden below
+        absent = list(reversed(ds.get("absent", [])))
         rows = list(reversed(ds["rows"]))
-        labels = [r["model"] + (" †" if r["from_summary_stats"] else "") for r in rows]
-        for y, r in enumerate(rows, start=1):
+        labels = [a["model"] + (" †" if a["from_summary_stats"] else "") for a in absent]
+        labels += [r["model"] + (" †" if r["from_summary_stats"] else "") + (" ‡" if r.get("protocol_mismatch") else "")
+                   for r in rows]
+        for y, a in enumerate(absent, start=1):  # explicit cells, never silently dropped
+            ax.text(0.02, y, f"{a['cell']}: {a['reason']}"[:60], transform=ax.get_yaxis_transform(), va="center",
+                    fontsize=8, color="dimgray", style="italic")
+        for y, r in enumerate(rows, start=len(absent) + 1):
             c = colors[r["model"]]
             if r["from_summary_stats"]:
                 ax.errorbar([r["mean"]], [y], xerr=[[r["std"]], [r["std"]]], fmt="D", color=c, mec="black",
@@ -54,8 +60,8 @@ def plot_boxes(rep: dict[str, Any], out: Path) -> None:
                                 patch_artist=True, manage_ticks=False)
                 bp["boxes"][0].set_facecolor(c)
                 bp["medians"][0].set_color("black")
-        ax.set_yticks(range(1, len(rows) + 1), [_short(lbl) for lbl in labels], fontsize=9)
-        ax.set_ylim(0.4, len(rows) + 0.6)
+        ax.set_yticks(range(1, len(labels) + 1), [_short(lbl) for lbl in labels], fontsize=9)
+        ax.set_ylim(0.4, max(len(labels), 1) + 0.6)
         metric = ds["metric"] or "score"
         ax.set_xlabel(f"{ds['display_name']} — {metric}", fontsize=10)
         ax.grid(axis="x", alpha=0.3)
@@ -118,12 +124,18 @@ def plot_ar_arsd(rep: dict[str, Any], out: Path) -> None:
     pts = []
     for m, ar in st["average_rank"].items():
         arsd = st["arsd"].get(m)
-        if arsd is None:
-            skipped.append(m)
-            continue
         ref = any(r["model"] == m and r["from_summary_stats"] for d in rep["datasets"].values() for r in d["rows"])
+        n_over = len(st.get("ranked_in", {}).get(m, []))
+        mismatch = bool((rep.get("protocol_mismatch") or {}).get(m))
+        label = _short(m) + (" †" if ref else "") + (" ‡" if mismatch else "") + (f" [{n_over} ds]" if n_over else "")
+        if arsd is None:  # still plotted: on the x axis, hollow, labelled
+            skipped.append(m)
+            ax.scatter([ar], [0.0], s=70, facecolors="none", edgecolors=colors[m], marker="D" if ref else "o",
+                       linewidths=1.5, zorder=3)
+            pts.append((ar, 0.0, label + " (no ARSD)"))
+            continue
         ax.scatter([ar], [arsd], s=70, color=colors[m], edgecolors="black", marker="D" if ref else "o", zorder=3)
-        pts.append((ar, arsd, _short(m) + (" †" if ref else "")))
+        pts.append((ar, arsd, label))
     ax.set_xlabel("Average rank (AR ↓)")
     ax.set_ylabel("Average relative std, % (ARSD ↓)")
     if pts:
@@ -133,9 +145,9 @@ def plot_ar_arsd(rep: dict[str, Any], out: Path) -> None:
         ax.set_ylim(0, max(ys) * 1.15 + 0.5)
     _place_labels(fig, ax, pts)
     ax.grid(alpha=0.3)
-    title = "AR vs ARSD across datasets"
+    title = "AR vs ARSD ([n ds] = datasets the AR is over)"
     if skipped:
-        title += f"\n(no ARSD, every mean 0: {', '.join(_short(s) for s in skipped)})"
+        title += f"\n(hollow, on the x axis: no ARSD, every mean 0: {', '.join(_short(s) for s in skipped)})"
     ax.set_title(title, fontsize=11)
     fig.tight_layout()
     fig.savefig(out, dpi=120)

@@ -8,7 +8,6 @@ per-run scores, so reports that mix reference models with new runs must say so (
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from importlib import resources
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from seam_repro.errors import InputError
+from seam_repro.files import parse_json_text, read_json
 
 PAPER_DATASET_NAMES: dict[str, str] = {"OpenAsp": "OpenASP", "MuSiQue": "MusiQue", "ECB+": "ECB"}
 """Paper column titles that differ from the kit's (upstream generate.json) dataset names."""
@@ -57,6 +57,8 @@ class ReferenceTable:
     models: dict[str, str]
     """Reference model name -> Hugging Face id."""
     datasets: dict[str, ReferenceDataset]
+    protocol: dict[str, Any] | None = None
+    """The reference's protocol (``"protocol"`` in the file): what a run must share to be compared."""
 
     def name_for_hf_id(self, hf_id: str) -> str | None:
         """Map a run's model id to the reference row name (case-insensitive, revision suffix ignored)."""
@@ -115,19 +117,19 @@ def parse_reference(data: Any, path: str) -> ReferenceTable:
         datasets[name] = ReferenceDataset(
             name, str(ds.get("paper_name", key)), str(ds.get("metric", "")), tuple(rows)
         )
-    return ReferenceTable(str(data.get("source", "")), path, models, datasets)
+    protocol = data.get("protocol")
+    if protocol is not None and not isinstance(protocol, dict):
+        raise InputError(path, "expected an object of protocol fields", field="protocol")
+    return ReferenceTable(str(data.get("source", "")), path, models, datasets, protocol)
 
 
 def load_reference(spec: str | Path = "paper") -> ReferenceTable:
     """Load ``paper`` (the packaged Table 3) or a JSON file of the same shape."""
     if str(spec) == "paper":
         res = resources.files("seam_repro").joinpath("data/reference/paper_table3.json")
-        return parse_reference(json.loads(res.read_text(encoding="utf-8")), "paper_table3.json")
+        return parse_reference(parse_json_text(res.read_text(encoding="utf-8"), "paper_table3.json"),
+                               "paper_table3.json")
     path = Path(spec)
     if not path.is_file():
         raise InputError(path, "reference not found; use 'paper' or a JSON file shaped like paper_table3.json")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(path, f"not valid JSON: {exc}") from None
-    return parse_reference(data, str(path))
+    return parse_reference(read_json(path, what="reference", expect=None), str(path))

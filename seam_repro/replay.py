@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from seam_repro.errors import InputError, ManifestError, SeamReproError
+from seam_repro.errors import InputError, SeamReproError
 from seam_repro.generate.base import Backend, GenerationRequest, GenerationSettings
 from seam_repro.generate.fingerprint import environment_fingerprint
 from seam_repro.hashing import sha256_text
@@ -97,11 +97,18 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
     session = {"started_utc": datetime.now(UTC).isoformat(timespec="seconds"), "argv": sys.argv[1:],
                "shard": None if shard is None else str(shard), "batch_size": batch_size,
                "fingerprint": environment_fingerprint()}
+    opened: list[PredictionStore] = []  # stored predictions are checked before run.json is touched
     run_json = prepare_run_dir(run_dir, manifest=manifest, prompts=list(records), model_entry=entry,
                                session=session, extra={"shard": None if shard is None else str(shard),
-                                                       "limit": limit})
+                                                       "limit": limit},
+                               check_existing=lambda: opened.append(
+                                   PredictionStore(run_dir, backend.model_id, backend.revision, hashes)))
+    if manifest.get("schema_version") is not None:  # a real manifest (tests may pass a bare dict)
+        from seam_repro.trust import trusted, write_run_manifest
+
+        write_run_manifest(Path(run_dir), trusted(manifest, str(run_dir)))
     first_batch_size = run_json["models"][model_slug(backend.model_id)].get("batch_size")
-    store = PredictionStore(run_dir, backend.model_id, backend.revision, hashes)
+    store = opened[0]
     mine = select_shard(records, shard)
     keys = [(r["dataset"], r["run"], r["instance_id"]) for r in mine]
     batches = [list(range(i, min(i + batch_size, len(mine)))) for i in range(0, len(mine), batch_size)]
@@ -110,8 +117,11 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
                             sum(k in store.done for k in keys), repaired=store.repaired)
     from tqdm import tqdm
 
+    # smoothing=0: the ETA is the average rate since this session started (not a jumpy moving
+    # average), and instances already stored before a resume do not count towards it.
     bar = tqdm(total=len(mine), initial=summary.already_done, disable=not progress, unit="inst",
-               desc=f"{backend.name}:{summary.model_slug}", file=sys.stderr)
+               desc=f"{backend.name}:{summary.model_slug}", file=sys.stderr, smoothing=0,
+               bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]")
     for path, dropped in store.repaired:
         bar.write(f"resume: dropped a torn last line ({dropped} bytes) of {path}")
     if first_batch_size not in (None, batch_size) and summary.already_done:
@@ -135,10 +145,15 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
                     bar.write(f"warning: {req.key}: prompt of {res.n_prompt_tokens_full} tokens exceeds the "
                               f"context budget; truncated to {res.n_prompt_tokens} ({generation.get('truncation')})")
             summary.seconds = time.perf_counter() - start
-            bar.update(written)
-            bar.set_postfix_str(f"{summary.tokens_per_second:.1f} tok/s")
+            bar.set_postfix_str(f"{summary.tokens_per_second:.1f} tok/s", refresh=False)
+            bar.update(written)  # one refresh per batch: each state is printed once
     finally:
         store.close()
+        if not getattr(sys.stderr, "isatty", lambda: False)():
+            # In a log file tqdm's close() would print the last state a second time.
+            bar.disable = True
+            if progress:
+                sys.stderr.write("\n")
         bar.close()
     summary.seconds = time.perf_counter() - start
     return summary
@@ -149,19 +164,20 @@ def replay(manifest_path: Path, out: Path, *, model: str | None = None, backend:
            limit: int | None = None, data_dir: Path | None = None, prompts_dir: Path | None = None,
            allow_unfrozen: bool = False, prompt_path: str = "chat", truncation: str | None = None,
            echo_delay: float = 0.0, progress: bool = True) -> ReplaySummary:
-    """Load and check the manifest, render its prompts, then generate into ``out``."""
+    """Load and check the manifest once, render its prompts, refuse any that does not hash to the
+    manifest, then (and only then) load the model and generate into ``out``."""
     from seam_repro.generate import make_backend
-    from seam_repro.manifest import load_manifest
-    from seam_repro.render import render_manifest
+    from seam_repro.manifest import render_records
+    from seam_repro.trust import check_rendered, load_trusted
 
-    manifest = load_manifest(manifest_path)
-    if not manifest.get("frozen") and not allow_unfrozen:
-        raise ManifestError(f"{manifest_path}: field 'frozen': the manifest is not frozen; run `seam-repro freeze "
-                            f"{manifest_path}` first or pass --allow-unfrozen for a throwaway run")
+    tm = load_trusted(manifest_path, allow_unfrozen=allow_unfrozen)
+    manifest = tm.manifest
     config = manifest.get("config") or {}
     settings = GenerationSettings.from_manifest(config.get("generation"), source=str(manifest_path))
-    records = apply_limit(render_manifest(manifest_path, data_dir=data_dir, prompts_dir=prompts_dir,
-                                             allow_unfrozen=allow_unfrozen), limit)
+    rendered = render_records(manifest, data_dir=data_dir, prompts_dir=prompts_dir, base=manifest_path,
+                              allow_unfrozen=allow_unfrozen)
+    check_rendered(tm, rendered)
+    records = apply_limit(rendered, limit)
     engine = make_backend(backend, model, dtype=dtype, quantization=quantization, prompt_path=prompt_path,
                           truncation=truncation, echo_delay=echo_delay)
     return run_generation(records, engine, settings, Path(out), manifest, shard=shard,

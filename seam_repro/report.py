@@ -15,6 +15,7 @@ upstream's dict order does): input models in the order given, then reference mod
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,12 +26,15 @@ import numpy as np
 from seam_repro import __version__
 from seam_repro.aggregate import ModelScores, summarize
 from seam_repro.aso import AsoParams, Ranking, aso, deepsig_eps_min, pair_rng, rank_models, stability
+from seam_repro.files import atomic_write_bytes, atomic_write_text, ensure_dir
 from seam_repro.reference import ReferenceTable
 
 DATASET_ORDER = ("MultiNews", "OpenASP", "FuseReviews", "MusiQue", "SciCo", "ECB")
 """Column order of the paper's Table 3."""
 DISPLAY_NAMES = {"ECB": "ECB+"}
 REF_MARK = "†"
+PROTOCOL_MARK = "‡"
+"""Marks a row whose protocol differs from the reference's (see the notes for the fields)."""
 
 
 def surrogate_runs(mean: float, std: float, n: int = 10) -> list[float]:
@@ -60,10 +64,54 @@ def display_names(models: list[ModelScores]) -> list[str]:
     return [m.model_id + (f"@{m.revision[:12]}" if ids.count(m.model_id) > 1 else "") for m in models]
 
 
+def dataset_names(models: list[ModelScores], reference: ReferenceTable | None) -> list[str]:
+    """Every dataset column: scored or unscored by any model, or in the reference, Table 3 order first."""
+    have = {n for m in models for n in (*m.datasets, *m.unscored)}
+    if reference is not None:
+        have |= set(reference.datasets)
+    names = [n for n in DATASET_ORDER if n in have]
+    return names + sorted(have - set(names))
+
+
+def absent_cells(models: list[ModelScores], reference: ReferenceTable | None, name: str) -> list[dict[str, Any]]:
+    """Explicit cells for models with no value on ``name``: "not scored" (with the scorer's reason)
+    for input models, "NA" for reference models the paper prints no value for."""
+    out = []
+    for ms, label in zip(models, display_names(models), strict=True):
+        if name in ms.datasets:
+            continue
+        reason = ms.unscored.get(name) or "no scores for this dataset in the input"
+        out.append({"model": label, "cell": "not scored", "reason": reason, "from_summary_stats": False})
+    if reference is not None:
+        ref_ds = reference.datasets.get(name)
+        rows = {r.model: r for r in ref_ds.rows} if ref_ds is not None else {}
+        for model in reference.models:
+            row = rows.get(model)
+            if row is None or row.mean is None or row.std is None:
+                note = (row.note if row is not None and row.note else None) or "no value in the reference"
+                out.append({"model": model, "cell": "NA", "reason": note, "from_summary_stats": True})
+    return out
+
+
+def protocol_labels(models: list[ModelScores], reference: ReferenceTable | None) -> dict[str, list[str]]:
+    """Per input model (display name): protocol fields that differ from the reference's protocol, or,
+    without a reference, from the first input's; such rows are labelled in every table."""
+    from seam_repro.diff import reference_protocol
+    from seam_repro.trust import protocol_differences
+
+    if reference is not None:
+        base = reference_protocol(reference)
+    else:
+        first = models[0].extra.get("protocol") if models else None
+        base = {k: v for k, v in first.items() if k != "generation"} if isinstance(first, dict) else None
+    return {label: protocol_differences(ms.extra.get("protocol"), base)
+            for ms, label in zip(models, display_names(models), strict=True)}
+
+
 def collect_entries(models: list[ModelScores], reference: ReferenceTable | None) -> dict[str, list[Entry]]:
-    """Entries per dataset in model order; a model without a value on a dataset is left out there."""
-    names = [n for n in DATASET_ORDER if any(n in m.datasets for m in models)]
-    names += sorted({n for m in models for n in m.datasets} - set(names))
+    """Entries per dataset in model order; a model without a value on a dataset has no entry there
+    (``absent_cells`` lists it explicitly)."""
+    names = dataset_names(models, reference)
     out: dict[str, list[Entry]] = {n: [] for n in names}
     for ms, label in zip(models, display_names(models), strict=True):
         for name, ds in ms.datasets.items():
@@ -97,8 +145,13 @@ def build_report(models: list[ModelScores], reference: ReferenceTable | None = N
     stats: dict[str, dict[str, tuple[float, float]]] = {}
     datasets: dict[str, Any] = {}
     cross: list[dict[str, Any]] = []
+    labels = protocol_labels(models, reference)
     for name, ents in entries.items():
+        absent = absent_cells(models, reference, name)
+        ref_metric = reference.datasets[name].metric if reference is not None and name in reference.datasets else ""
         if not ents:
+            datasets[name] = {"display_name": DISPLAY_NAMES.get(name, name), "metric": ref_metric, "rows": [],
+                              "absent": absent, "pairwise": {}, "pairs": []}
             continue
         by = {e.model: e for e in ents}
         ranking = rank_models({e.model: e.runs for e in ents}, name, params)
@@ -109,10 +162,11 @@ def build_report(models: list[ModelScores], reference: ReferenceTable | None = N
             e = by[model]
             rows.append({"rank": pos + 1, "model": model, "mean": e.mean, "std": e.std, "n_runs": len(e.runs),
                          "dominance_over_next": ranking.dominance[pos], "from_summary_stats": e.from_summary_stats,
-                         "runs": None if e.from_summary_stats else e.runs, **e.extra})
-        metric = next((e.extra["metric"] for e in ents if "metric" in e.extra), "")
+                         "runs": None if e.from_summary_stats else e.runs,
+                         "protocol_mismatch": labels.get(model, []), **e.extra})
+        metric = next((e.extra["metric"] for e in ents if "metric" in e.extra), ref_metric)
         datasets[name] = {"display_name": DISPLAY_NAMES.get(name, name), "metric": metric, "rows": rows,
-                          "pairwise": ranking.table, "pairs": ranking.pairs}
+                          "absent": absent, "pairwise": ranking.table, "pairs": ranking.pairs}
         if deepsig:
             for a, b in zip(ranking.order, ranking.order[1:], strict=False):
                 theirs = deepsig_eps_min(by[a].runs, by[b].runs, params.seed, params.b)
@@ -128,6 +182,21 @@ def build_report(models: list[ModelScores], reference: ReferenceTable | None = N
     for ms in models:
         for name, reason in sorted(ms.unscored.items()):
             notes.append(f"{ms.model_id}: {name} not scored ({reason}); left out of every statistic.")
+        if ms.extra.get("partial") or (ms.extra.get("coverage") or {}).get("partial"):
+            cov = ms.extra.get("coverage") or {}
+            notes.append(f"{ms.model_id}: partial run ({cov.get('scored')} of {cov.get('instances')} instances "
+                         "scored); not comparable with full runs.")
+    if any(ms.extra.get("seeds_checked") is False for ms in models):
+        notes.append("No seeds/ folder was found (set SEAM_REPRO_SEEDS): bundles were checked by their digest only, "
+                     "not against the shipped manifests' seeds and prompt digests.")
+    for label, differs in labels.items():
+        if differs:
+            notes.append(f"{PROTOCOL_MARK} {label}: protocol differs from "
+                         f"{'the reference' if reference is not None else 'the first input'}: {'; '.join(differs)}.")
+    spans = {m: tuple(v) for m, v in st.ranked_in.items()}
+    if len(set(spans.values())) > 1:
+        notes.append("Average ranks are over different datasets: " + "; ".join(
+            f"{m} over {len(v)} ({', '.join(v)})" for m, v in spans.items()) + ".")
     if any(e.from_summary_stats for ents in entries.values() for e in ents):
         notes.append(f"{REF_MARK} reference model known only by its published mean ± std; ranked with surrogate "
                      "runs of exactly that mean and population std, so its ASO values are approximate.")
@@ -138,6 +207,7 @@ def build_report(models: list[ModelScores], reference: ReferenceTable | None = N
         "reference": reference.source if reference else None,
         "model_order": list(dict.fromkeys(e.model for ents in entries.values() for e in ents)),
         "datasets": datasets,
+        "protocol_mismatch": labels,
         "stability": {"average_rank": st.average_rank, "ranked_in": st.ranked_in, "arsd": st.arsd,
                       "arsd_excluded": st.arsd_excluded, "arsd_by_dataset": st.arsd_by_dataset,
                       "rule": "AR over the datasets a model is ranked on; ARSD = mean of std/mean*100 over "
@@ -162,15 +232,21 @@ def render_markdown(rep: dict[str, Any]) -> str:
                 "| rank | model | mean ± std | dominance over next |", "|---:|---|---:|---:|"]
         for r in ds["rows"]:
             mark = f" {REF_MARK}" if r["from_summary_stats"] else ""
+            mark += f" {PROTOCOL_MARK}" if r.get("protocol_mismatch") else ""
             out.append(f"| {r['rank']} | {r['model']}{mark} | {r['mean']:.1f} ± {r['std']:.1f} | "
                        f"{_fmt(r['dominance_over_next'], 2)} |")
+        for a in ds.get("absent", []):
+            mark = f" {REF_MARK}" if a["from_summary_stats"] else ""
+            out.append(f"| – | {a['model']}{mark} | {a['cell']} ({a['reason']}) | – |")
         out.append("")
     st = rep["stability"]
-    out += ["## Average rank (AR) and ARSD", "", "| model | AR ↓ | ARSD ↓ | ranked on | left out of ARSD (mean 0) |",
+    out += ["## Average rank (AR) and ARSD", "",
+            "| model | AR ↓ | ARSD ↓ | AR over (datasets) | left out of ARSD (mean 0) |",
             "|---|---:|---:|---|---|"]
     for m in sorted(st["average_rank"], key=lambda k: st["average_rank"][k]):
+        over = st["ranked_in"][m]
         out.append(f"| {m} | {st['average_rank'][m]:.2f} | {_fmt(st['arsd'][m], 1)} | "
-                   f"{', '.join(st['ranked_in'][m])} | {', '.join(st['arsd_excluded'].get(m, [])) or '–'} |")
+                   f"{len(over)}: {', '.join(over)} | {', '.join(st['arsd_excluded'].get(m, [])) or '–'} |")
     out += ["", "| dataset | ARSD across models |", "|---|---:|"]
     out += [f"| {d} | {_fmt(v, 1)} |" for d, v in st["arsd_by_dataset"].items()]
     fmt_rows = [(d, r) for d, ds in rep["datasets"].items() for r in ds["rows"] if not r["from_summary_stats"]]
@@ -198,10 +274,12 @@ def write_report(rep: dict[str, Any], out_dir: Path) -> list[Path]:
     """report.json, report.md and the two figures; returns the written paths."""
     from seam_repro.plots import plot_ar_arsd, plot_boxes
 
-    out_dir.mkdir(parents=True, exist_ok=True)
+    ensure_dir(out_dir)
     paths = [out_dir / "report.json", out_dir / "report.md", out_dir / "box_plots.png", out_dir / "ar_arsd.png"]
-    paths[0].write_text(json.dumps(rep, indent=1, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8")
-    paths[1].write_text(render_markdown(rep), encoding="utf-8")
-    plot_boxes(rep, paths[2])
-    plot_ar_arsd(rep, paths[3])
+    atomic_write_text(paths[0], json.dumps(rep, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
+    atomic_write_text(paths[1], render_markdown(rep))
+    for plot, path in ((plot_boxes, paths[2]), (plot_ar_arsd, paths[3])):
+        buf = io.BytesIO()  # rendered in memory, then written whole: never a torn PNG
+        plot(rep, buf)
+        atomic_write_bytes(path, buf.getvalue())
     return paths

@@ -22,18 +22,19 @@ failures (``valid_format: false``) and still get a score, never a crash.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from seam_repro import __version__
 from seam_repro.errors import InputError, PredictionsError, SeamReproError
+from seam_repro.files import atomic_write_bytes, ensure_dir, guard_outputs, parse_json_text, read_bytes
 from seam_repro.hashing import digest_of_hashes, sha256_json, sha256_text
 from seam_repro.parse import extract, extract_clean
 from seam_repro.score import musique, rouge
 from seam_repro.score.validity import is_valid
 from seam_repro.suite_scoring import check_record, is_suite_task, score_records, summarise
+from seam_repro.trust import check_run_prompts
 
 PROFILES: tuple[str, ...] = ("upstream", "seam-repro-1")
 COREF_MODES = {"upstream": "upstream", "seam-repro-1": "corrected"}
@@ -47,8 +48,7 @@ def _jsonl(path: Path) -> list[tuple[int, dict[str, Any], bool]]:
     """(line number, object, decodable) for each complete line. A torn (unterminated, unparseable)
     last line is skipped; bytes that are not UTF-8 are replaced and flagged instead of failing."""
     out = []
-    with open(path, "rb") as fh:
-        data = fh.read()
+    data = read_bytes(path)
     lines = data.split(b"\n")
     for lineno, raw in enumerate(lines, start=1):
         last = lineno == len(lines)
@@ -59,11 +59,11 @@ def _jsonl(path: Path) -> list[tuple[int, dict[str, Any], bool]]:
         except UnicodeDecodeError:
             text, decodable = raw.decode("utf-8", errors="replace"), False
         try:
-            obj = json.loads(text)
-        except (ValueError, RecursionError) as exc:
+            obj = parse_json_text(text, path, record=f"line {lineno}")
+        except InputError:
             if last:
                 continue  # torn write at the end of an append-only file
-            raise InputError(path, f"not valid JSON ({exc})", record=f"line {lineno}") from None
+            raise
         if not isinstance(obj, dict):
             raise InputError(path, "expected a JSON object", record=f"line {lineno}")
         out.append((lineno, obj, decodable))
@@ -329,30 +329,29 @@ def _summarise(ds: str, task: str, runs: dict[int, list[dict[str, Any]]], prompt
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    atomic_write_bytes(path, data)
 
 
 def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | None = None, *, fic: bool = True,
                   fic_factory: Callable[[], Any] | None = None, fic_download: bool = False) -> list[Path]:
     """Score every model under ``RUN_DIR/predictions``; returns the summary.json paths written."""
+    from seam_repro.store import require_run_json
+
     run_dir = Path(run_dir)
-    run_json: dict[str, Any] = {}
-    if (run_dir / "run.json").is_file():
-        try:
-            run_json = json.loads((run_dir / "run.json").read_text("utf-8"))
-        except ValueError as exc:
-            raise InputError(run_dir / "run.json", f"not valid JSON ({exc})") from None
+    run_json: dict[str, Any] = require_run_json(run_dir)
+    out_root = Path(out_dir) if out_dir is not None else run_dir / "scores"
+    # Scores may go anywhere but over what is being scored.
+    guard_outputs([("--out", out_root)], inputs=[run_dir, run_dir / "run.json", run_dir / "prompts.jsonl"],
+                  read_dirs=[run_dir / "predictions"])
     profile = profile or run_json.get("profile") or "upstream"
     if profile not in PROFILES:
         raise InputError("--profile", f"unknown profile '{profile}'; expected one of {', '.join(PROFILES)}")
     prompts = load_prompts(run_dir / "prompts.jsonl")
+    coverage = check_run_prompts(run_dir, prompts, run_json)  # trust chain: every record vs the manifest
     pred_root = run_dir / "predictions"
     models = sorted(p for p in pred_root.iterdir() if p.is_dir()) if pred_root.is_dir() else []
     if not models:
         raise PredictionsError(f"{pred_root}: no model directories (expected predictions/<model_slug>/<dataset>/run_<k>.jsonl)")
-    out_root = Path(out_dir) if out_dir is not None else run_dir / "scores"
     if fic_factory is None and fic:
         from functools import partial
 
@@ -365,12 +364,13 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
         preds, model = load_predictions(model_dir, prompts)
         lines, datasets = score_model(prompts, preds, model, profile, fic_state)
         target = out_root / model_dir.name
-        target.mkdir(parents=True, exist_ok=True)
+        ensure_dir(target)
         body = "".join(json.dumps(ln, ensure_ascii=False, allow_nan=False) + "\n" for ln in lines)
         _write_atomic(target / "instance_scores.jsonl", body.encode("utf-8"))
         summary = {"model": model, "manifest_digest": run_json.get("manifest_digest"),
                    "prompt_digest": digest_of_hashes(r["prompt_sha256"] for r in prompts.values()),
-                   "profile": profile, "kit_version": __version__, "datasets": datasets}
+                   "profile": profile, "kit_version": __version__, "datasets": datasets,
+                   **coverage.summary_fields(model_dir, datasets, preds)}
         _write_atomic(target / "summary.json", (json.dumps(summary, indent=1, ensure_ascii=False, allow_nan=False)
                                                 + "\n").encode("utf-8"))
         written.append(target / "summary.json")

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
+from seam_repro.files import atomic_write_json
 from seam_repro.manifest import load_manifest, seeds_record
 
 
 def write_seeds(manifests_dir: Path, seeds_dir: Path) -> list[Path]:
-    seeds_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for path in sorted(manifests_dir.glob("*.json")):
         if path.name.endswith(".config.json"):
@@ -19,8 +18,7 @@ def write_seeds(manifests_dir: Path, seeds_dir: Path) -> list[Path]:
         if not manifest["frozen"]:
             continue
         out = seeds_dir / path.name
-        out.write_text(json.dumps(seeds_record(manifest, path.name), indent=1, sort_keys=True) + "\n",
-                       encoding="utf-8")
+        atomic_write_json(out, seeds_record(manifest, path.name), indent=1, sort_keys=True)
         written.append(out)
     return written
 

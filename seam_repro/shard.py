@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from seam_repro.errors import InputError, PredictionsError
+from seam_repro.files import OutputError, atomic_dir, describe_os_error, guard_output
 from seam_repro.store import (
     RUN_SCHEMA_VERSION,
     Key,
     PredictionWriter,
-    load_run_json,
-    model_slug,
     predictions_path,
     read_predictions,
+    require_run_json,
     write_json_atomic,
 )
 
@@ -64,11 +64,14 @@ def select_shard(records: Sequence[dict[str, Any]], shard: Shard | None) -> list
 
 
 def _read_prompts(path: Path) -> list[dict[str, Any]]:
-    from seam_repro.store import iter_jsonl
+    from seam_repro.files import read_jsonl
+    from seam_repro.replay import check_prompt_records
 
     if not path.is_file():
         raise InputError(path, "missing; not a replay run directory")
-    return [rec for _, rec in iter_jsonl(path)]
+    records = read_jsonl(path, what="prompts.jsonl")
+    check_prompt_records(records, str(path))
+    return records
 
 
 def merge_run_dirs(shard_dirs: Sequence[Path], out: Path) -> dict[str, int]:
@@ -77,14 +80,11 @@ def merge_run_dirs(shard_dirs: Sequence[Path], out: Path) -> dict[str, int]:
     if not shard_dirs:
         raise InputError("merge", "give at least one shard run directory")
     out = Path(out)
-    if (out / "run.json").exists() or (out / "predictions").exists():
-        raise PredictionsError(f"{out}: already holds a run; merge into a new directory")
-    runs = []
-    for d in shard_dirs:
-        rj = load_run_json(Path(d))
-        if rj is None:
-            raise InputError(Path(d) / "run.json", "missing; not a replay run directory")
-        runs.append(rj)
+    guard_output(out, inputs=shard_dirs, read_dirs=shard_dirs)
+    if out.exists() or out.is_symlink():
+        raise PredictionsError(f"{out}: already exists; merge into a new folder (merge never writes into an "
+                               "existing one)")
+    runs = [require_run_json(Path(d), required=("models", "sessions")) for d in shard_dirs]
     first = runs[0]
     for d, rj in zip(shard_dirs, runs, strict=True):
         for name in ("manifest_digest", "prompts_sha256", "limit"):
@@ -119,26 +119,39 @@ def merge_run_dirs(shard_dirs: Sequence[Path], out: Path) -> dict[str, int]:
             raise PredictionsError(f"model {slug}: {len(missing)} of {len(hashes)} instances have no prediction "
                                    f"in the given shards (first: {shown}); run the missing shards or resume them")
         merged_by_model[slug] = merged
-    out.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(Path(shard_dirs[0]) / "prompts.jsonl", out / "prompts.jsonl")
+    # Built in a hidden sibling folder and renamed into place at the end: a kill or a full disk leaves
+    # no OUT at all (never a partial run that blocks a retry or could be scored).
+    with atomic_dir(out) as work:
+        _write_merged(work, Path(shard_dirs[0]) / "prompts.jsonl", prompts, models, merged_by_model, counts)
+        if (Path(shard_dirs[0]) / "manifest.json").is_file():  # the trust chain's anchor (seam_repro/trust.py)
+            shutil.copyfile(Path(shard_dirs[0]) / "manifest.json", work / "manifest.json")
+        write_json_atomic(work / "run.json", {
+        "schema_version": RUN_SCHEMA_VERSION, "manifest_digest": first.get("manifest_digest"),
+        "prompt_digest": first.get("prompt_digest"), "profile": first.get("profile"), "prompts_sha256": first.get("prompts_sha256"),
+            "fingerprint": first.get("fingerprint"), "limit": first.get("limit"), "shard": None, "models": models,
+            "sessions": [s for rj in runs for s in rj.get("sessions", [])],
+            "merged_from": [{"dir": str(d), "shard": rj.get("shard")} for d, rj in zip(shard_dirs, runs, strict=True)],
+        })
+    return counts
+
+
+def _write_merged(out: Path, prompts_file: Path, prompts: list[dict[str, Any]], models: dict[str, dict[str, Any]],
+                  merged_by_model: dict[str, dict[Key, dict[str, Any]]], counts: dict[str, int]) -> None:
+    try:
+        shutil.copyfile(prompts_file, out / "prompts.jsonl")
+    except OSError as exc:
+        raise OutputError(f"{out}: cannot copy prompts.jsonl: {describe_os_error(exc)}") from None
     for slug, merged in merged_by_model.items():
         writers: dict[tuple[str, int], PredictionWriter] = {}
         model_id = models[slug]["id"]
-        assert model_slug(model_id) == slug
-        for p in prompts:
-            key = (p["dataset"], p["run"], p["instance_id"])
-            fk = (p["dataset"], p["run"])
-            if fk not in writers:
-                writers[fk] = PredictionWriter(predictions_path(out, model_id, *fk))
-            writers[fk].write(merged[key])
-        for w in writers.values():
-            w.close()
+        try:
+            for p in prompts:
+                key = (p["dataset"], p["run"], p["instance_id"])
+                fk = (p["dataset"], p["run"])
+                if fk not in writers:
+                    writers[fk] = PredictionWriter(predictions_path(out, model_id, *fk))
+                writers[fk].write(merged[key])
+        finally:
+            for w in writers.values():
+                w.close()
         counts[slug] = len(merged)
-    write_json_atomic(out / "run.json", {
-        "schema_version": RUN_SCHEMA_VERSION, "manifest_digest": first.get("manifest_digest"),
-        "prompt_digest": first.get("prompt_digest"), "profile": first.get("profile"), "prompts_sha256": first.get("prompts_sha256"),
-        "fingerprint": first.get("fingerprint"), "limit": first.get("limit"), "shard": None, "models": models,
-        "sessions": [s for rj in runs for s in rj.get("sessions", [])],
-        "merged_from": [{"dir": str(d), "shard": rj.get("shard")} for d, rj in zip(shard_dirs, runs, strict=True)],
-    })
-    return counts

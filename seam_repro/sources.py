@@ -10,7 +10,6 @@ Values come from ``shared/spec/pins.md`` and the upstream SEAM ``SHA256SUMS``.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from importlib import resources
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from seam_repro.errors import InputError
+from seam_repro.files import parse_json_text, read_text
 
 KINDS: frozenset[str] = frozenset({"url", "hf", "zip", "ecbplus"})
 _HEX = {"sha256": re.compile(r"^[0-9a-f]{64}$"), "git_blob_sha1": re.compile(r"^[0-9a-f]{40}$")}
@@ -160,9 +160,5 @@ def load_lock(path: str | Path | None = None) -> Lock:
         res = resources.files("seam_repro").joinpath("data/sources.lock.json")
         text, where = res.read_text(encoding="utf-8"), "seam_repro/data/sources.lock.json"
     else:
-        text, where = Path(path).read_text(encoding="utf-8"), str(path)
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(where, f"invalid JSON at line {exc.lineno}: {exc.msg}") from None
-    return parse_lock(obj, where)
+        text, where = read_text(path, what="sources lock"), str(path)
+    return parse_lock(parse_json_text(text, where), where)

@@ -9,7 +9,6 @@ them and a mismatch stops with both hashes named.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 from seam_repro.config import SeamConfig
 from seam_repro.errors import HashMismatchError, InputError, MissingDataError
+from seam_repro.files import read_json
 from seam_repro.hashing import sha256_file
 from seam_repro.instances import LoadedDataset
 
@@ -96,10 +96,7 @@ def resolve_prompt_path(name: str, prompts_dir: Any, recorded: str | None, base_
 
 
 def read_prompt_file(path: Path, name: str, spec: Any = None) -> dict[str, Any]:
-    try:
-        content = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(path, f"not valid UTF-8 JSON ({exc})") from exc
+    content = read_json(path, what="prompt file", expect=None)
     demo_key = spec.sampling.demo_key if spec is not None else "demonstrations"
     if not isinstance(content, dict) or not isinstance(content.get("prompts"), list):
         raise InputError(path, "expected an object with a 'prompts' list", field="prompts")

@@ -10,13 +10,16 @@ Format: docs/ARCHITECTURE.md "Predictions store".
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from seam_repro import files
 from seam_repro.errors import InputError, PredictionsError
+from seam_repro.files import OutputError
 from seam_repro.generate.base import GenerationRequest, GenerationResult
 from seam_repro.hashing import sha256_file
 
@@ -73,18 +76,7 @@ def repair_torn_tail(path: Path) -> int:
 def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Complete lines of a JSONL file as (line number, object); an unterminated last line is skipped
     (it is a torn write, repaired on resume); a complete line that is not a JSON object is an error."""
-    with open(path, "rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.endswith(b"\n"):
-                return
-            try:
-                obj = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                raise InputError(path, f"not valid JSON ({exc.msg if hasattr(exc, 'msg') else exc})",
-                                 record=f"line {lineno}") from None
-            if not isinstance(obj, dict):
-                raise InputError(path, "expected a JSON object", record=f"line {lineno}")
-            yield lineno, obj
+    return files.iter_jsonl(path, complete_only=True, skip_blank=False)
 
 
 def read_predictions(path: Path, model_id: str | None = None, revision: str | None = None,
@@ -119,17 +111,29 @@ class PredictionWriter:
     """Appends lines to one predictions file with flush + fsync per line."""
 
     def __init__(self, path: Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
+        files.ensure_dir(path.parent)
         self.path = path
-        self._fh = open(path, "ab")
+        try:
+            self._fh = open(path, "ab")
+        except OSError as exc:
+            raise OutputError(f"{files.describe_os_error(exc)}; cannot append predictions "
+                              "(every line already written is kept)") from None
 
     def write(self, record: dict[str, Any]) -> None:
-        self._fh.write(encode_line(record))
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        try:
+            self._fh.write(encode_line(record))
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+        except OSError as exc:
+            # A partial line may be on disk; it is unterminated, so readers skip it and a resume
+            # truncates it. Every earlier line is complete and kept.
+            raise OutputError(f"{self.path}: cannot append a prediction: {files.describe_os_error(exc).split(': ', 1)[-1]}; "
+                              "the predictions written so far are kept; fix this and rerun the same command to resume"
+                              ) from None
 
     def close(self) -> None:
-        self._fh.close()
+        with contextlib.suppress(OSError):
+            self._fh.close()
 
 
 class PredictionStore:
@@ -170,44 +174,82 @@ class PredictionStore:
 
 def write_json_atomic(path: Path, obj: Any) -> None:
     """Write via a temporary file + fsync + rename so run.json is never half-written."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(obj, fh, indent=2, sort_keys=True, ensure_ascii=False)
-        fh.write("\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    files.atomic_write_json(path, obj, indent=2, sort_keys=True)
 
 
 def write_prompts(path: Path, records: Iterable[dict[str, Any]]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
-        for rec in records:
-            fh.write((json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8"))
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    files.atomic_write_jsonl(path, records)
 
 
-def load_run_json(run_dir: Path) -> dict[str, Any] | None:
-    path = Path(run_dir) / "run.json"
-    if not path.exists():
-        return None
-    try:
-        obj = json.loads(path.read_text("utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(path, f"not valid JSON ({exc.msg})") from None
+_RUN_FIELDS: dict[str, tuple[type, ...]] = {
+    "manifest_digest": (str, type(None)), "prompt_digest": (str, type(None)), "profile": (str, type(None)),
+    "prompts_sha256": (str, type(None)), "models": (dict,), "sessions": (list,), "shard": (str, type(None)),
+    "limit": (int, type(None)), "fingerprint": (dict, type(None)),
+}
+_MODEL_FIELDS: dict[str, tuple[type, ...]] = {"id": (str,), "revision": (str,), "backend_name": (str, type(None)),
+                                              "generation": (dict, type(None))}
+
+
+def _kinds(types: tuple[type, ...]) -> str:
+    names = {str: "a string", dict: "an object", list: "an array", int: "an integer", type(None): "null"}
+    return " or ".join(names[t] for t in types)
+
+
+def validate_run_json(obj: Any, path: Path, required: tuple[str, ...] = ("models", "sessions")) -> dict[str, Any]:
+    """Check the shape of run.json (written by this module, but a user may edit or damage it): every
+    field another command reads has the documented type, so none of them can crash on it."""
     if not isinstance(obj, dict) or obj.get("schema_version") != RUN_SCHEMA_VERSION:
-        raise InputError(path, f"expected a run.json object with schema_version {RUN_SCHEMA_VERSION}")
+        raise InputError(path, f"expected a run.json object with schema_version {RUN_SCHEMA_VERSION}",
+                         field="schema_version")
+    for name, types in _RUN_FIELDS.items():
+        if name not in obj:
+            if name in required:
+                raise InputError(path, f"missing; expected {_kinds(types)}", field=name)
+            continue
+        value = obj[name]
+        if not isinstance(value, types) or isinstance(value, bool):
+            raise InputError(path, f"expected {_kinds(types)}, got {files.json_type(value)}", field=name)
+    for slug, entry in obj.get("models", {}).items():
+        if not isinstance(entry, dict):
+            raise InputError(path, f"expected an object, got {files.json_type(entry)}", field=f"models.{slug}")
+        for name, types in _MODEL_FIELDS.items():
+            if not isinstance(entry.get(name), types):
+                raise InputError(path, f"expected {_kinds(types)}, got {files.json_type(entry.get(name))}",
+                                 field=f"models.{slug}.{name}")
+        if model_slug(entry["id"]) != slug:
+            raise InputError(path, f"model id {entry['id']!r} does not belong under '{slug}'", field=f"models.{slug}.id")
+    for i, sess in enumerate(obj.get("sessions", [])):
+        if not isinstance(sess, dict):
+            raise InputError(path, f"expected an object, got {files.json_type(sess)}", field=f"sessions[{i}]")
+    return obj
+
+
+def load_run_json(run_dir: Path, required: tuple[str, ...] = ("models", "sessions")) -> dict[str, Any] | None:
+    path = Path(run_dir) / "run.json"
+    if not path.exists() and not path.is_symlink():
+        return None
+    return validate_run_json(files.read_json(path, what="run.json", expect=None), path, required)
+
+
+def require_run_json(run_dir: Path, required: tuple[str, ...] = ()) -> dict[str, Any]:
+    """run.json of a replay run folder; a folder without one is not a run and is refused."""
+    obj = load_run_json(run_dir, required)
+    if obj is None:
+        raise InputError(Path(run_dir) / "run.json", "missing; not a replay run folder "
+                         "(expected RUN_DIR/run.json written by `seam-repro replay` or `merge`)")
     return obj
 
 
 def prepare_run_dir(run_dir: Path, *, manifest: dict[str, Any], prompts: list[dict[str, Any]],
-                    model_entry: dict[str, Any], session: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+                    model_entry: dict[str, Any], session: dict[str, Any], extra: dict[str, Any],
+                    check_existing: Callable[[], Any] | None = None) -> dict[str, Any]:
     """Create run.json + prompts.jsonl, or check an existing run dir belongs to the same manifest,
-    prompts, model revision, backend, generation settings and shard before resuming into it."""
+    prompts, model revision, backend, generation settings and shard before resuming into it.
+
+    ``check_existing`` (reading the stored predictions) runs after those checks and before
+    anything is replaced, so a refused resume leaves run.json and prompts.jsonl untouched."""
     run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    files.ensure_dir(run_dir)
     prompts_file = run_dir / "prompts.jsonl"
     tmp_prompts = run_dir / "prompts.jsonl.new"
     write_prompts(tmp_prompts, prompts)
@@ -233,6 +275,12 @@ def prepare_run_dir(run_dir: Path, *, manifest: dict[str, Any], prompts: list[di
                     tmp_prompts.unlink()
                     raise PredictionsError(f"{run_dir / 'run.json'}: model {slug}: {name} was {old.get(name)!r}, "
                                            f"now {model_entry.get(name)!r}; refusing to mix predictions")
+    if check_existing is not None:
+        try:
+            check_existing()
+        except BaseException:
+            tmp_prompts.unlink(missing_ok=True)
+            raise
     os.replace(tmp_prompts, prompts_file)
     current["models"].setdefault(slug, model_entry)
     current["sessions"].append({**session, "model": slug})

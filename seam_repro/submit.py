@@ -11,26 +11,30 @@ equivalent; the digest-upward habit follows lm-evaluation-harness (per-sample ha
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from seam_repro import __version__
-from seam_repro.aggregate import ModelScores, build_model_scores, load_run_dir, parse_instance_line
+from seam_repro.aggregate import (
+    InstanceScore,
+    ModelScores,
+    build_model_scores,
+    load_run_dir,
+    parse_instance_line,
+)
 from seam_repro.errors import InputError
+from seam_repro.files import atomic_write_text, read_json
 from seam_repro.hashing import sha256_json
 
 BUNDLE_KIND = "seam-repro/results-bundle"
-BUNDLE_VERSION = 1
+BUNDLE_VERSION = 2
+"""2: adds seeds, protocol, generation settings, partial/coverage, unscored and predictions_digest."""
 _INSTANCE_KEYS = ("dataset", "run", "instance_id", "metric", "score", "valid_format", "metric_version")
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(path, "not found") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(path, f"not valid JSON: {exc}") from None
+    return read_json(path, what="file", expect=None)
 
 
 def read_run_info(run_dir: Path, model_id: str) -> dict[str, Any]:
@@ -52,7 +56,7 @@ def read_run_info(run_dir: Path, model_id: str) -> dict[str, Any]:
     backend = entry.get("backend") if isinstance(entry.get("backend"), dict) else {}
     return {"path": str(path), "manifest_digest": info["manifest_digest"], "prompt_digest": info.get("prompt_digest"),
             "model": entry, "chat_template_sha256": backend.get("chat_template_sha256"),
-            "environment": info.get("fingerprint")}
+            "environment": info.get("fingerprint"), "run_json": info}
 
 
 def _dataset_payload(ms: ModelScores) -> dict[str, Any]:
@@ -70,8 +74,75 @@ def _dataset_payload(ms: ModelScores) -> dict[str, Any]:
     return out
 
 
-def make_bundle(run_dir: Path, model_id: str | None = None) -> dict[str, Any]:
-    """Build the bundle of one scored model of ``run_dir`` (``model_id`` needed if several)."""
+def _key(it: InstanceScore) -> tuple[str, int, str]:
+    return (it.dataset, it.run, it.instance_id)
+
+
+def _unavailable(version: str) -> bool:
+    return "unavailable" in version
+
+
+def rederive(run_dir: Path, ms: ModelScores) -> dict[str, Any]:
+    """Score ``run_dir`` again into a temporary folder (re-validating prompts against the manifest and
+    every prediction line) and refuse any difference from the scores on disk. Returns the notes of
+    cells that could not be re-derived here (model-based FIC scores without the models cached)."""
+    from seam_repro.aggregate import load_scores_dir
+    from seam_repro.scoring import score_run_dir
+
+    profile = (ms.extra.get("protocol") or {}).get("profile")
+    src = Path(ms.source) / "instance_scores.jsonl"
+    with tempfile.TemporaryDirectory(prefix="seam-repro-submit-") as tmp:
+        # FIC models are tried only when the disk holds FIC scores to re-derive (never downloaded)
+        fic = any(it.metric.startswith("fic") and it.score is not None
+                  for ds in ms.datasets.values() for it in ds.instances)
+        score_run_dir(run_dir, Path(tmp), profile, fic=fic, fic_download=False)
+        fresh = load_scores_dir(Path(tmp) / Path(ms.source).name)
+    if fresh.extra.get("predictions_digest") != ms.extra.get("predictions_digest"):
+        raise InputError(Path(ms.source) / "summary.json", f"is {ms.extra.get('predictions_digest')} but the "
+                         f"predictions now hash to {fresh.extra.get('predictions_digest')}: predictions changed "
+                         "after scoring; run `seam-repro score` again", field="predictions_digest")
+    disk = {_key(it): it for ds in ms.datasets.values() for it in ds.instances}
+    new = {_key(it): it for ds in fresh.datasets.values() for it in ds.instances}
+    not_rederived = []
+    for key in sorted(set(disk) | set(new)):
+        a, b = disk.get(key), new.get(key)
+        if a is None or b is None:
+            where = "on disk only" if b is None else "re-derived only"
+            raise InputError(src, f"{key[0]} run {key[1]} instance {key[2]} is scored {where} (expected the "
+                             "instances re-scoring the predictions gives)", field="instance_id")
+        if b.score is None and a.score is not None and _unavailable(b.metric_version):
+            not_rederived.append(key)
+            continue
+        if (a.metric, a.valid_format) != (b.metric, b.valid_format) or not _same(a.score, b.score):
+            raise InputError(src, f"{key[0]} run {key[1]} instance {key[2]}: score {a.score!r} ({a.metric}) but "
+                             f"re-scoring the predictions gives {b.score!r} ({b.metric}); run `seam-repro score` again",
+                             field="score")
+    for name, ds in fresh.datasets.items():
+        old = ms.datasets.get(name)
+        if old is None or any(not _same(old.runs.get(r), v) for r, v in ds.runs.items()):
+            if old is None and name in ms.unscored:
+                continue
+            raise InputError(Path(ms.source) / "summary.json", f"run scores {None if old is None else old.runs} but "
+                             f"re-scoring gives {ds.runs}", record=f"datasets.{name}", field="runs")
+    return {"not_rederived": len(not_rederived),
+            "note": (f"{len(not_rederived)} model-based scores (FIC) could not be re-derived here (models not "
+                     "cached); they are tied to the predictions by predictions_digest") if not_rederived else None}
+
+
+def _same(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return abs(a - b) <= 1e-9 * max(1.0, abs(a))
+
+
+def make_bundle(run_dir: Path, model_id: str | None = None, *, rescore: bool = True) -> dict[str, Any]:
+    """Build the bundle of one scored model of ``run_dir`` (``model_id`` needed if several).
+
+    The store and prompts are re-validated against ``RUN_DIR/manifest.json`` and the scores are
+    re-derived from the predictions (``rescore``), so a bundle never packages scores of damaged
+    or swapped predictions."""
+    from seam_repro.trust import load_run_manifest, seeds_view
+
     models = load_run_dir(run_dir)
     if model_id is not None:
         models = [m for m in models if m.model_id == model_id]
@@ -82,21 +153,40 @@ def make_bundle(run_dir: Path, model_id: str | None = None) -> dict[str, Any]:
                          "choose one with --model ID")
     ms = models[0]
     info = read_run_info(run_dir, ms.model_id)
+    summary_path = Path(ms.source) / "summary.json"
     if info["model"].get("revision") not in (None, ms.revision):
-        raise InputError(Path(ms.source) / "summary.json", f"is {ms.revision!r} but run.json has "
+        raise InputError(summary_path, f"is {ms.revision!r} but run.json has "
                          f"{info['model'].get('revision')!r}", field="model.revision")
     if ms.manifest_digest != info["manifest_digest"]:
-        raise InputError(Path(ms.source) / "summary.json", f"is {ms.manifest_digest} but run.json has "
+        raise InputError(summary_path, f"is {ms.manifest_digest} but run.json has "
                          f"{info['manifest_digest']}: the scores are from another manifest", field="manifest_digest")
-    if info["prompt_digest"] not in (None, ms.prompt_digest):
-        raise InputError(Path(ms.source) / "summary.json", f"is {ms.prompt_digest} but run.json has "
-                         f"{info['prompt_digest']}", field="prompt_digest")
+    tm = load_run_manifest(run_dir, info["run_json"])
+    protocol = ms.extra.get("protocol")
+    if not isinstance(protocol, dict) or "predictions_digest" not in ms.extra:
+        raise InputError(summary_path, "has no protocol/predictions_digest (scored by an older kit); run "
+                         "`seam-repro score RUN_DIR` again", field="protocol")
+    partial = bool(protocol.get("partial"))
+    if not partial and ms.prompt_digest != tm.manifest["prompt_digest"]:
+        raise InputError(summary_path, f"is {ms.prompt_digest} but the manifest's is {tm.manifest['prompt_digest']} "
+                         "although every instance is scored: the prompts differ", field="prompt_digest")
+    checks = rederive(run_dir, ms) if rescore else {"not_rederived": None, "note": "scores not re-derived"}
+    generation = dict(protocol.get("generation") or {})
     bundle: dict[str, Any] = {
         "kind": BUNDLE_KIND,
         "bundle_version": BUNDLE_VERSION,
         "kit_version": __version__,
         "manifest_digest": ms.manifest_digest,
-        "prompt_digest": ms.prompt_digest,
+        "prompt_digest": tm.manifest["prompt_digest"],
+        "scored_prompt_digest": ms.prompt_digest,
+        "seeds": seeds_view(tm.manifest),
+        "protocol": {k: v for k, v in protocol.items() if k != "generation"},
+        "generation": generation,
+        "partial": partial,
+        "coverage": ms.extra.get("coverage"),
+        "unscored": ms.extra.get("unscored", []),
+        "unscored_datasets": dict(sorted(ms.unscored.items())),
+        "predictions_digest": ms.extra["predictions_digest"],
+        "checks": checks,
         "model": {"id": ms.model_id, "revision": ms.revision},
         "chat_template_sha256": info["chat_template_sha256"],
         "environment": info["environment"],
@@ -106,20 +196,32 @@ def make_bundle(run_dir: Path, model_id: str | None = None) -> dict[str, Any]:
     return bundle
 
 
+def explain_partial(bundle: dict[str, Any]) -> str | None:
+    """One sentence for ``submit`` when the run did not cover the whole manifest."""
+    if not bundle.get("partial"):
+        return None
+    cov = bundle.get("coverage") or {}
+    limit = bundle.get("generation", {}).get("limit")
+    why = f"--limit {limit}" if limit else "instances without predictions"
+    return (f"partial bundle: {cov.get('scored')} of {cov.get('instances')} instances of the manifest are scored "
+            f"({why}); it is marked partial, and report/diff label it as not comparable with full runs")
+
+
 def write_bundle(bundle: dict[str, Any], out: Path) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(bundle, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False)
-    out.write_text(text + "\n", encoding="utf-8")
+    atomic_write_text(out, text + "\n")
 
 
 def parse_bundle(data: Any, path: Path) -> ModelScores:
-    """Validate a bundle (shape, digest, instance records) and return its scores."""
+    """Validate a bundle (shape, digest, seeds of a shipped manifest, instance records) and return its scores."""
+    from seam_repro.trust import check_bundle_seeds, shipped_seeds
+
     if not isinstance(data, dict) or data.get("kind") != BUNDLE_KIND:
         raise InputError(path, f"not a results bundle (expected \"kind\": \"{BUNDLE_KIND}\")", field="kind")
     if data.get("bundle_version") != BUNDLE_VERSION:
-        raise InputError(path, f"unsupported version {data.get('bundle_version')!r}; expected {BUNDLE_VERSION}",
-                         field="bundle_version")
-    for key in ("manifest_digest", "prompt_digest", "bundle_digest"):
+        raise InputError(path, f"unsupported version {data.get('bundle_version')!r}; expected {BUNDLE_VERSION} "
+                         "(re-create it with `seam-repro submit`)", field="bundle_version")
+    for key in ("manifest_digest", "prompt_digest", "bundle_digest", "predictions_digest"):
         if not isinstance(data.get(key), str):
             raise InputError(path, "expected a string digest", field=key)
     model = data.get("model")
@@ -128,6 +230,11 @@ def parse_bundle(data: Any, path: Path) -> ModelScores:
     for key in ("chat_template_sha256", "environment"):
         if key not in data:
             raise InputError(path, "missing (may be null)", field=key)
+    for key in ("protocol", "generation", "seeds"):
+        if not isinstance(data.get(key), dict):
+            raise InputError(path, "expected an object", field=key)
+    if not isinstance(data.get("partial"), bool):
+        raise InputError(path, "expected true/false", field="partial")
     body = {k: v for k, v in data.items() if k != "bundle_digest"}
     try:
         actual = sha256_json(body)
@@ -136,6 +243,14 @@ def parse_bundle(data: Any, path: Path) -> ModelScores:
     if actual != data["bundle_digest"]:
         raise InputError(path, f"is {data['bundle_digest']} but the content hashes to {actual}: the bundle was "
                          "edited after `seam-repro submit`", field="bundle_digest")
+    if data["seeds"].get("manifest_digest") != data["manifest_digest"] or \
+            data["seeds"].get("prompt_digest") != data["prompt_digest"]:
+        raise InputError(path, "names another manifest or prompt digest than the bundle's top level", field="seeds")
+    if data["protocol"].get("manifest_digest") != data["manifest_digest"]:
+        raise InputError(path, f"is {data['protocol'].get('manifest_digest')} but the bundle's is "
+                         f"{data['manifest_digest']}", field="protocol.manifest_digest")
+    seeds = shipped_seeds()
+    check_bundle_seeds(path, data, seeds)
     datasets = data.get("datasets")
     if not isinstance(datasets, dict) or not datasets:
         raise InputError(path, "expected a non-empty object", field="datasets")
@@ -150,10 +265,16 @@ def parse_bundle(data: Any, path: Path) -> ModelScores:
                                  "dataset")
             instances.append(it)
     summary = {"model": model, "manifest_digest": data["manifest_digest"], "prompt_digest": data["prompt_digest"],
-               "datasets": {n: {k: v for k, v in ds.items() if k != "instances"} for n, ds in datasets.items()}}
+               "datasets": {n: {k: v for k, v in ds.items() if k != "instances"} for n, ds in datasets.items()},
+               "protocol": {**data["protocol"], "generation": data["generation"]},
+               "coverage": data.get("coverage"), "unscored": data.get("unscored", []),
+               "predictions_digest": data["predictions_digest"]}
+    for name, reason in (data.get("unscored_datasets") or {}).items():
+        summary["datasets"].setdefault(name, {"metric": "unknown", "runs": {"0": None}, "reason": reason})
     ms = build_model_scores(summary, instances, path, str(path))
     ms.extra.update({"chat_template_sha256": data["chat_template_sha256"], "environment": data["environment"],
-                     "bundle_digest": data["bundle_digest"]})
+                     "bundle_digest": data["bundle_digest"], "partial": data["partial"],
+                     "seeds_checked": bool(seeds)})
     return ms
 
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import json
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from seam_repro.errors import InputError, MissingDataError
+from seam_repro.files import read_json
 from seam_repro.instances import LoadedDataset
 
 SUITES_DIR = Path(__file__).parent / "data" / "suites"
@@ -165,10 +165,7 @@ def load_suite(name: str = "seam") -> Suite:
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in SUITES_DIR.glob("*.json")))
         raise InputError("suite", f"unknown suite '{name}'; shipped suites: {known}")
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(path, f"not valid UTF-8 JSON ({exc})") from exc
+    raw = read_json(path, what="suite file", expect=None)
     return parse_suite(raw, str(path))
 
 

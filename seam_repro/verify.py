@@ -1,28 +1,32 @@
 """``seam-repro verify``: regenerate a manifest from its seed and compare every choice and hash.
 
-Two independent checks: (1) the choices re-derived from the root seed equal the recorded ones
-(the sampler did not drift); (2) prompts rendered from the recorded choices hash to the recorded
-values (the renderer and the data did not drift). Nothing is written.
+Three checks, all reported together (never only the first): (0) every data and prompt file read
+hashes to the value sealed in the manifest; (1) the choices re-derived from the root seed equal the
+recorded ones (the sampler did not drift); (2) prompts rendered from the recorded choices hash to the
+recorded values (the renderer and the data did not drift). A changed data or prompt file does not
+stop verification: everything that can still be rendered is rendered, so the report names every
+(dataset, run, instance) the change affects, with a unified diff of the first. Nothing is written.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seam_repro.errors import ManifestError
-from seam_repro.hashing import digest_of_hashes
+from seam_repro.errors import InputError, SeamReproError
+from seam_repro.hashing import digest_of_hashes, sha256_text
 from seam_repro.manifest import (
     choices_to_run,
     iter_rendered,
-    load_manifest,
     manifest_config,
     read_prompt_store,
+    recorded_sources,
 )
 from seam_repro.sample import draw_all
-from seam_repro.sourcing import load_sources
+from seam_repro.sourcing import Sources, load_sources
 
 CHOICE_FIELDS = ("split", "sample_seed", "paraphrase_index", "demo_indices", "max_num_docs", "doc_order")
 
@@ -35,7 +39,10 @@ class Mismatch:
     what: str
 
     def __str__(self) -> str:
-        where = f"{self.dataset} run {self.run}" + (f" instance {self.instance_id}" if self.instance_id else "")
+        if self.run < 0:
+            where = self.dataset
+        else:
+            where = f"{self.dataset} run {self.run}" + (f" instance {self.instance_id}" if self.instance_id else "")
         return f"{where}: {self.what}"
 
 
@@ -44,18 +51,34 @@ class VerifyReport:
     manifest: str
     n_runs: int = 0
     n_instances: int = 0
+    sources: list[Mismatch] = field(default_factory=list)
+    """Data or prompt files whose sha256 differs from the sealed value (run -1)."""
     mismatches: list[Mismatch] = field(default_factory=list)
     first_diff: str | None = None
 
     @property
     def ok(self) -> bool:
-        return not self.mismatches
+        return not self.mismatches and not self.sources
+
+    @property
+    def affected(self) -> list[tuple[str, int, str]]:
+        """Every (dataset, run, instance) whose prompt, target or seed no longer matches."""
+        return list(dict.fromkeys((m.dataset, m.run, m.instance_id) for m in self.mismatches
+                                  if m.instance_id is not None))
 
     def summary(self) -> str:
         if self.ok:
             return (f"OK {self.manifest}: {self.n_instances} prompts in {self.n_runs} (dataset, run) pairs "
                     "match their recorded hashes and re-derived choices")
-        return f"FAILED {self.manifest}: {len(self.mismatches)} mismatches in {self.n_instances} prompts"
+        parts = [f"{len(self.mismatches)} mismatches", f"{len(self.affected)} affected instances"]
+        if self.sources:
+            parts.insert(0, f"{len(self.sources)} changed source files")
+        return f"FAILED {self.manifest}: {', '.join(parts)} in {self.n_instances} prompts"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"manifest": self.manifest, "ok": self.ok, "n_runs": self.n_runs, "n_instances": self.n_instances,
+                "sources": [asdict(m) for m in self.sources], "mismatches": [asdict(m) for m in self.mismatches],
+                "affected": [list(k) for k in self.affected], "first_diff": self.first_diff}
 
 
 def _compare_choices(recorded: dict[str, Any], derived: dict[str, Any], out: list[Mismatch]) -> None:
@@ -75,36 +98,87 @@ def _compare_choices(recorded: dict[str, Any], derived: dict[str, Any], out: lis
                 out.append(Mismatch(ds, run, rec["id"], f"{key} differs from the re-derived value"))
 
 
+def _unchecked(recorded: dict[str, Any]) -> dict[str, Any]:
+    """Recorded paths without the hashes, so changed files are read (and compared here) rather than
+    stopping the load at the first mismatch."""
+    return {"prompts": {n: {"path": e.get("path")} for n, e in recorded["prompts"].items()},
+            "data": {n: {"path": e.get("path")} for n, e in recorded["data"].items()}}
+
+
+def _load_each(cfg: Any, profile: str, data_dir: Any, prompts_dir: Any, base_dir: Path,
+               recorded: dict[str, Any], out: list[Mismatch]) -> Sources:
+    """Load each dataset on its own, so one that cannot be loaded (a deleted or unparsable file) is
+    listed and the others are still verified."""
+    merged = Sources()
+    for entry in cfg.datasets:
+        sub = dataclasses.replace(cfg, datasets=(entry,))
+        try:
+            one = load_sources(sub, profile, data_dir=data_dir, prompts_dir=prompts_dir, base_dir=base_dir,
+                               recorded=_unchecked(recorded))
+        except SeamReproError as exc:
+            out.append(Mismatch(entry.name, -1, None, f"cannot be loaded: {exc}"))
+            continue
+        for attr in ("data", "data_paths", "prompt_files", "prompt_paths", "prompt_hashes"):
+            getattr(merged, attr).update(getattr(one, attr))
+    return merged
+
+
+def _compare_sources(manifest: dict[str, Any], sources: Sources, out: list[Mismatch]) -> None:
+    for name, entry in manifest["sources"]["data"].items():
+        if name not in sources.data:
+            continue  # listed by _load_each
+        files = sources.data[name].files
+        for fname, want in sorted(entry.get("files", {}).items()):
+            got = files.get(fname)
+            if got is None:
+                out.append(Mismatch(name, -1, None, f"data file {fname}: recorded but not read from "
+                                                    f"{sources.data_paths.get(name)}"))
+            elif got != want:
+                out.append(Mismatch(name, -1, None, f"data file {fname}: sha256 {got}, recorded {want}"))
+    for name, entry in manifest["sources"]["prompts"].items():
+        want, got = entry.get("sha256"), sources.prompt_hashes.get(name)
+        if want and got is not None and got != want:
+            out.append(Mismatch(name, -1, None, f"prompt file {sources.prompt_paths.get(name)}: sha256 {got}, "
+                                                f"recorded {want}"))
+
+
 def verify_manifest(path: str | Path, data_dir: Any = None, prompts_dir: Any = None) -> VerifyReport:
+    from seam_repro.trust import load_trusted
+
     path = Path(path)
-    manifest = load_manifest(path)
-    if not manifest["frozen"]:
-        raise ManifestError(f"{path}: not frozen (no recorded choices); run `seam-repro freeze {path}`")
+    manifest = load_trusted(path).manifest  # the one place a manifest is loaded and checked
     report = VerifyReport(str(path))
     cfg = manifest_config(manifest)
     profile = manifest["profile"]
-    sources = load_sources(cfg, profile, data_dir=data_dir, prompts_dir=prompts_dir, base_dir=path.parent,
-                           recorded=manifest["sources"])
-    derived = {(c.dataset, c.run): choices_to_run(c) for c in draw_all(cfg, profile, sources.data,
-                                                                       sources.prompt_files)}
+    sources = _load_each(cfg, profile, data_dir, prompts_dir, path.parent, recorded_sources(manifest), report.sources)
+    _compare_sources(manifest, sources, report.sources)
     runs = manifest["runs"]
     report.n_runs = len(runs)
-    for run in runs:
-        der = derived.get((run["dataset"], run["run"]))
-        if der is None:
-            report.mismatches.append(Mismatch(run["dataset"], run["run"], None, "not produced by the config"))
-        else:
-            _compare_choices(run, der, report.mismatches)
-    if len(derived) != len(runs):
-        report.mismatches.append(Mismatch("*", -1, None, f"config yields {len(derived)} runs, manifest has {len(runs)}"))
+    if len(sources.data) == len(cfg.datasets):
+        derived = {(c.dataset, c.run): choices_to_run(c) for c in draw_all(cfg, profile, sources.data,
+                                                                           sources.prompt_files)}
+        for run in runs:
+            der = derived.get((run["dataset"], run["run"]))
+            if der is None:
+                report.mismatches.append(Mismatch(run["dataset"], run["run"], None, "not produced by the config"))
+            else:
+                _compare_choices(run, der, report.mismatches)
+        if len(derived) != len(runs):
+            report.mismatches.append(Mismatch("*", -1, None,
+                                              f"config yields {len(derived)} runs, manifest has {len(runs)}"))
+    else:  # the draws need every dataset: compare what can be rendered, list the rest
+        report.mismatches.append(Mismatch("*", -1, None, "choices not re-derived: a dataset could not be loaded"))
+        for run in runs:
+            if run["dataset"] not in sources.data:
+                report.mismatches += [Mismatch(run["dataset"], run["run"], i["id"], "cannot be rendered: the "
+                                               "dataset could not be loaded") for i in run["instances"]]
+        runs = [r for r in runs if r["dataset"] in sources.data]
     recorded = {(r["dataset"], r["run"], i["id"]): i for r in runs for i in r["instances"]}
-    store = None
-    if manifest.get("prompt_store"):
-        store_path = path.parent / manifest["prompt_store"]["path"]
-        if store_path.exists():
-            store = read_prompt_store(store_path)
+    store = _prompt_store(path, manifest, recorded)
     hashes = []
-    for rec in iter_rendered(runs, profile, sources, cfg.suite):
+    missing: list[tuple[str, int, str, str]] = []
+    changed = frozenset(m.dataset for m in report.sources)
+    for rec in iter_rendered(runs, profile, sources, cfg.suite, where=str(path), missing=missing, changed=changed):
         report.n_instances += 1
         key = (rec["dataset"], rec["run"], rec["instance_id"])
         want = recorded[key]
@@ -115,15 +189,41 @@ def verify_manifest(path: str | Path, data_dir: Any = None, prompts_dir: Any = N
                 report.first_diff = _diff(store, key, rec["prompt"])
         if rec["target_sha256"] != want["target_sha256"]:
             report.mismatches.append(Mismatch(key[0], key[1], key[2], "target_sha256 differs"))
+    for ds, run_k, iid, reason in missing:
+        report.mismatches.append(Mismatch(ds, run_k, iid, f"cannot be rendered: {reason}"))
     if digest_of_hashes(hashes) != manifest["prompt_digest"] and not report.mismatches:
         report.mismatches.append(Mismatch("*", -1, None, "prompt_digest differs"))
     return report
 
 
-def _diff(store: dict[tuple[str, int, str], str] | None, key: tuple[str, int, str], actual: str) -> str:
+def _prompt_store(path: Path, manifest: dict[str, Any], recorded: dict[tuple[str, int, str], dict[str, Any]]
+                  ) -> dict[tuple[str, int, str], tuple[str, bool]] | str | None:
+    """Stored prompt texts, each with whether it hashes to the sealed per-instance value (the store
+    is provenance, not sealed: a text that does not is shown, but labelled). An unreadable store
+    only loses the diff (the hashes still decide): its error is returned as the text to show."""
+    info = (manifest.get("provenance") or {}).get("prompt_store")
+    if not info:
+        return None
+    store_path = path.parent / info["path"]
+    if not store_path.is_file():
+        return None
+    try:
+        texts = read_prompt_store(store_path)
+    except InputError as exc:
+        return f"(no diff: the prompt store is unreadable: {exc})"
+    return {k: (text, sha256_text(text) == recorded[k]["prompt_sha256"]) for k, text in texts.items() if k in recorded}
+
+
+def _diff(store: dict[tuple[str, int, str], tuple[str, bool]] | str | None, key: tuple[str, int, str],
+          actual: str) -> str:
+    if isinstance(store, str):
+        return store
     if store is None or key not in store:
-        return ("(no stored prompt text to diff against: the manifest has no prompt_store; "
-                "re-run `seam-repro sample --store-prompts` on a trusted checkout to get one)")
-    lines = difflib.unified_diff(store[key].splitlines(keepends=True), actual.splitlines(keepends=True),
-                                 fromfile=f"recorded {key[0]} run {key[1]} {key[2]}", tofile="regenerated", n=2)
+        return ("(no stored prompt text to diff against: the manifest has no prompt store; re-run "
+                "`seam-repro sample --store-prompts` on a trusted checkout to get one)")
+    text, trusted = store[key]
+    label = f"recorded {key[0]} run {key[1]} {key[2]}" + ("" if trusted else " (stored text does NOT hash to "
+                                                                             "the sealed prompt_sha256)")
+    lines = difflib.unified_diff(text.splitlines(keepends=True), actual.splitlines(keepends=True),
+                                 fromfile=label, tofile="regenerated", n=2)
     return "".join(lines)

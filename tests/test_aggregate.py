@@ -24,7 +24,7 @@ DIGEST = "a" * 64
 
 def write_scores(run_dir: Path, model_id: str, datasets: dict[str, dict[str, Any]], *,
                  manifest_digest: str = DIGEST, revision: str = "r1", run_json: bool = True,
-                 chat_template: str | None = "c" * 64) -> Path:
+                 chat_template: str | None = "c" * 64, protocol: dict[str, Any] | None = None) -> Path:
     """Write scores/<slug>/{summary.json,instance_scores.jsonl} (+ run.json) from hand-made rows.
 
     ``datasets[name] = {"metric": str, "instances": [(run, instance_id, score, valid_format)],
@@ -44,6 +44,8 @@ def write_scores(run_dir: Path, model_id: str, datasets: dict[str, dict[str, Any
         summary_ds[name] = {"metric": spec["metric"], "runs": {str(k): v for k, v in runs.items()}}
     summary = {"model": {"id": model_id, "revision": revision}, "manifest_digest": manifest_digest,
                "prompt_digest": "b" * 64, "datasets": summary_ds}
+    if protocol is not None:
+        summary["protocol"] = protocol
     (sdir / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
     (sdir / "instance_scores.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     if run_json:

@@ -15,15 +15,19 @@ from seam_repro.diff import diff_models, parse_tolerance
 from seam_repro.errors import InputError
 from seam_repro.reference import load_reference
 from seam_repro.submit import load_inputs
+from seam_repro.trust import PROTOCOL_FIELDS
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 LLAMA8 = "meta-llama/Meta-Llama-3-8B-Instruct"
+PAPER_PROTOCOL = {**{k: v for k, v in (load_reference("paper").protocol or {}).items() if k in PROTOCOL_FIELDS},
+                  "partial": False}
+"""A run made under the paper's protocol (hand-made runs state it; real ones get it from `score`)."""
 
 
-def _run(tmp_path: Path, model: str = LLAMA8) -> Path:
+def _run(tmp_path: Path, model: str = LLAMA8, protocol: dict | None = PAPER_PROTOCOL) -> Path:
     # MultiNews runs 20 and 22 -> mean 21, population std 1; paper: Llama-3-8B 19.5 ± 0.9
     write_scores(tmp_path, model, {"MultiNews": {"metric": "rouge_geo", "instances": [
-        (0, "a", 20.0, True), (1, "b", 22.0, True)]}})
+        (0, "a", 20.0, True), (1, "b", 22.0, True)]}}, protocol=protocol)
     return tmp_path
 
 
@@ -60,10 +64,11 @@ def test_delta_and_band_by_hand(tmp_path: Path) -> None:
 
 def test_unknown_model_and_na_cells_are_not_failures(tmp_path: Path) -> None:
     write_scores(tmp_path, "someone/new-model", {"ECB": {"metric": "conll_f1", "runs": {0: 5.0},
-                                                          "instances": [(0, "t", None, True)]}})
+                                                          "instances": [(0, "t", None, True)]}}, protocol=PAPER_PROTOCOL)
     ref = load_reference("paper")
     rep = diff_models(load_inputs([tmp_path]), ref, parse_tolerance(None))
-    assert rep.rows[0].status == "no-reference" and "--as NAME" in rep.rows[0].note and rep.exit_code == 0
+    # old main: exit 0 with "0 within, 0 outside, 1 without reference": a CI job passed having compared nothing
+    assert rep.rows[0].status == "no-reference" and "--as NAME" in rep.rows[0].note and rep.exit_code == 4
     rep = diff_models(load_inputs([tmp_path]), ref, parse_tolerance(None), as_name="Gemma-7B")
     assert rep.rows[0].status == "no-reference" and rep.rows[0].note == "NA in the paper"
     with pytest.raises(InputError, match="--as: 'Llama-9B' is not a reference model"):
@@ -85,6 +90,27 @@ def test_cli_exit_codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys:
     (bad / "scores" / "m" / "instance_scores.jsonl").write_text("")
     code, out = _cli(["diff", str(bad)], monkeypatch, capsys)
     assert code == 2 and "summary.json: not valid JSON" in out
+    unknown = _run(tmp_path / "unknown", protocol=None)  # scored without a protocol record
+    code, out = _cli(["diff", str(unknown)], monkeypatch, capsys)
+    assert code == 3 and "protocol: unknown" in out and "exit 3" in out
+    code, out = _cli(["diff", str(unknown), "--allow-protocol-mismatch"], monkeypatch, capsys)
+    assert code == 0 and "allowed by --allow-protocol-mismatch" in out
+
+
+def test_protocol_fields_named_and_exit_3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """A --limit 1 run of a 3-run manifest with 48 new tokens is not the paper's protocol: diff names
+    each differing field and exits 3 (old main: compared and exited 0/1)."""
+    smoke = {**PAPER_PROTOCOL, "protocol_digest": "d" * 64, "runs": 3, "limit": 1, "max_new_tokens": 48,
+             "prompt_path": "raw", "partial": True, "instances": 36, "scored_instances": 18}
+    run = _run(tmp_path / "run", protocol=smoke)
+    code, out = _cli(["diff", str(run), "--as", "Llama-3-8B"], monkeypatch, capsys)
+    assert code == 3
+    for name in ("protocol_digest", "runs: 3 vs 10", "limit: 1 vs None", "max_new_tokens: 48 vs 500",
+                 "prompt_path: 'raw' vs 'upstream'", "partial (18 of 36 scored)"):
+        assert name in out, name
+    code, _ = _cli(["diff", str(run), "--as", "Llama-3-8B", "--allow-protocol-mismatch"], monkeypatch, capsys)
+    assert code == 0
 
 
 def test_packaged_table_matches_shared_reference() -> None:

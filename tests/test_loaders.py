@@ -160,7 +160,7 @@ def _edit_jsonl(path: Path, lineno: int, fn) -> None:  # type: ignore[no-untyped
 
 
 CASES = [
-    ("MusiQue", "musique", lambda p: _bad_line(p / "val.jsonl", 2, "{not json"), ["val.jsonl", "line 2", "invalid JSON"]),
+    ("MusiQue", "musique", lambda p: _bad_line(p / "val.jsonl", 2, "{not json"), ["val.jsonl", "line 2", "valid JSON"]),
     ("MusiQue", "musique", lambda p: _edit_jsonl(p / "val.jsonl", 1, lambda o: o.update(answerable="yes")), ["line 1", "answerable", "true or false"]),
     ("MusiQue", "musique", lambda p: _edit_jsonl(p / "train.jsonl", 1, lambda o: o.pop("question")), ["train.jsonl", "line 1", "'question'", "missing"]),
     ("OpenASP", "openasp", lambda p: _edit_jsonl(p / "test.jsonl", 3, lambda o: o.update(summary_text="x")), ["test.jsonl", "line 3", "summary_text"]),
@@ -203,7 +203,7 @@ def _csv_edit(path: Path, row: int, col: str, value: str) -> None:
 
 @pytest.mark.parametrize(("col", "value", "expected"), [
     ("review_2_offsets", "[[5, 500]]", ["row 1", "review_2_offsets", "out of range"]),
-    ("review_0_offsets", "[[1, 2", ["row 1", "review_0_offsets", "invalid JSON"]),
+    ("review_0_offsets", "[[1, 2", ["row 1", "review_0_offsets", "valid JSON"]),
     ("review_3_alignments", '[{"summary": {}}]', ["row 1", "review_3_alignments", '"review"']),
 ])
 def test_fusereviews_malformed(tmp_path: Path, col: str, value: str, expected: list[str]) -> None:

@@ -134,13 +134,16 @@ def test_generation_settings_validation() -> None:
 @pytest.fixture
 def fake_stages(monkeypatch: pytest.MonkeyPatch) -> dict:
     """Stand-ins for the manifest/render stages, following their documented contract."""
-    state = {"manifest": dict(MANIFEST)}
+    runs: dict[tuple[str, int], list] = {}
+    for r in records(3):
+        runs.setdefault((r["dataset"], r["run"]), []).append(
+            {"id": r["instance_id"], "gen_seed": r["gen_seed"], "prompt_sha256": r["prompt_sha256"]})
+    state = {"manifest": {**MANIFEST, "runs": [{"dataset": d, "run": k, "instances": v} for (d, k), v in runs.items()]}}
     import seam_repro.manifest
-    import seam_repro.render
 
     monkeypatch.setattr(seam_repro.manifest, "load_manifest", lambda path: state["manifest"])
-    monkeypatch.setattr(seam_repro.render, "render_manifest",
-                        lambda path, data_dir=None, prompts_dir=None, allow_unfrozen=False: records(3))
+    monkeypatch.setattr(seam_repro.manifest, "render_records",
+                        lambda m, data_dir=None, prompts_dir=None, base=None, allow_unfrozen=False: records(3))
     return state
 
 

@@ -3,7 +3,7 @@ the run folder, verify, replay), tested against a local HTTP server on 127.0.0.1
 project's own fixtures; without network it fails in one line that names the offline routes.
 
 Independent check: the smoke protocol, made whole this way from served copies of its fixtures, must
-give exactly the choices and prompt digest of the shipped, separately frozen manifests/smoke.json."""
+give exactly the choices, prompt digest and digest of the shipped, separately frozen manifests/smoke.json."""
 
 from __future__ import annotations
 
@@ -121,8 +121,9 @@ def test_unfrozen_manifest_is_fetched_frozen_verified_and_replayed(
     frozen = load_manifest(frozen_file)
     shipped = load_manifest(REPO / "manifests" / "smoke.json")
     assert frozen["frozen"] and frozen["runs"] == shipped["runs"] and frozen["prompt_digest"] == shipped["prompt_digest"]
+    assert frozen["digest"] == shipped["digest"]  # paths are provenance, outside the digest
     for name in LAYOUT:  # the frozen copy records the verified cache, not the fixtures
-        recorded = (run_dir / frozen["sources"]["data"][name]["path"]).resolve()
+        recorded = (run_dir / frozen["provenance"]["paths"]["data"][name]).resolve()
         assert recorded.is_relative_to((tmp_path / "cache").resolve())
         assert frozen["sources"]["data"][name]["files"] == shipped["sources"]["data"][name]["files"]
     run_json = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from test_aggregate import write_scores
+from trust_helpers import echo_runs  # noqa: F401 - session fixture
 
 from seam_repro.aso import AsoParams
 from seam_repro.cli import main
@@ -81,11 +82,20 @@ def test_new_model_against_reference(tmp_path: Path) -> None:
     assert mn[0]["model"] == "org/new" and len(mn) == 8
     assert all(r["from_summary_stats"] for r in mn[1:]) and mn[1]["model"] == "Mixtral-8x7B"
     ecb = [r["model"] for r in rep["datasets"]["ECB"]["rows"]]
-    assert "Gemma-7B" not in ecb and len(ecb) == 7                       # NA in the paper
-    assert rep["stability"]["ranked_in"]["Gemma-7B"] == ["MultiNews"]
+    assert "Gemma-7B" not in ecb and len(ecb) == 7                       # NA in the paper ...
+    assert {"model": "Gemma-7B", "cell": "NA", "reason": "NA in the paper", "from_summary_stats": True} \
+        in rep["datasets"]["ECB"]["absent"]                              # ... shown as an explicit NA cell
     md = render_markdown(rep)
     assert "| 2 | Mixtral-8x7B † | 21.4 ± 0.7 |" in md and "surrogate" in md
-    assert "OpenASP" not in rep["datasets"]       # reference-only datasets are not added
+    assert "| – | Gemma-7B † | NA (NA in the paper) | – |" in md
+    # old main: columns no input model scored disappeared and the paper models' AR was recomputed
+    # over the remaining datasets; now every Table 3 column stays, with explicit cells
+    assert list(rep["datasets"]) == ["MultiNews", "OpenASP", "FuseReviews", "MusiQue", "SciCo", "ECB"]
+    assert {"model": "org/new", "cell": "not scored", "reason": "no scores for this dataset in the input",
+            "from_summary_stats": False} in rep["datasets"]["OpenASP"]["absent"]
+    assert len(rep["stability"]["ranked_in"]["Llama-3-8B"]) == 6
+    assert rep["stability"]["ranked_in"]["org/new"] == ["MultiNews", "ECB"]
+    assert "AR over (datasets)" in md and "| 2: MultiNews, ECB |" in md
 
 
 def test_write_report_files(tmp_path: Path) -> None:
@@ -98,18 +108,18 @@ def test_write_report_files(tmp_path: Path) -> None:
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
 
 
-def test_report_cli_with_bundles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_report_cli_with_bundles(echo_runs: dict[str, Path], tmp_path: Path,  # noqa: F811
+                                 monkeypatch: pytest.MonkeyPatch,
                                  capsys: pytest.CaptureFixture[str]) -> None:
-    dirs = _three_models(tmp_path / "runs")
-    bundle = tmp_path / "high.json"
-    write_bundle(make_bundle(dirs[1]), bundle)
-    monkeypatch.setattr(sys, "argv", ["seam-repro", "report", str(bundle), str(dirs[0]), "--out", str(tmp_path / "o"),
+    bundle = tmp_path / "echo.json"
+    write_bundle(make_bundle(echo_runs["full"]), bundle)
+    monkeypatch.setattr(sys, "argv", ["seam-repro", "report", str(bundle), "--out", str(tmp_path / "o"),
                                       "--seed", "7"])
     with pytest.raises(SystemExit) as exc:
         main()
     assert exc.value.code == 0
     rep = json.loads((tmp_path / "o" / "report.json").read_text())
-    assert rep["aso"]["seed"] == 7 and [r["model"] for r in rep["datasets"]["MultiNews"]["rows"]] == ["org/high", "org/low"]
+    assert rep["aso"]["seed"] == 7 and [r["model"] for r in rep["datasets"]["MultiNews"]["rows"]] == ["echo"]
     other = tmp_path / "other"
     write_scores(other, "org/x", {"MusiQue": {"metric": "musique_f1", "instances": [(0, "q", 1.0, True)]}},
                  manifest_digest="f" * 64)

@@ -146,10 +146,36 @@ def test_generation_seeds_are_per_instance_and_stable():
 
 
 def test_scico_with_more_than_99_mentions_is_a_clear_error():
-    data = dict(DATA, SciCo=LoadedDataset("SciCo", {"train": [_scico_row("train", 0, 100, (0,))], "test": []}))
+    data = dict(DATA, SciCo=LoadedDataset("SciCo", {"train": [_scico_row("train", 0, 100, (0,))],
+                                                    "test": [_scico_row("test", 1, 1, (0,))]}))
     cfg = parse_config(RAW, "upstream")
     with pytest.raises(InputError, match="100 mentions"):
         draw_all(cfg, "upstream", data, PROMPTS)
+
+
+def test_empty_evaluated_split_is_refused():
+    data = dict(DATA, SciCo=LoadedDataset("SciCo", {"train": [_scico_row("train", 0, 1, (0,))], "test": []},
+                                          files={"test.jsonl": "0" * 64}))
+    with pytest.raises(InputError, match=r"split 'test' has no instances \(read test.jsonl\)"):
+        draw_all(parse_config(RAW, "upstream"), "upstream", data, PROMPTS)
+
+
+@pytest.mark.parametrize(("patch", "field"), [
+    ({"generation": {"temperature": "hot"}}, "temperature"),
+    ({"generation": {"max_new_tokens": 0}}, "max_new_tokens"),
+    ({"generation": {"temperature": float("nan")}}, "temperature"),
+    ({"generation": {"temperature": float("inf")}}, "temperature"),
+    ({"max_num_samples": -5}, "max_num_samples"),
+    ({"max_num_samples": 0}, "max_num_samples"),
+    ({"num_different_runs": 10**9}, "num_different_runs"),
+    ({"random_seed": 10**30}, "random_seed"),
+    ({"random_seed": 1.5}, "random_seed"),
+    ({"datasets": [{"name": "MusiQue", "split_name": ""}]}, "split_name"),
+])
+def test_config_semantics_refused_at_parse_time(patch, field):
+    """One validation for `sample` and for every manifest loader: nothing is written that is refused later."""
+    with pytest.raises(InputError, match=field):
+        parse_config({**RAW, **patch}, "upstream")
 
 
 def test_unknown_profile_and_dataset_are_rejected():

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from trust_helpers import seal_run_dir
 
 from seam_repro.cli import cli
 from seam_repro.errors import InputError, MissingDataError, PredictionsError
@@ -58,6 +59,7 @@ def write_run(root: Path, outputs: dict[tuple[str, int, str], Any] = OUTPUTS, pr
     (root / "predictions").mkdir(parents=True)
     (root / "prompts.jsonl").write_text("".join(json.dumps(p) + "\n" for p in prompts), "utf-8")
     (root / "run.json").write_text(json.dumps({"schema_version": 1, "manifest_digest": "abc"}), "utf-8")
+    seal_run_dir(root, [p for p in prompts if isinstance(p, dict) and "prompt" in p])  # the trust chain's anchor
     by_file: dict[Path, bytes] = {}
     for p in prompts:
         key = (p["dataset"], p["run"], p["instance_id"])
@@ -99,7 +101,8 @@ def test_end_to_end_values(tmp_path: Path) -> None:
     [summary_path] = score_run_dir(run, fic_factory=FakeFic)
     lines = read_lines(summary_path.parent / "instance_scores.jsonl")
     summary = json.loads(summary_path.read_text("utf-8"))
-    assert summary["model"] == MODEL and summary["manifest_digest"] == "abc" and summary["profile"] == "upstream"
+    digest = json.loads((run / "run.json").read_text("utf-8"))["manifest_digest"]
+    assert summary["model"] == MODEL and summary["manifest_digest"] == digest and summary["profile"] == "upstream"
     assert summary["prompt_digest"] == digest_of_hashes(p["prompt_sha256"] for p in PROMPTS)
 
     # upstream extraction keeps the fabricated example (no later *Answer*:); clean extraction cuts it

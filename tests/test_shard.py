@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from seam_repro.errors import InputError, PredictionsError
+from seam_repro.files import OutputError
 from seam_repro.generate.base import EchoBackend, GenerationSettings
 from seam_repro.hashing import sha256_text
 from seam_repro.replay import run_generation
@@ -109,5 +110,11 @@ def test_merge_refuses_other_manifest_and_existing_out(tmp_path: Path) -> None:
                    shard=Shard(1, 2), progress=False)
     with pytest.raises(PredictionsError, match="manifest_digest"):
         merge_run_dirs([dirs[0], foreign], tmp_path / "m")
-    with pytest.raises(PredictionsError, match="already holds a run"):
+    with pytest.raises(OutputError, match="is one of this command's inputs"):
         merge_run_dirs(dirs, dirs[0])
+    with pytest.raises(OutputError, match="lies inside"):
+        merge_run_dirs(dirs, dirs[1] / "merged")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(PredictionsError, match="already exists"):
+        merge_run_dirs(dirs, tmp_path / "empty")
+    assert not (tmp_path / "m").exists()  # the refused merge above left nothing behind

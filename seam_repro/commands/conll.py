@@ -4,6 +4,7 @@ scorers v8.01) on CoNLL-2012 files, printing the scorer's TOTALS blocks plus the
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import click
@@ -91,6 +92,63 @@ def to_json(scores: CorefScores, metrics: list[str], key: Path, response: Path) 
     }
 
 
+_BEGIN = re.compile(r"#\s*begin document (.*)", re.ASCII)
+_LABEL = re.compile(r"\(?[0-9]+(\+[0-9])?\)?")
+
+
+def _scan(path: Path) -> tuple[list[str], tuple[int, str] | None]:
+    """Document names in order, and the first coreference label perl's numeric patterns would skip
+    (line number, label), read the way scorer.pl reads the file (lines split on \\n, tab fields)."""
+    try:
+        text = path.read_bytes().decode("utf-8", errors="surrogateescape")
+    except OSError:
+        return [], None  # the scorer itself reports an unreadable file
+    names: list[str] = []
+    odd: tuple[int, str] | None = None
+    for n, line in enumerate(text.split("\n"), start=1):
+        line = line.rstrip("\r")
+        m = _BEGIN.match(line)
+        if m:
+            names.append(m.group(1))
+            continue
+        if odd is not None or not line.strip() or line.lstrip().startswith("#"):
+            continue
+        fields = [f for f in line.split("\t") if f != ""]
+        coref = fields[-1].strip() if len(fields) > 1 else ""
+        if coref in ("", "-", "_"):
+            continue
+        for part in coref.split("|"):
+            if part and not _LABEL.fullmatch(part):
+                odd = (n, part)
+                break
+    return names, odd
+
+
+def mismatch_warnings(key: Path, response: Path) -> list[str]:
+    """What makes scorer.pl silently score less than the user expects: key documents absent from
+    the response (scored as empty), response documents the key lacks (ignored), and cluster labels
+    that are not numbers (ignored). The scores stay exactly perl's; this only says why."""
+    key_names, key_odd = _scan(key)
+    resp_names, resp_odd = _scan(response)
+    out = []
+    missing = [n for n in dict.fromkeys(key_names) if n not in set(resp_names)]
+    extra = [n for n in dict.fromkeys(resp_names) if n not in set(key_names)]
+    if missing:
+        out.append(f"warning: {response}: {len(missing)} of {len(set(key_names))} key document(s) have no response "
+                   f"document of the same name and score as empty (first: {missing[0]!r}; response has "
+                   f"{extra[0]!r} first)" if extra else
+                   f"warning: {response}: {len(missing)} of {len(set(key_names))} key document(s) have no response "
+                   f"document of the same name and score as empty (first: {missing[0]!r})")
+    elif extra:
+        out.append(f"warning: {response}: {len(extra)} response document(s) are not in the key and are ignored "
+                   f"(first: {extra[0]!r})")
+    for path, odd in ((key, key_odd), (response, resp_odd)):
+        if odd is not None:
+            out.append(f"warning: {path}:{odd[0]}: coreference label {odd[1]!r} is not a number; scorer.pl ignores "
+                       "it (cluster ids must be integers, e.g. (12) or (12 ... 12))")
+    return out[:3]
+
+
 @click.command("conll-score")
 @click.argument("key", type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("response", type=click.Path(dir_okay=False, path_type=Path))
@@ -113,6 +171,8 @@ def conll_score(key: Path, response: Path, metric: str, as_json: bool) -> None:
 
     metrics = list(METRICS) if metric == "all" else [metric]
     scores = score_conll_files(key, response, metrics)
+    for warning in mismatch_warnings(key, response):
+        click.echo(warning, err=True)
     if as_json:
         click.echo(json.dumps(to_json(scores, metrics, key, response), sort_keys=True))
     else:

@@ -25,8 +25,10 @@ def fetch(only: str | None, data_dir: Path | None, cache: Path | None, progress:
     """Fetch and verify pinned sources; files without a published hash are reported UNVERIFIED."""
     from seam_repro.fetch import cache_root
     from seam_repro.fetch import fetch as run_fetch
+    from seam_repro.files import guard_outputs
 
     root = cache_root(cache)
+    guard_outputs([("--cache", root)], read_dirs=[data_dir])
     for res in run_fetch(only, cache=root, data_dir=data_dir, progress=progress):
         click.echo(f"{res.source:<22} {res.status}")
         for key, rel in sorted(res.paths.items()):

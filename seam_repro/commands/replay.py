@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from seam_repro.cli import on_interrupt
+
 EXAMPLES = """\b
 Examples:
   seam-repro replay manifests/smoke.json --out runs/smoke                 # embedded SmolLM2, CPU
@@ -58,12 +60,15 @@ def replay(manifest: Path, out: Path, model: str | None, backend: str, shard: st
     and verified (or read from --data-dir/--prompts-dir), it is frozen into OUT and verified, and
     that frozen copy is replayed.
     """
+    from seam_repro.files import guard_outputs
     from seam_repro.replay import replay as run_replay
     from seam_repro.replay import score_if_available
     from seam_repro.shard import parse_shard
 
     if q4 and q8:
         raise click.BadParameter("give at most one of --load-in-4bit / --load-in-8bit")
+    guard_outputs([("--out", out)], inputs=[manifest], read_dirs=[data_dir, prompts_dir])
+    on_interrupt(f"every prediction already generated is kept in {out / 'predictions'} (one fsynced line each)")
     if not allow_unfrozen:  # an unfrozen manifest (paper.json): fetch, freeze into --out, verify, then replay
         from seam_repro.run.prepare import freeze_for_replay
 
@@ -82,6 +87,7 @@ def replay(manifest: Path, out: Path, model: str | None, backend: str, shard: st
     click.echo(f"predictions: {out / 'predictions' / summary.model_slug}")
     if shard or no_score:
         return
+    on_interrupt(f"all predictions are kept in {out / 'predictions'}; no partial score file is left")
     paths, table = score_if_available(out, fic=fic, fic_download=fic_download)
     if paths is None:
         click.echo(f"scoring is not available in this install; score later with `seam-repro score {out}`")
@@ -98,6 +104,8 @@ def replay(manifest: Path, out: Path, model: str | None, backend: str, shard: st
 def merge(shard_dirs: tuple[Path, ...], out: Path) -> None:
     """Merge shard run directories; refuses missing, duplicate or conflicting predictions."""
     from seam_repro.shard import merge_run_dirs
+
+    on_interrupt(f"no {out} was created (merge builds in a hidden temporary folder and renames it at the end)")
 
     counts = merge_run_dirs(list(shard_dirs), out)
     for slug, n in counts.items():

@@ -12,6 +12,11 @@ import click
 from seam_repro.errors import InputError
 
 
+def _manifest_file(spec: str | None) -> list[Path]:
+    """``--manifest`` when it names a file (it may also be a bare digest)."""
+    return [Path(spec)] if spec and Path(spec).exists() else []
+
+
 def _command_line() -> str:
     return "seam-repro " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
@@ -29,10 +34,15 @@ def report(inputs: tuple[Path, ...], out_dir: Path, reference: str | None, manif
            deepsig: bool) -> int:
     """Rank run directories and bundles (and reference models) like the paper's Table 3."""
     from seam_repro.aso import AsoParams
+    from seam_repro.files import guard_outputs
     from seam_repro.reference import load_reference
     from seam_repro.report import build_report, write_report
     from seam_repro.submit import load_inputs, resolve_manifest_digest
 
+    names = ("report.json", "report.md", "box_plots.png", "ar_arsd.png")
+    guard_outputs([("--out", out_dir)] + [("--out", out_dir / n) for n in names],
+                  inputs=[*inputs, reference if reference not in (None, "paper") else None, *_manifest_file(manifest)],
+                  read_dirs=[p for p in inputs if p.is_dir()])
     models = load_inputs(list(inputs), resolve_manifest_digest(manifest))
     ref = load_reference(reference) if reference else None
     rep = build_report(models, ref, AsoParams(seed=seed), deepsig=deepsig, command=_command_line())
@@ -41,27 +51,38 @@ def report(inputs: tuple[Path, ...], out_dir: Path, reference: str | None, manif
     return 0
 
 
-@click.command(epilog="\b\nExamples:\n  seam-repro diff runs/smoke --reference paper\n"
-               "  seam-repro diff runs/mine --reference paper --as Llama-3-8B --tolerance 2x")
+@click.command(epilog="\b\nExamples:\n  seam-repro diff runs/l3-8b --reference paper\n"
+               "  seam-repro diff runs/mine --reference paper --as Llama-3-8B --tolerance 2x\n"
+               "  seam-repro diff runs/smoke --reference paper --allow-protocol-mismatch   # smoke is not the paper")
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--reference", default="paper", show_default=True, help="'paper' or a JSON reference file.")
 @click.option("--tolerance", default=None, help="'spread' (default), 'Kx', 'P%' or points, e.g. 1.5.")
 @click.option("--as", "as_name", default=None, help="Reference model name to compare with (else by HF id).")
 @click.option("--json", "json_out", default=None, type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the diff as JSON.")
+@click.option("--allow-protocol-mismatch", is_flag=True,
+              help="Compare even when the run's protocol (runs, limit, temperature, max_new_tokens, prompt path, "
+                   "profile, protocol digest, partial coverage) differs from the reference's.")
 def diff(run_dirs: tuple[Path, ...], reference: str, tolerance: str | None, as_name: str | None,
-         json_out: Path | None) -> int:
-    """Compare reproduced mean ± std with the reference; exit 0 all within, 1 any outside, 2 bad input."""
+         json_out: Path | None, allow_protocol_mismatch: bool) -> int:
+    """Compare reproduced mean ± std with the reference.
+
+    Exit 0 every compared cell within, 1 any outside, 2 bad input, 3 protocol differs from the
+    reference's (without --allow-protocol-mismatch), 4 nothing compared.
+    """
     from seam_repro.diff import diff_models, format_diff, parse_tolerance
+    from seam_repro.files import atomic_write_text, guard_outputs
     from seam_repro.reference import load_reference
     from seam_repro.submit import load_inputs
 
+    guard_outputs([("--json", json_out)], inputs=[*run_dirs, reference if reference != "paper" else None],
+                  read_dirs=[p for p in run_dirs if p.is_dir()])
     tol = parse_tolerance(tolerance)
     models = load_inputs(list(run_dirs))
-    rep = diff_models(models, load_reference(reference), tol, as_name)
+    rep = diff_models(models, load_reference(reference), tol, as_name, allow_protocol_mismatch)
     click.echo(format_diff(rep))
     if json_out is not None:
-        json_out.write_text(json.dumps(rep.to_json(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        atomic_write_text(json_out, json.dumps(rep.to_json(), indent=1, ensure_ascii=False) + "\n")
     return rep.exit_code
 
 
@@ -70,12 +91,20 @@ def diff(run_dirs: tuple[Path, ...], reference: str, tolerance: str | None, as_n
 @click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Bundle JSON path.")
 @click.option("--model", "model_id", default=None, help="Model id, when the run holds several scored models.")
 def submit(run_dir: Path, out: Path, model_id: str | None) -> int:
-    """Write a results bundle (scores + provenance + digest) tied to the run's manifest."""
-    from seam_repro.submit import make_bundle, write_bundle
+    """Write a results bundle tied to the run's manifest, after re-validating the predictions and
+    re-deriving the scores from them (scores, generation settings, predictions digest, seeds)."""
+    from seam_repro.files import guard_outputs
+    from seam_repro.submit import explain_partial, make_bundle, write_bundle
 
     if out.exists() and out.is_dir():
         raise InputError(out, "is a directory; expected a .json file path")
+    guard_outputs([("--out", out)], inputs=[run_dir], read_dirs=[run_dir])
     bundle = make_bundle(run_dir, model_id)
     write_bundle(bundle, out)
+    note = explain_partial(bundle)
+    if note:
+        click.echo(f"note: {note}", err=True)
+    if bundle["checks"].get("note"):
+        click.echo(f"note: {bundle['checks']['note']}", err=True)
     click.echo(f"{out}  bundle_digest={bundle['bundle_digest']}")
     return 0

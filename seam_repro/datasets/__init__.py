@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import gzip
 import io
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from seam_repro import files
 from seam_repro.errors import InputError
 from seam_repro.hashing import sha256_file
 from seam_repro.instances import Instance, LoadedDataset
@@ -77,14 +77,8 @@ def open_text(path: Path) -> io.TextIOBase:
 
 
 def read_json(path: Path) -> Any:
-    """Parse one JSON file; a syntax error becomes an InputError with line and column."""
-    try:
-        with open_text(path) as fh:
-            return json.load(fh)
-    except json.JSONDecodeError as exc:
-        raise InputError(path, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-    except (UnicodeDecodeError, OSError) as exc:
-        raise InputError(path, f"cannot read as UTF-8 JSON: {exc}") from None
+    """Parse one JSON file (gunzipped if ``.gz``) through the kit's bounded reader."""
+    return files.read_json(path, what="dataset file", expect=None)
 
 
 def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -93,20 +87,7 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     Blank lines are skipped (upstream strips the file before splitting, and the HF json builder
     skips empty lines); every other line must hold one JSON object.
     """
-    try:
-        with open_text(path) as fh:
-            for lineno, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(path, f"invalid JSON: {exc.msg} (column {exc.colno})", record=f"line {lineno}") from None
-                if not isinstance(obj, dict):
-                    raise InputError(path, f"expected a JSON object, got {type(obj).__name__}", record=f"line {lineno}")
-                yield lineno, obj
-    except (UnicodeDecodeError, gzip.BadGzipFile, EOFError) as exc:
-        raise InputError(path, f"cannot read as UTF-8 JSON Lines: {exc}") from None
+    return files.iter_jsonl(path, what="dataset file")
 
 
 def read_rows(path: Path) -> list[tuple[str, dict[str, Any]]]:

@@ -32,6 +32,7 @@ from typing import Any
 
 from seam_repro.datasets import file_hashes
 from seam_repro.errors import InputError
+from seam_repro.files import parse_json_text
 from seam_repro.instances import Document, Instance, LoadedDataset
 
 DATASET = "FuseReviews"
@@ -41,12 +42,13 @@ SPLIT_ORDER: tuple[str, ...] = ("train", "validation", "test")
 
 
 def _json_cell(path: Path, rec: str, row: dict[str, str], col: str, form: str) -> Any:
+    """One JSON cell of the authors' CSV; pandas wrote missing offsets as bare ``NaN``, kept as NaN."""
     if col not in row or row[col] is None:
         raise InputError(path, f"missing column; expected {form}", record=rec, field=col)
     try:
-        return json.loads(row[col])
-    except json.JSONDecodeError as exc:
-        raise InputError(path, f"invalid JSON ({exc.msg}); expected {form}", record=rec, field=col) from None
+        return parse_json_text(row[col], path, record=rec, allow_nan=True)
+    except InputError as exc:
+        raise InputError(path, f"{str(exc).rsplit(': ', 1)[-1]}; expected {form}", record=rec, field=col) from None
 
 
 def _spans(path: Path, rec: str, col: str, value: Any, text_len: int) -> tuple[tuple[int, int], ...]:

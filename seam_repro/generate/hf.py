@@ -331,6 +331,9 @@ def load_hf_backend(model_id: str, revision: str, *, dtype: str = "auto", quanti
         kwargs["device_map"] = device_map
     from transformers import AutoConfig
 
+    from seam_repro.network import require_hub_or_cache
+
+    require_hub_or_cache(model_id, revision)  # offline and not cached: one line in seconds, no retries
     try:
         config = AutoConfig.from_pretrained(model_id, revision=revision)
     except Exception as exc:  # hub errors come in many classes: unknown repo, revision, gated, offline

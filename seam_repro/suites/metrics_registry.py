@@ -9,12 +9,12 @@ them and a module that cannot be imported yields a clear error naming it instead
 from __future__ import annotations
 
 import importlib
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from seam_repro.errors import InputError, PrerequisiteError
+from seam_repro.files import parse_json_text
 
 
 @dataclass(frozen=True)
@@ -62,9 +62,10 @@ class MetricSpec:
 
 def _json_ref(text: str, name: str, i: int, expected: type, form: str) -> Any:
     try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise InputError(f"reference {i}", f"not valid JSON ({exc.msg}); expected {form}", field=name) from None
+        value = parse_json_text(text, f"reference {i}")
+    except InputError as exc:
+        problem = str(exc).split(": ", 1)[-1]
+        raise InputError(f"reference {i}", f"{problem}; expected {form}", field=name) from None
     if not isinstance(value, expected):
         raise InputError(f"reference {i}", f"expected {form}, got JSON {type(value).__name__}", field=name)
     return value

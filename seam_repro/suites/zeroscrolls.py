@@ -255,9 +255,11 @@ _PERCENT = re.compile(r"\d+\.?\d*%")
 
 
 def first_percentage(text: str) -> float | None:
-    """The first ``<number>%`` in the text (e.g. "…so 40% of the reviews…" → 40.0)."""
+    """The first ``<number>%`` in the text (e.g. "…so 40% of the reviews…" → 40.0). A number too
+    large for a float (hundreds of digits of untrusted output) is no percentage: None, not inf."""
     m = _PERCENT.search(text)
-    return float(m.group(0)[:-1]) if m else None
+    value = float(m.group(0)[:-1]) if m else None
+    return value if value is not None and math.isfinite(value) else None
 
 
 def exponential_similarity(
