@@ -100,7 +100,10 @@ if [ -s "$HOST_CA" ]; then  # same path as in the base, so nothing is left behin
 fi
 # torch==2.13.0+cpu: the wheel pip already uses on this machine, if its sha256 is the one locked.
 torch_req=$(sed -n 's/^torch==\([^ ]*\) .*/\1/p' docker/requirements-cpu.lock)
-wheel_dirs=$(python3 - <<'EOF'
+# pip's own view of its wheel folders: PIP_FIND_LINKS, then `pip config` (e.g. /etc/xdg/pip/pip.conf).
+PY=$(dirname "$BIN")/python
+[ -x "$PY" ] || PY=python3
+wheel_dirs=$("$PY" - <<'EOF'
 import os, subprocess, sys
 dirs = os.environ.get("PIP_FIND_LINKS", "").split()
 done = subprocess.run([sys.executable, "-m", "pip", "config", "get", "global.find-links"], capture_output=True, text=True)
