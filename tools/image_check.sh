@@ -92,6 +92,10 @@ else
 fi
 
 stage "build docker/Dockerfile.cpu"
+# COPY keeps file modes and the image runs as a non-root user: a file only its owner can read (e.g.
+# written through mkstemp, mode 0600) would be unreadable inside. git checkouts are not affected.
+unreadable=$(find pyproject.toml README.md seam_repro manifests docker -name __pycache__ -prune -o ! -perm -o=r -print)
+[ -z "$unreadable" ] || fail "not world-readable, so not readable by the image's user (chmod a+r): $unreadable"
 build_args=(--build-arg "SEAM_REPRO_SOURCE_COMMIT=$(git rev-parse HEAD 2>/dev/null || echo unknown)")
 mounts=()
 if [ -s "$HOST_CA" ]; then  # same path as in the base, so nothing is left behind in the image
