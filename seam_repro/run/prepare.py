@@ -141,7 +141,6 @@ def freeze_for_replay(manifest_path: Path, run_dir: Path, *, data_dir: Path | No
                 suite = load_suite(unfrozen["config"].get("suite", "seam"))
                 prompts_dir = _view(Path(tmp) / "prompts",
                                     {suite.spec(n).prompt_file or f"{n}.json": p for n, p in prompt_paths.items()})
-        Path(run_dir).mkdir(parents=True, exist_ok=True)
         # The freeze command itself (defaults of any option filled in by click), so this path and
         # `seam-repro freeze` can never drift apart; it enforces the prompt-file pins as it reads them.
         with click.Context(freeze, info_name="freeze") as ctx:
