@@ -45,7 +45,7 @@ def main() -> None:
     qa = [f"{{'is_answerable': True, 'answer_content': '{text(rng, 3)}'}}" for _ in range(n)]
     gold = {"is_answerable": True, "answer_content": "storm coast"}
     rate("musique_f1 (upstream str-dict)", n, lambda i: musique.upstream_f1(qa[i], gold))
-    rate("musique_combined (corrected)", n, lambda i: musique.corrected(qa[i], gold, ["coast storm"]))
+    rate("musique_corrected", n, lambda i: musique.corrected(qa[i], gold, ["coast storm"]))
     raw = [f"*Answer*: {text(rng, 200)}\n\n*Instructions*: {text(rng, 50)}" for _ in range(n)]
     rate("extract_upstream + extract_clean", n, lambda i: (extract_upstream(raw[i]), extract_clean(raw[i])))
     try:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from seam_repro.config import parse_config
 from seam_repro.instances import Document, Instance, LoadedDataset, Mention, Token
-from seam_repro.manifest import build_manifest
+from seam_repro.manifest.freeze import build_manifest
 from seam_repro.sample import draw_all
 from seam_repro.sourcing import Sources
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from seam_repro.reference import load_reference
+from seam_repro.analysis.reference import load_reference
 
 DIGEST = "d" * 64
 
@@ -77,9 +77,9 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--instances", type=int, default=100)
     args = ap.parse_args()
-    from seam_repro.aso import AsoParams
-    from seam_repro.report import build_report, write_report
-    from seam_repro.submit import load_inputs
+    from seam_repro.analysis.aso import AsoParams
+    from seam_repro.analysis.report import build_report, write_report
+    from seam_repro.analysis.submit import load_inputs
 
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()

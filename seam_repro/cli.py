@@ -7,6 +7,7 @@ import importlib
 import os
 import shlex
 import sys
+from collections.abc import Callable
 
 import click
 
@@ -22,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "verify": "seam_repro.commands.manifest:verify",
     "replay": "seam_repro.commands.replay:replay",
     "merge": "seam_repro.commands.replay:merge",
+    "import": "seam_repro.commands.import_outputs:import_outputs",
     "score": "seam_repro.commands.score:score",
     "conll-score": "seam_repro.commands.conll:conll_score",
     "metric": "seam_repro.commands.metric:metric",
@@ -74,12 +76,23 @@ def cli() -> None:
     """Reproduce SEAM runs exactly: sample -> manifest -> prompts -> replay -> score -> report."""
 
 
-_interrupt_note: list[str] = []
+_interrupt_note: list[str | Callable[[], str]] = []
 
 
-def on_interrupt(kept: str) -> None:
-    """Let the running command say what a Ctrl-C keeps (printed with the resume command)."""
+def on_interrupt(kept: str | Callable[[], str]) -> None:
+    """Let the running command say what a Ctrl-C keeps (printed with the resume command); a
+    callable is asked only when the interrupt comes, so it can count what is on disk then."""
     _interrupt_note[:] = [kept]
+
+
+def _kept_note() -> str:
+    if not _interrupt_note:
+        return "no partial output was left (files are written whole, then renamed into place)"
+    note = _interrupt_note[0]
+    try:
+        return note() if callable(note) else note
+    except Exception:  # the note is a courtesy; never let it hide the interrupt
+        return "outputs written so far are kept"
 
 
 def _command_line(argv: list[str]) -> str:
@@ -113,9 +126,7 @@ def main(argv: list[str] | None = None) -> None:
         cause = exc.__cause__ or exc.__context__
         if isinstance(cause, EOFError):  # click turns EOFError into Abort: it is an input cut short
             _fail(f"unexpected end of input ({cause or 'file ends early'})", 2)
-        kept = _interrupt_note[0] if _interrupt_note else (
-            "no partial output was left (files are written whole, then renamed into place)")
-        click.echo(f"interrupted: {kept}; resume with: {_command_line(args)}", err=True)
+        click.echo(f"interrupted: {_kept_note()}; resume with: {_command_line(args)}", err=True)
         sys.exit(130)
     except click.ClickException as exc:
         exc.show()

@@ -20,6 +20,7 @@ from seam_repro.files import read_json
 from seam_repro.suite import load_suite
 
 PROFILES = ("upstream", "seam-repro-1")
+"""The protocol profiles, the one list every command, check and the manifest schema follow."""
 PAPER_GENERATION = {"temperature": 0.8, "do_sample": True, "max_new_tokens": 500, "top_p": None,
                     "truncation": "max", "batch_size": 3}
 """Generation settings of upstream ``predict.json`` and ``hf_pipline_wrap.py`` (top_p not set)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -50,6 +51,12 @@ def apply_policy(args: list[str]) -> bool:
     if network_wanted(args):
         return True
     os.environ.update(OFFLINE_ENV)
+    # The libraries read these at import; when something imported them earlier, switch them too
+    # (huggingface_hub otherwise fetches an agent registry even for local_files_only loads).
+    hub_constants = sys.modules.get("huggingface_hub.constants")
+    if hub_constants is not None:
+        hub_constants.HF_HUB_OFFLINE = True
+        hub_constants.HF_HUB_DISABLE_TELEMETRY = True
     return False
 
 

@@ -98,8 +98,14 @@ def extract_clean(output: str) -> str:
     return text.strip()
 
 
-def extract(profile: str, *, prompt: str, output: str, model_id: str) -> str:
-    """The profile's extraction: ``upstream`` ports SEAM; ``seam-repro-1`` uses ``extract_clean``."""
+def extract(profile: str, *, prompt: str, output: str, model_id: str, upstream_prompt_text: str | None = None) -> str:
+    """The profile's extraction: ``upstream`` ports SEAM; ``seam-repro-1`` uses ``extract_clean``.
+
+    ``upstream_prompt_text``: the decoded text of a truncated prompt (recorded at generation on the
+    upstream prompt path). Upstream's ``generated_text`` began with it, not with the full prompt, and
+    right truncation cuts exactly the tail markers extraction looks for, so it is used when given."""
     if profile == "upstream":
+        if upstream_prompt_text is not None:
+            return extract_upstream(upstream_prompt_text + output)
         return extract_upstream(upstream_generated_text(prompt, output, inst_template=uses_inst_template(model_id)))
     return extract_clean(output)

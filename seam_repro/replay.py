@@ -18,11 +18,9 @@ from typing import Any
 from seam_repro.errors import InputError, SeamReproError
 from seam_repro.generate.base import Backend, GenerationRequest, GenerationSettings
 from seam_repro.generate.fingerprint import environment_fingerprint
-from seam_repro.hashing import sha256_text
+from seam_repro.manifest.prompts import check_prompt_records
 from seam_repro.shard import Shard, select_shard
 from seam_repro.store import Key, PredictionStore, model_slug, prepare_run_dir
-
-REQUIRED = {"dataset": str, "run": int, "instance_id": str, "prompt": str, "prompt_sha256": str, "gen_seed": int}
 
 
 @dataclass
@@ -42,22 +40,6 @@ class ReplaySummary:
     @property
     def tokens_per_second(self) -> float:
         return self.output_tokens / self.seconds if self.seconds > 0 else 0.0
-
-
-def check_prompt_records(records: Sequence[dict[str, Any]], source: str = "prompt records") -> dict[Key, str]:
-    """Validate fields, prompt hashes and uniqueness; return {key: prompt_sha256}."""
-    hashes: dict[Key, str] = {}
-    for i, rec in enumerate(records):
-        for name, typ in REQUIRED.items():
-            if not isinstance(rec.get(name), typ) or (typ is int and isinstance(rec.get(name), bool)):
-                raise InputError(source, f"missing or not a {typ.__name__}", record=i, field=name)
-        if sha256_text(rec["prompt"]) != rec["prompt_sha256"]:
-            raise InputError(source, "does not match sha256 of 'prompt'", record=i, field="prompt_sha256")
-        key = (rec["dataset"], rec["run"], rec["instance_id"])
-        if key in hashes:
-            raise InputError(source, f"duplicate instance {key}", record=i)
-        hashes[key] = rec["prompt_sha256"]
-    return hashes
 
 
 def apply_limit(records: Sequence[dict[str, Any]], limit: int | None) -> list[dict[str, Any]]:
@@ -104,7 +86,7 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
                                check_existing=lambda: opened.append(
                                    PredictionStore(run_dir, backend.model_id, backend.revision, hashes)))
     if manifest.get("schema_version") is not None:  # a real manifest (tests may pass a bare dict)
-        from seam_repro.trust import trusted, write_run_manifest
+        from seam_repro.manifest.trust import trusted, write_run_manifest
 
         write_run_manifest(Path(run_dir), trusted(manifest, str(run_dir)))
     first_batch_size = run_json["models"][model_slug(backend.model_id)].get("batch_size")
@@ -167,8 +149,8 @@ def replay(manifest_path: Path, out: Path, *, model: str | None = None, backend:
     """Load and check the manifest once, render its prompts, refuse any that does not hash to the
     manifest, then (and only then) load the model and generate into ``out``."""
     from seam_repro.generate import make_backend
-    from seam_repro.manifest import render_records
-    from seam_repro.trust import check_rendered, load_trusted
+    from seam_repro.manifest.prompts import render_records
+    from seam_repro.manifest.trust import check_rendered, load_trusted
 
     tm = load_trusted(manifest_path, allow_unfrozen=allow_unfrozen)
     manifest = tm.manifest
@@ -195,8 +177,8 @@ def score_if_available(run_dir: Path, fic: bool = True, fic_download: bool = Fal
         return None, None
     paths = score_run_dir(Path(run_dir), fic=fic, fic_download=fic_download)
     try:
-        from seam_repro.aggregate import load_run_dir
-        from seam_repro.report import build_report, render_markdown
+        from seam_repro.analysis.aggregate import load_run_dir
+        from seam_repro.analysis.report import build_report, render_markdown
     except ImportError:
         return paths, None
     try:

@@ -10,10 +10,18 @@ Two variants are always computed and written side by side:
   continuation) and upstream's metrics (ROUGE geo, str-dict MuSiQue F1, CoNLL-F1 with the scorer's
   line-position matching, FIC F1); ``seam-repro-1``: the corrected variant below;
 * ``corrected`` — clean extraction of the continuation (``parse.extract_clean``), MuSiQue scored on
-  answer + aliases and answerability (``musique_combined``), coreference matched by mention id.
+  answer + aliases and answerability (``musique_corrected``), coreference matched by mention id.
 
-Scoring dispatches on each prompt record's ``task``: SEAM's four tasks as above; any other task
-(ZeroSCROLLS-, IGCS-style suites) through ``suite_scoring`` with the metric the record names.
+Coreference has a third: upstream's score is computed *as published* (perl read only the part of
+the unflushed gold file CPython had written, for a file system block size, default 4096; see
+``score.unflushed``) and *as intended* (the whole gold file, ``upstream_intended`` in instance
+details, ``intended`` in the summary). The ``upstream`` profile's score is the as-published one,
+because that is what produced the paper's numbers.
+
+One loop scores every suite. Each record's (upstream, corrected) metrics come from the record's
+``metric`` (ZeroSCROLLS-, IGCS-style suites) or, for SEAM's four tasks, from data/suites/seam.json by
+task; the metric registry (``suites.metrics_registry``) says how each extracts its response, scores
+an instance and aggregates a run (the mean, or the CoNLL micro-average for coreference).
 
 Model output is untrusted: undecodable bytes, lone surrogates, empty or absurd text are format
 failures (``valid_format: false``) and still get a score, never a crash.
@@ -27,18 +35,19 @@ from pathlib import Path
 from typing import Any
 
 from seam_repro import __version__
-from seam_repro.errors import InputError, PredictionsError, SeamReproError
+from seam_repro.config import PROFILES
+from seam_repro.errors import InputError, PredictionsError, PrerequisiteError, SeamReproError
 from seam_repro.files import atomic_write_bytes, ensure_dir, guard_outputs, parse_json_text, read_bytes
 from seam_repro.hashing import digest_of_hashes, sha256_json, sha256_text
+from seam_repro.manifest.trust import check_run_prompts
 from seam_repro.parse import extract, extract_clean
-from seam_repro.score import musique, rouge
+from seam_repro.score.unflushed import DEFAULT_BLOCK_SIZE
 from seam_repro.score.validity import is_valid
-from seam_repro.suite_scoring import check_record, is_suite_task, score_records, summarise
-from seam_repro.trust import check_run_prompts
+from seam_repro.suites import metrics_registry as registry
+from seam_repro.suites.metrics_registry import ScoringContext
 
-PROFILES: tuple[str, ...] = ("upstream", "seam-repro-1")
-COREF_MODES = {"upstream": "upstream", "seam-repro-1": "corrected"}
-"""Mode passed to ``score.coref_parse.score_run``: the scorer's line-position matching vs. mention ids."""
+SEAM_TASKS: tuple[str, ...] = ("coreference", "summarization", "qa", "fic")
+"""Tasks whose metrics come from data/suites/seam.json by task; records of any other task name theirs."""
 Key = tuple[str, int, str]
 MAX_MISSING_LISTED = 5
 
@@ -93,8 +102,8 @@ def load_prompts(path: Path) -> dict[Key, dict[str, Any]]:
         if "target_sha256" in rec and rec["target_sha256"] not in (
                 sha256_json(target), sha256_text(target) if isinstance(target, str) else None):
             raise InputError(path, "target_sha256 does not match the target", record=where, field="target_sha256")
-        if is_suite_task(rec["task"]):
-            check_record(path, where, rec)
+        if rec["task"] not in SEAM_TASKS:
+            registry.check_record(path, where, rec)
         else:
             _check_target(path, where, rec["task"], target)
         key = (rec["dataset"], rec["run"], rec["instance_id"])
@@ -156,6 +165,11 @@ def load_predictions(model_dir: Path, prompts: dict[Key, dict[str, Any]]) -> tup
                 elif got != model:
                     raise PredictionsError(f"{path}: {where}: model {got} differs from {model} in the same directory")
                 rec["output"], rec["_decodable"] = _clean_text(rec["output"], decodable)
+                if "upstream_prompt_text" in rec:
+                    if not isinstance(rec["upstream_prompt_text"], str):
+                        raise InputError(path, "expected the decoded truncated prompt as a string", record=where,
+                                         field="upstream_prompt_text")
+                    rec["upstream_prompt_text"] = _clean_text(rec["upstream_prompt_text"], True)[0]
                 preds[key] = rec
     if model is None:
         raise PredictionsError(f"{model_dir}: no predictions found (expected <dataset>/run_<k>.jsonl files)")
@@ -189,34 +203,14 @@ class _Fic:
         return self.scorer
 
 
-def _metric_score(task: str, variant: str, response: str, rec: dict[str, Any], fic: _Fic) -> tuple[float | None, str, dict[str, Any], str]:
-    """(score, metric name, details, version) of one non-coreference instance."""
-    target = rec["target"]
-    if task == "summarization":
-        r = rouge.rouge_geo(response, target)
-        return r.geo, "rouge_geo", r.details(), rouge.version()
-    if task == "qa":
-        if variant == "upstream":
-            f1, is_dict = musique.upstream_f1(response, target)
-            return f1, "musique_f1", {"parsed_dict": is_dict}, musique.version("upstream")
-        q = musique.corrected(response, target, rec.get("answer_aliases") or ())
-        return q.combined, "musique_combined", {"answer_f1": q.answer_f1, "answer_em": q.answer_em,
-                                                "pred_answerable": q.pred_answerable,
-                                                "gold_answerable": q.gold_answerable}, musique.version("corrected")
-    scorer = fic.get()
-    if scorer is None:
-        return None, "fic_f1", {"reason": fic.reason}, "fic_f1/unavailable"
-    res = scorer.score(response, target)
-    return res.f1, "fic_f1", res.details(), scorer.version()
-
-
-def _coref_run(gold: list[tuple[str, Any]], responses: list[tuple[str, str]], mode: str) -> tuple[Any, str | None]:
+def _coref_run(gold: list[tuple[str, Any]], responses: list[tuple[str, str]], mode: str,
+               gold_block_size: int | None = None) -> tuple[Any, str | None]:
     """``score.coref_parse.score_run`` (imported lazily): the run's micro CoNLL result, or a reason."""
     try:
         from seam_repro.score.coref_parse import score_run
     except ImportError as exc:
         return None, f"coreference scorer not available ({exc})"
-    return score_run(gold, responses, mode), None
+    return score_run(gold, responses, mode, gold_block_size=gold_block_size), None
 
 
 def _mean(values: list[float | None]) -> float | None:
@@ -224,14 +218,143 @@ def _mean(values: list[float | None]) -> float | None:
     return sum(kept) / len(kept) if kept else None
 
 
+VARIANTS: tuple[str, ...] = ("upstream", "corrected")
+"""Every instance is scored twice: with the metric (and extraction) of the upstream profile and of
+the corrected one; the run's profile says which is its score."""
+EXTRACTION_LABEL = {"upstream": "upstream-port", "clean": "clean"}
+
+
+def metric_names(rec: dict[str, Any]) -> dict[str, str]:
+    """The (upstream, corrected) metric of a prompt record: the one it names (other suites), else
+    its SEAM task's metrics as ``data/suites/seam.json`` declares them."""
+    if isinstance(rec.get("metric"), str):
+        return {"upstream": rec["metric"], "corrected": rec["metric"]}
+    return dict(_seam_task_metrics()[rec["task"]])
+
+
+def _seam_task_metrics() -> dict[str, dict[str, str]]:
+    from seam_repro.suite import load_suite
+
+    out: dict[str, dict[str, str]] = {}
+    for spec in load_suite("seam").datasets.values():
+        out.setdefault(spec.task, {"upstream": spec.metrics["upstream"], "corrected": spec.metrics["seam-repro-1"]})
+    return out
+
+
+def _extract(how: str, rec: dict[str, Any], pred: dict[str, Any], model: dict[str, Any]) -> str:
+    if how == "upstream":
+        return extract("upstream", prompt=rec["prompt"], output=pred["output"], model_id=str(model["id"]),
+                       upstream_prompt_text=pred.get("upstream_prompt_text"))
+    return extract_clean(pred["output"])
+
+
+def _new_line(key: Key, profile: str, pred: dict[str, Any], decodable: bool) -> dict[str, Any]:
+    line: dict[str, Any] = {"dataset": key[0], "run": key[1], "instance_id": key[2], "metric": None, "score": None,
+                            "valid_format": False, "metric_version": None, "details": {"profile": profile}}
+    if not decodable:
+        line["details"]["undecodable_output"] = True
+    if pred.get("truncated"):
+        line["details"]["prompt_truncated"] = True
+    # upstream extracted from the decoded (possibly truncated) prompt + continuation; without the
+    # recorded text (chat prompt path, other backends) the full prompt stands in for it
+    if pred.get("upstream_prompt_text") is not None:
+        line["details"]["upstream_text"] = "recorded prompt text"
+    elif pred.get("truncated"):
+        line["details"]["upstream_text"] = "full prompt (truncated prompt text not recorded)"
+    return line
+
+
+def _score_instance(key: Key, rec: dict[str, Any], pred: dict[str, Any], model: dict[str, Any], profile: str,
+                    ctx: ScoringContext) -> dict[str, Any]:
+    """One instance line: each variant's metric on the response its extraction gives; run-level
+    metrics (``aggregation != "mean"``) only get their responses here and are scored per run."""
+    primary = "upstream" if profile == "upstream" else "corrected"
+    decodable = bool(pred.get("_decodable", True))
+    line = _new_line(key, profile, pred, decodable)
+    names = metric_names(rec)
+    responses: dict[str, str] = {}
+    valid = None
+    done: dict[tuple[str, str], tuple[registry.MetricResult, str]] = {}
+    for i, variant in enumerate(VARIANTS):
+        spec = registry.get(names[variant])
+        how = spec.extraction[i]
+        responses[variant] = _extract(how, rec, pred, model)
+        if spec.aggregation != "mean":
+            if variant == primary:
+                line["metric"] = spec.name
+            continue
+        if (spec.name, how) not in done:  # a suite metric is the same under both variants: score once
+            try:
+                done[(spec.name, how)] = registry.score_record(spec.name, responses[variant], rec, ctx)
+            except PrerequisiteError as exc:
+                done[(spec.name, how)] = (registry.MetricResult(None, False, {"reason": str(exc)}),
+                                          f"{spec.name}/unavailable")
+            except InputError as exc:
+                raise InputError("prompts.jsonl", f"gold target cannot be scored ({exc})", record=f"{key}",
+                                 field="target") from None
+        result, version = done[(spec.name, how)]
+        entry = {"metric": spec.name, "score": result.score,
+                 "metric_version": f"{version}/extract={EXTRACTION_LABEL[how]}", **result.details}
+        line["details"][variant] = entry
+        if variant == primary:
+            line.update(metric=spec.name, score=result.score, metric_version=entry["metric_version"])
+            line["details"].update(result.details)
+            valid = result.valid_format
+    task = rec["task"]
+    line["valid_format"] = decodable and (is_valid(task, responses[primary]) if task in SEAM_TASKS else bool(valid))
+    line["_resp"] = responses
+    return line
+
+
+def _score_units(parent: Key, units: list[tuple[dict[str, Any], dict[str, Any]]], profile: str) -> dict[str, Any]:
+    """One document-level instance (IGCS §5.3): concatenate every unit's spans in document order,
+    ground each hinted to its document, score once. An instance with a document never prompted
+    (``--limit``, a subsample cap) gets no score, with the reason, rather than a recall-deflated one."""
+    metric = registry.DOC_LEVEL_METRIC
+    version = registry.metric_version(registry.get(metric), None, __version__) + "/extract=clean"
+    line = _new_line(parent, profile, {}, True)
+    line.update(metric=metric, metric_version=version)
+    target = units[0][0]["target"]
+    n_docs = len(target["documents"])
+    seen = sorted(u[0]["target"]["doc_index"] for u in units)
+    details: dict[str, Any]
+    if seen != list(range(n_docs)):
+        missing = sorted(set(range(n_docs)) - set(seen))
+        details, score = {"reason": f"document-level instance incomplete: documents {missing} of {n_docs} have no "
+                                    "prediction (run without --limit and with max_num_samples -1)",
+                          "documents_predicted": seen}, None
+        line["valid_format"] = all(bool(p.get("_decodable", True)) for _, p in units)
+    else:
+        try:
+            from seam_repro.suites import igcs
+
+            spans: list[tuple[str, int]] = []
+            valid: list[bool] = []
+            for rec, pred in sorted(units, key=lambda u: u[0]["target"]["doc_index"]):
+                parsed = igcs.parse_answer(extract_clean(pred["output"]))
+                spans += [(s, rec["target"]["doc_index"]) for s in parsed.spans]
+                valid.append(parsed.valid and bool(pred.get("_decodable", True)))
+            result = igcs.score_instance(spans, target["references"], igcs.SourceIndex(target["documents"]))  # type: ignore[arg-type]
+            details, score = {**result.details(), "inference": "document", "units_valid": valid}, result.f1
+            line["valid_format"] = all(valid)
+        except PrerequisiteError as exc:
+            details, score = {"reason": str(exc)}, None
+    entry = {"metric": metric, "score": score, "metric_version": version}
+    line["score"] = score
+    line["details"].update({**details, "upstream": entry, "corrected": entry})
+    return line
+
+
 def score_model(prompts: dict[Key, dict[str, Any]], preds: dict[Key, dict[str, Any]], model: dict[str, Any],
-                profile: str, fic: _Fic) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Instance lines (prompt order) and the ``datasets`` block of summary.json."""
-    primary_variant = "upstream" if profile == "upstream" else "corrected"
-    lines: list[dict[str, Any]] = []
-    per: dict[str, dict[int, list[dict[str, Any]]]] = {}
+                profile: str, fic: _Fic, gold_block_size: int = DEFAULT_BLOCK_SIZE,
+                ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Instance lines (prompt order) and the ``datasets`` block of summary.json: one loop for every
+    suite, each metric's extraction, instance computation and run aggregation from the registry."""
+    ctx = ScoringContext(fic=fic)
     tasks: dict[str, str] = {}
-    suite_items = []
+    order: list[Key] = []
+    single: dict[Key, dict[str, Any]] = {}
+    grouped: dict[Key, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
     for key, rec in prompts.items():
         if key not in preds:
             continue
@@ -239,92 +362,118 @@ def score_model(prompts: dict[Key, dict[str, Any]], preds: dict[Key, dict[str, A
         if tasks.setdefault(key[0], task) != task:
             raise InputError("prompts.jsonl", f"dataset {key[0]} has records of tasks '{tasks[key[0]]}' and '{task}'",
                              record=f"{key}", field="task")
-        if is_suite_task(task):
-            suite_items.append((key, rec, pred))
+        target = rec.get("target")
+        if isinstance(target, dict) and "doc_index" in target:  # a document unit of a document-level instance
+            parent = (key[0], key[1], str(target.get("parent", key[2])))
+            if parent not in grouped:
+                grouped[parent] = []
+                order.append(parent)
+            grouped[parent].append((rec, pred))
             continue
-        output, decodable = pred["output"], pred["_decodable"]
-        resp = {"upstream": extract("upstream", prompt=rec["prompt"], output=output, model_id=str(model["id"])),
-                "corrected": extract_clean(output)}
-        line: dict[str, Any] = {"dataset": key[0], "run": key[1], "instance_id": key[2], "metric": None,
-                                "score": None, "valid_format": is_valid(task, resp[primary_variant], decodable=decodable),
-                                "metric_version": None, "details": {"profile": profile}}
-        if not decodable:
-            line["details"]["undecodable_output"] = True
-        if pred.get("truncated"):
-            line["details"]["prompt_truncated"] = True
-        if task != "coreference":
-            for variant in ("upstream", "corrected"):
-                score, name, details, version = _metric_score(task, variant, resp[variant], rec, fic)
-                extraction = "upstream-port" if variant == "upstream" else "clean"
-                entry = {"metric": name, "score": score, "metric_version": f"{version}/extract={extraction}", **details}
-                if variant == primary_variant:
-                    line.update(metric=name, score=score, metric_version=entry["metric_version"])
-                    line["details"].update(details)
-                line["details"][variant] = entry
-        else:
-            line["metric"], line["metric_version"] = "conll_f1", None
-        line["_resp"] = resp
-        lines.append(line)
-        per.setdefault(key[0], {}).setdefault(key[1], []).append(line)
-    for line in score_records(suite_items, profile):
-        lines.append(line)
+        single[key] = _score_instance(key, rec, pred, model, profile, ctx)
+        order.append(key)
+    lines = [single[k] if k in single else _score_units(k, grouped[k], profile) for k in order]
+    per: dict[str, dict[int, list[dict[str, Any]]]] = {}
+    for line in lines:
         per.setdefault(line["dataset"], {}).setdefault(line["run"], []).append(line)
-    datasets = {ds: summarise(tasks[ds], runs) if is_suite_task(tasks[ds])
-                else _summarise(ds, tasks[ds], runs, prompts, primary_variant, profile) for ds, runs in per.items()}
+    first = {}
+    for key in order:
+        first.setdefault(key[0], prompts.get(key) or grouped[key][0][0])
+    datasets = {ds: _summarise(ds, tasks[ds], metric_names(first[ds]), runs, prompts, profile, gold_block_size)
+                for ds, runs in per.items()}
     for line in lines:
         line.pop("_resp", None)
     return lines, datasets
 
 
-def _summarise(ds: str, task: str, runs: dict[int, list[dict[str, Any]]], prompts: dict[Key, dict[str, Any]],
-               primary_variant: str, profile: str) -> dict[str, Any]:
-    out: dict[str, Any] = {"task": task, "runs": {}, "format_rate": {}, "n_instances": {}}
-    corrected: dict[str, Any] = {"runs": {}}
-    if task == "qa":
-        corrected["extra"] = {"answer_f1": {}, "answer_em": {}, "answerability_accuracy": {}, "answerability_f1": {}}
+def _coref_runs(ds: str, run: int, lines: list[dict[str, Any]], prompts: dict[Key, dict[str, Any]],
+                primary_variant: str, gold_block_size: int, out: dict[str, Any], corrected: dict[str, Any]) -> None:
+    """One run of a coreference dataset, scored three ways: upstream as published (the gold file
+    perl could read, ``score.unflushed``), upstream as intended (the whole gold file) and corrected
+    (mentions matched by id). Upstream values are what SEAM read from perl's printed output."""
+    k = str(run)
+    gold = [(ln["instance_id"], prompts[(ds, run, ln["instance_id"])]["target"]) for ln in lines]
+    variants = (("upstream", "upstream", gold_block_size), ("upstream_intended", "upstream", None),
+                ("corrected", "corrected", None))
+    for variant, mode, block in variants:
+        result, reason = _coref_run(gold, [(ln["instance_id"], ln["_resp"][variant.split("_")[0]]) for ln in lines],
+                                    mode, block)
+        value = None if result is None else (result.conll_f1 if mode == "corrected" else result.conll_f1_printed)
+        if variant == "corrected":
+            corrected["runs"][k] = value
+        elif variant == "upstream_intended":
+            out.setdefault("intended", {"metric": "conll_f1", "gold": "as-intended", "runs": {}})["runs"][k] = value
+        else:
+            out.setdefault("gold_read", {})[k] = None if result is None else {
+                "bytes": result.gold_bytes_read, "of_bytes": result.gold_bytes_total,
+                "documents": result.gold_documents_read, "of_documents": len(gold), "block_size": block}
+        if variant == primary_variant:
+            out["runs"][k] = value
+        if reason:
+            out["reason"] = reason
+        version = coref_version(mode, block if variant == "upstream" else None)
+        for i, ln in enumerate(lines):
+            inst = None if result is None or not result.instances[i].scored else result.instances[i].conll_f1
+            name = "conll_f1_corrected" if mode == "corrected" else "conll_f1"
+            entry: dict[str, Any] = {"metric": name, "score": inst, "metric_version": version}
+            if variant == "upstream" and result is not None:
+                entry["gold_read"] = result.instances[i].gold_read
+            ln["details"][variant] = entry
+            if variant == primary_variant:
+                ln["score"], ln["metric_version"] = inst, version
+
+
+def coref_version(mode: str, gold_block_size: int | None) -> str:
+    """Metric version of a coreference variant; the as-published block size is part of it."""
+    if mode == "corrected":
+        return "conll_f1/coref-port/mode=corrected"
+    gold = "as-intended" if gold_block_size is None else f"as-published@block={gold_block_size}"
+    return f"conll_f1/coref-port/mode=upstream/perl-printed/gold={gold}"
+
+
+def _mean_runs(ds: str, run: int, lines: list[dict[str, Any]], prompts: dict[Key, dict[str, Any]],
+               primary_variant: str, gold_block_size: int, out: dict[str, Any], corrected: dict[str, Any]) -> None:
+    """One run of a dataset whose metric averages instance scores (null scores left out, with the
+    first reason recorded)."""
+    k = str(run)
+    for variant in VARIANTS:
+        value = _mean([ln["details"][variant]["score"] for ln in lines])
+        if variant == primary_variant:
+            out["runs"][k] = value
+        if variant == "corrected":
+            corrected["runs"][k] = value
+    reasons = {ln["details"].get("reason") for ln in lines if ln["score"] is None} - {None}
+    if reasons:
+        out["reason"] = sorted(reasons)[0]
+
+
+AGGREGATIONS: dict[str, Callable[..., None]] = {"mean": _mean_runs, "conll_micro": _coref_runs}
+"""Run-level aggregation named by a metric's registry entry (``MetricSpec.aggregation``)."""
+
+
+def _summarise(ds: str, task: str, names: dict[str, str], runs: dict[int, list[dict[str, Any]]],
+               prompts: dict[Key, dict[str, Any]], profile: str, gold_block_size: int) -> dict[str, Any]:
+    """The ``summary.json`` block of one dataset: per run, each variant's metric aggregated as the
+    registry says (mean of instance scores, or the CoNLL micro-average), format rate and counts."""
+    primary = "upstream" if profile == "upstream" else "corrected"
+    specs = {v: registry.get(names[v]) for v in VARIANTS}
+    out: dict[str, Any] = {"task": task, "runs": {}, "format_rate": {}, "n_instances": {},
+                           "metric": specs[primary].name}
+    corrected: dict[str, Any] = {"metric": specs["corrected"].name, "runs": {}}
+    if specs["corrected"].run_extras is not None:
+        corrected["extra"] = {}
     for run, lines in sorted(runs.items()):
         k = str(run)
         out["format_rate"][k] = sum(ln["valid_format"] for ln in lines) / len(lines)
         out["n_instances"][k] = len(lines)
-        if task == "coreference":
-            gold = [(ln["instance_id"], prompts[(ds, run, ln["instance_id"])]["target"]) for ln in lines]
-            for variant, mode in (("upstream", COREF_MODES["upstream"]), ("corrected", COREF_MODES["seam-repro-1"])):
-                result, reason = _coref_run(gold, [(ln["instance_id"], ln["_resp"][variant]) for ln in lines], mode)
-                # upstream reads CoNLL-F1 from the perl scorer's printed (truncated) percentages
-                value = None if result is None else (result.conll_f1_printed if variant == "upstream" else result.conll_f1)
-                if variant == "corrected":
-                    corrected["runs"][k] = value
-                if variant == primary_variant:
-                    out["runs"][k] = value
-                if reason:
-                    out["reason"] = reason
-                version = f"conll_f1/coref-port/mode={mode}" + ("/perl-printed" if variant == "upstream" else "")
-                for i, ln in enumerate(lines):
-                    inst = None if result is None else result.instances[i].conll_f1
-                    ln["details"][variant] = {"metric": "conll_f1", "score": inst, "metric_version": version}
-                    if variant == primary_variant:
-                        ln["score"], ln["metric_version"] = inst, version
-            out["metric"] = corrected["metric"] = "conll_f1"
-            continue
-        out["metric"] = lines[0]["metric"]
-        out["runs"][k] = _mean([ln["score"] for ln in lines])
-        corrected["metric"] = lines[0]["details"]["corrected"]["metric"]
-        corrected["runs"][k] = _mean([ln["details"]["corrected"]["score"] for ln in lines])
-        if task == "qa":
-            det = [ln["details"]["corrected"] for ln in lines]
-            ans = [d for d in det if d["gold_answerable"]]
-            extra = corrected["extra"]
-            extra["answer_f1"][k] = _mean([d["answer_f1"] for d in ans])
-            extra["answer_em"][k] = _mean([d["answer_em"] for d in ans])
-            extra["answerability_accuracy"][k] = 100.0 * sum(
-                d["pred_answerable"] is not None and d["pred_answerable"] == d["gold_answerable"] for d in det) / len(det)
-            extra["answerability_f1"][k] = musique.answerability_f1([(d["gold_answerable"], d["pred_answerable"]) for d in det])
-        reasons = {ln["details"].get("reason") for ln in lines if ln["score"] is None} - {None}
-        if reasons:
-            out["reason"] = sorted(reasons)[0]
+        AGGREGATIONS[specs[primary].aggregation](ds, run, lines, prompts, primary, gold_block_size, out, corrected)
+        for variant, spec in specs.items():
+            if variant == "corrected" and spec.run_extras is not None:
+                for name, extra in spec.run_extras([ln["details"]["corrected"] for ln in lines]).items():
+                    corrected["extra"].setdefault(name, {})[k] = extra
     corrected["extraction"] = "clean"
     out["corrected"] = corrected
-    out["extraction"] = "upstream-port" if primary_variant == "upstream" else "clean"
+    out["extraction"] = EXTRACTION_LABEL[specs[primary].extraction[VARIANTS.index(primary)]]
     return out
 
 
@@ -333,8 +482,10 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 
 def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | None = None, *, fic: bool = True,
-                  fic_factory: Callable[[], Any] | None = None, fic_download: bool = False) -> list[Path]:
-    """Score every model under ``RUN_DIR/predictions``; returns the summary.json paths written."""
+                  fic_factory: Callable[[], Any] | None = None, fic_download: bool = False,
+                  gold_block_size: int = DEFAULT_BLOCK_SIZE) -> list[Path]:
+    """Score every model under ``RUN_DIR/predictions``; returns the summary.json paths written.
+    ``gold_block_size``: file system block size for the as-published coreference score."""
     from seam_repro.store import require_run_json
 
     run_dir = Path(run_dir)
@@ -362,7 +513,7 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
     written = []
     for model_dir in models:
         preds, model = load_predictions(model_dir, prompts)
-        lines, datasets = score_model(prompts, preds, model, profile, fic_state)
+        lines, datasets = score_model(prompts, preds, model, profile, fic_state, gold_block_size)
         target = out_root / model_dir.name
         ensure_dir(target)
         body = "".join(json.dumps(ln, ensure_ascii=False, allow_nan=False) + "\n" for ln in lines)

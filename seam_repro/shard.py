@@ -65,7 +65,7 @@ def select_shard(records: Sequence[dict[str, Any]], shard: Shard | None) -> list
 
 def _read_prompts(path: Path) -> list[dict[str, Any]]:
     from seam_repro.files import read_jsonl
-    from seam_repro.replay import check_prompt_records
+    from seam_repro.manifest.prompts import check_prompt_records
 
     if not path.is_file():
         raise InputError(path, "missing; not a replay run directory")
@@ -123,7 +123,7 @@ def merge_run_dirs(shard_dirs: Sequence[Path], out: Path) -> dict[str, int]:
     # no OUT at all (never a partial run that blocks a retry or could be scored).
     with atomic_dir(out) as work:
         _write_merged(work, Path(shard_dirs[0]) / "prompts.jsonl", prompts, models, merged_by_model, counts)
-        if (Path(shard_dirs[0]) / "manifest.json").is_file():  # the trust chain's anchor (seam_repro/trust.py)
+        if (Path(shard_dirs[0]) / "manifest.json").is_file():  # the trust chain's anchor (seam_repro/manifest/trust.py)
             shutil.copyfile(Path(shard_dirs[0]) / "manifest.json", work / "manifest.json")
         write_json_atomic(work / "run.json", {
         "schema_version": RUN_SCHEMA_VERSION, "manifest_digest": first.get("manifest_digest"),

@@ -38,12 +38,16 @@ def predictions_path(run_dir: Path, model_id: str, dataset: str, run: int) -> Pa
 
 def make_record(req: GenerationRequest, res: GenerationResult, model_id: str, revision: str,
                 generation: dict[str, Any]) -> dict[str, Any]:
-    """One predictions line, in the documented field order (plus ``n_prompt_tokens_full``)."""
-    return {"dataset": req.dataset, "run": req.run, "instance_id": req.instance_id,
-            "prompt_sha256": req.prompt_sha256, "templated_prompt_sha256": res.templated_prompt_sha256,
-            "seed": req.seed, "generation": generation, "model": {"id": model_id, "revision": revision},
-            "output": res.output, "truncated": res.truncated, "n_prompt_tokens": res.n_prompt_tokens,
-            "n_output_tokens": res.n_output_tokens, "n_prompt_tokens_full": res.n_prompt_tokens_full}
+    """One predictions line, in the documented field order (plus ``n_prompt_tokens_full``, and
+    ``upstream_prompt_text`` for a prompt truncated on the upstream prompt path)."""
+    record = {"dataset": req.dataset, "run": req.run, "instance_id": req.instance_id,
+              "prompt_sha256": req.prompt_sha256, "templated_prompt_sha256": res.templated_prompt_sha256,
+              "seed": req.seed, "generation": generation, "model": {"id": model_id, "revision": revision},
+              "output": res.output, "truncated": res.truncated, "n_prompt_tokens": res.n_prompt_tokens,
+              "n_output_tokens": res.n_output_tokens, "n_prompt_tokens_full": res.n_prompt_tokens_full}
+    if res.upstream_prompt_text is not None:
+        record["upstream_prompt_text"] = res.upstream_prompt_text
+    return record
 
 
 def encode_line(record: dict[str, Any]) -> bytes:

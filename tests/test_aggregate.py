@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from seam_repro.aggregate import (
+from seam_repro.analysis.aggregate import (
     build_model_scores,
     instance_table,
     load_run_dir,

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from seam_repro.aso import (
+from seam_repro.analysis.aso import (
     AsoParams,
     aso,
     bootstrap_epsilons,

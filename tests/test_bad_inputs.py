@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from seam_repro.cli import main
-from seam_repro.manifest import seal
+from seam_repro.manifest.format import seal
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "manifests" / "fixtures"  # shipped with manifests/smoke.json
@@ -108,7 +108,12 @@ def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> Result:
 # --- the base pipeline, built once ---------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("base")
+    return build_pipeline(tmp_path_factory.mktemp("base"))
+
+
+def build_pipeline(root: Path) -> Path:
+    """Config, data, prompt files, frozen + unfrozen manifests, a scored echo run, two shard runs and
+    a bundle in ``root`` (shared with the kill drills)."""
     for name, folder in DATA.items():
         shutil.copytree(FIXTURES / folder, root / "data" / name)
     shutil.copytree(FIXTURES / "prompts", root / "prompts")
@@ -362,6 +367,18 @@ def cfg_del(path: str) -> Callable[[Any], Any]:
     return fn
 
 
+def _bundle_run_score(value: float) -> Callable[[Any], Any]:
+    """Set one run score of a bundle and recompute its digest (so the range check is what refuses it)."""
+    def fn(obj: Any) -> Any:
+        from seam_repro.hashing import sha256_json
+
+        ds = next(iter(obj["datasets"].values()))
+        ds["runs"][next(iter(ds["runs"]))] = value
+        obj["bundle_digest"] = sha256_json({k: v for k, v in obj.items() if k != "bundle_digest"})
+        return obj
+    return fn
+
+
 # --- the cases ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Case:
@@ -481,7 +498,7 @@ CASES: list[Case] = [
     C("sample-data-line-deep", line("data/MultiNews/test.jsonl", 0, DEEP.encode()), SAMPLE,
       "test.jsonl", "line 1"),
     C("sample-data-line-binary", line("data/MultiNews/test.jsonl", 0, JUNK), SAMPLE, "test.jsonl", "line 1"),
-    C("sample-data-line-nan", line("data/MusiQue/val.jsonl", 0, b'{"id": NaN}'), SAMPLE, "val.jsonl", "line 1"),
+    C("sample-data-line-nan-id", line("data/MusiQue/val.jsonl", 0, b'{"id": NaN}'), SAMPLE, "val.jsonl", "line 1"),
     C("sample-data-gzip-truncated", gzipped("data/OpenASP", cut=40), SAMPLE, "test.jsonl.gz", "gzip"),
     C("sample-data-gzip-not-gzip", gzipped("data/OpenASP", plain=True), SAMPLE, "test.jsonl.gz", "gzip"),
     C("sample-data-ecb-deep", write("data/ECB/test.json", DEEP), SAMPLE, "test.json", "nested deeper"),
@@ -491,6 +508,12 @@ CASES: list[Case] = [
       "ECB.json", "paraphrases"),
     C("sample-prompt-file-instructions-int", edit_json(ECB_P, lambda o: o["prompts"][0].update(instructions=3)),
       SAMPLE, "ECB.json", "instructions"),
+    C("sample-prompt-file-demo-review-null",
+      edit_json("prompts/FuseReviews.json", lambda o: [d["reviews"].update(review_0=None) for d in o["demos"]] and o),
+      SAMPLE, "FuseReviews.json", "demos"),
+    C("sample-prompt-file-demo-not-object",
+      edit_json("prompts/SciCo.json", lambda o: o.update(demonstrations=[1e308] * len(o["demonstrations"]))),
+      SAMPLE, "SciCo.json", "demonstrations"),
     C("sample-prompt-file-binary", write(ECB_P, JUNK), SAMPLE, "ECB.json", "UTF-8"),
     C("sample-data-dir-missing-dataset", lambda w: shutil.rmtree(w / "data" / "SciCo"), SAMPLE,
       "SciCo", "--data-dir"),
@@ -596,6 +619,18 @@ CASES: list[Case] = [
     C("manifest-instance-not-in-split",
       edit_json("m.json", run_named("MusiQue", lambda r: r["instances"][0].update(id="nope")), reseal=True),
       PROMPTS, "MusiQue", "nope"),
+    C("manifest-run-dataset-unknown", edit_json("m.json", run_m(lambda r: r.update(dataset="x")), reseal=True),
+      PROMPTS, "m.json", "dataset"),
+    C("verify-run-dataset-unknown", edit_json("m.json", run_m(lambda r: r.update(dataset="x")), reseal=True),
+      VERIFY, "m.json", "dataset"),
+    C("manifest-run-split-unknown", edit_json("m.json", run_m(lambda r: r.update(split="nope")), reseal=True),
+      PROMPTS, "nope"),
+    C("manifest-sources-prompt-entry-int",
+      edit_json("m.json", lambda o: o["sources"]["prompts"].update(SciCo=-1), reseal=True), PROMPTS,
+      "m.json", "sources/prompts/SciCo"),
+    C("manifest-sources-data-files-float",
+      edit_json("m.json", lambda o: o["sources"]["data"]["FuseReviews"].update(files=1.5), reseal=True), VERIFY,
+      "m.json", "sources/data/FuseReviews/files"),
     C("manifest-schema-version-3", edit_json("m.json", lambda o: o.update(schema_version=3), reseal=True),
       PROMPTS, "m.json", "schema_version"),
     C("manifest-prompt-file-changed", edit_json(ECB_P, lambda o: o["prompts"][0].update(instructions="x")),
@@ -732,6 +767,15 @@ CASES: list[Case] = [
     C("submit-summary-nan", replace_text(SUMMARY, '"datasets"', '"x": NaN, "datasets"'), SUBMIT,
       "summary.json", "finite"),
     C("submit-summary-array", write(SUMMARY, "[]"), SUBMIT, "summary.json"),
+    C("submit-instances-empty", write(INST, ""), SUBMIT, "instance_scores.jsonl", "empty"),
+    C("report-instances-empty", write(INST, "\n"), REPORT, "instance_scores.jsonl", "empty"),
+    C("sample-out-symlink-to-config", lambda w: (w / "lnk.json").symlink_to(w / "config.json"),
+      ("sample", "{w}/config.json", "-o", "{w}/lnk.json", *D), "-o", "inputs"),
+    C("submit-out-symlink-into-run", lambda w: (w / "lnk").symlink_to(w / "run"),
+      ("submit", "{w}/run", "--out", "{w}/lnk/b.json"), "--out", "run"),
+    C("report-out-is-a-file", write("afile", "x"), ("report", "{w}/b.json", "--out", "{w}/afile"), "afile"),
+    C("score-empty-prompts", write("run/prompts.jsonl", ""), SCORE, "prompts.jsonl"),
+    C("score-no-predictions", lambda w: shutil.rmtree(w / "run" / "predictions"), SCORE, "predictions"),
     C("submit-instances-junk", line(INST, 0, JUNK), SUBMIT, "instance_scores.jsonl", "line 1"),
     C("submit-instances-deep", line(INST, 1, DEEP.encode()), SUBMIT, "instance_scores.jsonl", "line 2"),
     C("submit-instances-score-str", edit_jsonl(INST, 0, lambda o: o.update(score="x")), SUBMIT,
@@ -755,6 +799,8 @@ CASES: list[Case] = [
     C("report-bundle-edited", edit_json("b.json", lambda o: o["model"].update(id="other")), REPORT_B,
       "b.json", "bundle_digest"),
     C("report-bundle-nan", replace_text("b.json", '"kind"', '"x": NaN, "kind"'), REPORT_B, "b.json", "finite"),
+    C("report-bundle-run-1e308", edit_json("b.json", _bundle_run_score(1e308)), REPORT_B, "b.json", "0..100"),
+    C("diff-bundle-run-negative", edit_json("b.json", _bundle_run_score(-5)), DIFF_B, "b.json", "0..100"),
     C("report-bundle-kind", edit_json("b.json", lambda o: o.update(kind="x")), REPORT_B, "b.json", "kind"),
     C("report-reference-deep", write("reference.json", DEEP), (*REPORT, "--reference", "{w}/reference.json"),
       "reference.json", "nested deeper"),
@@ -954,3 +1000,71 @@ def test_metric_with_huge_numbers_scores_without_a_traceback(capsys: pytest.Capt
     ids = "7" * 100_000
     res = run_cli(["metric", "zeroscrolls_concordance_index", f"{ids}, 2, 1", "1, 2, 3"], capsys)
     assert res.code == 0 and json.loads(res.out)["score"] == 0.0, res.err
+
+
+# --- no network unless asked ----------------------------------------------------------------------------
+@pytest.mark.parametrize(("args", "wanted"), [
+    (["fetch", "--only", "prompts"], True),
+    (["score", "run", "--fic-download"], True),
+    (["replay", "m.json", "--model", "meta-llama/Meta-Llama-3-8B-Instruct", "--out", "r"], True),
+    (["replay", "m.json", "--model=org/model@abc", "--out", "r"], True),
+    (["replay", "m.json", "--out", "r"], False),  # the embedded model ships with the kit
+    (["replay", "m.json", "--model", "org/model", "--backend", "echo", "--out", "r"], False),
+    (["score", "run"], False),
+    (["sample", "c.json", "-o", "m.json"], False),
+    (["verify", "m.json"], False),
+    (["report", "run", "--out", "rep"], False),
+])
+def test_only_fetch_fic_download_and_hub_models_may_use_the_network(args: list[str], wanted: bool) -> None:
+    from seam_repro.network import network_wanted
+
+    assert network_wanted(args) is wanted
+
+
+def test_local_model_folder_needs_no_network(tmp_path: Path) -> None:
+    from seam_repro.network import network_wanted
+
+    (tmp_path / "model").mkdir()
+    assert not network_wanted(["replay", "m.json", "--model", str(tmp_path / "model"), "--out", "r"])
+
+
+def test_offline_commands_switch_the_hub_libraries_off(base: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    os.environ.pop("HF_HUB_OFFLINE", None)
+    res = run_cli(["verify", base / "m.json", "--data-dir", base / "data", "--prompts-dir", base / "prompts"], capsys)
+    assert res.code == 0, res.err
+    assert os.environ.get("HF_HUB_OFFLINE") == "1"
+
+
+def test_uncached_hub_model_offline_fails_fast_in_one_line(monkeypatch: pytest.MonkeyPatch,
+                                                         no_network: list[str]) -> None:
+    import time
+
+    from seam_repro import network
+    from seam_repro.errors import InputError
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(network, "is_cached", lambda model_id, revision: False)
+    start = time.monotonic()
+    with pytest.raises(InputError, match=r"cannot resolve org/model@abc: not in the local Hugging Face cache "
+                                         r"and the Hub is offline: huggingface.co:443 cannot be reached"):
+        network.require_hub_or_cache("org/model", "abc")
+    assert time.monotonic() - start < network.PROBE_TIMEOUT_S + 1
+    assert no_network == ["getaddrinfo huggingface.co"]  # one probe, no retries
+    no_network.clear()
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(InputError, match="HF_HUB_OFFLINE is set"):
+        network.require_hub_or_cache("org/model", "abc")
+    assert not no_network  # offline mode does not even probe
+
+
+@pytest.mark.slow
+def test_scoring_with_fic_never_reaches_the_hub_for_an_uncached_model(base: Path, tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """FIC models that are not in the local cache give null FuseReviews scores with the reason;
+    the socket guard (autouse) fails the test on any connection attempt."""
+    pytest.importorskip("transformers")  # imported before the command runs, as a plugin might
+    os.environ["HF_HOME"] = str(tmp_path / "empty-hf-cache")
+    res = run_cli(["score", base / "run", "-o", tmp_path / "scores"], capsys)
+    assert res.code == 0, res.err[-1500:]
+    summary = json.loads((tmp_path / "scores" / "echo" / "summary.json").read_text(encoding="utf-8"))
+    assert "not in the local cache" in json.dumps(summary["datasets"]["FuseReviews"])

@@ -183,3 +183,50 @@ def test_datasets_list_covers_every_shipped_suite() -> None:
             assert ds in res.output
     bad = CliRunner().invoke(cli, ["datasets", "list", "--suite", "nope"])
     assert bad.exit_code != 0 and "unknown suite 'nope'" in str(bad.exception or bad.output)
+
+
+def test_ctrl_c_says_what_was_kept_and_how_to_resume(monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    @click.command()
+    def boom() -> None:
+        """Be interrupted after saying what a resume keeps."""
+        cli_module.on_interrupt(lambda: f"{1 + 2} predictions kept in runs/x")  # counted at interrupt time
+        raise KeyboardInterrupt
+
+    _with_command(monkeypatch, boom)
+    assert _exit_status() == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == "interrupted: 3 predictions kept in runs/x; resume with: seam-repro boom"
+
+
+def test_end_of_input_is_not_reported_as_an_interrupt(monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """click turns EOFError into Abort ("aborted", 130); a file cut short is bad input (2)."""
+    @click.command()
+    def boom() -> None:
+        """Read past the end of a truncated stream."""
+        raise EOFError("Compressed file ended before the end-of-stream marker was reached")
+
+    _with_command(monkeypatch, boom)
+    assert _exit_status() == 2
+    assert capsys.readouterr().err.strip().startswith("error: unexpected end of input (Compressed file ended")
+
+
+@pytest.mark.parametrize(("exc", "code", "text"), [
+    (PermissionError(13, "Permission denied", "/ro/x.json"), 2, "error: /ro/x.json: permission denied"),
+    (OSError(28, "No space left on device", "/full/x"), 2, "error: /full/x: no space left on the device"),
+    (RecursionError("maximum recursion depth exceeded"), 2, "error: input nested too deeply"),
+    (ZeroDivisionError("division by zero"), 70, "error: internal error (ZeroDivisionError: division by zero)"),
+])
+def test_every_other_failure_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                                         exc: BaseException, code: int, text: str) -> None:
+    @click.command()
+    def boom() -> None:
+        """Fail with an exception that is not a domain error."""
+        raise exc
+
+    _with_command(monkeypatch, boom)
+    monkeypatch.delenv("SEAM_REPRO_DEBUG", raising=False)
+    assert _exit_status() == code
+    err = capsys.readouterr().err
+    assert err.startswith(text) and err.count("\n") == 1 and "Traceback" not in err

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from test_aggregate import write_scores
 
+from seam_repro.analysis.diff import diff_models, parse_tolerance
+from seam_repro.analysis.reference import load_reference
+from seam_repro.analysis.submit import load_inputs
 from seam_repro.cli import main
-from seam_repro.diff import diff_models, parse_tolerance
 from seam_repro.errors import InputError
-from seam_repro.reference import load_reference
-from seam_repro.submit import load_inputs
-from seam_repro.trust import PROTOCOL_FIELDS
+from seam_repro.manifest.trust import PROTOCOL_FIELDS
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 LLAMA8 = "meta-llama/Meta-Llama-3-8B-Instruct"

@@ -112,29 +112,9 @@ def sweep(n: int) -> list[int]:
 
 @pytest.fixture(scope="module")
 def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from test_bad_inputs import CONFIG, DATA, FIXTURES, _pin_fixture_prompts
+    from test_bad_inputs import build_pipeline
 
-    root = tmp_path_factory.mktemp("drill")
-    for name, folder in DATA.items():
-        shutil.copytree(FIXTURES / folder, root / "data" / name)
-    shutil.copytree(FIXTURES / "prompts", root / "prompts")
-    (root / "config.json").write_text(json.dumps(CONFIG), encoding="utf-8")
-    common = ["--data-dir", root / "data", "--prompts-dir", root / "prompts"]
-    env = dict(os.environ)
-    try:
-        for args in (["sample", root / "config.json", "-o", root / "m.json", *common],
-                     ["sample", root / "config.json", "-o", root / "u.json", "--unfrozen"],
-                     ["replay", root / "m.json", "--backend", "echo", "--out", root / "run", "--no-fic", *common],
-                     ["replay", root / "m.json", "--backend", "echo", "--out", root / "s0", "--shard", "0/2", *common],
-                     ["replay", root / "m.json", "--backend", "echo", "--out", root / "s1", "--shard", "1/2", *common]):
-            killed, code = run_forked([str(a) for a in args])
-            assert not killed and code == 0, f"{args[0]} failed: {code}"
-            if args[0] == "sample" and "--unfrozen" in args:
-                _pin_fixture_prompts(root / "u.json", root / "prompts")
-    finally:
-        os.environ.clear()
-        os.environ.update(env)
-    return root
+    return build_pipeline(tmp_path_factory.mktemp("drill"))
 
 
 DRILLS = {

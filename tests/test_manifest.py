@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from seam_repro.cli import cli
 from seam_repro.errors import HashMismatchError, ManifestError
-from seam_repro.manifest import load_manifest, seal, write_manifest
-from seam_repro.verify import verify_manifest
+from seam_repro.manifest.format import load_manifest, seal, write_manifest
+from seam_repro.manifest.verify import verify_manifest
 
 REPO = Path(__file__).resolve().parents[1]
 FIX = REPO / "manifests" / "fixtures"
@@ -118,7 +118,7 @@ def test_freeze_store_prompts_prints_the_digest_it_writes(tmp_path):
     frozen = load_manifest(tmp_path / "f.json")
     assert f"digest {frozen['digest']}" in output
     assert frozen["provenance"]["frozen_from"] == seal(m)["digest"]
-    from seam_repro.manifest import protocol_digest
+    from seam_repro.manifest.format import protocol_digest
 
     assert frozen["config"] == m["config"]  # the unfrozen config is kept as written (notes, aliases)
     pinned_as_unfrozen = {**frozen, "sources": {**frozen["sources"], "prompts": m["sources"]["prompts"]}}
@@ -293,7 +293,7 @@ def test_prompts_command_writes_records(sampled, tmp_path):
 def test_allow_unfrozen_renders_what_freeze_would_freeze(tmp_path):
     if not SHARED_PROMPTS.exists():
         pytest.skip("upstream prompt files absent")
-    from seam_repro.manifest import render_records
+    from seam_repro.manifest.prompts import render_records
 
     dd = data_dir(tmp_path)
     paper = REPO / "manifests" / "paper.json"

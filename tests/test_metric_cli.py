@@ -13,7 +13,7 @@ from seam_repro.cli import main
 from seam_repro.suites import metrics_registry as reg
 
 ALL_NAMES = {
-    "rouge_geo", "musique_f1", "musique_corrected", "conll_f1", "conll_f1_corrected", "zeroscrolls_rouge_geo", "zeroscrolls_f1",
+    "rouge_geo", "musique_f1", "musique_corrected", "conll_f1", "conll_f1_corrected", "fic_f1", "zeroscrolls_rouge_geo", "zeroscrolls_f1",
     "zeroscrolls_accuracy", "zeroscrolls_exp_similarity", "zeroscrolls_concordance_index", "igcs_token_f1",
 }
 
@@ -141,3 +141,15 @@ def test_unimportable_module_is_listed_but_errors_when_used(monkeypatch, capsys)
     assert code == 0 and "[unavailable:" in line
     code, _, err = run(monkeypatch, capsys, "rouge_geo", "a", "b")
     assert code == 2 and "seam_repro.score._not_written_yet, which cannot be imported" in err
+
+
+def test_every_suite_metric_is_registered_with_a_known_extraction_and_aggregation():
+    from seam_repro.scoring import AGGREGATIONS
+    from seam_repro.suite import load_suite, shipped_suites
+
+    for spec in reg.METRICS.values():
+        assert spec.aggregation in AGGREGATIONS, spec.name
+        assert set(spec.extraction) <= {"upstream", "clean"}, spec.name
+    named = {m for s in shipped_suites() for d in load_suite(s).datasets.values() for m in d.metrics.values()}
+    assert named <= set(reg.METRICS), named - set(reg.METRICS)
+    assert "musique_combined" not in named  # the name that scoring once wrote instead of musique_corrected

@@ -16,7 +16,8 @@ from click.testing import CliRunner
 from seam_repro.errors import InputError, ManifestError
 from seam_repro.generate.base import EchoBackend, GenerationSettings
 from seam_repro.hashing import sha256_text
-from seam_repro.replay import apply_limit, check_prompt_records, run_generation
+from seam_repro.manifest.prompts import check_prompt_records
+from seam_repro.replay import apply_limit, run_generation
 
 MANIFEST = {"digest": "a" * 64, "prompt_digest": "b" * 64, "frozen": True,
             "config": {"generation": {"temperature": 0.8, "max_new_tokens": 6, "do_sample": True, "top_p": None}}}
@@ -139,10 +140,11 @@ def fake_stages(monkeypatch: pytest.MonkeyPatch) -> dict:
         runs.setdefault((r["dataset"], r["run"]), []).append(
             {"id": r["instance_id"], "gen_seed": r["gen_seed"], "prompt_sha256": r["prompt_sha256"]})
     state = {"manifest": {**MANIFEST, "runs": [{"dataset": d, "run": k, "instances": v} for (d, k), v in runs.items()]}}
-    import seam_repro.manifest
+    import seam_repro.manifest.format
+    import seam_repro.manifest.prompts
 
-    monkeypatch.setattr(seam_repro.manifest, "load_manifest", lambda path: state["manifest"])
-    monkeypatch.setattr(seam_repro.manifest, "render_records",
+    monkeypatch.setattr(seam_repro.manifest.format, "load_manifest", lambda path: state["manifest"])
+    monkeypatch.setattr(seam_repro.manifest.prompts, "render_records",
                         lambda m, data_dir=None, prompts_dir=None, base=None, allow_unfrozen=False: records(3))
     return state
 

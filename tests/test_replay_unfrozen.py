@@ -22,7 +22,7 @@ import pytest
 
 from seam_repro import cli as cli_module
 from seam_repro.config import read_config
-from seam_repro.manifest import load_manifest, unfrozen_manifest, write_manifest
+from seam_repro.manifest.format import load_manifest, unfrozen_manifest, write_manifest
 from seam_repro.run import prepare
 from seam_repro.sources import parse_lock
 

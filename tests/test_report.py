@@ -12,11 +12,11 @@ import pytest
 from test_aggregate import write_scores
 from trust_helpers import echo_runs  # noqa: F401 - session fixture
 
-from seam_repro.aso import AsoParams
+from seam_repro.analysis.aso import AsoParams
+from seam_repro.analysis.reference import load_reference
+from seam_repro.analysis.report import build_report, render_markdown, surrogate_runs, write_report
+from seam_repro.analysis.submit import load_inputs, make_bundle, write_bundle
 from seam_repro.cli import main
-from seam_repro.reference import load_reference
-from seam_repro.report import build_report, render_markdown, surrogate_runs, write_report
-from seam_repro.submit import load_inputs, make_bundle, write_bundle
 
 FAST = AsoParams(b=200)
 
@@ -61,7 +61,7 @@ def test_table_rows_by_hand(tmp_path: Path) -> None:
 
 def test_reference_models_rank_like_the_paper() -> None:
     """Surrogate runs built from Table 3's mean ± std must give back the paper's own rank order."""
-    from seam_repro.aso import rank_models
+    from seam_repro.analysis.aso import rank_models
 
     ref = load_reference("paper")
     for name, ds in ref.datasets.items():

@@ -123,7 +123,7 @@ def test_end_to_end_values(tmp_path: Path) -> None:
     assert q2["score"] == pytest.approx(100 * 2 * 1 * (3 / 4) / (1 + 3 / 4))  # raw JSON text: 3 tokens, all in gold
     assert q2["valid_format"] is True  # JSON dict with is_answerable is valid format
     mq = summary["datasets"]["MusiQue"]
-    assert mq["corrected"]["metric"] == "musique_combined" and mq["corrected"]["runs"]["0"] == 100.0
+    assert mq["corrected"]["metric"] == "musique_corrected" and mq["corrected"]["runs"]["0"] == 100.0
     assert mq["corrected"]["extra"]["answer_f1"]["0"] == 100.0  # alias match, gold-answerable only
     assert mq["corrected"]["extra"]["answerability_accuracy"]["0"] == 100.0
 
@@ -139,12 +139,19 @@ def test_coreference_dispatch(tmp_path: Path) -> None:
     ecb = json.loads(summary_path.read_text("utf-8"))["datasets"]["ECB"]
     gold, pred = [("36", [[0, 1], [2]])], [("36", "[[0, 1]]")]
     assert ecb["metric"] == "conll_f1"
-    assert ecb["runs"]["0"] == coref_parse.score_run(gold, pred, "upstream").conll_f1_printed
+    # upstream profile: the as-published score (this gold file is under 8 KiB, so perl read nothing)
+    assert ecb["runs"]["0"] == coref_parse.score_run(gold, pred, "upstream", gold_block_size=4096).conll_f1_printed
+    assert ecb["runs"]["0"] == 0.0 and ecb["gold_read"]["0"]["bytes"] == 0
+    assert ecb["intended"]["runs"]["0"] == coref_parse.score_run(gold, pred, "upstream").conll_f1_printed > 0
     assert ecb["corrected"]["runs"]["0"] == coref_parse.score_run(gold, pred, "corrected").conll_f1
     # MUC is perfect (one link, found); only B3/CEAF-e see the missing singleton, so 0 < score < 100
     assert 0.0 < ecb["corrected"]["runs"]["0"] < 100.0
     line = read_lines(summary_path.parent / "instance_scores.jsonl")[("ECB", 0, "36")]
-    assert line["valid_format"] is True and line["metric_version"].startswith("conll_f1/")
+    assert line["valid_format"] is True and line["metric_version"].endswith("gold=as-published@block=4096")
+    assert line["score"] is None and line["details"]["upstream"]["gold_read"] == "absent"
+    assert line["details"]["upstream_intended"]["score"] > 0
+    [bigger] = score_run_dir(run, tmp_path / "s2", fic=False, gold_block_size=1)  # tiny blocks: all but the tail
+    assert json.loads(bigger.read_text("utf-8"))["datasets"]["ECB"]["gold_read"]["0"]["block_size"] == 1
 
 
 def test_fic_unavailable_is_null_with_reason(tmp_path: Path) -> None:
@@ -227,7 +234,41 @@ def test_cli(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     summary = json.loads((tmp_path / "s" / SLUG / "summary.json").read_text("utf-8"))
     mq = summary["datasets"]["MusiQue"]
-    assert summary["profile"] == "seam-repro-1" and mq["metric"] == "musique_combined" and mq["runs"]["0"] == 100.0
+    assert summary["profile"] == "seam-repro-1" and mq["metric"] == "musique_corrected" and mq["runs"]["0"] == 100.0
     assert summary["datasets"]["FuseReviews"]["runs"]["0"] is None
     res = CliRunner().invoke(cli, ["score", "--help"])
     assert "Examples:" in res.output
+
+
+def test_coreference_intended_score_reaches_summary_bundle_and_report(tmp_path: Path) -> None:
+    from seam_repro.analysis.aggregate import build_model_scores, read_instance_scores, summarize
+    from seam_repro.analysis.report import build_report, render_markdown
+    from seam_repro.analysis.submit import _dataset_payload
+
+    run = write_run(tmp_path / "run")
+    [summary_path] = score_run_dir(run, fic=False)
+    model = build_model_scores(json.loads(summary_path.read_text("utf-8")),
+                               read_instance_scores(summary_path.parent / "instance_scores.jsonl"), summary_path)
+    ecb = model.datasets["ECB"]
+    assert ecb.runs[0] == 0.0 and ecb.intended is not None and ecb.intended["runs"][0] > 0
+    assert summarize(ecb).intended["mean"] == ecb.intended["runs"][0]
+    assert _dataset_payload(model)["ECB"]["intended"]["runs"]["0"] == ecb.intended["runs"][0]
+    md = render_markdown(build_report([model]))
+    assert "As intended (whole gold file)" in md
+
+
+def test_quadratic_regex_inputs_score_in_linear_time(tmp_path: Path) -> None:
+    """200 KB outputs that made the old answer regexes backtrack for minutes (``\\{.*\\}`` on ``{``
+    runs, ``\\[[\\d, ]*\\d[\\d, ]*\\]`` on an unclosed ``[1 1 ... x``) score in seconds."""
+    import time
+
+    slow = {"braces": "{" * 200_000, "open-list": "[" + "1 " * 100_000 + "x"}
+    prompts = [prompt(ds, task, 0, name, target) for name in slow
+               for ds, task, target in (("MusiQue", "qa", QA_T), ("ECB", "coreference", [[1, 2]]))]
+    outputs = {(p["dataset"], 0, p["instance_id"]): slow[p["instance_id"]] for p in prompts}
+    run = write_run(tmp_path / "run", outputs, prompts)
+    start = time.perf_counter()
+    [summary_path] = score_run_dir(run, fic=False)
+    assert time.perf_counter() - start < 30
+    lines = read_lines(summary_path.parent / "instance_scores.jsonl")
+    assert all(line["valid_format"] is False for line in lines.values())

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from seam_repro.manifest import load_manifest, seeds_record
-from seam_repro.verify import verify_manifest
+from seam_repro.manifest.format import load_manifest
+from seam_repro.manifest.seeds import seeds_record
+from seam_repro.manifest.verify import verify_manifest
 
 REPO = Path(__file__).resolve().parents[1]
 FROZEN = [p for p in sorted((REPO / "manifests").glob("*.json"))
@@ -29,7 +30,7 @@ def test_shipped_manifest_verifies(path):
 @pytest.mark.parametrize("path", FROZEN, ids=lambda p: p.name)
 def test_seeds_file_matches_manifest(path):
     seeds = REPO / "seeds" / path.name
-    assert seeds.exists(), f"run `python -m seam_repro.seeds` to write {seeds}"
+    assert seeds.exists(), f"run `python -m seam_repro.manifest.seeds` to write {seeds}"
     assert json.loads(seeds.read_text()) == seeds_record(load_manifest(path), path.name)
 
 

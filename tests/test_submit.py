@@ -14,11 +14,17 @@ import pytest
 from test_aggregate import write_scores
 from trust_helpers import REPO, echo_runs  # noqa: F401 - session fixture
 
-from seam_repro.aggregate import load_run_dir
+from seam_repro.analysis.aggregate import load_run_dir
+from seam_repro.analysis.submit import (
+    load_inputs,
+    make_bundle,
+    read_bundle,
+    resolve_manifest_digest,
+    write_bundle,
+)
 from seam_repro.cli import main
 from seam_repro.errors import InputError, PredictionsError, SeamReproError
 from seam_repro.hashing import sha256_json
-from seam_repro.submit import load_inputs, make_bundle, read_bundle, resolve_manifest_digest, write_bundle
 
 
 def _copy(src: Path, tmp_path: Path, name: str = "run") -> Path:
@@ -238,8 +244,8 @@ def test_seeds_folder_is_found_through_the_environment(bundle: dict, tmp_path: P
     with pytest.raises(InputError, match=f"field 'seeds': differs from {seeds / 'smoke.json'}"):
         read_bundle(tmp_path / "b.json")
     (seeds / "smoke.json").unlink()
-    from seam_repro.aso import AsoParams
-    from seam_repro.report import build_report
+    from seam_repro.analysis.aso import AsoParams
+    from seam_repro.analysis.report import build_report
 
     ms = read_bundle(tmp_path / "b.json")
     assert ms.extra["seeds_checked"] is False

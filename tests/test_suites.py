@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from seam_repro.aggregate import load_run_dir
+from seam_repro.analysis.aggregate import load_run_dir
 from seam_repro.datasets import igcs as igcs_loader
 from seam_repro.datasets import zeroscrolls as zs_loader
 from seam_repro.errors import InputError
-from seam_repro.manifest import load_manifest
+from seam_repro.manifest.format import load_manifest
 from seam_repro.parse import extract_clean
 from seam_repro.render import render_instance
 from seam_repro.render.context import RunContext

@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 from trust_helpers import REPO, echo_runs, smoke_copy  # noqa: F401 - session fixture
 
-from seam_repro.aggregate import load_run_dir
-from seam_repro.aso import AsoParams
+from seam_repro.analysis.aggregate import load_run_dir
+from seam_repro.analysis.aso import AsoParams
+from seam_repro.analysis.reference import load_reference
+from seam_repro.analysis.report import build_report, render_markdown
+from seam_repro.analysis.submit import load_inputs
 from seam_repro.cli import main
 from seam_repro.errors import InputError, ManifestError
-from seam_repro.manifest import dump_manifest, seal
-from seam_repro.reference import load_reference
-from seam_repro.report import build_report, render_markdown
+from seam_repro.manifest.format import dump_manifest, seal
 from seam_repro.scoring import score_run_dir
-from seam_repro.submit import load_inputs
 
 
 def _copy(src: Path, tmp_path: Path, name: str = "run") -> Path:
@@ -72,11 +72,11 @@ def test_replay_copies_the_manifest_and_loads_it_once(echo_runs: dict[str, Path]
     run = echo_runs["full"]
     shipped = json.loads((REPO / "manifests" / "smoke.json").read_text())
     assert json.loads((run / "manifest.json").read_text())["digest"] == shipped["digest"]
-    import seam_repro.manifest
+    import seam_repro.manifest.format
 
     calls = []
-    real = seam_repro.manifest.load_manifest
-    monkeypatch.setattr(seam_repro.manifest, "load_manifest", lambda p: calls.append(p) or real(p))
+    real = seam_repro.manifest.format.load_manifest
+    monkeypatch.setattr(seam_repro.manifest.format, "load_manifest", lambda p: calls.append(p) or real(p))
     from seam_repro.replay import replay
 
     replay(smoke_copy(tmp_path), tmp_path / "again", backend="echo", limit=1, progress=False)
@@ -189,7 +189,7 @@ def test_report_labels_protocol_mismatches_and_partial_runs(echo_runs: dict[str,
 
 
 def test_paper_reference_protocol_is_the_shipped_paper_manifest() -> None:
-    from seam_repro.manifest import load_manifest, protocol_digest
+    from seam_repro.manifest.format import load_manifest, protocol_digest
 
     ref = load_reference("paper").protocol or {}
     paper = load_manifest(REPO / "manifests" / "paper.json")
@@ -202,7 +202,7 @@ def test_paper_reference_protocol_is_the_shipped_paper_manifest() -> None:
 # --- figures --------------------------------------------------------------------------------------
 def test_a_model_without_arsd_is_still_plotted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Old main skipped it in the AR/ARSD figure."""
-    import seam_repro.plots as plots
+    import seam_repro.analysis.plots as plots
 
     placed = []
     real = plots._place_labels
@@ -220,7 +220,7 @@ def test_box_plot_keeps_not_scored_cells(tmp_path: Path) -> None:
         "display_name": "FuseReviews", "metric": "", "rows": [],
         "absent": [{"model": "m", "cell": "not scored", "reason": "FIC models not cached",
                     "from_summary_stats": False}]}}}
-    from seam_repro.plots import plot_boxes
+    from seam_repro.analysis.plots import plot_boxes
 
     plot_boxes(rep, tmp_path / "b.png")
     assert (tmp_path / "b.png").read_bytes()[:4] == b"\x89PNG"
@@ -241,7 +241,7 @@ def test_document_level_bundle_passes_the_seeds_check(tmp_path: Path) -> None:
     """IGCS-style units (<id>#doc<k>) are scored as one line under <id>; seeds/ lists the units."""
     from trust_helpers import echo_run
 
-    from seam_repro.submit import make_bundle, read_bundle, write_bundle
+    from seam_repro.analysis.submit import make_bundle, read_bundle, write_bundle
 
     run = echo_run(tmp_path, name="igcs-mini")
     write_bundle(make_bundle(run), tmp_path / "b.json")

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from seam_repro.hashing import digest_of_hashes, sha256_json, sha256_text
-from seam_repro.manifest import SCHEMA_VERSION, dump_manifest, seal
+from seam_repro.manifest.format import SCHEMA_VERSION, dump_manifest, seal
 
 
 def manifest_for(prompts: list[dict[str, Any]], profile: str = "upstream", suite: str = "seam",

@@ -23,6 +23,7 @@ Examples:
               help="Suite whose datasets to list (data/suites/<name>.json); 'all' lists every shipped suite.")
 def list_datasets(cache: Path | None, suite: str) -> None:
     """Print each dataset's task, evaluated split, source and cache status."""
+    from seam_repro.config import PROFILES
     from seam_repro.suite import load_suite, shipped_suites
 
     names = shipped_suites() if suite == "all" else [suite]
@@ -30,9 +31,9 @@ def list_datasets(cache: Path | None, suite: str) -> None:
         if name != "seam":
             spec = load_suite(name)
             click.echo(f"suite {spec.name}: {spec.description}")
-            click.echo(f"{'dataset':<18} {'task':<20} {'split':<12} {'metric (upstream / seam-repro-1)'}")
+            click.echo(f"{'dataset':<18} {'task':<20} {'split':<12} {'metric (' + ' / '.join(PROFILES) + ')'}")
             for ds in spec.datasets.values():
-                metrics = " / ".join(ds.metrics.get(p, "-") for p in ("upstream", "seam-repro-1"))
+                metrics = " / ".join(ds.metrics.get(p, "-") for p in PROFILES)
                 click.echo(f"{ds.name:<18} {ds.task:<20} {ds.default_split:<12} {metrics}")
             click.echo("source: local files (pass each dataset's folder in the config's 'path')\n")
             continue

@@ -68,7 +68,7 @@ def replay(manifest: Path, out: Path, model: str | None, backend: str, shard: st
     if q4 and q8:
         raise click.BadParameter("give at most one of --load-in-4bit / --load-in-8bit")
     guard_outputs([("--out", out)], inputs=[manifest], read_dirs=[data_dir, prompts_dir])
-    on_interrupt(f"every prediction already generated is kept in {out / 'predictions'} (one fsynced line each)")
+    on_interrupt(lambda: f"{_stored(out)} predictions are kept in {out / 'predictions'} (one fsynced line each)")
     if not allow_unfrozen:  # an unfrozen manifest (paper.json): fetch, freeze into --out, verify, then replay
         from seam_repro.run.prepare import freeze_for_replay
 
@@ -96,6 +96,11 @@ def replay(manifest: Path, out: Path, model: str | None, backend: str, shard: st
         click.echo(f"scores: {path}")
     if table:
         click.echo(table)
+
+
+def _stored(out: Path) -> int:
+    """Complete prediction lines under ``out`` (a torn last line, if any, is not counted)."""
+    return sum(p.read_bytes().count(b"\n") for p in (out / "predictions").glob("*/*/run_*.jsonl"))
 
 
 @click.command(epilog=EXAMPLES)

@@ -33,11 +33,11 @@ def _command_line() -> str:
 def report(inputs: tuple[Path, ...], out_dir: Path, reference: str | None, manifest: str | None, seed: int,
            deepsig: bool) -> int:
     """Rank run directories and bundles (and reference models) like the paper's Table 3."""
-    from seam_repro.aso import AsoParams
+    from seam_repro.analysis.aso import AsoParams
+    from seam_repro.analysis.reference import load_reference
+    from seam_repro.analysis.report import build_report, write_report
+    from seam_repro.analysis.submit import load_inputs, resolve_manifest_digest
     from seam_repro.files import guard_outputs
-    from seam_repro.reference import load_reference
-    from seam_repro.report import build_report, write_report
-    from seam_repro.submit import load_inputs, resolve_manifest_digest
 
     names = ("report.json", "report.md", "box_plots.png", "ar_arsd.png")
     guard_outputs([("--out", out_dir)] + [("--out", out_dir / n) for n in names],
@@ -70,10 +70,10 @@ def diff(run_dirs: tuple[Path, ...], reference: str, tolerance: str | None, as_n
     Exit 0 every compared cell within, 1 any outside, 2 bad input, 3 protocol differs from the
     reference's (without --allow-protocol-mismatch), 4 nothing compared.
     """
-    from seam_repro.diff import diff_models, format_diff, parse_tolerance
+    from seam_repro.analysis.diff import diff_models, format_diff, parse_tolerance
+    from seam_repro.analysis.reference import load_reference
+    from seam_repro.analysis.submit import load_inputs
     from seam_repro.files import atomic_write_text, guard_outputs
-    from seam_repro.reference import load_reference
-    from seam_repro.submit import load_inputs
 
     guard_outputs([("--json", json_out)], inputs=[*run_dirs, reference if reference != "paper" else None],
                   read_dirs=[p for p in run_dirs if p.is_dir()])
@@ -93,8 +93,8 @@ def diff(run_dirs: tuple[Path, ...], reference: str, tolerance: str | None, as_n
 def submit(run_dir: Path, out: Path, model_id: str | None) -> int:
     """Write a results bundle tied to the run's manifest, after re-validating the predictions and
     re-deriving the scores from them (scores, generation settings, predictions digest, seeds)."""
+    from seam_repro.analysis.submit import explain_partial, make_bundle, write_bundle
     from seam_repro.files import guard_outputs
-    from seam_repro.submit import explain_partial, make_bundle, write_bundle
 
     if out.exists() and out.is_dir():
         raise InputError(out, "is a directory; expected a .json file path")

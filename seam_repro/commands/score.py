@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from seam_repro.config import PROFILES
+
 
 @click.command(epilog="""\b
 Examples:
@@ -15,16 +17,21 @@ Examples:
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Scores directory (default RUN_DIR/scores).")
-@click.option("--profile", type=click.Choice(["upstream", "seam-repro-1"]), default=None,
+@click.option("--profile", type=click.Choice(PROFILES), default=None,
               help="Main metric variant; default: the run's profile, else upstream. The corrected "
                    "variant is always written alongside.")
 @click.option("--fic/--no-fic", default=True, show_default=True,
               help="Score FuseReviews with its NLI/coverage models (null scores with a reason when unavailable).")
 @click.option("--fic-download", is_flag=True,
               help="Allow fetching the pinned FIC models from the Hub (flan-t5-xxl is ~45 GB); default: local cache only.")
-def score(run_dir: Path, out_dir: Path | None, profile: str | None, fic: bool, fic_download: bool) -> None:
+@click.option("--gold-block-size", type=click.IntRange(min=1), default=4096, show_default=True,
+              help="File system block size for the as-published coreference score: upstream ran the scorer on an "
+                   "unflushed gold file, of which perl read only what this buffer size let through.")
+def score(run_dir: Path, out_dir: Path | None, profile: str | None, fic: bool, fic_download: bool,
+          gold_block_size: int) -> None:
     """Score a run directory: instance_scores.jsonl and summary.json per model (0-100 scale)."""
     from seam_repro.scoring import score_run_dir
 
-    for path in score_run_dir(run_dir, out_dir, profile, fic=fic, fic_download=fic_download):
+    for path in score_run_dir(run_dir, out_dir, profile, fic=fic, fic_download=fic_download,
+                              gold_block_size=gold_block_size):
         click.echo(str(path))

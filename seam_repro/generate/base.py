@@ -112,6 +112,10 @@ class GenerationResult:
     truncated: bool = False
     n_prompt_tokens_full: int | None = None
     """Prompt length before truncation (equals ``n_prompt_tokens`` when nothing was cut)."""
+    upstream_prompt_text: str | None = None
+    """Upstream prompt path, truncated prompt only: the decoded text of the truncated token ids, which
+    upstream's pipeline received and which starts its ``generated_text`` (scoring extracts the
+    response from it, as upstream did, instead of from the full prompt)."""
 
     def __post_init__(self) -> None:
         if self.n_prompt_tokens_full is None:

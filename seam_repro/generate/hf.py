@@ -120,6 +120,8 @@ class PreparedPrompt:
     templated_sha256: str
     n_full: int
     truncated: bool
+    text: str | None = None
+    """Upstream path: the decoded (possibly truncated) prompt text the model is given."""
 
 
 class HFBackend:
@@ -198,7 +200,7 @@ class HFBackend:
                 return_dict=False)
             text = tok.batch_decode([cut], skip_special_tokens=True)[0]
             ids = tok(text, add_special_tokens=self.upstream_add_special_tokens)["input_ids"]
-            return PreparedPrompt(list(ids), sha256_text(text), len(full), len(cut) < len(full))
+            return PreparedPrompt(list(ids), sha256_text(text), len(full), len(cut) < len(full), text)
         text = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
         ids = list(tok(text, add_special_tokens=False)["input_ids"])
         n_full = len(ids)
@@ -253,7 +255,8 @@ class HFBackend:
             text = self.tokenizer.decode(toks[:n], skip_special_tokens=True)
             results.append(GenerationResult(output=text, templated_prompt_sha256=p.templated_sha256,
                                             n_prompt_tokens=len(p.ids), n_output_tokens=n,
-                                            truncated=p.truncated, n_prompt_tokens_full=p.n_full))
+                                            truncated=p.truncated, n_prompt_tokens_full=p.n_full,
+                                            upstream_prompt_text=p.text if p.truncated else None))
         return results
 
 

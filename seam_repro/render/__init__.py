@@ -1,8 +1,8 @@
 """Render prompts from recorded choices (stage *render*). One module per template family; which
 template a dataset uses is declared by its suite (``data/suites/<suite>.json``), not coded here.
 
-``render_instance`` is pure: instance + recorded run choices → (prompt text, gold target).
-``render_manifest`` loads a manifest's sources and renders every recorded instance.
+``render_instance`` is pure: instance + recorded run choices → (prompt text, gold target). Rendering
+a whole manifest is ``manifest.prompts.render_records`` (manifest imports render, never the reverse).
 """
 
 from __future__ import annotations
@@ -31,13 +31,3 @@ def render_instance(
     template = template_for(ctx)
     block, target = template.test_block(instance, ctx, mention_ids)
     return template.message(demos, block), target
-
-
-def render_manifest(manifest_path: Any, data_dir: Any = None, prompts_dir: Any = None,
-                    allow_unfrozen: bool = False) -> list[dict[str, Any]]:
-    """Prompt records (docs/ARCHITECTURE.md) of every instance a manifest records, in order."""
-    from seam_repro.manifest import load_manifest, render_records
-
-    manifest = load_manifest(manifest_path)
-    return render_records(manifest, data_dir=data_dir, prompts_dir=prompts_dir, base=manifest_path,
-                          allow_unfrozen=allow_unfrozen)

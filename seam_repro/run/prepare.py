@@ -7,10 +7,10 @@ and the pinned prompt-file hashes, so before generating this module
 1. fetches the sources the manifest's datasets need with :mod:`seam_repro.fetch` (every file checked
    against ``data/sources.lock.json``; a cached copy is re-verified, not downloaded again), unless
    ``--data-dir`` / ``--prompts-dir`` give them locally;
-2. freezes the manifest into the run folder (``RUN_DIR/<stem>.frozen.json``) with the ``freeze``
-   command itself, which enforces the manifest's prompt-file pins;
+2. freezes the manifest into the run folder (``RUN_DIR/<stem>.frozen.json``) with what the ``freeze``
+   command runs, which enforces the manifest's prompt-file pins;
 3. checks the frozen manifest against the pins of the unfrozen one and re-verifies it
-   (:func:`seam_repro.verify.verify_manifest`: choices re-derived, every prompt re-rendered);
+   (:func:`seam_repro.manifest.verify.verify_manifest`: choices re-derived, every prompt re-rendered);
 
 and hands the frozen manifest to the replay. Without network, step 1 fails with one line naming the
 offline routes (``--data-dir`` / ``fetch --data-dir`` / ``freeze`` with local data).
@@ -91,7 +91,7 @@ def check_against_pins(unfrozen: dict[str, Any], frozen: dict[str, Any], where: 
         if want and have != want:
             raise HashMismatchError(f"{name} prompt file (pinned by the unfrozen manifest)", where, want, str(have))
 
-    from seam_repro.manifest import manifest_config
+    from seam_repro.manifest.format import manifest_config
 
     def protocol(m: dict[str, Any]) -> dict[str, Any]:
         """The config the sampler reads back from a manifest, data paths left out."""
@@ -109,17 +109,16 @@ def freeze_for_replay(manifest_path: Path, run_dir: Path, *, data_dir: Path | No
                       hf_download: Any = None, progress: bool | None = None, echo: Echo = print) -> Path:
     """Return a frozen manifest to replay: ``manifest_path`` itself when it is frozen, else its
     frozen copy in ``run_dir`` made from fetched (or ``--data-dir``) sources and verified."""
-    from seam_repro.manifest import load_manifest
+    from seam_repro.manifest.format import load_manifest
 
     manifest_path = Path(manifest_path)
     unfrozen = load_manifest(manifest_path)
     if unfrozen.get("frozen"):
         return manifest_path
-    import click  # only for the unfrozen case: a frozen manifest's replay loads none of this
-
-    from seam_repro.commands.manifest import freeze
+    # Only for the unfrozen case: a frozen manifest's replay loads none of this.
     from seam_repro.fetch import DownloadError, cache_root
-    from seam_repro.verify import verify_manifest
+    from seam_repro.manifest.freeze import freeze_manifest
+    from seam_repro.manifest.verify import verify_manifest
 
     progress = sys.stderr.isatty() if progress is None else progress
     names = [d["name"] for d in (unfrozen.get("config") or {}).get("datasets", [])]
@@ -141,10 +140,11 @@ def freeze_for_replay(manifest_path: Path, run_dir: Path, *, data_dir: Path | No
                 suite = load_suite(unfrozen["config"].get("suite", "seam"))
                 prompts_dir = _view(Path(tmp) / "prompts",
                                     {suite.spec(n).prompt_file or f"{n}.json": p for n, p in prompt_paths.items()})
-        # The freeze command itself (defaults of any option filled in by click), so this path and
-        # `seam-repro freeze` can never drift apart; it enforces the prompt-file pins as it reads them.
-        with click.Context(freeze, info_name="freeze") as ctx:
-            ctx.invoke(freeze, manifest=manifest_path, out=out, data_dir=data_dir, prompts_dir=prompts_dir)
+        # What `seam-repro freeze` runs, so the two can never drift apart; it enforces the
+        # prompt-file pins as it reads them.
+        written = freeze_manifest(manifest_path, out, data_dir, prompts_dir, False, lambda note: echo(f"note: {note}"))
+        echo(f"froze {manifest_path} into {written.path}: {written.n_prompts} prompts in {written.n_runs} "
+             f"(dataset, run) pairs, digest {written.manifest['digest']}")
     frozen = load_manifest(out)
     check_against_pins(unfrozen, frozen, out)
     report = verify_manifest(out)

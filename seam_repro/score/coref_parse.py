@@ -19,6 +19,12 @@ Scoring a run (``score_run``) reproduces how SEAM scores one run with the perl s
 per instance in a gold and a prediction file, micro-summed over all documents. Mode ``upstream``
 scores the files SEAM writes, where the scorer matches mentions by *line position* (upstream quirk
 5, see ``conll_io``); mode ``corrected`` matches mentions by id.
+
+In mode ``upstream`` the gold file is read either whole (``gold_block_size=None``: *as intended*,
+upstream with the file flushed) or *as published*: only the bytes CPython had written when perl
+ran, for a file system block size (``score.unflushed``). perl scores every document of the gold
+file it read, so documents cut away are ignored, a document cut mid-way is scored on its first
+mentions, and a cut ``#begin document`` line is a document of the cut name.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from seam_repro.score.conll_io import (
     seam_prediction_text,
 )
 from seam_repro.score.coref import METRICS, CorefScores, score_document, total
+from seam_repro.score.unflushed import published_gold
 
 _CLOSED = re.compile(r"\[[\d, ]+\]")  # Unicode \d on purpose: upstream's pattern, same match spans
 _OPEN = re.compile(r"\[[\d, ]+")
@@ -161,10 +168,17 @@ class InstanceCorefScore:
     n_gold_mentions: int
     n_pred_mentions: int
     n_pred_not_in_gold: int
+    gold_read: Literal["whole", "partial", "absent"] = "whole"
+    """How much of this instance's gold document the scorer read (as-published mode cuts)."""
 
     @property
     def conll_f1(self) -> float:
         return self.scores.conll_f1 or 0.0
+
+    @property
+    def scored(self) -> bool:
+        """False when the scorer never saw this instance's gold document (it ignored the instance)."""
+        return self.gold_read != "absent"
 
 
 @dataclass(frozen=True)
@@ -174,6 +188,11 @@ class CorefRunScore:
     mode: Mode
     scores: CorefScores
     instances: list[InstanceCorefScore] = field(default_factory=list)
+    gold_bytes_read: int | None = None
+    """As-published mode: bytes of the gold file perl could read (None: the whole file)."""
+    gold_bytes_total: int | None = None
+    gold_documents_read: int | None = None
+    """As-published mode: gold documents perl scored, cut names included."""
 
     @property
     def conll_f1(self) -> float:
@@ -206,33 +225,56 @@ def score_run(
     gold: Sequence[tuple[str, Sequence[Sequence[int]]]],
     pred: Sequence[tuple[str, str]],
     mode: Mode = "upstream",
+    *,
+    gold_block_size: int | None = None,
 ) -> CorefRunScore:
     """Score one run: ``gold`` = (instance id, gold clusters incl. singletons) in run order, ``pred``
     = (instance id, extracted model answer). Instances are matched by id (a repeated id keeps its
     last entry, like upstream's dicts and the scorer's document names); a gold instance without a
-    prediction scores as an empty response; predictions for unknown ids are ignored."""
+    prediction scores as an empty response; predictions for unknown ids are ignored.
+    ``gold_block_size`` (mode ``upstream`` only): score the gold file as published, i.e. only the
+    part perl could read (module docstring); None reads it whole."""
     if mode not in ("upstream", "corrected"):
         raise InputError("score_run", f"mode {mode!r}; expected 'upstream' or 'corrected'", field="mode")
+    if gold_block_size is not None and mode != "upstream":
+        raise InputError("score_run", "the gold file is cut only in mode 'upstream'", field="gold_block_size")
     parsed: dict[str, ParsedClusters] = {str(iid): parse_clusters(text) for iid, text in pred}
     gold_by_id = {str(iid): gold_assignment(clusters, "gold", iid) for iid, clusters in gold}
     per_doc: dict[str, CorefScores] = {}
+    read: dict[str, Literal["whole", "partial", "absent"]] = {iid: "whole" for iid in gold_by_id}
+    extra: dict[str, int] = {}
     if mode == "upstream":
-        key_docs = parse_conll_text(seam_gold_text(gold), "<gold conll>", require_documents=False)
+        if gold_block_size is None:
+            gold_text: str | bytes = seam_gold_text(gold)
+        else:
+            gold_text, extra["gold_bytes_total"] = published_gold(gold, gold_block_size)
+            extra["gold_bytes_read"] = len(gold_text)
+        key_docs = parse_conll_text(gold_text, "<gold conll>", require_documents=False)
         resp_docs = parse_conll_text(
             seam_prediction_text((iid, p.mention_to_cluster) for iid, p in parsed.items()),
             "<prediction conll>",
             require_documents=False,
         )
-        for iid in gold_by_id:
-            key = key_docs[f"id={iid}"]
-            resp = resp_docs.get(f"id={iid}")
-            per_doc[iid] = score_document(key.entities, resp.entities if resp else [], METRICS)
+        for name, key in key_docs.items():  # perl scores every document of the key file it read
+            resp = resp_docs.get(name)
+            per_doc[name] = score_document(key.entities, resp.entities if resp else [], METRICS)
+        if gold_block_size is not None:
+            extra["gold_documents_read"] = len(key_docs)
+            for iid, assignment in gold_by_id.items():
+                doc = key_docs.get(f"id={iid}")
+                if doc is None:
+                    read[iid] = "absent"
+                elif sum(map(len, doc.entities)) < len(assignment):
+                    read[iid] = "partial"
+        run_total = total(per_doc.values())
+        per_doc = {iid: per_doc.get(f"id={iid}", CorefScores()) for iid in gold_by_id}
     else:
         for iid, assignment in gold_by_id.items():
             p = parsed.get(iid)
             per_doc[iid] = score_document(
                 chains_from_assignment(assignment), p.clusters if p else [], METRICS
             )
+        run_total = total(per_doc.values())
     instances = []
     for iid, _ in gold:
         iid = str(iid)
@@ -247,9 +289,10 @@ def score_run(
                 len(assignment),
                 len(predicted),
                 sum(1 for m in predicted if m not in assignment),
+                read[iid],
             )
         )
-    return CorefRunScore(mode, total(per_doc.values()), instances)
+    return CorefRunScore(mode, run_total, instances, **extra)
 
 
 def conll_texts(

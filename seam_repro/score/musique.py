@@ -4,10 +4,11 @@
     (``postprocess`` + ``AnswerMetric``) and ``MusiQue_metrics/answer.py``: find ``\\{.*\\}`` in the
     response, apply upstream's quote fixes, parse it as a Python literal, retry with ``}`` ->
     ``'}``, else keep the raw response; then SQuAD token F1 of ``str(pred)`` vs ``str(gold_dict)``.
-    Upstream calls ``eval``; we never do. ``safe_literal`` uses ``ast.literal_eval`` behind size and
-    nesting limits, so it agrees with ``eval`` on every pure literal (dicts, strings, numbers,
-    booleans, ``None``, lists, sets) and falls back to the raw string where ``eval`` would have run
-    code (names, calls, operators) — a deliberate, documented difference.
+    Upstream calls ``eval``; we never do: ``score.literal.evaluate`` returns what ``eval`` returns
+    on every expression without a call, attribute, subscript or name (``{...} or {...}``,
+    ``'a' 'b'``, ``-1``, f-strings...) and takes the ``except`` path elsewhere; where ``eval`` might
+    have succeeded (a name such as ``str``, a value too large to build) the instance records
+    ``eval_divergence``. The ``{...}`` span is found in linear time (``score.scan``).
 (b) corrected (``corrected``): answer F1/EM against the gold answer and its aliases (max, as the
     official MuSiQue ``metrics/answer.py``), answerability, and a combined score: answer F1 when
     gold is answerable and the model says answerable, 100 when both say unanswerable, else 0.
@@ -20,15 +21,18 @@ import collections
 import json
 import re
 import string
+import warnings
 from dataclasses import dataclass
 from typing import Any
+
+from seam_repro.score.literal import evaluate
+from seam_repro.score.scan import brace_span
 
 MAX_LITERAL_CHARS = 20_000
 """Longer ``{...}`` spans are treated as unparseable (a 500-token answer is far shorter)."""
 MAX_NESTING = 50
 """Deeper bracket nesting is treated as unparseable (guards the parser's recursion)."""
 
-_DICT_RE = re.compile(r"\{.*\}")
 _PUNCT = frozenset(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 
@@ -77,33 +81,54 @@ def safe_literal(text: str) -> tuple[bool, Any]:
     if len(text) > MAX_LITERAL_CHARS or _nesting(text) > MAX_NESTING:
         return False, None
     try:
-        value = ast.literal_eval(text)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escapes such as '\_' warn while parsing
+            value = ast.literal_eval(text)
         str(value)  # huge ints can parse yet fail to print; treat as unparseable
     except Exception:  # SyntaxError, ValueError, TypeError, MemoryError, RecursionError
         return False, None
     return True, value
 
 
-def upstream_postprocess(response: str) -> Any:
-    """Upstream ``QA.postprocess`` on an already-extracted response: a parsed literal or the string."""
-    match = _DICT_RE.search(response)
-    if match is None:
-        return response
-    str_dict = match.group(0)
+def upstream_postprocess_detail(response: str) -> tuple[Any, str | None]:
+    """Upstream ``QA.postprocess`` on an already-extracted response: (a value as ``eval`` gave it or
+    the response string, None or why ``eval`` itself might have given something else)."""
+    span = brace_span(response)  # re.search(r'\{.*\}', response)
+    if span is None:
+        return response, None
+    str_dict = response[span[0] : span[1]]
     # Upstream's quote fixes, character for character.
     str_dict = str_dict.replace("'s", "\\'s").replace("'t", "\\'t").replace("s' ", "s\\' ")
     str_dict = str_dict.replace("\\\\_", "_").replace("\\_", "_")
-    ok, value = safe_literal(str_dict)
-    if ok:
-        return value
-    ok, value = safe_literal(str_dict.replace("}", "'}"))
-    return value if ok else response
+    divergence = None
+    for attempt in (str_dict, str_dict.replace("}", "'}")):
+        outcome = evaluate(attempt)
+        if outcome.ok:
+            return outcome.value, divergence
+        if outcome.status != "raises" and divergence is None:
+            divergence = f"{outcome.status}: {outcome.detail}"
+    return response, divergence
+
+
+def upstream_postprocess(response: str) -> Any:
+    """Upstream ``QA.postprocess`` on an already-extracted response: a value or the string."""
+    return upstream_postprocess_detail(response)[0]
 
 
 def upstream_f1(response: str, target: dict[str, Any]) -> tuple[float, bool]:
     """(F1 x100 of ``str(pred)`` vs ``str(gold dict)``, whether pred parsed to a dict) as upstream."""
-    pred = upstream_postprocess(response)
-    return 100.0 * token_f1(str(dict(target)), str(pred)), type(pred) is dict
+    score, details = upstream_score(response, target)
+    return score, details["parsed_dict"]
+
+
+def upstream_score(response: str, target: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+    """Upstream's per-instance ``all_f1`` (x100) and details: ``parsed_dict`` (upstream's
+    "follows format") and, when set, ``eval_divergence``."""
+    pred, divergence = upstream_postprocess_detail(response)
+    details: dict[str, Any] = {"parsed_dict": type(pred) is dict}
+    if divergence is not None:
+        details["eval_divergence"] = divergence
+    return 100.0 * token_f1(str(dict(target)), str(pred)), details
 
 
 # --- corrected scoring ----------------------------------------------------------------------------
@@ -118,12 +143,12 @@ def _coerce_bool(value: Any) -> bool | None:
 def parse_answer_dict(response: str) -> dict[str, Any] | None:
     """The first ``{...}`` span that parses (JSON, then Python literal) to a dict with
     ``is_answerable``; None otherwise. Used by the corrected metric and by format validity."""
-    for pattern in (r"\{.*\}", r"\{.*?\}"):
-        for flags in (0, re.DOTALL):
-            match = re.search(pattern, response, flags)
-            if match is None:
+    for greedy in (True, False):
+        for dotall in (False, True):
+            found = brace_span(response, greedy=greedy, dotall=dotall)
+            if found is None:
                 continue
-            span = match.group(0)
+            span = response[found[0] : found[1]]
             candidates: list[Any] = []
             if len(span) <= MAX_LITERAL_CHARS and _nesting(span) <= MAX_NESTING:
                 try:
@@ -190,7 +215,7 @@ def answerability_f1(pairs: list[tuple[bool, bool | None]]) -> float | None:
 
 
 def version(kind: str) -> str:
-    """Metric version strings: ``upstream`` (str-dict F1) or ``corrected`` (combined)."""
+    """Metric version strings: ``upstream`` (``musique_f1``) or ``corrected`` (``musique_corrected``)."""
     if kind == "upstream":
-        return "musique_f1/upstream-str-dict-squad-f1/safe-literal-v1"
-    return "musique_combined/answer-f1-aliases+answerability/v1"
+        return "musique_f1/upstream-str-dict-squad-f1/safe-eval-v2"
+    return "musique_corrected/answer-f1-aliases+answerability/v2"

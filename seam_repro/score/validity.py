@@ -15,13 +15,10 @@ A text that could not be decoded as UTF-8 is invalid whatever it contains.
 
 from __future__ import annotations
 
-import re
-
 from seam_repro.score.musique import parse_answer_dict
+from seam_repro.score.scan import has_closed_int_list, has_open_int_list_at_end
 
 TASKS: tuple[str, ...] = ("coreference", "summarization", "qa", "fic")
-_CLUSTER = re.compile(r"\[[\d, ]*\d[\d, ]*\]")
-_OPEN_CLUSTER = re.compile(r"\[[\d, ]*\d[\d, ]*$")
 
 
 def is_valid(task: str, response: str, *, decodable: bool = True) -> bool:
@@ -31,7 +28,8 @@ def is_valid(task: str, response: str, *, decodable: bool = True) -> bool:
     if task == "qa":
         return parse_answer_dict(response) is not None
     if task == "coreference":
-        return _CLUSTER.search(response) is not None or _OPEN_CLUSTER.search(response) is not None
+        # ``\[[\d, ]*\d[\d, ]*\]`` or ``\[[\d, ]*\d[\d, ]*$`` found, in linear time
+        return has_closed_int_list(response) or has_open_int_list_at_end(response)
     if task in ("summarization", "fic"):
         return response.strip() != ""
     raise ValueError(f"unknown task '{task}'; expected one of {', '.join(TASKS)}")

@@ -6,5 +6,6 @@
 * ``igcs`` — instruction-guided content selection (Amar et al., IGCS): answers as JSON arrays of
   source spans, grounding to the source, token-level precision/recall/F1 and document-level
   inference.
-* ``metrics_registry`` — one name → callable table over every suite (used by ``seam-repro metric``).
+* ``metrics_registry`` — every metric of every suite with its extraction, instance computation and run
+  aggregation (used by ``seam-repro metric`` and by the scoring loop).
 """

@@ -1,14 +1,25 @@
-"""Metric name → callable, over every suite (SEAM, ZeroSCROLLS, IGCS), for ``seam-repro metric``.
+"""Every metric of every suite (SEAM, ZeroSCROLLS, IGCS): one table used by ``seam-repro metric``
+and by the scoring loop (``seam_repro.scoring``).
 
-Every entry takes the same arguments — one prediction string, one or more reference strings and
-optional source documents — and returns a :class:`MetricResult` on the kit's 0–100 scale. SEAM's
-metrics live in ``seam_repro.score.*`` and are imported only when used, so the list always shows
-them and a module that cannot be imported yields a clear error naming it instead of a crash.
+Each entry declares what scoring needs to know about it:
+
+* ``extraction``: how the response is taken from the model output, for the run's upstream and
+  corrected variant (``"upstream"``: upstream SEAM's ``get_only_response`` on prompt + continuation;
+  ``"clean"``: ``parse.extract_clean`` on the continuation);
+* the per-instance computation: ``record_scorer`` from a prompt record, else the generic
+  ``adapter`` on the record's ``target.references`` (and ``target.documents`` as sources);
+* ``aggregation``: how a run's score is made: ``"mean"`` of the instance scores, or
+  ``"conll_micro"`` (the CoNLL scorer's micro-average over the run's documents; the instances are
+  scored inside it), plus optional ``run_extras`` (MuSiQue's answer F1/EM and answerability).
+
+SEAM's implementations live in ``seam_repro.score.*`` and are imported only when used, so the list
+always shows them and a module that cannot be imported yields a clear error naming it.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,10 +33,26 @@ class MetricResult:
     score: float | None
     valid_format: bool
     details: dict[str, Any] = field(default_factory=dict)
+    version: str | None = None
+    """Set by scorers whose version is known only once loaded (the FIC models' pins)."""
 
 
 Adapter = Callable[[Any, str, list[str], list[str] | None], MetricResult]
 """(implementation module, prediction, references, source documents) -> result."""
+
+
+@dataclass
+class ScoringContext:
+    """What per-record scoring may need besides the response: the FIC models, loaded once on first
+    use (``get()`` returns the scorer or None, ``reason`` says why not)."""
+
+    fic: Any = None
+
+
+RecordScorer = Callable[[Any, str, dict[str, Any], ScoringContext], MetricResult]
+"""(implementation module, extracted response, prompt record, context) -> result."""
+Extraction = str
+"""``"upstream"`` or ``"clean"`` (module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +67,14 @@ class MetricSpec:
     adapter: Adapter = field(repr=False)
     needs_source: bool = False
     max_references: int | None = None
+    extraction: tuple[Extraction, Extraction] = ("clean", "clean")
+    """Response extraction for the (upstream, corrected) variant of a run."""
+    record_scorer: RecordScorer | None = field(default=None, repr=False)
+    aggregation: str = "mean"
+    run_extras: Callable[[list[dict[str, Any]]], dict[str, float | None]] | None = field(default=None, repr=False)
+    """Extra run-level values from the run's instance details (reported with the corrected variant)."""
+    version: Callable[[Any], str] | None = field(default=None, repr=False)
+    """Metric version from the loaded module; default ``name/module@seam-repro==VERSION``."""
 
     def load(self) -> Any:
         """Import the implementation module, turning an import failure into a one-line error."""
@@ -120,6 +155,64 @@ def _conll_f1_corrected(mod: Any, pred: str, refs: list[str], src: list[str] | N
     return _conll_f1(mod, pred, refs, src, "corrected")
 
 
+def _fic_f1(mod: Any, pred: str, refs: list[str], _src: list[str] | None) -> MetricResult:
+    alignments = _json_ref(refs[1], "review_side_alignments", 1, list, "a JSON list of review-side spans")
+    res = mod.FicScorer.from_pins().score(pred, {"highlights_concat": refs[0], "review_side_alignments": alignments})
+    return MetricResult(res.f1, bool(pred.strip()), res.details())
+
+
+# --------------------------------------------------------------------------- SEAM record scorers
+
+
+def _rouge_record(mod: Any, resp: str, rec: dict[str, Any], _ctx: ScoringContext) -> MetricResult:
+    r = mod.rouge_geo(resp, rec["target"])
+    return MetricResult(r.geo, bool(resp.strip()), r.details())
+
+
+def _musique_f1_record(mod: Any, resp: str, rec: dict[str, Any], _ctx: ScoringContext) -> MetricResult:
+    f1, details = mod.upstream_score(resp, rec["target"])
+    return MetricResult(f1, bool(details["parsed_dict"]), details)
+
+
+def _musique_corrected_record(mod: Any, resp: str, rec: dict[str, Any], _ctx: ScoringContext) -> MetricResult:
+    q = mod.corrected(resp, rec["target"], rec.get("answer_aliases") or ())
+    return MetricResult(q.combined, q.pred_answerable is not None,
+                        {"answer_f1": q.answer_f1, "answer_em": q.answer_em, "pred_answerable": q.pred_answerable,
+                         "gold_answerable": q.gold_answerable})
+
+
+def _musique_extras(details: list[dict[str, Any]]) -> dict[str, float | None]:
+    """Answer F1/EM over gold-answerable instances, answerability accuracy and F1 (0-100)."""
+    from seam_repro.score.musique import answerability_f1
+
+    def mean(values: list[float]) -> float | None:
+        return sum(values) / len(values) if values else None
+
+    answerable = [d for d in details if d["gold_answerable"]]
+    return {"answer_f1": mean([d["answer_f1"] for d in answerable]),
+            "answer_em": mean([d["answer_em"] for d in answerable]),
+            "answerability_accuracy": 100.0 * sum(d["pred_answerable"] is not None
+                                                  and d["pred_answerable"] == d["gold_answerable"]
+                                                  for d in details) / len(details),
+            "answerability_f1": answerability_f1([(d["gold_answerable"], d["pred_answerable"]) for d in details])}
+
+
+def _fic_record(mod: Any, resp: str, rec: dict[str, Any], ctx: ScoringContext) -> MetricResult:
+    scorer = ctx.fic.get() if ctx.fic is not None else None
+    if scorer is None:
+        reason = getattr(ctx.fic, "reason", None) or "FIC scoring disabled"
+        return MetricResult(None, bool(resp.strip()), {"reason": reason}, "fic_f1/unavailable")
+    res = scorer.score(resp, rec["target"])
+    return MetricResult(res.f1, bool(resp.strip()), res.details(), scorer.version())
+
+
+def _record_references(spec: MetricSpec, target: dict[str, Any]) -> tuple[list[str], list[str] | None]:
+    """Generic record scoring: reference strings (span lists as JSON arrays) and the sources."""
+    if spec.needs_source:
+        return [json.dumps(sel, ensure_ascii=False) for sel in target["references"]], list(target["documents"])
+    return [str(r) for r in target["references"]], None
+
+
 # --------------------------------------------------------------------------- ZeroSCROLLS adapters
 
 
@@ -148,24 +241,34 @@ def _igcs_token_f1(mod: Any, pred: str, refs: list[str], src: list[str] | None) 
 # --------------------------------------------------------------------------- the table
 
 _ZS = "seam_repro.suites.zeroscrolls"
+_SEAM_EXTRACTION = ("upstream", "clean")
 _TEXT = "a plain string (repeat REFERENCE for several references; the best is kept)"
 
 METRICS: dict[str, MetricSpec] = {
     s.name: s
     for s in (
         MetricSpec("rouge_geo", "seam", "seam_repro.score.rouge", "SEAM summarization: stemmed R1/R2/RL F geometric "
-                   "mean x100 (MultiNews, OpenASP)", "the gold summary (exactly one)", _rouge_geo, max_references=1),
+                   "mean x100 (MultiNews, OpenASP)", "the gold summary (exactly one)", _rouge_geo, max_references=1,
+                   extraction=_SEAM_EXTRACTION, record_scorer=_rouge_record, version=lambda m: m.version()),
         MetricSpec("musique_f1", "seam", "seam_repro.score.musique", "SEAM MuSiQue, upstream parity: SQuAD F1 of "
-                   "str(parsed answer) vs str(gold dict)", _MUSIQUE_FORM, _musique_f1, max_references=1),
+                   "str(parsed answer) vs str(gold dict)", _MUSIQUE_FORM, _musique_f1, max_references=1,
+                   extraction=_SEAM_EXTRACTION, record_scorer=_musique_f1_record,
+                   version=lambda m: m.version("upstream")),
         MetricSpec("musique_corrected", "seam", "seam_repro.score.musique", "MuSiQue corrected: answer F1 (aliases) "
                    "gated by answerability", f"{_MUSIQUE_FORM}, then answer aliases as plain strings",
-                   _musique_corrected),
+                   _musique_corrected, extraction=_SEAM_EXTRACTION, record_scorer=_musique_corrected_record,
+                   run_extras=_musique_extras, version=lambda m: m.version("corrected")),
         MetricSpec("conll_f1", "seam", "seam_repro.score.coref_parse", "SEAM coreference (ECB, SciCo): CoNLL-F1 of "
                    "the parsed clusters, upstream scorer semantics", "a JSON list of gold clusters (exactly one)",
-                   _conll_f1, max_references=1),
+                   _conll_f1, max_references=1, extraction=_SEAM_EXTRACTION, aggregation="conll_micro"),
         MetricSpec("conll_f1_corrected", "seam", "seam_repro.score.coref_parse", "Coreference corrected: CoNLL-F1 "
                    "with mentions matched by id (not by line position)", "a JSON list of gold clusters (exactly one)",
-                   _conll_f1_corrected, max_references=1),
+                   _conll_f1_corrected, max_references=1, extraction=_SEAM_EXTRACTION, aggregation="conll_micro"),
+        MetricSpec("fic_f1", "seam", "seam_repro.score.fic", "SEAM FuseReviews: harmonic mean of flan-t5-xxl "
+                   "faithfulness and the coverage model (needs the pinned models)",
+                   "the concatenated highlights, then a JSON list of review-side alignments", _fic_f1,
+                   max_references=2, extraction=_SEAM_EXTRACTION, record_scorer=_fic_record,
+                   version=lambda m: "fic_f1"),
         MetricSpec("zeroscrolls_rouge_geo", "zeroscrolls", _ZS, "ZeroSCROLLS summarization: per-type max over "
                    "references, then geometric mean of R1/R2/RL x100", _TEXT,
                    _zs("rouge_geometric_mean", lambda m, p: bool(p.strip()))),
@@ -186,6 +289,53 @@ METRICS: dict[str, MetricSpec] = {
                    "a JSON array of source spans (strings)", _igcs_token_f1, needs_source=True),
     )
 }
+
+
+def score_record(name: str, response: str, record: dict[str, Any], ctx: ScoringContext) -> tuple[MetricResult, str]:
+    """One instance of a prompt record scored with metric ``name``: (result, metric version)."""
+    from seam_repro import __version__
+
+    spec = get(name)
+    mod = spec.load()
+    if spec.record_scorer is not None:
+        result = spec.record_scorer(mod, response, record, ctx)
+    else:
+        refs, sources = _record_references(spec, record["target"])
+        result = spec.adapter(mod, response, refs, sources)
+    return result, result.version or metric_version(spec, mod, __version__)
+
+
+def metric_version(spec: MetricSpec, mod: Any, kit_version: str) -> str:
+    """The version string of an instance's metric (before the ``/extract=...`` suffix)."""
+    if spec.version is None:
+        return f"{spec.name}/{spec.module}@seam-repro=={kit_version}"
+    return spec.version(mod)
+
+
+def check_record(path: object, where: str, rec: dict[str, Any]) -> None:
+    """A record of a non-SEAM task names a known metric and carries ``{"references": [...]}`` (plus
+    the source documents for metrics that ground in them)."""
+    metric = rec.get("metric")
+    if not isinstance(metric, str) or metric not in METRICS:
+        raise InputError(path, f"task '{rec['task']}' is scored by the record's metric; expected one of "
+                         f"{', '.join(sorted(METRICS))}, got {metric!r}", record=where, field="metric")
+    target = rec.get("target")
+    refs = target.get("references") if isinstance(target, dict) else None
+    if not isinstance(refs, list) or not refs:
+        raise InputError(path, 'expected {"references": [...]} with at least one reference', record=where,
+                         field="target")
+    if METRICS[metric].needs_source:
+        docs = target.get("documents")
+        if not isinstance(docs, list) or not docs or not all(isinstance(d, str) for d in docs):
+            raise InputError(path, f"metric {metric} grounds in the sources; expected target.documents as a "
+                             "non-empty list of strings", record=where, field="target")
+    if "doc_index" in target and metric != DOC_LEVEL_METRIC:
+        raise InputError(path, f"document units are scored with {DOC_LEVEL_METRIC}, not {metric}", record=where,
+                         field="metric")
+
+
+DOC_LEVEL_METRIC = "igcs_token_f1"
+"""The metric of document-level units (IGCS §5.3): one prompt per document, one score per instance."""
 
 
 def get(name: str) -> MetricSpec:

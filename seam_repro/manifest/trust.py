@@ -27,7 +27,7 @@ from seam_repro.hashing import digest_of_hashes, sha256_bytes, sha256_json, sha2
 Key = tuple[str, int, str]
 RUN_MANIFEST = "manifest.json"
 """Copy of the replayed manifest inside a run folder: what ``score`` checks the run against."""
-SEEDS_DIR = Path(__file__).resolve().parents[1] / "seeds"
+SEEDS_DIR = Path(__file__).resolve().parents[2] / "seeds"
 MAX_LISTED = 20
 PROTOCOL_FIELDS = ("manifest_digest", "protocol_digest", "profile", "runs", "instances", "limit", "temperature",
                    "max_new_tokens", "prompt_path")
@@ -65,7 +65,7 @@ def trusted(manifest: dict[str, Any], path: str) -> TrustedManifest:
 
 def load_trusted(path: str | Path, *, allow_unfrozen: bool = False) -> TrustedManifest:
     """Read and check a manifest once; consumers pass the result along instead of re-reading."""
-    from seam_repro.manifest import load_manifest
+    from seam_repro.manifest.format import load_manifest
 
     manifest = load_manifest(path)
     if not manifest["frozen"] and not allow_unfrozen:
@@ -124,7 +124,7 @@ def check_rendered(tm: TrustedManifest, records: Iterable[dict[str, Any]]) -> No
 # --- run folders ------------------------------------------------------------------------------------
 def write_run_manifest(run_dir: Path, tm: TrustedManifest) -> None:
     """Copy the manifest into ``RUN_DIR/manifest.json``; an existing copy must have the same digest."""
-    from seam_repro.manifest import dump_manifest, load_manifest
+    from seam_repro.manifest.format import dump_manifest, load_manifest
 
     path = Path(run_dir) / RUN_MANIFEST
     if path.exists():
@@ -138,7 +138,7 @@ def write_run_manifest(run_dir: Path, tm: TrustedManifest) -> None:
 
 def load_run_manifest(run_dir: Path, run_json: dict[str, Any]) -> TrustedManifest:
     """``RUN_DIR/manifest.json``, checked, and the same manifest run.json names."""
-    from seam_repro.manifest import load_manifest
+    from seam_repro.manifest.format import load_manifest
 
     path = Path(run_dir) / RUN_MANIFEST
     if not path.is_file():
@@ -273,7 +273,7 @@ def predictions_digest(model_dir: Path, keys: Iterable[Key]) -> str:
 # --- protocol -------------------------------------------------------------------------------------
 def run_protocol(tm: TrustedManifest, run_json: dict[str, Any], slug: str, n_scored: int) -> dict[str, Any]:
     """The facts two results must share to be compared (``PROTOCOL_FIELDS``)."""
-    from seam_repro.manifest import protocol_digest
+    from seam_repro.manifest.format import protocol_digest
 
     models = run_json.get("models")
     entry = models.get(slug) if isinstance(models, dict) else None
@@ -334,7 +334,7 @@ def check_scores_against_run(score_dir: Path, summary: Any, instances: Iterable[
     """``scores/<slug>/`` of a run folder with its manifest: every instance line must be one the
     manifest lists (an unknown line is refused, not averaged in), and the summary's protocol must
     be the one run.json and the manifest give (an edited protocol would dodge the comparisons)."""
-    from seam_repro.manifest import load_manifest
+    from seam_repro.manifest.format import load_manifest
 
     run_dir = Path(score_dir).parent.parent
     mpath = run_dir / RUN_MANIFEST
@@ -386,7 +386,7 @@ def shipped_seeds(seeds_dir: Path | None = None) -> dict[str, dict[str, Any]]:
 
 def seeds_view(manifest: dict[str, Any]) -> dict[str, Any]:
     """What a bundle carries of its manifest, in the shape of ``seeds/`` (less the file name)."""
-    from seam_repro.manifest import seeds_record
+    from seam_repro.manifest.seeds import seeds_record
 
     rec = seeds_record(manifest, "")
     rec.pop("manifest")

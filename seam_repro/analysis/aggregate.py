@@ -52,6 +52,9 @@ class DatasetScores:
     instances: tuple[InstanceScore, ...] = ()
     corrected: dict[str, Any] | None = None
     """``{"metric": str, "runs": {run: score}}`` for the seam-repro-1 corrected metric, if scored."""
+    intended: dict[str, Any] | None = None
+    """Coreference under the upstream profile: ``{"metric", "runs"}`` scored on the whole gold file
+    (``runs`` holds the as-published score, see ``score.unflushed``)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,8 @@ def _number(path: object, value: Any, record: object, fld: str, nullable: bool =
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         expected = "a finite number or null" if nullable else "a finite number"
         raise InputError(path, f"expected {expected}, got {value!r}", record, fld)
+    if not 0 <= value <= 100:  # every score (and format rate) is on the 0-100 scale
+        raise InputError(path, f"expected a number in 0..100, got {value!r}", record, fld)
     return float(value)
 
 
@@ -115,8 +120,11 @@ def parse_instance_line(path: object, lineno: int, obj: Any) -> InstanceScore:
 
 def read_instance_scores(path: Path) -> list[InstanceScore]:
     """Read and validate ``instance_scores.jsonl`` (blank lines ignored)."""
-    return [parse_instance_line(path, lineno, obj)
-            for lineno, obj in iter_jsonl(path, what="instance scores file", expect=None)]
+    out = [parse_instance_line(path, lineno, obj)
+           for lineno, obj in iter_jsonl(path, what="instance scores file", expect=None)]
+    if not out:  # a truncated or emptied file must not pass as "scored, no instances"
+        raise InputError(path, "empty; expected one JSON line per scored instance (rerun `seam-repro score`)")
+    return out
 
 
 def _mean_by_run(items: Iterable[InstanceScore]) -> tuple[dict[int, float], dict[int, float]]:
@@ -189,7 +197,12 @@ def build_model_scores(summary: Any, instances: list[InstanceScore], path: objec
             if not isinstance(corrected, dict) or not isinstance(corrected.get("metric"), str):
                 raise InputError(path, "expected {'metric': str, 'runs': {...}}", rec, "corrected")
             corrected = {"metric": corrected["metric"], "runs": _runs_map(path, corrected.get("runs"), rec, "corrected.runs")}
-        datasets[name] = DatasetScores(name, ds["metric"], runs, fmt, tuple(items), corrected)
+        intended = ds.get("intended")
+        if intended is not None:
+            if not isinstance(intended, dict) or not isinstance(intended.get("metric"), str):
+                raise InputError(path, "expected {'metric': str, 'runs': {...}}", rec, "intended")
+            intended = {"metric": intended["metric"], "runs": _runs_map(path, intended.get("runs"), rec, "intended.runs")}
+        datasets[name] = DatasetScores(name, ds["metric"], runs, fmt, tuple(items), corrected, intended)
     extra = {k: summary[k] for k in ("protocol", "coverage", "unscored", "predictions_digest") if k in summary}
     return ModelScores(model["id"], str(model.get("revision", "")), summary["manifest_digest"],
                        summary["prompt_digest"], datasets, source, extra=extra, unscored=unscored)
@@ -204,7 +217,7 @@ def load_scores_dir(score_dir: Path) -> ModelScores:
             raise InputError(p, "missing; run `seam-repro score RUN_DIR` first")
     summary = read_json(summary_path, what="summary.json", expect=None)
     instances = read_instance_scores(inst_path)
-    from seam_repro.trust import check_scores_against_run
+    from seam_repro.manifest.trust import check_scores_against_run
 
     check_scores_against_run(score_dir, summary, instances)
     return build_model_scores(summary, instances, summary_path, str(score_dir))
@@ -232,12 +245,13 @@ class DatasetSummary:
     format_rate: float | None
     format_correlation: dict[str, Any]
     corrected: dict[str, Any] | None = None
+    intended: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"dataset": self.dataset, "metric": self.metric, "n_runs": len(self.runs),
                 "runs": {str(k): v for k, v in self.runs.items()}, "mean": self.mean, "std": self.std,
                 "format_rate": self.format_rate, "format_correlation": self.format_correlation,
-                "corrected": self.corrected}
+                "corrected": self.corrected, **({"intended": self.intended} if self.intended else {})}
 
 
 def pearson(x: list[float], y: list[float], level: str) -> dict[str, Any]:
@@ -272,13 +286,15 @@ def summarize(ds: DatasetScores) -> DatasetSummary:
         rate: float | None = float(np.mean([it.valid_format for it in ds.instances]))
     else:
         rate = float(np.mean(list(ds.format_rate.values()))) if ds.format_rate else None
-    corrected = None
-    if ds.corrected:
-        cv = np.array(list(ds.corrected["runs"].values()), dtype=float)
-        corrected = {"metric": ds.corrected["metric"], "mean": float(cv.mean()) if cv.size else None,
-                     "std": float(cv.std()) if cv.size else None}
+    corrected, intended = (None if not v else {"metric": v["metric"], **_mean_std(list(v["runs"].values()))}
+                           for v in (ds.corrected, ds.intended))
     return DatasetSummary(ds.dataset, ds.metric, dict(ds.runs), float(values.mean()), float(values.std()),
-                          rate, corr, corrected)
+                          rate, corr, corrected, intended)
+
+
+def _mean_std(values: list[float]) -> dict[str, float | None]:
+    arr = np.array(values, dtype=float)
+    return {"mean": float(arr.mean()) if arr.size else None, "std": float(arr.std()) if arr.size else None}
 
 
 def instance_table(ds: DatasetScores) -> dict[str, dict[str, Any]]:

@@ -4,9 +4,30 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from seam_repro.files import atomic_write_json
-from seam_repro.manifest import load_manifest, seeds_record
+from seam_repro.manifest.format import load_manifest
+
+
+def seeds_record(manifest: dict[str, Any], name: str) -> dict[str, Any]:
+    """The frozen seeds and prompt digests of a shipped manifest (``seeds/<name>.json``).
+
+    Submissions are checked against these: a bundle's manifest and prompt digests must equal them.
+    """
+    return {
+        "manifest": name,
+        "manifest_digest": manifest["digest"],
+        "profile": manifest["profile"],
+        "random_seed": manifest["config"]["random_seed"],
+        "prompt_digest": manifest["prompt_digest"],
+        "runs": [
+            {"dataset": r["dataset"], "run": r["run"], "sample_seed": r.get("sample_seed"),
+             "prompt_digest": r["prompt_digest"],
+             "gen_seeds": {i["id"]: i["gen_seed"] for i in r["instances"]}}
+            for r in manifest["runs"]
+        ],
+    }
 
 
 def write_seeds(manifests_dir: Path, seeds_dir: Path) -> list[Path]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from seam_repro import __version__
-from seam_repro.aggregate import (
+from seam_repro.analysis.aggregate import (
     InstanceScore,
     ModelScores,
     build_model_scores,
@@ -68,9 +68,9 @@ def _dataset_payload(ms: ModelScores) -> dict[str, Any]:
             "format_rate": {str(k): v for k, v in ds.format_rate.items()},
             "instances": [{k: getattr(it, k) for k in _INSTANCE_KEYS} for it in ds.instances],
         }
-        if ds.corrected is not None:
-            out[name]["corrected"] = {"metric": ds.corrected["metric"],
-                                      "runs": {str(k): v for k, v in ds.corrected["runs"].items()}}
+        for key, value in (("corrected", ds.corrected), ("intended", ds.intended)):
+            if value is not None:
+                out[name][key] = {"metric": value["metric"], "runs": {str(k): v for k, v in value["runs"].items()}}
     return out
 
 
@@ -86,7 +86,7 @@ def rederive(run_dir: Path, ms: ModelScores) -> dict[str, Any]:
     """Score ``run_dir`` again into a temporary folder (re-validating prompts against the manifest and
     every prediction line) and refuse any difference from the scores on disk. Returns the notes of
     cells that could not be re-derived here (model-based FIC scores without the models cached)."""
-    from seam_repro.aggregate import load_scores_dir
+    from seam_repro.analysis.aggregate import load_scores_dir
     from seam_repro.scoring import score_run_dir
 
     profile = (ms.extra.get("protocol") or {}).get("profile")
@@ -141,7 +141,7 @@ def make_bundle(run_dir: Path, model_id: str | None = None, *, rescore: bool = T
     The store and prompts are re-validated against ``RUN_DIR/manifest.json`` and the scores are
     re-derived from the predictions (``rescore``), so a bundle never packages scores of damaged
     or swapped predictions."""
-    from seam_repro.trust import load_run_manifest, seeds_view
+    from seam_repro.manifest.trust import load_run_manifest, seeds_view
 
     models = load_run_dir(run_dir)
     if model_id is not None:
@@ -214,7 +214,7 @@ def write_bundle(bundle: dict[str, Any], out: Path) -> None:
 
 def parse_bundle(data: Any, path: Path) -> ModelScores:
     """Validate a bundle (shape, digest, seeds of a shipped manifest, instance records) and return its scores."""
-    from seam_repro.trust import check_bundle_seeds, shipped_seeds
+    from seam_repro.manifest.trust import check_bundle_seeds, shipped_seeds
 
     if not isinstance(data, dict) or data.get("kind") != BUNDLE_KIND:
         raise InputError(path, f"not a results bundle (expected \"kind\": \"{BUNDLE_KIND}\")", field="kind")

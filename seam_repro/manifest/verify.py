@@ -18,13 +18,8 @@ from typing import Any
 
 from seam_repro.errors import InputError, SeamReproError
 from seam_repro.hashing import digest_of_hashes, sha256_text
-from seam_repro.manifest import (
-    choices_to_run,
-    iter_rendered,
-    manifest_config,
-    read_prompt_store,
-    recorded_sources,
-)
+from seam_repro.manifest.format import choices_to_run, manifest_config, read_prompt_store, recorded_sources
+from seam_repro.manifest.prompts import iter_rendered
 from seam_repro.sample import draw_all
 from seam_repro.sourcing import Sources, load_sources
 
@@ -143,7 +138,7 @@ def _compare_sources(manifest: dict[str, Any], sources: Sources, out: list[Misma
 
 
 def verify_manifest(path: str | Path, data_dir: Any = None, prompts_dir: Any = None) -> VerifyReport:
-    from seam_repro.trust import load_trusted
+    from seam_repro.manifest.trust import load_trusted
 
     path = Path(path)
     manifest = load_trusted(path).manifest  # the one place a manifest is loaded and checked

@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 
 from seam_repro import __version__
-from seam_repro.aggregate import ModelScores, summarize
-from seam_repro.aso import AsoParams, Ranking, aso, deepsig_eps_min, pair_rng, rank_models, stability
+from seam_repro.analysis.aggregate import ModelScores, summarize
+from seam_repro.analysis.aso import AsoParams, Ranking, aso, deepsig_eps_min, pair_rng, rank_models, stability
+from seam_repro.analysis.reference import ReferenceTable
 from seam_repro.files import atomic_write_bytes, atomic_write_text, ensure_dir
-from seam_repro.reference import ReferenceTable
 
 DATASET_ORDER = ("MultiNews", "OpenASP", "FuseReviews", "MusiQue", "SciCo", "ECB")
 """Column order of the paper's Table 3."""
@@ -96,8 +96,8 @@ def absent_cells(models: list[ModelScores], reference: ReferenceTable | None, na
 def protocol_labels(models: list[ModelScores], reference: ReferenceTable | None) -> dict[str, list[str]]:
     """Per input model (display name): protocol fields that differ from the reference's protocol, or,
     without a reference, from the first input's; such rows are labelled in every table."""
-    from seam_repro.diff import reference_protocol
-    from seam_repro.trust import protocol_differences
+    from seam_repro.analysis.diff import reference_protocol
+    from seam_repro.manifest.trust import protocol_differences
 
     if reference is not None:
         base = reference_protocol(reference)
@@ -118,7 +118,7 @@ def collect_entries(models: list[ModelScores], reference: ReferenceTable | None)
             s = summarize(ds)
             extra = {"model_id": ms.model_id, "revision": ms.revision, "source": ms.source, "metric": s.metric,
                      "format_rate": s.format_rate, "format_correlation": s.format_correlation,
-                     "corrected": s.corrected}
+                     "corrected": s.corrected, **({"intended": s.intended} if s.intended else {})}
             out[name].append(Entry(label, list(s.runs.values()), s.mean, s.std, False, extra))
     if reference is not None:
         for name in names:
@@ -238,6 +238,11 @@ def render_markdown(rep: dict[str, Any]) -> str:
         for a in ds.get("absent", []):
             mark = f" {REF_MARK}" if a["from_summary_stats"] else ""
             out.append(f"| – | {a['model']}{mark} | {a['cell']} ({a['reason']}) | – |")
+        intended = [r for r in ds["rows"] if r.get("intended")]
+        if intended:  # coreference under the upstream profile: the score above is as published
+            out += ["", "Scores above: as published (the part of the unflushed gold file perl read). As intended "
+                    "(whole gold file): " + "; ".join(f"{r['model']} {_fmt(r['intended']['mean'])} ± "
+                                                     f"{_fmt(r['intended']['std'])}" for r in intended) + "."]
         out.append("")
     st = rep["stability"]
     out += ["## Average rank (AR) and ARSD", "",
@@ -272,7 +277,7 @@ def render_markdown(rep: dict[str, Any]) -> str:
 
 def write_report(rep: dict[str, Any], out_dir: Path) -> list[Path]:
     """report.json, report.md and the two figures; returns the written paths."""
-    from seam_repro.plots import plot_ar_arsd, plot_boxes
+    from seam_repro.analysis.plots import plot_ar_arsd, plot_boxes
 
     ensure_dir(out_dir)
     paths = [out_dir / "report.json", out_dir / "report.md", out_dir / "box_plots.png", out_dir / "ar_arsd.png"]

@@ -26,10 +26,10 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 
-from seam_repro.aggregate import ModelScores, summarize
+from seam_repro.analysis.aggregate import ModelScores, summarize
+from seam_repro.analysis.reference import ReferenceTable
 from seam_repro.errors import InputError
-from seam_repro.reference import ReferenceTable
-from seam_repro.trust import PROTOCOL_FIELDS, protocol_differences
+from seam_repro.manifest.trust import PROTOCOL_FIELDS, protocol_differences
 
 EXIT_OK, EXIT_OUTSIDE, EXIT_BAD_INPUT, EXIT_PROTOCOL, EXIT_NOTHING_COMPARED = 0, 1, 2, 3, 4
 

@@ -1,0 +1,180 @@
+"""Stage *manifest*, freeze: draw every choice of a config (or fill an unfrozen manifest), render
+and hash every prompt, and seal the result into a manifest file (``sample`` and ``freeze``)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from seam_repro.config import SeamConfig, read_config
+from seam_repro.errors import ManifestError
+from seam_repro.files import guard_outputs, read_json
+from seam_repro.hashing import digest_of_hashes
+from seam_repro.manifest.format import (
+    SCHEMA_VERSION,
+    choices_to_run,
+    content_config,
+    load_manifest,
+    manifest_config,
+    provenance,
+    recorded_sources,
+    seal,
+    split_sources,
+    unfrozen_manifest,
+    write_manifest,
+    write_prompt_store,
+)
+from seam_repro.manifest.prompts import iter_rendered
+from seam_repro.sample import RunChoices, draw_all
+from seam_repro.sourcing import Sources, load_sources
+
+
+def build_manifest(cfg: SeamConfig, profile: str, choices: list[RunChoices], sources: Sources,
+                   command: str | None = None, progress: bool = False, relative_to: Path | None = None,
+                   frozen_from: str | None = None, config_json: dict[str, Any] | None = None
+                   ) -> tuple[dict[str, Any], list[dict]]:
+    """Render every choice and return (sealed manifest, prompt records).
+
+    ``relative_to``: folder the recorded data/prompt paths are made relative to (the manifest's
+    folder), so the repository can move; they are provenance, not content. ``config_json``: the
+    sealed config to keep (``freeze`` keeps the unfrozen manifest's, so the protocol digest of a
+    freeze equals that of its unfrozen manifest).
+    """
+    runs = [choices_to_run(c) for c in choices]
+    records = list(_progress(iter_rendered(runs, profile, sources, cfg.suite), sum(len(r["instances"]) for r in runs),
+                             progress))
+    by_key = {(r["dataset"], r["run"], r["instance_id"]): r for r in records}
+    for run in runs:
+        for rec in run["instances"]:
+            rendered = by_key[(run["dataset"], run["run"], rec["id"])]
+            rec["prompt_sha256"] = rendered["prompt_sha256"]
+            rec["target_sha256"] = rendered["target_sha256"]
+        run["prompt_digest"] = digest_of_hashes(r["prompt_sha256"] for r in run["instances"])
+    sealed_sources, paths = split_sources(sources.as_json(relative_to=relative_to))
+    manifest = {
+        "schema_version": SCHEMA_VERSION,
+        "profile": profile,
+        "frozen": True,
+        "config": config_json if config_json is not None else content_config(cfg.as_json()),
+        "sources": sealed_sources,
+        "runs": runs,
+        "prompt_digest": digest_of_hashes(r["prompt_sha256"] for r in records),
+        "provenance": provenance(command, paths, frozen_from=frozen_from),
+    }
+    return seal(manifest), records
+
+
+def _progress(it: Iterator[dict[str, Any]], total: int, enabled: bool) -> Iterator[dict[str, Any]]:
+    if not enabled:
+        return it
+    from tqdm import tqdm
+
+    return iter(tqdm(it, total=total, desc="render", unit="prompt", file=sys.stderr))
+
+
+LOCK_PATH = Path(__file__).parents[1] / "data" / "sources.lock.json"
+
+
+@dataclass(frozen=True)
+class Written:
+    """What ``sample``/``freeze`` wrote: the sealed manifest and how many prompts and (dataset, run)
+    pairs it records (``frozen`` False for ``sample --unfrozen``)."""
+
+    path: Path
+    manifest: dict[str, Any]
+    n_prompts: int = 0
+    n_runs: int = 0
+
+    @property
+    def frozen(self) -> bool:
+        return bool(self.manifest["frozen"])
+
+
+def store_path(manifest_path: Path) -> Path:
+    """Where ``--store-prompts`` writes the prompt texts: beside the manifest."""
+    return manifest_path.with_name(manifest_path.stem + ".prompts.jsonl.gz")
+
+
+def _guard(out: Path, store: bool, inputs: list, read_dirs: list) -> None:
+    """Refuse -o (and the prompt store beside it) over any file this command reads."""
+    guard_outputs([("-o", out), ("-o (its prompt store)", store_path(out) if store else None)],
+                  inputs=inputs, read_dirs=read_dirs)
+
+
+def _source_inputs(sources: Sources) -> list[Path]:
+    """Every prompt file and data file a sampling run read."""
+    files = list(sources.prompt_paths.values())
+    for name, loaded in sources.data.items():
+        root = Path(sources.data_paths[name])
+        files.append(root)
+        files.extend(root / rel for rel in loaded.files)
+    return files
+
+
+def pinned_sources(cfg: SeamConfig) -> dict[str, Any]:
+    """Prompt-file sha256 pins from the sources lock; data hashes are checked by `fetch`."""
+    lock = read_json(LOCK_PATH, what="sources lock")
+    pins = {}
+    for src in lock["sources"]:
+        name = (src.get("provides") or {}).get("prompts")
+        if name:
+            pins[name] = {"path": None, "sha256": src["files"][0]["sha256"], "url": src["files"][0]["url"]}
+    return {"prompts": {d.name: pins.get(d.name, {"path": None}) for d in cfg.datasets},
+            "data": {d.name: {"path": d.path, "files": {}} for d in cfg.datasets}}
+
+
+def _sample(cfg: SeamConfig, profile: str, base_dir: Path, out: Path, data_dir: Any, prompts_dir: Any,
+            store: bool, on_note: Callable[[str], None], recorded: dict[str, Any] | None = None,
+            frozen_from: str | None = None, config_json: dict[str, Any] | None = None,
+            inputs: tuple = ()) -> Written:
+    for note in cfg.notes:
+        on_note(note)
+    sources = load_sources(cfg, profile, data_dir=data_dir, prompts_dir=prompts_dir, base_dir=base_dir,
+                           recorded=recorded)
+    _guard(out, store, [*inputs, *_source_inputs(sources)], [])
+    choices = draw_all(cfg, profile, sources.data, sources.prompt_files)
+    # Paths are recorded relative to the manifest (so the repository can move), in provenance.
+    manifest, records = build_manifest(cfg, profile, choices, sources, progress=sys.stderr.isatty(),
+                                       relative_to=out.resolve().parent, frozen_from=frozen_from,
+                                       config_json=config_json)
+    if store:  # provenance only: the digest covers content, and the store's records are hashed in it
+        path = store_path(out)
+        manifest["provenance"]["prompt_store"] = {"path": path.name, "sha256": write_prompt_store(records, path)}
+    write_manifest(manifest, out)
+    return Written(out, manifest, len(records), len(choices))
+
+
+def sample_manifest(config: Path, out: Path, profile: str, data_dir: Any, prompts_dir: Any, store: bool,
+                    unfrozen: bool, on_note: Callable[[str], None]) -> Written:
+    """``seam-repro sample``: draw every choice of a Listing-1 config and write the sealed manifest
+    (with ``unfrozen``: only the protocol and the pinned prompt-file hashes)."""
+    _guard(out, store, [config], [data_dir, prompts_dir])
+    cfg = read_config(config, profile)
+    if unfrozen:
+        for note in cfg.notes:
+            on_note(note)
+        manifest = unfrozen_manifest(cfg, profile, pinned_sources(cfg))
+        write_manifest(manifest, out)
+        return Written(out, manifest)
+    return _sample(cfg, profile, config.resolve().parent, out, data_dir, prompts_dir, store, on_note,
+                   inputs=(config,))
+
+
+def freeze_manifest(manifest: Path, out: Path | None, data_dir: Any, prompts_dir: Any, store: bool,
+                    on_note: Callable[[str], None]) -> Written:
+    """``seam-repro freeze``: fill an unfrozen manifest from verified local data into a new file; the
+    input is never modified and its pinned prompt-file hashes are enforced."""
+    m = load_manifest(manifest)
+    if m["frozen"]:
+        raise ManifestError(f"{manifest}: already frozen (digest {m['digest']}); nothing to do")
+    out = out or manifest.with_name(manifest.stem + ".frozen.json")
+    if out.resolve() == manifest.resolve():
+        raise ManifestError(f"{manifest}: refusing to overwrite the input; pass -o OUT")
+    _guard(out, store, [manifest], [data_dir, prompts_dir])
+    cfg = manifest_config(m)
+    return _sample(cfg, m["profile"], manifest.resolve().parent, out, data_dir, prompts_dir, store, on_note,
+                   recorded=recorded_sources(m), frozen_from=m["digest"], config_json=m["config"],
+                   inputs=(manifest,))

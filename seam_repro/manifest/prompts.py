@@ -1,0 +1,174 @@
+"""Stage *manifest*, prompts: render the prompt record of every instance a manifest records, from
+its recorded choices (never from a random generator), and the gzipped prompt store beside it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from seam_repro.errors import InputError, ManifestError, SeamReproError
+from seam_repro.files import guard_outputs
+from seam_repro.hashing import sha256_json, sha256_text
+from seam_repro.instances import Instance
+from seam_repro.manifest.format import choices_to_run, load_manifest, manifest_config, recorded_sources
+from seam_repro.render import few_shots, render_instance
+from seam_repro.render.context import RunContext
+from seam_repro.sourcing import Sources
+
+REQUIRED = {"dataset": str, "run": int, "instance_id": str, "prompt": str, "prompt_sha256": str, "gen_seed": int}
+"""Fields every prompt record carries, with their JSON types."""
+
+
+def _run_context(run: dict[str, Any], profile: str, prompt_file: dict[str, Any], suite: str) -> RunContext:
+    return RunContext(
+        dataset=run["dataset"], profile=profile, prompt_file=prompt_file,
+        paraphrase_index=run["paraphrase_index"], demo_indices=tuple(run["demo_indices"]),
+        max_num_docs=run["max_num_docs"], doc_order=tuple(run["doc_order"]), suite=suite,
+    )
+
+
+def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources,
+                  suite: str = "seam", where: str = "manifest",
+                  missing: list[tuple[str, int, str, str]] | None = None,
+                  changed: frozenset[str] = frozenset()) -> Iterator[dict[str, Any]]:
+    """Render every recorded instance from the recorded choices (never from a random generator).
+
+    An instance the data no longer holds (or whose recorded choices no longer fit it) is an error,
+    unless its dataset is in ``changed`` (its data or prompt file differs from the sealed hash) and
+    ``missing`` is given: then ``(dataset, run, instance_id, reason)`` is appended to ``missing``
+    and rendering goes on (``verify``). With unchanged sources it is the manifest that is wrong."""
+    from seam_repro.sample import check_instance_choices, check_run_choices
+    from seam_repro.suite import load_suite
+
+    specs = load_suite(suite)
+    index: dict[tuple[str, str], dict[str, Instance]] = {}
+    for run in runs:
+        name, split = run["dataset"], run["split"]
+        if name not in sources.data:
+            raise InputError(where, f"dataset {name!r} is not among the config's datasets "
+                             f"({', '.join(sources.data)})", field=f"runs[{name} run {run['run']}].dataset")
+        if (name, split) not in index:
+            index[(name, split)] = {inst.instance_id: inst for inst in sources.data[name].split(split)}
+        by_id = index[(name, split)]
+        try:
+            check_run_choices(run, sources.prompt_files[name], specs.spec(name).sampling.demo_key, where)
+            ctx = _run_context(run, profile, sources.prompt_files[name], suite)
+            demos = _few_shots_checked(ctx, sources, name, specs.spec(name).sampling.demo_key)
+        except SeamReproError as exc:
+            if missing is None or name not in changed:
+                raise
+            missing += [(name, run["run"], rec["id"], f"run choices no longer fit the data ({exc})")
+                        for rec in run["instances"]]
+            continue
+        for rec in run["instances"]:
+            inst = by_id.get(rec["id"])
+            if inst is None and missing is not None and name in changed:
+                missing.append((name, run["run"], rec["id"], f"not in split '{split}' of the data given"))
+                continue
+            if inst is None:
+                raise ManifestError(f"{name} run {run['run']}: instance '{rec['id']}' is not in split "
+                                    f"'{split}' of the data given")
+            mention_ids = rec.get("mention_ids")
+            try:
+                check_instance_choices(rec, inst, specs.spec(name), where)
+                prompt, target = render_instance(inst, ctx, demos, mention_ids)
+            except SeamReproError as exc:
+                if missing is None or name not in changed:
+                    raise
+                missing.append((name, run["run"], rec["id"], f"recorded choices no longer fit the data ({exc})"))
+                continue
+            spec = specs.spec(name)
+            record = {
+                "dataset": name, "task": spec.task, "run": run["run"], "split": split,
+                "instance_id": rec["id"], "prompt": prompt, "prompt_sha256": sha256_text(prompt),
+                "target": target, "target_sha256": sha256_json(target), "gen_seed": rec["gen_seed"],
+            }
+            if profile in spec.metrics:  # the suite's metric for this profile; scoring dispatches on it
+                record["metric"] = spec.metrics[profile]
+            if inst.answer_aliases:
+                record["answer_aliases"] = list(inst.answer_aliases)
+            if mention_ids is not None:
+                record["mention_ids"] = sorted(mention_ids)
+            yield record
+
+
+def _few_shots_checked(ctx: RunContext, sources: Sources, name: str, demo_key: str) -> str:
+    """The run's demonstrations block; a demonstration of the wrong shape in the prompt file (a
+    user's --prompts-dir file, say) is an InputError naming that file, not a TypeError."""
+    try:
+        return few_shots(ctx)
+    except (TypeError, KeyError, AttributeError, IndexError, ValueError) as exc:
+        where = sources.prompt_paths.get(name, f"{name} prompt file")
+        raise InputError(where, f"a selected demonstration {list(ctx.demo_indices)} does not have the form "
+                         f"this dataset's template reads ({type(exc).__name__}: {str(exc)[:80]})",
+                         field=demo_key) from None
+
+
+def render_records(manifest: dict[str, Any], data_dir: Any = None, prompts_dir: Any = None,
+                   base: Any = None, allow_unfrozen: bool = False) -> list[dict[str, Any]]:
+    """Prompt records of a frozen manifest, rendered from its recorded choices.
+
+    An unfrozen manifest has no recorded choices; with ``allow_unfrozen`` they are drawn now from
+    its config (same code as ``freeze``), which gives a usable but uncitable run.
+    """
+    from seam_repro.sample import draw_all
+    from seam_repro.sourcing import load_sources
+
+    if not manifest["frozen"] and not allow_unfrozen:
+        raise ManifestError("manifest is not frozen: run `seam-repro freeze MANIFEST` first")
+    cfg = manifest_config(manifest)
+    base_dir = Path(base).parent if base is not None else Path.cwd()
+    sources = load_sources(cfg, manifest["profile"], data_dir=data_dir, prompts_dir=prompts_dir,
+                           base_dir=base_dir, recorded=recorded_sources(manifest))
+    runs = manifest["runs"]
+    if not manifest["frozen"]:
+        runs = [choices_to_run(c) for c in draw_all(cfg, manifest["profile"], sources.data, sources.prompt_files)]
+    return list(iter_rendered(runs, manifest["profile"], sources, cfg.suite,
+                              where=str(base) if base is not None else "manifest"))
+
+
+def _recorded_inputs(m: dict[str, Any], base: Path) -> list[Path]:
+    """Prompt and data files a manifest records (paths, in provenance, relative to the manifest's folder)."""
+    out: list[Path] = []
+    src = recorded_sources(m)
+    for entry in src["prompts"].values():
+        if isinstance(entry.get("path"), str):
+            out.append(base / entry["path"])
+    for entry in src["data"].values():
+        if isinstance(entry.get("path"), str):
+            root = base / entry["path"]
+            out.append(root)
+            out.extend(root / f for f in (entry.get("files") or {}) if isinstance(f, str))
+    return out
+
+
+def prompts_jsonl(manifest: Path, out: Path, data_dir: Any = None, prompts_dir: Any = None) -> tuple[str, int]:
+    """``seam-repro prompts``: the JSONL text of every prompt record of a manifest and how many there
+    are, after refusing an ``out`` that would overwrite anything the rendering reads."""
+    guard_outputs([("-o", out)], inputs=[manifest], read_dirs=[data_dir, prompts_dir])
+    m = load_manifest(manifest)
+    store = (m.get("provenance") or {}).get("prompt_store") or {}
+    guard_outputs([("-o", out)], inputs=[manifest.parent / str(store.get("path", manifest.name)),
+                                         *_recorded_inputs(m, manifest.parent)])
+    records = render_records(m, data_dir=data_dir, prompts_dir=prompts_dir, base=manifest)
+    return "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in records), len(records)
+
+
+def check_prompt_records(records: Sequence[dict[str, Any]],
+                         source: str = "prompt records") -> dict[tuple[str, int, str], str]:
+    """Validate fields, prompt hashes and uniqueness (replay's input, a shard's prompts.jsonl); return
+    {key: prompt_sha256}."""
+    hashes: dict[tuple[str, int, str], str] = {}
+    for i, rec in enumerate(records):
+        for name, typ in REQUIRED.items():
+            if not isinstance(rec.get(name), typ) or (typ is int and isinstance(rec.get(name), bool)):
+                raise InputError(source, f"missing or not a {typ.__name__}", record=i, field=name)
+        if sha256_text(rec["prompt"]) != rec["prompt_sha256"]:
+            raise InputError(source, "does not match sha256 of 'prompt'", record=i, field="prompt_sha256")
+        key = (rec["dataset"], rec["run"], rec["instance_id"])
+        if key in hashes:
+            raise InputError(source, f"duplicate instance {key}", record=i)
+        hashes[key] = rec["prompt_sha256"]
+    return hashes

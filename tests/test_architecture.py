@@ -1,0 +1,191 @@
+"""The package's shape (issue 17): no import circle, and imports only go down the pipeline's layers.
+
+Imports are read with ``ast`` from the source, lazy ones inside functions included: a circle that
+is only hidden by a function-level import is still a circle in the design.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parents[1] / "seam_repro"
+
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    # (layer, module prefixes), lowest first. A module may import its own layer and any lower one.
+    ("foundation", ("seam_repro", "seam_repro.errors", "seam_repro.hashing", "seam_repro.files",
+                    "seam_repro.network", "seam_repro.instances")),
+    ("specs", ("seam_repro.suite", "seam_repro.sources")),
+    ("config", ("seam_repro.config",)),
+    ("sources", ("seam_repro.fetch", "seam_repro.sourcing", "seam_repro.datasets")),
+    ("sample", ("seam_repro.sample",)),
+    ("render", ("seam_repro.render", "seam_repro.suites.zeroscrolls", "seam_repro.suites.igcs")),
+    ("manifest", ("seam_repro.manifest",)),
+    ("generate", ("seam_repro.generate",)),
+    ("run", ("seam_repro.store", "seam_repro.shard", "seam_repro.replay", "seam_repro.importer", "seam_repro.run")),
+    ("metrics", ("seam_repro.parse", "seam_repro.score", "seam_repro.suites.metrics_registry")),
+    ("scoring", ("seam_repro.scoring",)),
+    ("analysis", ("seam_repro.analysis",)),
+    ("commands", ("seam_repro.commands", "seam_repro.cli", "seam_repro.docs", "seam_repro.__main__")),
+]
+
+AWAITING_PHASE_2: dict[str, str] = {
+    # Old modules that sit in the right layer but not yet in their stage's package (issue 17, phase 2).
+    "seam_repro.sources": "sources/ (lock reader)",
+    "seam_repro.fetch": "sources/ (download + verify)",
+    "seam_repro.sourcing": "sources/ (resolve a config's data and prompt files)",
+    "seam_repro.suite": "dissolved: the render context carries the dataset spec, never looked up by name",
+    "seam_repro.suites": "dissolved: templates to render/, metrics to metrics/",
+    "seam_repro.suites.zeroscrolls": "render/ (templates)",
+    "seam_repro.suites.igcs": "render/ (templates; the unused document-level path deleted or wired in)",
+    "seam_repro.suites.metrics_registry": "metrics/ (the registry)",
+    "seam_repro.store": "run/",
+    "seam_repro.shard": "run/",
+    "seam_repro.replay": "run/ (with one options object instead of sixteen parameters)",
+    "seam_repro.importer": "run/ (outputs made elsewhere become a run folder)",
+    "seam_repro.parse": "scoring/ (extraction)",
+    "seam_repro.score": "metrics/ (one module per metric family) and scoring/ (validity)",
+    "seam_repro.scoring": "scoring/ (the one loop)",
+}
+
+KNOWN_UPWARD: dict[tuple[str, str], str] = {
+    # Upward imports phase 2 removes; listed so that no new one can appear unnoticed.
+    ("seam_repro.config", "seam_repro.generate.base"):
+        "GenerationSettings is protocol data; it moves down to config (or a lower module)",
+    ("seam_repro.replay", "seam_repro.scoring"):
+        "score_if_available (score after replay) is orchestration: it moves to commands/replay",
+    ("seam_repro.replay", "seam_repro.analysis.aggregate"): "same: score_if_available",
+    ("seam_repro.replay", "seam_repro.analysis.report"): "same: score_if_available",
+}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PKG.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PKG.rglob("*.py"))}
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the package modules it imports (``from pkg import sub`` counts as importing ``sub``)."""
+    mods = modules()
+    graph: dict[str, set[str]] = {}
+    for name, path in mods.items():
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Import):
+                targets.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    sub = f"{node.module}.{alias.name}"
+                    targets.add(sub if sub in mods else node.module)
+            elif isinstance(node, ast.ImportFrom) and node.level:
+                raise AssertionError(f"{path}: relative import; the package uses absolute imports")
+        graph[name] = {t for t in targets if t in mods and t != name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def layer_of(module: str) -> int:
+    """Index of the layer whose longest prefix matches ``module``."""
+    best, best_len = -1, -1
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_len:
+                best, best_len = i, len(prefix)
+    if best < 0:
+        raise AssertionError(f"{module} is in no layer of tests/test_architecture.py::LAYERS")
+    return best
+
+
+def test_cycle_finder_finds_a_planted_circle() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_circle() -> None:
+    assert cycles(import_graph()) == []
+
+
+def test_every_module_has_a_layer() -> None:
+    for name in modules():
+        layer_of(name)
+
+
+def test_imports_only_go_down_the_layers() -> None:
+    upward = {(a, b) for a, targets in import_graph().items() for b in targets if layer_of(b) > layer_of(a)}
+    new = sorted(upward - set(KNOWN_UPWARD))
+    assert not new, "upward imports (a lower layer importing a higher one):\n" + "\n".join(
+        f"  {a} ({LAYERS[layer_of(a)][0]}) -> {b} ({LAYERS[layer_of(b)][0]})" for a, b in new)
+    gone = sorted(set(KNOWN_UPWARD) - upward)
+    assert not gone, f"fixed upward imports still listed in KNOWN_UPWARD (remove them): {gone}"
+
+
+def test_phase_2_list_names_only_modules_that_still_wait() -> None:
+    """Moving a module into its stage package must also drop it from AWAITING_PHASE_2."""
+    mods = modules()
+    assert sorted(m for m in AWAITING_PHASE_2 if m not in mods) == []
+
+
+def test_commands_are_the_top_layer() -> None:
+    assert LAYERS[-1][0] == "commands"
+    graph = import_graph()
+    below = [m for m in graph if layer_of(m) < len(LAYERS) - 1]
+    assert not [(m, t) for m in below for t in graph[m] if layer_of(t) == len(LAYERS) - 1]
+
+
+@pytest.mark.parametrize("stage", ["manifest", "analysis"])
+def test_stage_packages_reexport_nothing(stage: str) -> None:
+    """A stage package's __init__ holds no code: callers import the module they need."""
+    tree = ast.parse((PKG / stage / "__init__.py").read_text(encoding="utf-8"))
+    assert all(isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) for n in tree.body)
+
+
+def test_one_profile_list() -> None:
+    """The manifest schema's profile enum (data) equals the one list in code."""
+    from seam_repro.config import PROFILES
+
+    schema = json.loads((PKG / "data" / "manifest.schema.json").read_text(encoding="utf-8"))
+    assert tuple(schema["properties"]["profile"]["enum"]) == PROFILES
+    for suite in sorted((PKG / "data" / "suites").glob("*.json")):
+        for name, spec in json.loads(suite.read_text(encoding="utf-8"))["datasets"].items():
+            assert set(spec["metrics"]) <= set(PROFILES), f"{suite.name}: {name}: metrics keyed by unknown profile"
