@@ -9,6 +9,7 @@
 #   make bench     one table: kit figures vs their anchors (upstream generator, scorer.pl, raw generate)
 #   make docs      rewrite the CLI reference section of README.md
 #   make image     build the CUDA image;  make image-cpu  the CPU image (needs a Docker engine)
+#   make image-check  build the CPU image with buildah/podman (no engine) and check the kit inside it
 #   make lock      regenerate the hash-locked requirement files under docker/
 #   make clean     remove build and test caches (keeps .venv; `make distclean` removes it too)
 
@@ -34,7 +35,7 @@ LOCK_ENV = env -u PIP_FIND_LINKS PIP_CONFIG_FILE=/dev/null
 LOCK_FLAGS = --quiet --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url \
 	--no-emit-find-links $(LOCK_ARGS)
 
-.PHONY: install demo test lint verify bench docs image image-cpu docker-engine lock clean distclean
+.PHONY: install demo test lint verify bench docs image image-cpu image-check docker-engine lock clean distclean
 
 install: $(STAMP)
 
@@ -93,6 +94,11 @@ image: docker-engine
 image-cpu: docker-engine
 	docker build -f docker/Dockerfile.cpu -t $(IMAGE):cpu \
 	  --build-arg SEAM_REPRO_SOURCE_COMMIT="`git rev-parse HEAD 2>/dev/null || echo unknown`" .
+
+# No Docker engine needed: tools/image_check.sh builds docker/Dockerfile.cpu with buildah on a stand-in
+# base and runs the kit inside it with --network none (see the script's header and README "Docker").
+image-check: $(STAMP)
+	SEAM_REPRO_BIN=$(BIN)/seam-repro tools/image_check.sh
 
 lock: $(STAMP)
 	$(LOCK_ENV) $(BIN)/pip-compile $(LOCK_FLAGS) -o docker/requirements-build.lock docker/requirements-build.in

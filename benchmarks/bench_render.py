@@ -24,7 +24,7 @@ from seam_repro.sourcing import Sources
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "seam" / "upstream-6ad83f4" / "prompts"
-PROMPTS = SHARED if SHARED.exists() else REPO / "tests" / "fixtures" / "prompts"
+PROMPTS = SHARED if SHARED.exists() else REPO / "manifests" / "fixtures" / "prompts"
 WORDS = "the of and to in a is that for on said was with he it as at by from his an be have".split() + \
     [f"w{i}" for i in range(2000)]
 

@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("render", ("seam_repro.render", "seam_repro.suites.zeroscrolls", "seam_repro.suites.igcs")),
     ("manifest", ("seam_repro.manifest",)),
     ("generate", ("seam_repro.generate",)),
-    ("run", ("seam_repro.store", "seam_repro.shard", "seam_repro.replay", "seam_repro.importer")),
+    ("run", ("seam_repro.store", "seam_repro.shard", "seam_repro.replay", "seam_repro.importer", "seam_repro.run")),
     ("metrics", ("seam_repro.parse", "seam_repro.score", "seam_repro.suites.metrics_registry")),
     ("scoring", ("seam_repro.scoring",)),
     ("analysis", ("seam_repro.analysis",)),

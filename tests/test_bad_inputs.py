@@ -32,7 +32,7 @@ from seam_repro.cli import main
 from seam_repro.manifest.format import seal
 
 REPO = Path(__file__).resolve().parents[1]
-FIXTURES = REPO / "tests" / "fixtures"
+FIXTURES = REPO / "manifests" / "fixtures"  # shipped with manifests/smoke.json
 DATA = {"ECB": "ecb", "FuseReviews": "fusereviews", "SciCo": "scico", "MultiNews": "multinews",
         "MusiQue": "musique", "OpenASP": "openasp"}
 CONFIG = {
@@ -681,8 +681,9 @@ CASES: list[Case] = [
       REPLAY_NEW, "m.json", "temperature"),
     C("replay-manifest-paraphrase-1e30", edit_json("m.json", run_m(lambda r: r.update(paraphrase_index=1e30)),
                                                    reseal=True), REPLAY_NEW, "m.json", "paraphrase_index"),
-    C("replay-unfrozen", None, ("replay", "{w}/u.json", "--backend", "echo", "--out", "{w}/x", *D), "u.json",
-      "frozen"),
+    # An unfrozen manifest is frozen into the run folder first (issue 14); its prompt-file pins still hold.
+    C("replay-unfrozen-prompt-off-pin", edit_json(ECB_P, lambda o: o["prompts"][0].update(instructions="changed")),
+      ("replay", "{w}/u.json", "--backend", "echo", "--out", "{w}/x", *D), "ECB.json", "sha256"),
     C("replay-resume-run-json-not-json", write("run/run.json", "{"), REPLAY, "run.json", "valid JSON"),
     C("replay-resume-run-json-deep", write("run/run.json", DEEP), REPLAY, "run.json", "nested deeper"),
     C("replay-resume-run-json-models-list", edit_json("run/run.json", lambda o: o.update(models=[])), REPLAY,

@@ -1,14 +1,16 @@
 """Container build inputs, checked without a Docker engine: hadolint on both Dockerfiles, base images
 pinned to the digests in ../shared/spec/pins.md, only hash-locked installs, the lock files' form and
 completeness (against pyproject and the installed packages' own metadata), pip's hash-checking dry
-run, the build context (.dockerignore) and the entrypoint run outside a container with the image's
-environment and working-directory layout."""
+run, the build context (.dockerignore), the entrypoint run outside a container with the image's
+environment and working-directory layout, and the form of tools/image_check.sh and of the README
+commands it runs (the build and the checks inside the image are `make image-check`)."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -62,6 +64,21 @@ def instructions(path: Path) -> list[tuple[str, str]]:
     return out
 
 
+def base_image(path: Path) -> str:
+    """The single FROM reference, a ``${ARG}`` in it resolved to that ARG's default declared before FROM
+    (the pinned base is a build argument's default, so a machine that cannot pull it can substitute one)."""
+    ins = instructions(path)
+    froms = [i for i, (word, _) in enumerate(ins) if word == "FROM"]
+    assert len(froms) == 1, froms
+    defaults = dict(rest.split("=", 1) for word, rest in ins[: froms[0]] if word == "ARG" and "=" in rest)
+    ref = ins[froms[0]][1].split()[0]
+    m = re.fullmatch(r"\$\{(\w+)\}", ref)
+    if m:
+        assert m.group(1) in defaults, f"FROM {ref}: no ARG {m.group(1)}=DEFAULT before it"
+        ref = defaults[m.group(1)].strip('"')
+    return ref
+
+
 def env_of(path: Path) -> dict[str, str]:
     """ENV key=value pairs (the only ENV form these Dockerfiles use), quotes removed."""
     env: dict[str, str] = {}
@@ -112,13 +129,25 @@ def _pinned_digests() -> dict[str, set[str]]:
     [("cpu", "python:3.11-slim"), ("cuda", "nvidia/cuda:12.4.1-runtime-ubuntu22.04")],
 )
 def test_base_image_is_pinned_by_the_recorded_digest(variant: str, image: str) -> None:
-    froms = [rest for word, rest in instructions(DOCKERFILES[variant]) if word == "FROM"]
-    assert len(froms) == 1, froms
-    ref = froms[0].split()[0]
+    ref = base_image(DOCKERFILES[variant])
     name, _, digest = ref.partition("@")
     assert name == image
     assert re.fullmatch(r"sha256:[0-9a-f]{64}", digest), ref
     assert digest in _pinned_digests()[image]
+
+
+def test_cpu_torch_source_is_a_build_argument_pip_reads() -> None:
+    """torch==2.13.0+cpu is not on PyPI: the PyTorch CPU index by default, a local wheel folder where a
+    build gives one (tools/image_check.sh); pip reads both as its own PIP_* settings, no shell quoting."""
+    ins = instructions(DOCKERFILES["cpu"])
+    args = dict((rest.split("=", 1) + [""])[:2] for word, rest in ins if word == "ARG")
+    assert args["PIP_EXTRA_INDEX_URL"] == "https://download.pytorch.org/whl/cpu"
+    assert args["PIP_FIND_LINKS"].strip('"') == "" and args["PIP_CERT"].strip('"') == ""
+    runs = " ".join(r for w, r in ins if w == "RUN")
+    assert "--extra-index-url" not in runs and "--find-links" not in runs  # only through the ARGs
+    for word, rest in ins:  # a build argument never reaches the image's ENV
+        if word == "ENV":
+            assert not re.search(r"\bPIP_(EXTRA_INDEX_URL|FIND_LINKS|CERT)=", rest), rest
 
 
 @pytest.mark.parametrize("variant", sorted(DOCKERFILES))
@@ -411,3 +440,40 @@ def test_entrypoint_runs_outside_a_container_with_the_image_layout(tmp_path: Pat
     assert replayed.returncode == 0, replayed.stderr[-2000:]
     run_json = json.loads((moved["/out"] / "echo" / "run.json").read_text(encoding="utf-8"))
     assert "sha256:" + "ab" * 32 in json.dumps(run_json)  # the digest reached the environment fingerprint
+
+
+# ---------------------------------------------------------------- image check (tools/image_check.sh)
+
+IMAGE_CHECK = ROOT / "tools" / "image_check.sh"
+README_BLOCK = re.compile(r"<!-- tested by tools/image_check.sh -->\s*```bash\n(.*?)```", re.S)
+
+
+def test_image_check_script_parses_and_runs_everything_without_network() -> None:
+    """The script itself is exercised by `make image-check` (it needs buildah/podman); here: it is
+    valid bash, every container it runs has no network, and it builds the CPU Dockerfile."""
+    done = subprocess.run(["bash", "-n", str(IMAGE_CHECK)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    text = IMAGE_CHECK.read_text(encoding="utf-8")
+    runs = re.findall(r"^\s*(?:\w+\(\) \{ )?podman run [^\n]*", text, re.M)  # not the README's `docker` wrapper
+    assert len(runs) >= 3 and all("--network none" in r for r in runs), runs
+    assert "-f docker/Dockerfile.cpu" in text and "--from \"$BASE\"" in text
+    assert "image-check:" in (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert "make image-check" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_readme_docker_commands_are_the_tested_ones() -> None:
+    """The README block tools/image_check.sh runs as written: CPU image, no network, frozen manifests
+    shipped in the image, the image ID passed for the fingerprint."""
+    m = README_BLOCK.search((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert m, "README.md lacks the block marked <!-- tested by tools/image_check.sh -->"
+    lines = [ln.strip() for ln in m.group(1).replace("\\\n", " ").splitlines() if ln.strip()]
+    runs = [shlex.split(ln) for ln in lines if ln.startswith("docker run")]
+    assert runs
+    for words in runs:
+        assert words[words.index("--network") + 1] == "none"
+        args = words[words.index("seam-repro:cpu") + 1:]
+        manifests = [a for a in args if a.startswith("manifests/")]
+        assert manifests
+        for name in manifests:
+            assert json.loads((ROOT / name).read_text(encoding="utf-8"))["frozen"] is True, name
+    assert any("SEAM_REPRO_IMAGE_DIGEST=" in " ".join(w) and "replay" in w for w in runs)

@@ -15,7 +15,7 @@ from seam_repro.errors import InputError
 from seam_repro.importer import UPSTREAM_ID_KEYS, import_outputs, split_prediction
 
 REPO = Path(__file__).resolve().parents[1]
-PROMPTS_DIR = REPO / "tests" / "fixtures" / "prompts"
+PROMPTS_DIR = REPO / "manifests" / "fixtures" / "prompts"
 MODEL = "meta-llama/Meta-Llama-3-8B-Instruct"
 OUTPUTS = {"qa": "{'is_answerable': True, 'answer_content': 'Oreth'} or {'is_answerable': False}",
            "summarization": "The race drew four hundred people.\n\n*Answer*: a fabricated next answer",

@@ -14,7 +14,8 @@ from seam_repro.datasets.scico import max_doc_index
 from seam_repro.errors import InputError, MissingDataError
 from seam_repro.hashing import sha256_file
 
-FIX = Path(__file__).resolve().parent / "fixtures"
+FIX = Path(__file__).resolve().parents[1] / "manifests" / "fixtures"  # shipped with manifests/smoke.json
+TEST_FIX = Path(__file__).resolve().parent / "fixtures"  # read by tests only
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 
@@ -79,7 +80,7 @@ def test_multinews_documents_not_stripped_and_raw_layout_matches() -> None:
     assert d.split("test")[2].documents[1].text == "  The race drew four hundred people."
     assert d.split("train")[0].documents[0].text == "A new bridge opened across the river on Sunday.\nOfficials cut a ribbon at dawn."
     assert comet.target == "– Skywatchers can see a rare comet this weekend."
-    raw = load_dataset("MultiNews", FIX / "multinews_raw")
+    raw = load_dataset("MultiNews", TEST_FIX / "multinews_raw")
     assert raw.splits == d.splits
     assert "val.src.cleaned" in raw.files
 
@@ -128,13 +129,13 @@ def test_fusereviews_highlights_and_alignments() -> None:
     assert cafe.review_alignments == ("Friendly baristas", "Quick service", "Strong coffee", "The coffee was strong", "Too few seats")
     assert all(i.review_alignments == () for i in d.split("test"))
     assert hotel.raw_id == 0 and hotel.target.startswith("The rooms were spotless")
-    overlap = load_dataset("FuseReviews", FIX / "fusereviews_overlap")
+    overlap = load_dataset("FuseReviews", TEST_FIX / "fusereviews_overlap")
     assert list(overlap.splits) == ["validation"] and overlap.split("validation")[0].documents[0].highlights == ((0, 25), (13, 33))
 
 
 def _copy(tmp_path: Path, name: str) -> Path:
     dst = tmp_path / name
-    shutil.copytree(FIX / name, dst)
+    shutil.copytree(FIX / name if (FIX / name).is_dir() else TEST_FIX / name, dst)
     return dst
 
 

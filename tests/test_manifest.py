@@ -15,7 +15,7 @@ from seam_repro.manifest.format import load_manifest, seal, write_manifest
 from seam_repro.manifest.verify import verify_manifest
 
 REPO = Path(__file__).resolve().parents[1]
-FIX = REPO / "tests" / "fixtures"
+FIX = REPO / "manifests" / "fixtures"
 SHARED_PROMPTS = REPO.parent / "shared" / "seam" / "upstream-6ad83f4" / "prompts"
 LAYOUT = {"ECB": "ecb", "FuseReviews": "fusereviews", "SciCo": "scico", "MultiNews": "multinews",
           "MusiQue": "musique", "OpenASP": "openasp"}

@@ -192,7 +192,7 @@ def test_echo_replay_of_a_real_smoke_manifest(tmp_path: Path) -> None:
     """Integration with the sample/manifest/render stages on the bundled fixtures."""
     from seam_repro.cli import cli
 
-    config, prompts_dir = REPO / "manifests" / "smoke.config.json", REPO / "tests" / "fixtures" / "prompts"
+    config, prompts_dir = REPO / "manifests" / "smoke.config.json", REPO / "manifests" / "fixtures" / "prompts"
     if not config.is_file() or not prompts_dir.is_dir():
         pytest.skip("smoke config or fixture prompts not in this checkout")
     runner = CliRunner()

@@ -27,7 +27,7 @@ from seam_repro.suites import igcs
 from seam_repro.suites import zeroscrolls as zs
 
 REPO = Path(__file__).resolve().parents[1]
-FIX = REPO / "tests" / "fixtures"
+FIX = REPO / "manifests" / "fixtures"  # shipped with the mini-suite manifests
 ZS_MANIFEST = REPO / "manifests" / "zeroscrolls-mini.json"
 IGCS_MANIFEST = REPO / "manifests" / "igcs-mini.json"
 

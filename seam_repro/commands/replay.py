@@ -70,7 +70,12 @@ def replay(manifest: Path, out: Path, model: str | None, name: str | None, backe
            dtype: str, q4: bool, q8: bool, prompt_path: str, truncation: str | None, limit: int | None,
            data_dir: Path | None, prompts_dir: Path | None, allow_unfrozen: bool, echo_delay: float,
            no_score: bool, fic: bool, fic_download: bool) -> None:
-    """Generate predictions for a frozen manifest (resumable), then score them."""
+    """Generate predictions for a frozen manifest (resumable), then score them.
+
+    An unfrozen MANIFEST (manifests/paper.json) is first made whole: its pinned sources are fetched
+    and verified (or read from --data-dir/--prompts-dir), it is frozen into OUT and verified, and
+    that frozen copy is replayed.
+    """
     from seam_repro.files import guard_outputs
     from seam_repro.replay import replay as run_replay
     from seam_repro.replay import score_if_available
@@ -80,6 +85,13 @@ def replay(manifest: Path, out: Path, model: str | None, name: str | None, backe
         raise click.BadParameter("give at most one of --load-in-4bit / --load-in-8bit")
     guard_outputs([("--out", out)], inputs=[manifest], read_dirs=[data_dir, prompts_dir])
     on_interrupt(lambda: f"{_stored(out)} predictions are kept in {out / 'predictions'} (one fsynced line each)")
+    if not allow_unfrozen:  # an unfrozen manifest (paper.json): fetch, freeze into --out, verify, then replay
+        from seam_repro.run.prepare import freeze_for_replay
+
+        frozen = freeze_for_replay(manifest, out, data_dir=data_dir, prompts_dir=prompts_dir,
+                                   echo=lambda line: click.echo(line, err=True))
+        if frozen != manifest:  # the frozen copy records where its data lies
+            manifest, data_dir, prompts_dir = frozen, None, None
     summary = run_replay(manifest, out, model=model, backend=backend,
                          shard=parse_shard(shard) if shard else None, batch_size=batch_size, dtype=dtype,
                          quantization="4bit" if q4 else "8bit" if q8 else None, limit=limit, data_dir=data_dir,

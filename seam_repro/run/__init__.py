@@ -1,0 +1,1 @@
+"""Run-level orchestration: what ``replay`` does around generation (preparing an unfrozen manifest)."""

@@ -1,0 +1,154 @@
+"""The whole job for an unfrozen manifest (``manifests/paper.json``): fetch, freeze, verify, then replay.
+
+``seam-repro replay manifests/paper.json`` (and the same through ``docker run``) must work where the
+network exists without a separate ``fetch`` / ``freeze`` step: the manifest carries only the protocol
+and the pinned prompt-file hashes, so before generating this module
+
+1. fetches the sources the manifest's datasets need with :mod:`seam_repro.fetch` (every file checked
+   against ``data/sources.lock.json``; a cached copy is re-verified, not downloaded again), unless
+   ``--data-dir`` / ``--prompts-dir`` give them locally;
+2. freezes the manifest into the run folder (``RUN_DIR/<stem>.frozen.json``) with what the ``freeze``
+   command runs, which enforces the manifest's prompt-file pins;
+3. checks the frozen manifest against the pins of the unfrozen one and re-verifies it
+   (:func:`seam_repro.manifest.verify.verify_manifest`: choices re-derived, every prompt re-rendered);
+
+and hands the frozen manifest to the replay. Without network, step 1 fails with one line naming the
+offline routes (``--data-dir`` / ``fetch --data-dir`` / ``freeze`` with local data).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from seam_repro.errors import HashMismatchError, ManifestError, MissingDataError
+from seam_repro.sources import Lock, load_lock
+
+Echo = Callable[[str], None]
+
+
+def frozen_path(manifest_path: Path, run_dir: Path) -> Path:
+    """Where the frozen copy of an unfrozen manifest goes: inside the run folder, beside run.json."""
+    return Path(run_dir) / f"{Path(manifest_path).stem}.frozen.json"
+
+
+def offline_hint(manifest_path: Path, cause: str) -> str:
+    """The one-line error for a missing network: what failed and the routes that need none."""
+    m = str(manifest_path)
+    return (f"{m}: not frozen, and its pinned sources cannot be fetched ({cause}); offline, give local copies: "
+            f"`seam-repro replay {m} --data-dir DIR --prompts-dir DIR` (DIR/<dataset>, DIR/<dataset>.json), "
+            f"or `seam-repro fetch --data-dir DIR` first, or `seam-repro freeze {m} --data-dir DIR -o FROZEN.json` "
+            "and replay FROZEN.json")
+
+
+def _fetch_needed(names: list[str], *, data: bool, prompts: bool, cache: Path, lock: Lock, progress: bool,
+                  hf_download: Any, echo: Echo) -> tuple[dict[str, Path], dict[str, Path]]:
+    """Fetch (or re-verify in the cache) the default sources of ``names``; return where each
+    dataset folder and prompt file lies."""
+    from seam_repro.fetch import fetch_source
+
+    wanted = []
+    for name in names:
+        for src in lock.select(name):
+            if (data and name in src.data) or (prompts and name in src.prompts):
+                if src not in wanted:
+                    wanted.append(src)
+    data_paths: dict[str, Path] = {}
+    prompt_paths: dict[str, Path] = {}
+    for src in wanted:
+        res = fetch_source(src, cache, hf_download=hf_download, progress=progress)
+        echo(f"fetch: {res.source:<22} {res.status}")
+        for key, rel in res.paths.items():
+            kind, _, name = key.partition(":")
+            (data_paths if kind == "data" else prompt_paths)[name] = cache / rel
+    missing = [n for n in names if (data and n not in data_paths) or (prompts and n not in prompt_paths)]
+    if missing:
+        raise MissingDataError(f"{lock.path}: no default source provides {', '.join(missing)}; "
+                               "pass --data-dir/--prompts-dir")
+    return data_paths, prompt_paths
+
+
+def _view(root: Path, links: dict[str, Path]) -> Path:
+    """A folder of symbolic links ``root/<name> -> target``, the shape --data-dir/--prompts-dir read."""
+    root.mkdir(parents=True, exist_ok=True)
+    for name, target in links.items():
+        os.symlink(Path(target).resolve(), root / name)
+    return root
+
+
+def check_against_pins(unfrozen: dict[str, Any], frozen: dict[str, Any], where: Path) -> None:
+    """Every prompt-file hash the unfrozen manifest pins is the one the frozen manifest recorded, and
+    the protocol (config minus data paths, profile) is unchanged."""
+    pinned = (unfrozen.get("sources") or {}).get("prompts") or {}
+    got = (frozen.get("sources") or {}).get("prompts") or {}
+    for name, pin in pinned.items():
+        want = (pin or {}).get("sha256")
+        have = (got.get(name) or {}).get("sha256")
+        if want and have != want:
+            raise HashMismatchError(f"{name} prompt file (pinned by the unfrozen manifest)", where, want, str(have))
+
+    from seam_repro.manifest.format import manifest_config
+
+    def protocol(m: dict[str, Any]) -> dict[str, Any]:
+        """The config the sampler reads back from a manifest, data paths left out."""
+        cfg = manifest_config(m).as_json()
+        cfg["datasets"] = [{k: v for k, v in d.items() if k != "path"} for d in cfg.get("datasets", [])]
+        return {"profile": m.get("profile"), "config": cfg}
+
+    if protocol(unfrozen) != protocol(frozen):
+        raise ManifestError(f"{where}: its protocol (profile/config) differs from the unfrozen manifest it was "
+                            "frozen from")
+
+
+def freeze_for_replay(manifest_path: Path, run_dir: Path, *, data_dir: Path | None = None,
+                      prompts_dir: Path | None = None, cache: Path | None = None, lock: Lock | None = None,
+                      hf_download: Any = None, progress: bool | None = None, echo: Echo = print) -> Path:
+    """Return a frozen manifest to replay: ``manifest_path`` itself when it is frozen, else its
+    frozen copy in ``run_dir`` made from fetched (or ``--data-dir``) sources and verified."""
+    from seam_repro.manifest.format import load_manifest
+
+    manifest_path = Path(manifest_path)
+    unfrozen = load_manifest(manifest_path)
+    if unfrozen.get("frozen"):
+        return manifest_path
+    # Only for the unfrozen case: a frozen manifest's replay loads none of this.
+    from seam_repro.fetch import DownloadError, cache_root
+    from seam_repro.manifest.freeze import freeze_manifest
+    from seam_repro.manifest.verify import verify_manifest
+
+    progress = sys.stderr.isatty() if progress is None else progress
+    names = [d["name"] for d in (unfrozen.get("config") or {}).get("datasets", [])]
+    root = cache_root(cache)
+    out = frozen_path(manifest_path, run_dir)
+    with tempfile.TemporaryDirectory(prefix="seam-repro-inputs-") as tmp:
+        if data_dir is None or prompts_dir is None:
+            try:
+                data_paths, prompt_paths = _fetch_needed(
+                    names, data=data_dir is None, prompts=prompts_dir is None, cache=root, lock=lock or load_lock(),
+                    progress=progress, hf_download=hf_download, echo=echo)
+            except DownloadError as exc:
+                raise MissingDataError(offline_hint(manifest_path, str(exc).split("; nothing was saved")[0])) from None
+            if data_dir is None:
+                data_dir = _view(Path(tmp) / "data", data_paths)
+            if prompts_dir is None:
+                from seam_repro.suite import load_suite
+
+                suite = load_suite(unfrozen["config"].get("suite", "seam"))
+                prompts_dir = _view(Path(tmp) / "prompts",
+                                    {suite.spec(n).prompt_file or f"{n}.json": p for n, p in prompt_paths.items()})
+        # What `seam-repro freeze` runs, so the two can never drift apart; it enforces the
+        # prompt-file pins as it reads them.
+        written = freeze_manifest(manifest_path, out, data_dir, prompts_dir, False, lambda note: echo(f"note: {note}"))
+        echo(f"froze {manifest_path} into {written.path}: {written.n_prompts} prompts in {written.n_runs} "
+             f"(dataset, run) pairs, digest {written.manifest['digest']}")
+    frozen = load_manifest(out)
+    check_against_pins(unfrozen, frozen, out)
+    report = verify_manifest(out)
+    if not report.ok:
+        raise ManifestError(f"{out}: freshly frozen but does not verify: {report.summary()}")
+    echo(report.summary())
+    return out
