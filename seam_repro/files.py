@@ -249,6 +249,20 @@ def ensure_dir(path: str | Path) -> Path:
     return p
 
 
+def _file_mode(path: Path) -> int:
+    """The mode a plain ``open(path, "w")`` would give: the existing file's, else 0666 less the umask.
+
+    mkstemp creates 0600 files; a manifest or bundle written that way is unreadable to the container
+    user or a colleague, so the temporary file gets the mode the final file should have.
+    """
+    try:
+        return path.stat().st_mode & 0o7777
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary sibling + fsync + rename.
 
@@ -260,6 +274,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     tmp: str | None = None
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+        os.fchmod(fd, _file_mode(p))
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()

@@ -122,3 +122,18 @@ def test_guard_output(tmp_path):
     with pytest.raises(OutputError, match="reads"):
         guard_output(run / "run.json", read_dirs=[run])
     guard_output(tmp_path / "other.json", inputs=[cfg], read_dirs=[run])
+
+
+def test_atomic_write_gives_the_mode_open_would(tmp_path):
+    mask = os.umask(0o022)
+    try:
+        new = tmp_path / "new.json"
+        atomic_write_json(new, {"v": 1})
+        assert new.stat().st_mode & 0o777 == 0o644
+        kept = tmp_path / "kept.json"
+        kept.write_text("{}")
+        os.chmod(kept, 0o640)
+        atomic_write_json(kept, {"v": 2})
+        assert kept.stat().st_mode & 0o777 == 0o640
+    finally:
+        os.umask(mask)
