@@ -56,7 +56,7 @@ MIRROR = Path("/work/.mirror")
 UPSTREAM_SNAPSHOT = MIRROR / "seam-benchmark+SEAM" / "repo"
 SCORER_SNAPSHOT = MIRROR / "conll+reference-coreference-scorers" / "repo" / ".git"
 SHARED_PROMPTS = REPO.parent / "shared" / "seam" / "upstream-6ad83f4" / "prompts"
-PROMPTS = SHARED_PROMPTS if SHARED_PROMPTS.is_dir() else REPO / "tests" / "fixtures" / "prompts"
+PROMPTS = SHARED_PROMPTS if SHARED_PROMPTS.is_dir() else REPO / "manifests" / "fixtures" / "prompts"
 
 
 @dataclass

@@ -4,7 +4,7 @@
   tokens with 20-40 entities of 1-4 mentions each (spans of 1-4 tokens, nested and crossing ones
   included); the response keeps ~70% of mentions in their entity, moves ~20% to another, drops
   ~10% and adds a few twinless ones -- the mix a coreference system's output has.
-* :func:`scaled_seam_data`: the repository's SEAM fixtures (tests/fixtures) with every scored split
+* :func:`scaled_seam_data`: the repository's SEAM fixtures (manifests/fixtures) with every scored split
   replicated under new ids and its documents lengthened to about their real size (MultiNews
   articles ~400 words, MuSiQue 20 paragraphs, ECB+ documents ~300 tokens, ...), in the datasets' own
   file formats, so the published generator and ``seam-repro sample`` read the same files.
@@ -19,7 +19,7 @@ import random
 import shutil
 from pathlib import Path
 
-FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "manifests" / "fixtures"
 SEAM_SPLITS = [("ECB", "test_events"), ("FuseReviews", "validation"), ("SciCo", "test"), ("MultiNews", "test"),
                ("MusiQue", "val"), ("OpenASP", "test")]
 

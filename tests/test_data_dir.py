@@ -20,9 +20,14 @@ from seam_repro.sourcing import resolve_data_path
 from seam_repro.suite import load_suite
 
 REPO = Path(__file__).resolve().parents[1]
-FIX = REPO / "tests" / "fixtures"
+FIX = REPO / "manifests" / "fixtures"
+TEST_FIX = REPO / "tests" / "fixtures"  # test-only inputs (raw MultiNews) stay beside the tests
 CANONICAL = {"ECB": "ecb", "FuseReviews": "fusereviews", "SciCo": "scico", "MultiNews": "multinews_raw",
              "MusiQue": "musique", "OpenASP": "openasp"}
+
+
+def fixture(folder: str) -> Path:
+    return FIX / folder if (FIX / folder).is_dir() else TEST_FIX / folder
 
 
 def mixed_layout(root: Path) -> dict[str, Path]:
@@ -38,7 +43,7 @@ def mixed_layout(root: Path) -> dict[str, Path]:
         "SciCo": root / "allenai" / "scico" / "default",
     }
     for name, dest in where.items():
-        shutil.copytree(FIX / CANONICAL[name], dest)
+        shutil.copytree(fixture(CANONICAL[name]), dest)
     for f in sorted(where["SciCo"].iterdir()):  # HF file names: default/scico-<split>.jsonl
         f.rename(f.with_name(f"scico-{f.name}"))
     return where
@@ -59,7 +64,7 @@ def test_check_reports_split_sizes_equal_to_direct_loading(tmp_path: Path) -> No
     checks = {c.name: c for c in check_data_dir(tmp_path)}
     assert all(c.ok for c in checks.values()), {n: c.missing for n, c in checks.items()}
     for name, folder in CANONICAL.items():
-        direct = suite.spec(name).load(FIX / folder)
+        direct = suite.spec(name).load(fixture(folder))
         assert checks[name].splits == {k: len(v) for k, v in direct.splits.items()}, name
 
 

@@ -123,7 +123,7 @@ OPENS = """
 import collections, sys
 seen = collections.Counter()
 def hook(event, args):
-    if event == "open" and isinstance(args[0], str) and "/tests/fixtures/" in args[0]:
+    if event == "open" and isinstance(args[0], str) and "/manifests/fixtures/" in args[0]:
         seen[args[0]] += 1
 sys.addaudithook(hook)
 sys.argv = ["seam-repro"] + sys.argv[1:]

@@ -63,7 +63,7 @@ def _list_seam(cache: Path | None) -> None:
 Examples:
   seam-repro datasets check --data-dir ~/seam-data
   seam-repro datasets check --data-dir ~/seam-data --prompts-dir ~/SEAM/files/prompts
-  seam-repro datasets check --data-dir tests/fixtures/zeroscrolls --suite zeroscrolls-mini""")
+  seam-repro datasets check --data-dir manifests/fixtures/zeroscrolls --suite zeroscrolls-mini""")
 @click.option("--data-dir", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Folder with one folder per dataset (README: 'Data folder layout').")
 @click.option("--prompts-dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
