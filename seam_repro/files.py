@@ -99,6 +99,15 @@ def _not_found(what: str) -> str:
     return "not found" if what == "file" else f"not found (expected the {what})"
 
 
+def _read_error(p: Path, what: str, exc: OSError) -> InputError:
+    """The one-line error for a file that cannot be opened or read."""
+    if isinstance(exc, FileNotFoundError):
+        return InputError(p, _not_found(what))
+    if isinstance(exc, IsADirectoryError):
+        return InputError(p, f"expected a {what}, found a folder")
+    return InputError(p, f"cannot read ({exc.strerror or exc})")
+
+
 def _is_gzip_name(p: Path) -> bool:
     return p.name.endswith(".gz")
 
@@ -109,12 +118,8 @@ def read_bytes(path: str | Path, *, what: str = "file") -> bytes:
     p = Path(path)
     try:
         data = read_bytes_hashed(p)  # its sha256 is remembered: provenance hashing needs no second read
-    except FileNotFoundError:
-        raise InputError(p, _not_found(what)) from None
-    except IsADirectoryError:
-        raise InputError(p, f"expected a {what}, found a folder") from None
     except OSError as exc:
-        raise InputError(p, f"cannot read ({exc.strerror or exc})") from None
+        raise _read_error(p, what, exc) from None
     if _is_gzip_name(p):
         data = gunzip(data, p)
     return data
@@ -168,12 +173,8 @@ def iter_jsonl(path: str | Path, *, what: str = "JSONL file", expect: type | Non
         return
     try:
         fh = open(p, "rb")
-    except FileNotFoundError:
-        raise InputError(p, _not_found(what)) from None
-    except IsADirectoryError:
-        raise InputError(p, f"expected a {what}, found a folder") from None
     except OSError as exc:
-        raise InputError(p, f"cannot read ({exc.strerror or exc})") from None
+        raise _read_error(p, what, exc) from None
     with fh:
         st, digest = os.fstat(fh.fileno()), hashlib.sha256()
 
