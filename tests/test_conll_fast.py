@@ -143,8 +143,9 @@ def test_large_random_files_equal_perl_scorer(scorer_pl: Path, tmp_path: Path) -
 
 
 def _scan_reference(text: str) -> tuple[list[str], tuple[int, str] | None]:
-    """conll-score's warning scan as first written (one regex pass per line and part)."""
-    from seam_repro.commands.conll import _BEGIN, _LABEL
+    """conll-score's warning scan as first written (a second pass over the file, one regex per
+    line and part): the document names, and the first label the scorer's numeric patterns skip."""
+    from seam_repro.score.conll_io import _BEGIN, _LABEL
 
     names: list[str] = []
     odd = None
@@ -167,19 +168,36 @@ def _scan_reference(text: str) -> tuple[list[str], tuple[int, str] | None]:
     return names, odd
 
 
-def test_warning_scan_equals_the_line_by_line_reference(tmp_path: Path) -> None:
-    from seam_repro.commands.conll import _scan
+def test_reader_warnings_equal_the_line_by_line_reference() -> None:
+    """The names and first non-numeric label conll-score warns about come from the reader's own
+    pass; inside scored documents they equal the separate line-by-line scan they replace."""
+    from seam_repro.errors import InputError
+    from seam_repro.score.conll_io import parse_conll_file
 
     rng = random.Random(5)
-    pieces = ["(1)", "(12", "3)", "-", "_", "(1+2)", "(a)", "x", "", " ", "\xa0", "1+", "((1", "|", "(1)|(x",
-              "\r", "#", "#begin document (d); part 0", "#end document"]
-    for trial in range(300):
+    pieces = ["(1)", "(12", "3)", "12)", "-", "_", "(1+2)", "(a)", "x", "", " ", "\xa0", "1+", "((1", "|", "(1)|(x",
+              "\r", "#", "(3)|(4)", "(1)(2)", "7"]
+    compared = flagged = 0
+    for _ in range(1500):
         lines = []
         for _ in range(rng.randint(1, 12)):
             cols = [rng.choice(["w", "", " ", "d", "#c"]) for _ in range(rng.randint(0, 3))]
             lines.append("\t".join(cols + ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 3)))])
                          + rng.choice(["", "\t", "\t \t", "\r", " "]))
-        text = "\n".join(lines)
-        path = tmp_path / f"f{trial}.conll"
-        path.write_bytes(text.encode("utf-8"))
-        assert _scan(path) == _scan_reference(text), text
+        docs = rng.randint(1, 3)
+        text = "".join(f"#begin document (d{k % 2}); part 0\n" + "\n".join(lines[k::docs]) + "\n#end document\n"
+                       for k in range(docs))
+        try:
+            got = parse_conll_file(text, "t")
+        except InputError:
+            continue  # unbalanced mentions: conll-score stops with the error before any warning
+        names, odd = _scan_reference(text)
+        if docs == 3:  # (d0) twice: only its last block is scored, so the first block is not scanned
+            first_end = text.index("#end document") + len("#end document\n")
+            names, odd = _scan_reference(text[first_end:])
+            names = ["(d0); part 0", *names]
+            odd = None if odd is None else (odd[0] + text[:first_end].count("\n"), odd[1])
+        assert (list(got.names), got.odd_label) == (names, odd), text
+        compared += 1
+        flagged += odd is not None
+    assert compared > 300 and flagged > 50, (compared, flagged)
