@@ -79,7 +79,9 @@ def _full_matrix_ceaf(ident: coref._Identified, mention_based: bool) -> float:
     return total
 
 
-def test_component_ceaf_equals_whole_matrix_assignment() -> None:
+@pytest.mark.parametrize("small", [coref._SMALL_ASSIGNMENT, 0], ids=["python-solver", "scipy-solver"])
+def test_component_ceaf_equals_whole_matrix_assignment(small: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(coref, "_SMALL_ASSIGNMENT", small)  # 0: every matrix goes to scipy
     key_text, resp_text = conll_pair(random.Random(3), n_docs=60, n_tokens=120)
     key, resp = parse_conll_text(key_text), parse_conll_text(resp_text)
     for name, doc in key.items():

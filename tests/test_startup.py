@@ -170,3 +170,20 @@ def test_edited_schema_is_compiled_afresh(tmp_path: Path) -> None:
     assert check is not manifest_schema_code.validate
     assert not conforms({**json.loads((Path(__file__).parents[1] / "manifests" / "smoke.json").read_text()),
                          "frozen": False}, edited)
+
+
+def test_conll_score_of_ordinary_files_needs_no_numpy(tmp_path: Path) -> None:
+    """CEAF's small assignments are solved in Python: numpy and scipy cost more to import than
+    conll-score spends scoring (synthetic documents whose entities share mentions, as real output's do)."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import random
+
+    from synth import conll_pair
+
+    key_text, resp_text = conll_pair(random.Random(1), n_docs=5, n_tokens=120)
+    key, resp = tmp_path / "k.conll", tmp_path / "r.conll"
+    key.write_text(key_text)
+    resp.write_text(resp_text)
+    out = subprocess.run([sys.executable, "-c", PROBE.format(heavy=("numpy", "scipy")), "conll-score", str(key),
+                          str(resp)], capture_output=True, text=True, cwd=REPO).stderr
+    assert "LOADED [] 0" in out, out
