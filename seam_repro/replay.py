@@ -192,8 +192,10 @@ def replay(manifest_path: Path, out: Path, *, model: str | None = None, backend:
     engine = make_backend(backend, model, dtype=dtype, quantization=quantization, prompt_path=prompt_path,
                           truncation=truncation, echo_delay=echo_delay, model_args=args)
     # served backends send a batch's requests concurrently: a batch smaller than the concurrency
-    # would cap it (their outputs do not depend on batch composition)
-    default_batch = max(settings.batch_size, int(getattr(engine, "concurrency", 1)))
+    # would cap it (their outputs do not depend on batch composition); a backend may know a
+    # measured best for its device (hf on CPU: generate/hf.py CPU_BATCH_SIZE)
+    default_batch = getattr(engine, "preferred_batch_size", None) or max(settings.batch_size,
+                                                                         int(getattr(engine, "concurrency", 1)))
     return run_generation(records, engine, settings, Path(out), manifest, shard=shard,
                           batch_size=batch_size or default_batch,
                           limit=limit, progress=progress, model_args=args, display_name=name)

@@ -41,6 +41,12 @@ from seam_repro.hashing import sha256_json, sha256_text
 INSTALL_INFERENCE = "pip install 'seam-repro[inference]' torch==2.13.0"
 DTYPES = ("auto", "bf16", "fp16", "fp32")
 TRUNCATION_POLICIES = ("right", "left")
+CPU_BATCH_SIZE = 8
+"""Replay's batch size for this backend on CPU when ``--batch-size`` is not given, picked by
+measurement (benchmarks/bench_batch.py: the smoke manifest's prompts and settings on the embedded
+SmolLM2, 2 shared cores): generated tok/s at batch 1, 2, 4, 8, 16 were 10.9, 9.1, 12.4, 13.4, 4.2
+on 16 of its prompts; 8 was also ahead of 4 and 6 on all 36. Larger batches pad more and
+spill caches. On an accelerator the manifest's ``batch_size`` (the paper's 3) applies."""
 """``right`` keeps the start (upstream's tokenizer truncation: the test question is cut);
 ``left`` keeps the end (demonstrations are cut, the question and generation prompt survive)."""
 
@@ -194,6 +200,11 @@ class HFBackend:
                 "pad_token_id": self.pad_id, "prompt_path": self.prompt_path, "truncation": self.truncation,
                 "add_special_tokens": self.upstream_add_special_tokens if self.prompt_path == "upstream" else False,
                 "sampler": "seam-repro-row-inverse-cdf-v1" if settings.do_sample else "greedy"}
+
+    @property
+    def preferred_batch_size(self) -> int | None:
+        """The replay default for this model's device (``CPU_BATCH_SIZE`` on CPU; None: the manifest's)."""
+        return CPU_BATCH_SIZE if str(getattr(self.model, "device", "")) == "cpu" else None
 
     # -- prompts --------------------------------------------------------------------------
     def budget(self, settings: GenerationSettings) -> int | None:
