@@ -41,14 +41,17 @@ from seam_repro.hashing import sha256_json, sha256_text
 INSTALL_INFERENCE = "pip install 'seam-repro[inference]' torch==2.13.0"
 DTYPES = ("auto", "bf16", "fp16", "fp32")
 TRUNCATION_POLICIES = ("right", "left")
-CPU_BATCH_SIZE = 8
-"""Replay's batch size for this backend on CPU when ``--batch-size`` is not given, picked by
-measurement (benchmarks/bench_batch.py: the smoke manifest's prompts and settings on the embedded
-SmolLM2, 2 shared cores): generated tok/s at batch 1, 2, 4, 8, 16 were 10.9, 9.1, 12.4, 13.4, 4.2
-on 16 of its prompts; 8 was also ahead of 4 and 6 on all 36. Larger batches pad more and
-spill caches. On an accelerator the manifest's ``batch_size`` (the paper's 3) applies."""
 """``right`` keeps the start (upstream's tokenizer truncation: the test question is cut);
 ``left`` keeps the end (demonstrations are cut, the question and generation prompt survive)."""
+CPU_BATCH_SIZE = 4
+"""Replay's batch size for this backend on CPU when ``--batch-size`` is not given, picked by
+measurement (benchmarks/bench_batch.py: the smoke manifest's prompts and settings on the embedded
+SmolLM2, 2 cores shared with other jobs, load average 1.4-3.6). All 36 prompts: batch 4 generated
+14.2 tok/s in 144 CPU-s, batch 8 9.6 tok/s in 162 CPU-s, batch 6 5.4 tok/s in 236 CPU-s; 16 of them
+spread over the lengths: batch 1, 2, 4, 8, 16 gave 10.9, 9.1, 12.4, 13.4, 4.2 tok/s in 87, 93, 71,
+71, 155 CPU-s. Larger batches pad short prompts to the long ones (replay sorts by length, so the
+first batches mix the few long prompts with shorter ones). On an accelerator the manifest's
+``batch_size`` (the paper's 3) applies."""
 
 
 def require_transformers() -> None:
