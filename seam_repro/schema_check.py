@@ -65,7 +65,6 @@ def conforms(instance: Any, schema_path: str | Path) -> bool:
 
 
 if __name__ == "__main__":  # regenerate PRECOMPILED after editing the schema
-    from seam_repro.manifest.format import SCHEMA_PATH
-
-    PRECOMPILED.write_text(_schema_code(Path(SCHEMA_PATH).read_text(encoding="utf-8")), encoding="utf-8")
+    schema = Path(__file__).parent / "data" / "manifest.schema.json"  # manifest.format.SCHEMA_PATH
+    PRECOMPILED.write_text(_schema_code(schema.read_text(encoding="utf-8")), encoding="utf-8")
     print(f"wrote {PRECOMPILED}")
