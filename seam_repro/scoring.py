@@ -20,7 +20,7 @@ because that is what produced the paper's numbers.
 
 One loop scores every suite. Each record's (upstream, corrected) metrics come from the record's
 ``metric`` (ZeroSCROLLS-, IGCS-style suites) or, for SEAM's four tasks, from data/suites/seam.json by
-task; the metric registry (``suites.metrics_registry``) says how each extracts its response, scores
+task; the metric registry (``metrics.registry``) says how each extracts its response, scores
 an instance and aggregates a run (the mean, or the CoNLL micro-average for coreference).
 
 Model output is untrusted: undecodable bytes, lone surrogates, empty or absurd text are format
@@ -40,11 +40,11 @@ from seam_repro.errors import InputError, PredictionsError, PrerequisiteError, S
 from seam_repro.files import atomic_write_bytes, ensure_dir, guard_outputs, parse_json_text, read_bytes
 from seam_repro.hashing import digest_of_hashes, sha256_json, sha256_text
 from seam_repro.manifest.trust import check_run_prompts
+from seam_repro.metrics import registry
+from seam_repro.metrics.registry import ScoringContext
+from seam_repro.metrics.unflushed import DEFAULT_BLOCK_SIZE
 from seam_repro.parse import extract, extract_clean
-from seam_repro.score.unflushed import DEFAULT_BLOCK_SIZE
 from seam_repro.score.validity import is_valid
-from seam_repro.suites import metrics_registry as registry
-from seam_repro.suites.metrics_registry import ScoringContext
 
 SEAM_TASKS: tuple[str, ...] = ("coreference", "summarization", "qa", "fic")
 """Tasks whose metrics come from data/suites/seam.json by task; records of any other task name theirs."""
@@ -194,7 +194,7 @@ class _Fic:
         if self.scorer is None and self.reason is None:
             try:
                 if self.factory is None:
-                    from seam_repro.score.fic import FicScorer
+                    from seam_repro.metrics.fic import FicScorer
 
                     self.factory = FicScorer.from_pins
                 self.scorer = self.factory()
@@ -207,7 +207,7 @@ def _coref_run(gold: list[tuple[str, Any]], responses: list[tuple[str, str]], mo
                gold_block_size: int | None = None) -> tuple[Any, str | None]:
     """``score.coref_parse.score_run`` (imported lazily): the run's micro CoNLL result, or a reason."""
     try:
-        from seam_repro.score.coref_parse import score_run
+        from seam_repro.metrics.coref_parse import score_run
     except ImportError as exc:
         return None, f"coreference scorer not available ({exc})"
     return score_run(gold, responses, mode, gold_block_size=gold_block_size), None
@@ -326,7 +326,7 @@ def _score_units(parent: Key, units: list[tuple[dict[str, Any], dict[str, Any]]]
         line["valid_format"] = all(bool(p.get("_decodable", True)) for _, p in units)
     else:
         try:
-            from seam_repro.suites import igcs
+            from seam_repro.metrics import igcs
 
             spans: list[tuple[str, int]] = []
             valid: list[bool] = []
@@ -506,7 +506,7 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
     if fic_factory is None and fic:
         from functools import partial
 
-        from seam_repro.score.fic import FicScorer
+        from seam_repro.metrics.fic import FicScorer
 
         fic_factory = partial(FicScorer.from_pins, allow_download=fic_download)
     fic_state = _Fic(fic, fic_factory)

@@ -22,11 +22,11 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("config", ("seam_repro.config",)),
     ("sources", ("seam_repro.fetch", "seam_repro.sourcing", "seam_repro.datasets")),
     ("sample", ("seam_repro.sample",)),
-    ("render", ("seam_repro.render", "seam_repro.suites.zeroscrolls", "seam_repro.suites.igcs")),
+    ("render", ("seam_repro.render",)),
     ("manifest", ("seam_repro.manifest",)),
     ("generate", ("seam_repro.generate",)),
     ("run", ("seam_repro.store", "seam_repro.shard", "seam_repro.replay", "seam_repro.importer", "seam_repro.run")),
-    ("metrics", ("seam_repro.parse", "seam_repro.score", "seam_repro.suites.metrics_registry")),
+    ("metrics", ("seam_repro.parse", "seam_repro.score", "seam_repro.metrics")),
     ("scoring", ("seam_repro.scoring",)),
     ("analysis", ("seam_repro.analysis",)),
     ("commands", ("seam_repro.commands", "seam_repro.cli", "seam_repro.docs", "seam_repro.__main__")),
@@ -38,16 +38,12 @@ AWAITING_PHASE_2: dict[str, str] = {
     "seam_repro.fetch": "sources/ (download + verify)",
     "seam_repro.sourcing": "sources/ (resolve a config's data and prompt files)",
     "seam_repro.suite": "dissolved: the render context carries the dataset spec, never looked up by name",
-    "seam_repro.suites": "dissolved: templates to render/, metrics to metrics/",
-    "seam_repro.suites.zeroscrolls": "render/ (templates)",
-    "seam_repro.suites.igcs": "render/ (templates; the unused document-level path deleted or wired in)",
-    "seam_repro.suites.metrics_registry": "metrics/ (the registry)",
     "seam_repro.store": "run/",
     "seam_repro.shard": "run/",
     "seam_repro.replay": "run/ (with one options object instead of sixteen parameters)",
     "seam_repro.importer": "run/ (outputs made elsewhere become a run folder)",
     "seam_repro.parse": "scoring/ (extraction)",
-    "seam_repro.score": "metrics/ (one module per metric family) and scoring/ (validity)",
+    "seam_repro.score": "scoring/ (validity)",
     "seam_repro.scoring": "scoring/ (the one loop)",
 }
 
@@ -173,7 +169,7 @@ def test_commands_are_the_top_layer() -> None:
     assert not [(m, t) for m in below for t in graph[m] if layer_of(t) == len(LAYERS) - 1]
 
 
-@pytest.mark.parametrize("stage", ["manifest", "analysis"])
+@pytest.mark.parametrize("stage", ["manifest", "analysis", "metrics"])
 def test_stage_packages_reexport_nothing(stage: str) -> None:
     """A stage package's __init__ holds no code: callers import the module they need."""
     tree = ast.parse((PKG / stage / "__init__.py").read_text(encoding="utf-8"))

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from seam_repro.score.literal import MAX_INT_BITS, evaluate
+from seam_repro.metrics.literal import MAX_INT_BITS, evaluate
 
 NUMBERS = st.one_of(
     st.integers(-30, 30).map(str), st.sampled_from(["0", "00", "0x1f", "0o7", "0b101", "1_000", "007", "1.5",

@@ -25,8 +25,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from seam_repro.score.literal import evaluate
-from seam_repro.score.scan import brace_span
+from seam_repro.metrics.literal import evaluate
+from seam_repro.metrics.scan import brace_span
 
 MAX_LITERAL_CHARS = 20_000
 """Longer ``{...}`` spans are treated as unparseable (a 500-token answer is far shorter)."""

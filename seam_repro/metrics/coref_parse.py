@@ -35,15 +35,15 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from seam_repro.errors import InputError
-from seam_repro.score.conll_io import (
+from seam_repro.metrics.conll_io import (
     chains_from_assignment,
     gold_assignment,
     parse_conll_text,
     seam_gold_text,
     seam_prediction_text,
 )
-from seam_repro.score.coref import METRICS, CorefScores, score_document, total
-from seam_repro.score.unflushed import published_gold
+from seam_repro.metrics.coref import METRICS, CorefScores, score_document, total
+from seam_repro.metrics.unflushed import published_gold
 
 _CLOSED = re.compile(r"\[[\d, ]+\]")  # Unicode \d on purpose: upstream's pattern, same match spans
 _OPEN = re.compile(r"\[[\d, ]+")
