@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("manifest", ("seam_repro.manifest",)),
     ("generate", ("seam_repro.generate",)),
     ("run", ("seam_repro.store", "seam_repro.shard", "seam_repro.replay", "seam_repro.importer", "seam_repro.run")),
-    ("metrics", ("seam_repro.parse", "seam_repro.score", "seam_repro.metrics")),
+    ("metrics", ("seam_repro.metrics",)),
     ("scoring", ("seam_repro.scoring",)),
     ("analysis", ("seam_repro.analysis",)),
     ("commands", ("seam_repro.commands", "seam_repro.cli", "seam_repro.docs", "seam_repro.__main__")),
@@ -42,16 +42,13 @@ AWAITING_PHASE_2: dict[str, str] = {
     "seam_repro.shard": "run/",
     "seam_repro.replay": "run/ (with one options object instead of sixteen parameters)",
     "seam_repro.importer": "run/ (outputs made elsewhere become a run folder)",
-    "seam_repro.parse": "scoring/ (extraction)",
-    "seam_repro.score": "scoring/ (validity)",
-    "seam_repro.scoring": "scoring/ (the one loop)",
 }
 
 KNOWN_UPWARD: dict[tuple[str, str], str] = {
     # Upward imports phase 2 removes; listed so that no new one can appear unnoticed.
     ("seam_repro.config", "seam_repro.generate.base"):
         "GenerationSettings is protocol data; it moves down to config (or a lower module)",
-    ("seam_repro.replay", "seam_repro.scoring"):
+    ("seam_repro.replay", "seam_repro.scoring.loop"):
         "score_if_available (score after replay) is orchestration: it moves to commands/replay",
     ("seam_repro.replay", "seam_repro.analysis.aggregate"): "same: score_if_available",
     ("seam_repro.replay", "seam_repro.analysis.report"): "same: score_if_available",
@@ -169,7 +166,7 @@ def test_commands_are_the_top_layer() -> None:
     assert not [(m, t) for m in below for t in graph[m] if layer_of(t) == len(LAYERS) - 1]
 
 
-@pytest.mark.parametrize("stage", ["manifest", "analysis", "metrics"])
+@pytest.mark.parametrize("stage", ["manifest", "analysis", "metrics", "scoring"])
 def test_stage_packages_reexport_nothing(stage: str) -> None:
     """A stage package's __init__ holds no code: callers import the module they need."""
     tree = ast.parse((PKG / stage / "__init__.py").read_text(encoding="utf-8"))

@@ -16,7 +16,7 @@ from seam_repro.errors import InputError, MissingDataError, PredictionsError
 from seam_repro.hashing import digest_of_hashes, sha256_json, sha256_text
 from seam_repro.metrics.fic import FicResult
 from seam_repro.metrics.rouge import rouge_geo
-from seam_repro.scoring import score_run_dir
+from seam_repro.scoring.loop import score_run_dir
 
 MODEL = {"id": "meta-llama/Meta-Llama-3-8B-Instruct", "revision": "c4a54320a52ed5f88b7a2f84496903ea4ff07b45"}
 SLUG = "meta-llama__Meta-Llama-3-8B-Instruct"

@@ -19,11 +19,11 @@ from seam_repro.errors import InputError
 from seam_repro.manifest.format import load_manifest
 from seam_repro.metrics import igcs
 from seam_repro.metrics import zeroscrolls as zs
-from seam_repro.parse import extract_clean
 from seam_repro.render import render_instance
 from seam_repro.render.context import RunContext
 from seam_repro.replay import replay
-from seam_repro.scoring import score_run_dir
+from seam_repro.scoring.extract import extract_clean
+from seam_repro.scoring.loop import score_run_dir
 from seam_repro.suite import load_suite, parse_suite
 
 REPO = Path(__file__).resolve().parents[1]
@@ -418,7 +418,7 @@ def test_score_rejects_suite_records_without_a_known_metric(tmp_path: Path) -> N
 
 def test_scoring_dispatches_on_the_record_task_not_the_dataset_name() -> None:
     from seam_repro.metrics import rouge
-    from seam_repro.scoring import _Fic, score_model
+    from seam_repro.scoring.loop import _Fic, score_model
 
     key = ("MyNews", 0, "a")
     rec = {"dataset": "MyNews", "task": "summarization", "run": 0, "instance_id": "a", "prompt": "p *Answer*: ",

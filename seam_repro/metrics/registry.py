@@ -1,11 +1,11 @@
 """Every metric of every suite (SEAM, ZeroSCROLLS, IGCS): one table used by ``seam-repro metric``
-and by the scoring loop (``seam_repro.scoring``).
+and by the scoring loop (``seam_repro.scoring.loop``).
 
 Each entry declares what scoring needs to know about it:
 
 * ``extraction``: how the response is taken from the model output, for the run's upstream and
   corrected variant (``"upstream"``: upstream SEAM's ``get_only_response`` on prompt + continuation;
-  ``"clean"``: ``parse.extract_clean`` on the continuation);
+  ``"clean"``: ``scoring.extract.extract_clean`` on the continuation);
 * the per-instance computation: ``record_scorer`` from a prompt record, else the generic
   ``adapter`` on the record's ``target.references`` (and ``target.documents`` as sources);
 * ``aggregation``: how a run's score is made: ``"mean"`` of the instance scores, or

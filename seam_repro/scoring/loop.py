@@ -6,15 +6,15 @@ docs/ARCHITECTURE.md ("Scores"). Every score is on the 0-100 scale.
 
 Two variants are always computed and written side by side:
 
-* the profile's metric — ``upstream``: upstream's extraction (``parse.extract_upstream`` on prompt +
+* the profile's metric — ``upstream``: upstream's extraction (``extract.extract_upstream`` on prompt +
   continuation) and upstream's metrics (ROUGE geo, str-dict MuSiQue F1, CoNLL-F1 with the scorer's
   line-position matching, FIC F1); ``seam-repro-1``: the corrected variant below;
-* ``corrected`` — clean extraction of the continuation (``parse.extract_clean``), MuSiQue scored on
+* ``corrected`` — clean extraction of the continuation (``extract.extract_clean``), MuSiQue scored on
   answer + aliases and answerability (``musique_corrected``), coreference matched by mention id.
 
 Coreference has a third: upstream's score is computed *as published* (perl read only the part of
 the unflushed gold file CPython had written, for a file system block size, default 4096; see
-``score.unflushed``) and *as intended* (the whole gold file, ``upstream_intended`` in instance
+``metrics.unflushed``) and *as intended* (the whole gold file, ``upstream_intended`` in instance
 details, ``intended`` in the summary). The ``upstream`` profile's score is the as-published one,
 because that is what produced the paper's numbers.
 
@@ -43,8 +43,8 @@ from seam_repro.manifest.trust import check_run_prompts
 from seam_repro.metrics import registry
 from seam_repro.metrics.registry import ScoringContext
 from seam_repro.metrics.unflushed import DEFAULT_BLOCK_SIZE
-from seam_repro.parse import extract, extract_clean
-from seam_repro.score.validity import is_valid
+from seam_repro.scoring.extract import extract, extract_clean
+from seam_repro.scoring.validity import is_valid
 
 SEAM_TASKS: tuple[str, ...] = ("coreference", "summarization", "qa", "fic")
 """Tasks whose metrics come from data/suites/seam.json by task; records of any other task name theirs."""
@@ -205,7 +205,7 @@ class _Fic:
 
 def _coref_run(gold: list[tuple[str, Any]], responses: list[tuple[str, str]], mode: str,
                gold_block_size: int | None = None) -> tuple[Any, str | None]:
-    """``score.coref_parse.score_run`` (imported lazily): the run's micro CoNLL result, or a reason."""
+    """``metrics.coref_parse.score_run`` (imported lazily): the run's micro CoNLL result, or a reason."""
     try:
         from seam_repro.metrics.coref_parse import score_run
     except ImportError as exc:
@@ -389,7 +389,7 @@ def score_model(prompts: dict[Key, dict[str, Any]], preds: dict[Key, dict[str, A
 def _coref_runs(ds: str, run: int, lines: list[dict[str, Any]], prompts: dict[Key, dict[str, Any]],
                 primary_variant: str, gold_block_size: int, out: dict[str, Any], corrected: dict[str, Any]) -> None:
     """One run of a coreference dataset, scored three ways: upstream as published (the gold file
-    perl could read, ``score.unflushed``), upstream as intended (the whole gold file) and corrected
+    perl could read, ``metrics.unflushed``), upstream as intended (the whole gold file) and corrected
     (mentions matched by id). Upstream values are what SEAM read from perl's printed output."""
     k = str(run)
     gold = [(ln["instance_id"], prompts[(ds, run, ln["instance_id"])]["target"]) for ln in lines]
