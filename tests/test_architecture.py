@@ -18,7 +18,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # (layer, module prefixes), lowest first. A module may import its own layer and any lower one.
     ("foundation", ("seam_repro", "seam_repro.errors", "seam_repro.hashing", "seam_repro.files",
                     "seam_repro.network", "seam_repro.instances")),
-    ("specs", ("seam_repro.suite", "seam_repro.sources")),
+    ("specs", ("seam_repro.specs", "seam_repro.sources")),
     ("config", ("seam_repro.config",)),
     ("sources", ("seam_repro.fetch", "seam_repro.sourcing", "seam_repro.datasets")),
     ("sample", ("seam_repro.sample",)),
@@ -37,7 +37,6 @@ AWAITING_PHASE_2: dict[str, str] = {
     "seam_repro.sources": "sources/ (lock reader)",
     "seam_repro.fetch": "sources/ (download + verify)",
     "seam_repro.sourcing": "sources/ (resolve a config's data and prompt files)",
-    "seam_repro.suite": "dissolved: the render context carries the dataset spec, never looked up by name",
     "seam_repro.store": "run/",
     "seam_repro.shard": "run/",
     "seam_repro.replay": "run/ (with one options object instead of sixteen parameters)",

@@ -145,7 +145,7 @@ def test_unimportable_module_is_listed_but_errors_when_used(monkeypatch, capsys)
 
 def test_every_suite_metric_is_registered_with_a_known_extraction_and_aggregation():
     from seam_repro.scoring.loop import AGGREGATIONS
-    from seam_repro.suite import load_suite, shipped_suites
+    from seam_repro.specs import load_suite, shipped_suites
 
     for spec in reg.METRICS.values():
         assert spec.aggregation in AGGREGATIONS, spec.name

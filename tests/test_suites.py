@@ -24,7 +24,7 @@ from seam_repro.render.context import RunContext
 from seam_repro.replay import replay
 from seam_repro.scoring.extract import extract_clean
 from seam_repro.scoring.loop import score_run_dir
-from seam_repro.suite import load_suite, parse_suite
+from seam_repro.specs import load_suite, parse_suite
 
 REPO = Path(__file__).resolve().parents[1]
 FIX = REPO / "manifests" / "fixtures"  # shipped with the mini-suite manifests
@@ -38,8 +38,8 @@ def prompt_file(path: Path) -> dict[str, Any]:
 
 def ctx(suite: str, dataset: str, pfile: Path, paraphrase: int, max_docs: int, order: tuple[int, ...],
         demos: tuple[int, ...] = ()) -> RunContext:
-    return RunContext(dataset=dataset, profile="upstream", prompt_file=prompt_file(pfile), paraphrase_index=paraphrase,
-                      demo_indices=demos, max_num_docs=max_docs, doc_order=order, suite=suite)
+    return RunContext(spec=load_suite(suite).spec(dataset), profile="upstream", prompt_file=prompt_file(pfile),
+                      paraphrase_index=paraphrase, demo_indices=demos, max_num_docs=max_docs, doc_order=order)
 
 
 def by_id(data: Any, split: str = "test") -> dict[str, Any]:

@@ -233,7 +233,7 @@ def metric_names(rec: dict[str, Any]) -> dict[str, str]:
 
 
 def _seam_task_metrics() -> dict[str, dict[str, str]]:
-    from seam_repro.suite import load_suite
+    from seam_repro.specs import load_suite
 
     out: dict[str, dict[str, str]] = {}
     for spec in load_suite("seam").datasets.values():
