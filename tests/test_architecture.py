@@ -181,3 +181,13 @@ def test_one_profile_list() -> None:
     for suite in sorted((PKG / "data" / "suites").glob("*.json")):
         for name, spec in json.loads(suite.read_text(encoding="utf-8"))["datasets"].items():
             assert set(spec["metrics"]) <= set(PROFILES), f"{suite.name}: {name}: metrics keyed by unknown profile"
+
+
+def test_rendering_never_looks_a_dataset_up_by_name() -> None:
+    """The render context carries the dataset's spec: no render module reaches for the suite files."""
+    for path in sorted((PKG / "render").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        used |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        used |= {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+        assert not used & {"load_suite", "shipped_suites", "parse_suite"}, path.name
