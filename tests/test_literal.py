@@ -61,7 +61,7 @@ def _real_eval(src: str):
 
 def _canonical(value: object, ordered: bool = True) -> object:
     """A comparable form of a value; ``ordered=False`` also forgets the order of lists and tuples
-    (for the known gap in ``score.literal``: a set of hash-colliding constants can iterate in
+    (for the known gap in ``metrics.literal``: a set of hash-colliding constants can iterate in
     another order than under eval, and ``[*{...}]`` carries that order into a list)."""
     if isinstance(value, (set, frozenset)) or (not ordered and isinstance(value, (list, tuple))):
         return (type(value).__name__, sorted(repr(_canonical(v, ordered)) for v in value))

@@ -338,7 +338,7 @@ def test_zeroscrolls_echo_replay_scores_equal_direct_metric_calls(tmp_path: Path
 
 
 def igcs_direct(recs: list[tuple[dict, str]]) -> float:
-    """Score by calling suites.igcs directly: one whole-instance prompt, or an instance's units with
+    """Score by calling metrics.igcs directly: one whole-instance prompt, or an instance's units with
     their selections concatenated and hinted to their documents."""
     target = recs[0][0]["target"]
     if "doc_index" not in target:

@@ -22,7 +22,7 @@ scores the files SEAM writes, where the scorer matches mentions by *line positio
 
 In mode ``upstream`` the gold file is read either whole (``gold_block_size=None``: *as intended*,
 upstream with the file flushed) or *as published*: only the bytes CPython had written when perl
-ran, for a file system block size (``score.unflushed``). perl scores every document of the gold
+ran, for a file system block size (``metrics.unflushed``). perl scores every document of the gold
 file it read, so documents cut away are ignored, a document cut mid-way is scored on its first
 mentions, and a cut ``#begin document`` line is a document of the cut name.
 """
