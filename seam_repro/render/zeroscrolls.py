@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from seam_repro.errors import InputError
 from seam_repro.instances import Instance
@@ -178,7 +178,7 @@ def trim_to_budget(
 
 # --------------------------------------------------------------------------- the suite template
 
-TASK_KINDS = ("summarization", "qa", "aggregation")
+TASK_KINDS: tuple[str, ...] = get_args(TaskKind)
 
 
 def _option(ctx: RunContext, key: str, kind: type | tuple[type, ...], default: Any = ..., form: str = "") -> Any:
