@@ -477,10 +477,6 @@ def _summarise(ds: str, task: str, names: dict[str, str], runs: dict[int, list[d
     return out
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    atomic_write_bytes(path, data)
-
-
 def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | None = None, *, fic: bool = True,
                   fic_factory: Callable[[], Any] | None = None, fic_download: bool = False,
                   gold_block_size: int = DEFAULT_BLOCK_SIZE) -> list[Path]:
@@ -517,12 +513,12 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
         target = out_root / model_dir.name
         ensure_dir(target)
         body = "".join(json.dumps(ln, ensure_ascii=False, allow_nan=False) + "\n" for ln in lines)
-        _write_atomic(target / "instance_scores.jsonl", body.encode("utf-8"))
+        atomic_write_bytes(target / "instance_scores.jsonl", body.encode("utf-8"))
         summary = {"model": model, "manifest_digest": run_json.get("manifest_digest"),
                    "prompt_digest": digest_of_hashes(r["prompt_sha256"] for r in prompts.values()),
                    "profile": profile, "kit_version": __version__, "datasets": datasets,
                    **coverage.summary_fields(model_dir, datasets, preds)}
-        _write_atomic(target / "summary.json", (json.dumps(summary, indent=1, ensure_ascii=False, allow_nan=False)
-                                                + "\n").encode("utf-8"))
+        atomic_write_bytes(target / "summary.json", (json.dumps(summary, indent=1, ensure_ascii=False, allow_nan=False)
+                                                     + "\n").encode("utf-8"))
         written.append(target / "summary.json")
     return written
