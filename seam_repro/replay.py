@@ -206,7 +206,7 @@ def score_if_available(run_dir: Path, fic: bool = True, fic_download: bool = Fal
     install has them. Returns (summary paths or None if scoring is absent, Markdown table or None).
     A failure while building the table is reported in its place: the predictions stay valid."""
     try:
-        from seam_repro.scoring import score_run_dir
+        from seam_repro.scoring.loop import score_run_dir
     except ImportError:
         return None, None
     paths = score_run_dir(Path(run_dir), fic=fic, fic_download=fic_download)

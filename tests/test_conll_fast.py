@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from seam_repro.score import coref
-from seam_repro.score.conll_io import (
+from seam_repro.metrics import coref
+from seam_repro.metrics.conll_io import (
     _CLOSE,
     _DOUBLE_ANTECEDENT,
     _OPEN,
@@ -24,7 +24,7 @@ from seam_repro.score.conll_io import (
     parse_conll_text,
     score_conll_files,
 )
-from seam_repro.score.coref import METRICS, _identify
+from seam_repro.metrics.coref import METRICS, _identify
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -147,7 +147,7 @@ def test_large_random_files_equal_perl_scorer(scorer_pl: Path, tmp_path: Path) -
 def _scan_reference(text: str) -> tuple[list[str], tuple[int, str] | None]:
     """conll-score's warning scan as first written (a second pass over the file, one regex per
     line and part): the document names, and the first label the scorer's numeric patterns skip."""
-    from seam_repro.score.conll_io import _BEGIN, _LABEL
+    from seam_repro.metrics.conll_io import _BEGIN, _LABEL
 
     names: list[str] = []
     odd = None
@@ -174,7 +174,7 @@ def test_reader_warnings_equal_the_line_by_line_reference() -> None:
     """The names and first non-numeric label conll-score warns about come from the reader's own
     pass; inside scored documents they equal the separate line-by-line scan they replace."""
     from seam_repro.errors import InputError
-    from seam_repro.score.conll_io import parse_conll_file
+    from seam_repro.metrics.conll_io import parse_conll_file
 
     rng = random.Random(5)
     pieces = ["(1)", "(12", "3)", "12)", "-", "_", "(1+2)", "(a)", "x", "", " ", "\xa0", "1+", "((1", "|", "(1)|(x",

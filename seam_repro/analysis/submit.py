@@ -87,7 +87,7 @@ def rederive(run_dir: Path, ms: ModelScores) -> dict[str, Any]:
     every prediction line) and refuse any difference from the scores on disk. Returns the notes of
     cells that could not be re-derived here (model-based FIC scores without the models cached)."""
     from seam_repro.analysis.aggregate import load_scores_dir
-    from seam_repro.scoring import score_run_dir
+    from seam_repro.scoring.loop import score_run_dir
 
     profile = (ms.extra.get("protocol") or {}).get("profile")
     src = Path(ms.source) / "instance_scores.jsonl"

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 
 import click
 
-from seam_repro.score.coref import METRICS, BlancCounts, CorefScores, Counts, perl_percent
+from seam_repro.metrics.coref import METRICS, BlancCounts, CorefScores, Counts, perl_percent
 
 if TYPE_CHECKING:
-    from seam_repro.score.conll_io import ConllFile
+    from seam_repro.metrics.conll_io import ConllFile
 
 
 def _num(value: float) -> str:
@@ -140,7 +140,7 @@ def conll_score(key: Path, response: Path, metric: str, as_json: bool) -> None:
     missing from RESPONSE counts as an empty response. With all metrics the CoNLL score (mean of
     MUC, B3 and CEAF-e F1, 0-100) is printed too.
     """
-    from seam_repro.score.conll_io import read_conll_file, score_conll
+    from seam_repro.metrics.conll_io import read_conll_file, score_conll
 
     metrics = list(METRICS) if metric == "all" else [metric]
     key_file = read_conll_file(key)
