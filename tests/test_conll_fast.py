@@ -79,9 +79,7 @@ def _full_matrix_ceaf(ident: coref._Identified, mention_based: bool) -> float:
     return total
 
 
-@pytest.mark.parametrize("small", [coref._SMALL_ASSIGNMENT, 0], ids=["python-solver", "scipy-solver"])
-def test_component_ceaf_equals_whole_matrix_assignment(small: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(coref, "_SMALL_ASSIGNMENT", small)  # 0: every matrix goes to scipy
+def test_component_ceaf_equals_whole_matrix_assignment() -> None:
     key_text, resp_text = conll_pair(random.Random(3), n_docs=60, n_tokens=120)
     key, resp = parse_conll_text(key_text), parse_conll_text(resp_text)
     for name, doc in key.items():
@@ -203,23 +201,3 @@ def test_reader_warnings_equal_the_line_by_line_reference() -> None:
         compared += 1
         flagged += odd is not None
     assert compared > 300 and flagged > 50, (compared, flagged)
-
-
-def test_python_assignment_picks_what_scipy_picks() -> None:
-    """CEAF's small components are solved in Python; on ties (integer and CEAF-e-like fractions)
-    and on random reals it returns the very pairs scipy's solver returns, so values cannot move."""
-    import numpy as np
-    from scipy.optimize import linear_sum_assignment
-
-    rng = random.Random(11)
-    for trial in range(6000):
-        n_rows, n_cols = rng.randint(1, 8), rng.randint(1, 8)
-        if trial % 3 == 0:
-            grid = [[float(rng.randint(0, 3)) for _ in range(n_cols)] for _ in range(n_rows)]
-        elif trial % 3 == 1:
-            grid = [[2 * rng.randint(0, 3) / rng.randint(2, 8) if rng.random() < 0.5 else 0.0 for _ in range(n_cols)]
-                    for _ in range(n_rows)]
-        else:
-            grid = [[rng.random() for _ in range(n_cols)] for _ in range(n_rows)]
-        rows, cols = linear_sum_assignment(np.array(grid), maximize=True)
-        assert coref._max_assignment(grid) == list(zip(rows.tolist(), cols.tolist(), strict=True)), grid

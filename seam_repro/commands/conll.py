@@ -4,6 +4,8 @@ scorers v8.01) on CoNLL-2012 files, printing the scorer's TOTALS blocks plus the
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -142,6 +144,10 @@ def conll_score(key: Path, response: Path, metric: str, as_json: bool) -> None:
     """
     from seam_repro.metrics.conll_io import read_conll_file, score_conll
 
+    if "numpy" not in sys.modules:
+        # CEAF's assignments (scipy's solver) need numpy but no BLAS: one OpenBLAS thread instead of
+        # one per core halves numpy's start-up CPU in this single-purpose process
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     metrics = list(METRICS) if metric == "all" else [metric]
     key_file = read_conll_file(key)
     resp_file = read_conll_file(response, require_documents=False)
