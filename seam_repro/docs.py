@@ -66,7 +66,7 @@ def _is_eager_meta(param: click.Option) -> bool:
 
 def _options_table(cmd: click.Command, ctx: click.Context) -> list[str]:
     rows = []
-    for param in cmd.get_params(ctx):
+    for param in cmd.params:
         if not isinstance(param, click.Option) or param.hidden:
             continue
         record = param.get_help_record(ctx)
@@ -74,6 +74,13 @@ def _options_table(cmd: click.Command, ctx: click.Context) -> list[str]:
             continue
         opts, help_text = record
         rows.append(f"| `{_cell(opts)}` | {_cell(help_text)} | {_envvar(param, ctx)} |")
+    # The help option from this context's names, as a fresh process builds it: click caches a
+    # command's help option from the first context it sees (a command invoked on its own gets
+    # plain --help), so cmd.get_params(ctx) would depend on what ran earlier in the process.
+    names = cmd.get_help_option_names(ctx) if cmd.add_help_option else []
+    if names:
+        ordered = [n for n in ctx.help_option_names if n in names]
+        rows.append(f"| `{', '.join(ordered)}` | Show this message and exit. |  |")
     if not rows:
         return []
     return ["| Option | Description | Environment variable |", "|---|---|---|", *rows]
