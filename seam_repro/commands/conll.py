@@ -124,7 +124,11 @@ def mismatch_warnings(key: Path, response: Path, key_file: ConllFile, resp_file:
     return out[:3]
 
 
-@click.command("conll-score")
+@click.command("conll-score", epilog="""\b
+Examples:
+  seam-repro conll-score key.conll response.conll              # all metrics + the CoNLL score
+  seam-repro conll-score key.conll response.conll --metric muc
+  seam-repro conll-score key.conll response.conll --json > scores.json""")
 @click.argument("key", type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("response", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
