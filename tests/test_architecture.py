@@ -18,9 +18,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # (layer, module prefixes), lowest first. A module may import its own layer and any lower one.
     ("foundation", ("seam_repro", "seam_repro.errors", "seam_repro.hashing", "seam_repro.files",
                     "seam_repro.network", "seam_repro.instances")),
-    ("specs", ("seam_repro.suite", "seam_repro.sources")),
+    ("specs", ("seam_repro.suite",)),
     ("config", ("seam_repro.config",)),
-    ("sources", ("seam_repro.fetch", "seam_repro.sourcing", "seam_repro.datasets")),
+    ("sources", ("seam_repro.sources", "seam_repro.datasets")),
     ("sample", ("seam_repro.sample",)),
     ("render", ("seam_repro.render", "seam_repro.suites.zeroscrolls", "seam_repro.suites.igcs")),
     ("manifest", ("seam_repro.manifest",)),
@@ -34,9 +34,6 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 
 AWAITING_PHASE_2: dict[str, str] = {
     # Old modules that sit in the right layer but not yet in their stage's package (issue 17, phase 2).
-    "seam_repro.sources": "sources/ (lock reader)",
-    "seam_repro.fetch": "sources/ (download + verify)",
-    "seam_repro.sourcing": "sources/ (resolve a config's data and prompt files)",
     "seam_repro.suite": "dissolved: the render context carries the dataset spec, never looked up by name",
     "seam_repro.suites": "dissolved: templates to render/, metrics to metrics/",
     "seam_repro.suites.zeroscrolls": "render/ (templates)",
@@ -173,7 +170,7 @@ def test_commands_are_the_top_layer() -> None:
     assert not [(m, t) for m in below for t in graph[m] if layer_of(t) == len(LAYERS) - 1]
 
 
-@pytest.mark.parametrize("stage", ["manifest", "analysis"])
+@pytest.mark.parametrize("stage", ["manifest", "analysis", "sources"])
 def test_stage_packages_reexport_nothing(stage: str) -> None:
     """A stage package's __init__ holds no code: callers import the module they need."""
     tree = ast.parse((PKG / stage / "__init__.py").read_text(encoding="utf-8"))

@@ -24,7 +24,7 @@ from seam_repro import cli as cli_module
 from seam_repro.config import read_config
 from seam_repro.manifest.format import load_manifest, unfrozen_manifest, write_manifest
 from seam_repro.run import prepare
-from seam_repro.sources import parse_lock
+from seam_repro.sources.lock import parse_lock
 
 REPO = Path(__file__).resolve().parents[1]
 FIX = REPO / "manifests" / "fixtures"

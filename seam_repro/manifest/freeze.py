@@ -29,7 +29,7 @@ from seam_repro.manifest.format import (
 )
 from seam_repro.manifest.prompts import iter_rendered
 from seam_repro.sample import RunChoices, draw_all
-from seam_repro.sourcing import Sources, load_sources
+from seam_repro.sources.resolve import Sources, load_sources
 
 
 def build_manifest(cfg: SeamConfig, profile: str, choices: list[RunChoices], sources: Sources,

@@ -238,15 +238,15 @@ def check_run_prompts(run_dir: Path, prompts: dict[Key, dict[str, Any]], run_jso
 
 def _fill_metrics(tm: TrustedManifest, metrics: dict[str, str], tasks: dict[str, str]) -> None:
     """Metric and task of datasets with no prompt record at all, from the manifest's suite."""
-    try:
-        from seam_repro.suite import load_suite
+    from seam_repro.suite import load_suite
 
+    try:
         suite = load_suite(tm.manifest["config"].get("suite", "seam"))
         for ds in tm.dataset_runs():
             spec = suite.spec(ds)
             metrics.setdefault(ds, spec.metrics.get(tm.manifest["profile"], "unknown"))
             tasks.setdefault(ds, spec.task)
-    except (SeamReproError, KeyError, ImportError):  # an unknown suite or dataset only loses the metric name
+    except (SeamReproError, KeyError):  # an unknown suite or dataset only loses the metric name
         return
 
 

@@ -21,7 +21,7 @@ from seam_repro.hashing import digest_of_hashes, sha256_text
 from seam_repro.manifest.format import choices_to_run, manifest_config, read_prompt_store, recorded_sources
 from seam_repro.manifest.prompts import iter_rendered
 from seam_repro.sample import draw_all
-from seam_repro.sourcing import Sources, load_sources
+from seam_repro.sources.resolve import Sources, load_sources
 
 CHOICE_FIELDS = ("split", "sample_seed", "paraphrase_index", "demo_indices", "max_num_docs", "doc_order")
 

@@ -4,7 +4,7 @@
 network exists without a separate ``fetch`` / ``freeze`` step: the manifest carries only the protocol
 and the pinned prompt-file hashes, so before generating this module
 
-1. fetches the sources the manifest's datasets need with :mod:`seam_repro.fetch` (every file checked
+1. fetches the sources the manifest's datasets need with :mod:`seam_repro.sources.fetch` (every file checked
    against ``data/sources.lock.json``; a cached copy is re-verified, not downloaded again), unless
    ``--data-dir`` / ``--prompts-dir`` give them locally;
 2. freezes the manifest into the run folder (``RUN_DIR/<stem>.frozen.json``) with what the ``freeze``
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from seam_repro.errors import HashMismatchError, ManifestError, MissingDataError
-from seam_repro.sources import Lock, load_lock
+from seam_repro.sources.lock import Lock, load_lock
 
 Echo = Callable[[str], None]
 
@@ -49,7 +49,7 @@ def _fetch_needed(names: list[str], *, data: bool, prompts: bool, cache: Path, l
                   hf_download: Any, echo: Echo) -> tuple[dict[str, Path], dict[str, Path]]:
     """Fetch (or re-verify in the cache) the default sources of ``names``; return where each
     dataset folder and prompt file lies."""
-    from seam_repro.fetch import fetch_source
+    from seam_repro.sources.fetch import fetch_source
 
     wanted = []
     for name in names:
@@ -116,9 +116,9 @@ def freeze_for_replay(manifest_path: Path, run_dir: Path, *, data_dir: Path | No
     if unfrozen.get("frozen"):
         return manifest_path
     # Only for the unfrozen case: a frozen manifest's replay loads none of this.
-    from seam_repro.fetch import DownloadError, cache_root
     from seam_repro.manifest.freeze import freeze_manifest
     from seam_repro.manifest.verify import verify_manifest
+    from seam_repro.sources.fetch import DownloadError, cache_root
 
     progress = sys.stderr.isatty() if progress is None else progress
     names = [d["name"] for d in (unfrozen.get("config") or {}).get("datasets", [])]

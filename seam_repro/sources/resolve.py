@@ -20,6 +20,7 @@ from seam_repro.errors import HashMismatchError, InputError, MissingDataError
 from seam_repro.files import read_json
 from seam_repro.hashing import sha256_file
 from seam_repro.instances import LoadedDataset
+from seam_repro.sources.fetch import cached_source_path
 
 
 @dataclass
@@ -47,16 +48,9 @@ class Sources:
 
 
 def _cached(kind: str, name: str) -> Path | None:
-    """Where ``seam-repro fetch`` put a source, if the fetch module knows it and it is there."""
-    try:
-        from seam_repro import fetch
-    except ImportError:  # pragma: no cover
-        return None
-    locate = getattr(fetch, "cached_source_path", None)
-    if locate is None:
-        return None
-    path = locate(kind, name)
-    return Path(path) if path is not None and Path(path).exists() else None
+    """Where ``seam-repro fetch`` put a source, if it is there."""
+    path = cached_source_path(kind, name)
+    return path if path is not None and path.exists() else None
 
 
 def resolve_data_path(name: str, entry_path: str | None, data_dir: Any, base_dir: Path) -> Path:
