@@ -486,7 +486,7 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
                   gold_block_size: int = DEFAULT_BLOCK_SIZE) -> list[Path]:
     """Score every model under ``RUN_DIR/predictions``; returns the summary.json paths written.
     ``gold_block_size``: file system block size for the as-published coreference score."""
-    from seam_repro.store import require_run_json
+    from seam_repro.run.store import require_run_json
 
     run_dir = Path(run_dir)
     run_json: dict[str, Any] = require_run_json(run_dir)

@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("render", ("seam_repro.render", "seam_repro.suites.zeroscrolls", "seam_repro.suites.igcs")),
     ("manifest", ("seam_repro.manifest",)),
     ("generate", ("seam_repro.generate",)),
-    ("run", ("seam_repro.store", "seam_repro.shard", "seam_repro.replay", "seam_repro.importer", "seam_repro.run")),
+    ("run", ("seam_repro.run",)),
     ("metrics", ("seam_repro.parse", "seam_repro.score", "seam_repro.suites.metrics_registry")),
     ("scoring", ("seam_repro.scoring",)),
     ("analysis", ("seam_repro.analysis",)),
@@ -39,10 +39,6 @@ AWAITING_PHASE_2: dict[str, str] = {
     "seam_repro.suites.zeroscrolls": "render/ (templates)",
     "seam_repro.suites.igcs": "render/ (templates; the unused document-level path deleted or wired in)",
     "seam_repro.suites.metrics_registry": "metrics/ (the registry)",
-    "seam_repro.store": "run/",
-    "seam_repro.shard": "run/",
-    "seam_repro.replay": "run/ (with one options object instead of sixteen parameters)",
-    "seam_repro.importer": "run/ (outputs made elsewhere become a run folder)",
     "seam_repro.parse": "scoring/ (extraction)",
     "seam_repro.score": "metrics/ (one module per metric family) and scoring/ (validity)",
     "seam_repro.scoring": "scoring/ (the one loop)",
@@ -52,10 +48,10 @@ KNOWN_UPWARD: dict[tuple[str, str], str] = {
     # Upward imports phase 2 removes; listed so that no new one can appear unnoticed.
     ("seam_repro.config", "seam_repro.generate.base"):
         "GenerationSettings is protocol data; it moves down to config (or a lower module)",
-    ("seam_repro.replay", "seam_repro.scoring"):
+    ("seam_repro.run.replay", "seam_repro.scoring"):
         "score_if_available (score after replay) is orchestration: it moves to commands/replay",
-    ("seam_repro.replay", "seam_repro.analysis.aggregate"): "same: score_if_available",
-    ("seam_repro.replay", "seam_repro.analysis.report"): "same: score_if_available",
+    ("seam_repro.run.replay", "seam_repro.analysis.aggregate"): "same: score_if_available",
+    ("seam_repro.run.replay", "seam_repro.analysis.report"): "same: score_if_available",
 }
 
 
@@ -170,7 +166,7 @@ def test_commands_are_the_top_layer() -> None:
     assert not [(m, t) for m in below for t in graph[m] if layer_of(t) == len(LAYERS) - 1]
 
 
-@pytest.mark.parametrize("stage", ["manifest", "analysis", "sources"])
+@pytest.mark.parametrize("stage", ["manifest", "analysis", "sources", "run"])
 def test_stage_packages_reexport_nothing(stage: str) -> None:
     """A stage package's __init__ holds no code: callers import the module they need."""
     tree = ast.parse((PKG / stage / "__init__.py").read_text(encoding="utf-8"))

@@ -17,7 +17,7 @@ from seam_repro.errors import InputError, ManifestError
 from seam_repro.generate.base import EchoBackend, GenerationSettings
 from seam_repro.hashing import sha256_text
 from seam_repro.manifest.prompts import check_prompt_records
-from seam_repro.replay import apply_limit, run_generation
+from seam_repro.run.replay import apply_limit, run_generation
 
 MANIFEST = {"digest": "a" * 64, "prompt_digest": "b" * 64, "frozen": True,
             "config": {"generation": {"temperature": 0.8, "max_new_tokens": 6, "do_sample": True, "top_p": None}}}
@@ -46,7 +46,7 @@ CHILD = """
 import json, sys
 from pathlib import Path
 from seam_repro.generate.base import EchoBackend, GenerationSettings
-from seam_repro.replay import run_generation
+from seam_repro.run.replay import run_generation
 recs, manifest = json.loads(Path(sys.argv[1]).read_text())
 run_generation(recs, EchoBackend(delay=float(sys.argv[3])), GenerationSettings(max_new_tokens=6), Path(sys.argv[2]),
                manifest, batch_size=2, progress=False)
@@ -171,7 +171,7 @@ def test_cli_replay_echo_then_merge(tmp_path: Path, fake_stages: dict) -> None:
 
 
 def test_replay_refuses_unfrozen_manifest(tmp_path: Path, fake_stages: dict) -> None:
-    from seam_repro.replay import replay
+    from seam_repro.run.replay import replay
 
     fake_stages["manifest"] = {**MANIFEST, "frozen": False}
     with pytest.raises(ManifestError, match="not frozen"):

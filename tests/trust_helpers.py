@@ -72,7 +72,7 @@ def smoke_copy(tmp: Path, name: str = "smoke") -> Path:
 
 def echo_run(tmp: Path, *, limit: int | None = None, name: str = "smoke", out: str = "run") -> Path:
     """Replay a shipped manifest with the echo backend and score it (no FIC models): a real run folder."""
-    from seam_repro.replay import replay
+    from seam_repro.run.replay import replay
     from seam_repro.scoring import score_run_dir
 
     manifest = smoke_copy(tmp, name)

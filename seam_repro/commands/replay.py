@@ -1,4 +1,4 @@
-"""``replay`` and ``merge``: thin wrappers over :mod:`seam_repro.replay` and :mod:`seam_repro.shard`."""
+"""``replay`` and ``merge``: thin wrappers over :mod:`seam_repro.run.replay` and :mod:`seam_repro.run.shard`."""
 
 from __future__ import annotations
 
@@ -77,9 +77,9 @@ def replay(manifest: Path, out: Path, model: str | None, name: str | None, backe
     that frozen copy is replayed.
     """
     from seam_repro.files import guard_outputs
-    from seam_repro.replay import replay as run_replay
-    from seam_repro.replay import score_if_available
-    from seam_repro.shard import parse_shard
+    from seam_repro.run.replay import replay as run_replay
+    from seam_repro.run.replay import score_if_available
+    from seam_repro.run.shard import parse_shard
 
     if q4 and q8:
         raise click.BadParameter("give at most one of --load-in-4bit / --load-in-8bit")
@@ -124,7 +124,7 @@ def _stored(out: Path) -> int:
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="New merged run dir.")
 def merge(shard_dirs: tuple[Path, ...], out: Path) -> None:
     """Merge shard run directories; refuses missing, duplicate or conflicting predictions."""
-    from seam_repro.shard import merge_run_dirs
+    from seam_repro.run.shard import merge_run_dirs
 
     on_interrupt(f"no {out} was created (merge builds in a hidden temporary folder and renames it at the end)")
 

@@ -19,8 +19,8 @@ from seam_repro.errors import InputError, SeamReproError
 from seam_repro.generate.base import Backend, GenerationRequest, GenerationSettings
 from seam_repro.generate.fingerprint import environment_fingerprint
 from seam_repro.manifest.prompts import check_prompt_records
-from seam_repro.shard import Shard, select_shard
-from seam_repro.store import Key, PredictionStore, model_slug, prepare_run_dir
+from seam_repro.run.shard import Shard, select_shard
+from seam_repro.run.store import Key, PredictionStore, model_slug, prepare_run_dir
 
 
 @dataclass

@@ -194,7 +194,7 @@ def import_outputs(manifest_path: Path, out: Path, *, model: str, upstream_dir: 
     from seam_repro.generate import parse_model_spec
     from seam_repro.manifest.format import load_manifest
     from seam_repro.manifest.prompts import check_prompt_records, render_records
-    from seam_repro.replay import run_generation
+    from seam_repro.run.replay import run_generation
 
     if (upstream_dir is None) == (jsonl is None):
         raise InputError("import", "give exactly one of --upstream-dir and --jsonl")

@@ -17,7 +17,7 @@ from typing import Any
 
 from seam_repro.errors import InputError, PredictionsError
 from seam_repro.files import OutputError, atomic_dir, describe_os_error, guard_output
-from seam_repro.store import (
+from seam_repro.run.store import (
     RUN_SCHEMA_VERSION,
     Key,
     PredictionWriter,
