@@ -48,10 +48,6 @@ KNOWN_UPWARD: dict[tuple[str, str], str] = {
     # Upward imports phase 2 removes; listed so that no new one can appear unnoticed.
     ("seam_repro.config", "seam_repro.generate.base"):
         "GenerationSettings is protocol data; it moves down to config (or a lower module)",
-    ("seam_repro.run.replay", "seam_repro.scoring"):
-        "score_if_available (score after replay) is orchestration: it moves to commands/replay",
-    ("seam_repro.run.replay", "seam_repro.analysis.aggregate"): "same: score_if_available",
-    ("seam_repro.run.replay", "seam_repro.analysis.report"): "same: score_if_available",
 }
 
 

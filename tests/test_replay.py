@@ -171,12 +171,13 @@ def test_cli_replay_echo_then_merge(tmp_path: Path, fake_stages: dict) -> None:
 
 
 def test_replay_refuses_unfrozen_manifest(tmp_path: Path, fake_stages: dict) -> None:
-    from seam_repro.run.replay import replay
+    from seam_repro.run.replay import ReplayOptions, replay
 
     fake_stages["manifest"] = {**MANIFEST, "frozen": False}
     with pytest.raises(ManifestError, match="not frozen"):
-        replay(tmp_path / "m.json", tmp_path / "out", backend="echo", progress=False)
-    summary = replay(tmp_path / "m.json", tmp_path / "out", backend="echo", allow_unfrozen=True, progress=False)
+        replay(tmp_path / "m.json", tmp_path / "out", ReplayOptions(backend="echo", progress=False))
+    summary = replay(tmp_path / "m.json", tmp_path / "out",
+                     ReplayOptions(backend="echo", allow_unfrozen=True, progress=False))
     assert summary.generated == 9
 
 
@@ -215,3 +216,19 @@ def test_echo_replay_of_a_real_smoke_manifest(tmp_path: Path) -> None:
     assert rj["manifest_digest"] == json.loads(manifest.read_text())["digest"] and rj["profile"] == "upstream"
     again = runner.invoke(cli, args)
     assert again.exit_code == 0 and "0 generated" in again.output
+
+
+def test_cli_replay_scores_the_run_and_prints_its_table(tmp_path: Path) -> None:
+    """Scoring after generation is the command's orchestration (run/replay only generates): each
+    model's summary is written and named, then the results table is printed."""
+    from trust_helpers import smoke_copy
+
+    from seam_repro.cli import cli
+
+    out = tmp_path / "run"
+    result = CliRunner().invoke(cli, ["replay", str(smoke_copy(tmp_path)), "--backend", "echo", "--out", str(out),
+                                      "--limit", "1", "--no-fic"])
+    assert result.exit_code == 0, result.output
+    summary = out / "scores" / "echo" / "summary.json"
+    assert f"scores: {summary}" in result.output and summary.is_file()
+    assert "| MusiQue | echo |" in result.output and "partial run (18 of 36 instances scored)" in result.output

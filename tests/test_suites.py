@@ -20,7 +20,7 @@ from seam_repro.manifest.format import load_manifest
 from seam_repro.parse import extract_clean
 from seam_repro.render import render_instance
 from seam_repro.render.context import RunContext
-from seam_repro.run.replay import replay
+from seam_repro.run.replay import ReplayOptions, replay
 from seam_repro.scoring import score_run_dir
 from seam_repro.suite import load_suite, parse_suite
 from seam_repro.suites import igcs
@@ -267,7 +267,7 @@ def test_mini_manifests_record_suite_metric_and_document_units() -> None:
 
 
 def run_echo(manifest: Path, out: Path, limit: int | None = None) -> Path:
-    replay(manifest, out, backend="echo", limit=limit, progress=False)
+    replay(manifest, out, ReplayOptions(backend="echo", limit=limit, progress=False))
     return out
 
 
