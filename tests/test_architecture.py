@@ -46,8 +46,6 @@ AWAITING_PHASE_2: dict[str, str] = {
 
 KNOWN_UPWARD: dict[tuple[str, str], str] = {
     # Upward imports phase 2 removes; listed so that no new one can appear unnoticed.
-    ("seam_repro.config", "seam_repro.generate.base"):
-        "GenerationSettings is protocol data; it moves down to config (or a lower module)",
 }
 
 

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from seam_repro.config import GenerationSettings
 from seam_repro.errors import InputError, PrerequisiteError
 from seam_repro.generate import make_backend, model_pins, parse_model_spec
-from seam_repro.generate.base import GenerationRequest, GenerationSettings
+from seam_repro.generate.base import GenerationRequest
 from seam_repro.hashing import sha256_text
 
 torch = pytest.importorskip("torch")

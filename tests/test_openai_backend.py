@@ -11,9 +11,10 @@ import pytest
 from click.testing import CliRunner
 from openai_fake import FakeServer
 
+from seam_repro.config import GenerationSettings
 from seam_repro.errors import InputError
 from seam_repro.generate import make_backend
-from seam_repro.generate.base import GenerationRequest, GenerationSettings
+from seam_repro.generate.base import GenerationRequest
 from seam_repro.generate.openai_compat import ServerError, _retry_after, make_openai_backend
 
 REPO = Path(__file__).resolve().parents[1]

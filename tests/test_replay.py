@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from seam_repro.config import GenerationSettings
 from seam_repro.errors import InputError, ManifestError
-from seam_repro.generate.base import EchoBackend, GenerationSettings
+from seam_repro.generate.base import EchoBackend
 from seam_repro.hashing import sha256_text
 from seam_repro.manifest.prompts import check_prompt_records
 from seam_repro.run.replay import apply_limit, run_generation
@@ -45,7 +46,8 @@ def count_lines(run_dir: Path) -> int:
 CHILD = """
 import json, sys
 from pathlib import Path
-from seam_repro.generate.base import EchoBackend, GenerationSettings
+from seam_repro.config import GenerationSettings
+from seam_repro.generate.base import EchoBackend
 from seam_repro.run.replay import run_generation
 recs, manifest = json.loads(Path(sys.argv[1]).read_text())
 run_generation(recs, EchoBackend(delay=float(sys.argv[3])), GenerationSettings(max_new_tokens=6), Path(sys.argv[2]),

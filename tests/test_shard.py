@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from seam_repro.config import GenerationSettings
 from seam_repro.errors import InputError, PredictionsError
 from seam_repro.files import OutputError
-from seam_repro.generate.base import EchoBackend, GenerationSettings
+from seam_repro.generate.base import EchoBackend
 from seam_repro.hashing import sha256_text
 from seam_repro.run.replay import run_generation
 from seam_repro.run.shard import Shard, merge_run_dirs, parse_shard, select_shard, shard_of

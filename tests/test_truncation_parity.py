@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from trust_helpers import seal_run_dir
 
+from seam_repro.config import GenerationSettings
 from seam_repro.errors import PrerequisiteError
-from seam_repro.generate.base import GenerationRequest, GenerationResult, GenerationSettings
+from seam_repro.generate.base import GenerationRequest, GenerationResult
 from seam_repro.hashing import sha256_text
 from seam_repro.parse import extract_upstream
 from seam_repro.run.store import make_record

@@ -31,9 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from seam_repro.config import GenerationSettings
 from seam_repro.errors import InputError, ManifestError
 from seam_repro.files import iter_jsonl, read_json
-from seam_repro.generate.base import GenerationRequest, GenerationResult, GenerationSettings
+from seam_repro.generate.base import GenerationRequest, GenerationResult
 from seam_repro.hashing import sha256_text
 
 Key = tuple[str, int, str]

@@ -15,8 +15,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from seam_repro.config import GenerationSettings
 from seam_repro.errors import InputError
-from seam_repro.generate.base import Backend, GenerationRequest, GenerationSettings
+from seam_repro.generate.base import Backend, GenerationRequest
 from seam_repro.generate.fingerprint import environment_fingerprint
 from seam_repro.manifest.prompts import check_prompt_records
 from seam_repro.run.shard import Shard, select_shard
