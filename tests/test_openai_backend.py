@@ -151,10 +151,11 @@ def test_replay_resumes_after_server_failure_and_never_writes_the_key(tmp_path: 
 @pytest.mark.skipif(not SMOKE.is_file(), reason="shipped smoke manifest not in this checkout")
 def test_replay_batches_are_at_least_the_concurrency(tmp_path: Path) -> None:
     """The smoke manifest's batch size is 4; concurrency 6 must not be capped by it."""
+    from seam_repro.manifest.trust import load_trusted
     from seam_repro.run.replay import ReplayOptions, replay
 
     with FakeServer(delay=0.3) as srv:
-        summary = replay(SMOKE, tmp_path / "run", ReplayOptions(
+        summary = replay(load_trusted(SMOKE), tmp_path / "run", ReplayOptions(
             backend="openai", model="fake-model", limit=1, progress=False,
             model_args=f"base_url={srv.base_url},concurrency=6,backoff=0.01"))
     assert summary.generated == 18 and srv.max_in_flight == 6

@@ -172,13 +172,14 @@ def test_cli_replay_echo_then_merge(tmp_path: Path, fake_stages: dict) -> None:
     assert rj["fingerprint"]["seam_repro"] and "platform" in rj["fingerprint"]
 
 
-def test_replay_refuses_unfrozen_manifest(tmp_path: Path, fake_stages: dict) -> None:
+def test_an_unfrozen_manifest_is_refused_unless_allowed(tmp_path: Path, fake_stages: dict) -> None:
+    from seam_repro.manifest.trust import load_trusted
     from seam_repro.run.replay import ReplayOptions, replay
 
     fake_stages["manifest"] = {**MANIFEST, "frozen": False}
     with pytest.raises(ManifestError, match="not frozen"):
-        replay(tmp_path / "m.json", tmp_path / "out", ReplayOptions(backend="echo", progress=False))
-    summary = replay(tmp_path / "m.json", tmp_path / "out",
+        load_trusted(tmp_path / "m.json")
+    summary = replay(load_trusted(tmp_path / "m.json", allow_unfrozen=True), tmp_path / "out",
                      ReplayOptions(backend="echo", allow_unfrozen=True, progress=False))
     assert summary.generated == 9
 

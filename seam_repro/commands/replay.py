@@ -79,6 +79,7 @@ def replay(manifest: Path, out: Path, model: str | None, name: str | None, backe
     that frozen copy is replayed.
     """
     from seam_repro.files import guard_outputs
+    from seam_repro.manifest.trust import load_trusted
     from seam_repro.run.replay import ReplayOptions
     from seam_repro.run.replay import replay as run_replay
     from seam_repro.run.shard import parse_shard
@@ -87,19 +88,21 @@ def replay(manifest: Path, out: Path, model: str | None, name: str | None, backe
         raise click.BadParameter("give at most one of --load-in-4bit / --load-in-8bit")
     guard_outputs([("--out", out)], inputs=[manifest], read_dirs=[data_dir, prompts_dir])
     on_interrupt(lambda: f"{_stored(out)} predictions are kept in {out / 'predictions'} (one fsynced line each)")
-    if not allow_unfrozen:  # an unfrozen manifest (paper.json): fetch, freeze into --out, verify, then replay
+    if allow_unfrozen:
+        loaded = load_trusted(manifest, allow_unfrozen=True)
+    else:  # an unfrozen manifest (paper.json): fetch, freeze into --out, verify, then replay
         from seam_repro.run.prepare import freeze_for_replay
 
-        frozen = freeze_for_replay(manifest, out, data_dir=data_dir, prompts_dir=prompts_dir,
+        loaded = freeze_for_replay(manifest, out, data_dir=data_dir, prompts_dir=prompts_dir,
                                    echo=lambda line: click.echo(line, err=True))
-        if frozen != manifest:  # the frozen copy records where its data lies
-            manifest, data_dir, prompts_dir = frozen, None, None
+        if Path(loaded.path) != manifest:  # the frozen copy records where its data lies
+            data_dir, prompts_dir = None, None
     options = ReplayOptions(model=model, backend=backend, name=name, model_args=model_args, dtype=dtype,
                             quantization="4bit" if q4 else "8bit" if q8 else None, prompt_path=prompt_path,
                             truncation=truncation, echo_delay=echo_delay,
                             shard=parse_shard(shard) if shard else None, batch_size=batch_size, limit=limit,
                             data_dir=data_dir, prompts_dir=prompts_dir, allow_unfrozen=allow_unfrozen)
-    summary = run_replay(manifest, out, options)
+    summary = run_replay(loaded, out, options)
     click.echo(f"{summary.model_slug}: {summary.generated} generated, {summary.already_done} already stored, "
                f"{summary.in_shard} in this shard; {len(summary.truncated)} truncated; "
                f"{summary.tokens_per_second:.1f} output tok/s")

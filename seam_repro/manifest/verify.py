@@ -20,6 +20,7 @@ from seam_repro.errors import InputError, SeamReproError
 from seam_repro.hashing import digest_of_hashes, sha256_text
 from seam_repro.manifest.format import choices_to_run, manifest_config, read_prompt_store, recorded_sources
 from seam_repro.manifest.prompts import iter_rendered
+from seam_repro.manifest.trust import TrustedManifest
 from seam_repro.sample import draw_all
 from seam_repro.sources.resolve import Sources, load_sources
 
@@ -137,11 +138,10 @@ def _compare_sources(manifest: dict[str, Any], sources: Sources, out: list[Misma
                                                 f"recorded {want}"))
 
 
-def verify_manifest(path: str | Path, data_dir: Any = None, prompts_dir: Any = None) -> VerifyReport:
-    from seam_repro.manifest.trust import load_trusted
-
-    path = Path(path)
-    manifest = load_trusted(path).manifest  # the one place a manifest is loaded and checked
+def verify_manifest(loaded: TrustedManifest, data_dir: Any = None, prompts_dir: Any = None) -> VerifyReport:
+    """Re-derive and re-render a frozen manifest the caller loaded once (``load_trusted``)."""
+    path = Path(loaded.path)
+    manifest = loaded.manifest
     report = VerifyReport(str(path))
     cfg = manifest_config(manifest)
     profile = manifest["profile"]

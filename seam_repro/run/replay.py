@@ -20,6 +20,7 @@ from seam_repro.errors import InputError
 from seam_repro.generate.base import Backend, GenerationRequest
 from seam_repro.generate.fingerprint import environment_fingerprint
 from seam_repro.manifest.prompts import check_prompt_records
+from seam_repro.manifest.trust import TrustedManifest
 from seam_repro.run.shard import Shard, select_shard
 from seam_repro.run.store import Key, PredictionStore, model_slug, prepare_run_dir
 
@@ -193,18 +194,19 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
     return summary
 
 
-def replay(manifest_path: Path, out: Path, options: ReplayOptions) -> ReplaySummary:
-    """Load and check the manifest once, render its prompts, refuse any that does not hash to the
-    manifest, then (and only then) load the model and generate into ``out``."""
+def replay(tm: TrustedManifest, out: Path, options: ReplayOptions) -> ReplaySummary:
+    """Render the prompts of a manifest loaded and checked once by the caller (``load_trusted``,
+    ``run.prepare.freeze_for_replay``), refuse any that does not hash to the manifest, then (and only
+    then) load the model and generate into ``out``."""
     from seam_repro.generate import make_backend
     from seam_repro.generate.model_args import parse_model_args
     from seam_repro.manifest.prompts import render_records
-    from seam_repro.manifest.trust import check_rendered, load_trusted
+    from seam_repro.manifest.trust import check_rendered
 
     args = parse_model_args(options.backend, options.model_args)  # before any slow step: a typo fails in a second
     if options.name is not None and not options.name.strip():
         raise InputError("--name", "expected a non-empty display name")
-    tm = load_trusted(manifest_path, allow_unfrozen=options.allow_unfrozen)
+    manifest_path = Path(tm.path)
     manifest = tm.manifest
     config = manifest.get("config") or {}
     settings = GenerationSettings.from_manifest(config.get("generation"), source=str(manifest_path))
