@@ -39,8 +39,8 @@ from seam_repro.config import PROFILES
 from seam_repro.errors import InputError, PredictionsError, PrerequisiteError, SeamReproError
 from seam_repro.files import atomic_write_bytes, ensure_dir, guard_outputs, parse_json_text, read_bytes
 from seam_repro.hashing import digest_of_hashes, sha256_json, sha256_text
-from seam_repro.manifest.trust import check_run_prompts
 from seam_repro.parse import extract, extract_clean
+from seam_repro.run.store import check_run_prompts
 from seam_repro.score.unflushed import DEFAULT_BLOCK_SIZE
 from seam_repro.score.validity import is_valid
 from seam_repro.suites import metrics_registry as registry

@@ -83,11 +83,12 @@ def replay(manifest: Path, out: Path, model: str | None, name: str | None, backe
     from seam_repro.run.replay import ReplayOptions
     from seam_repro.run.replay import replay as run_replay
     from seam_repro.run.shard import parse_shard
+    from seam_repro.run.store import count_stored, predictions_root
 
     if q4 and q8:
         raise click.BadParameter("give at most one of --load-in-4bit / --load-in-8bit")
     guard_outputs([("--out", out)], inputs=[manifest], read_dirs=[data_dir, prompts_dir])
-    on_interrupt(lambda: f"{_stored(out)} predictions are kept in {out / 'predictions'} (one fsynced line each)")
+    on_interrupt(lambda: f"{count_stored(out)} predictions are kept in {predictions_root(out)} (one fsynced line each)")
     if allow_unfrozen:
         loaded = load_trusted(manifest, allow_unfrozen=True)
     else:  # an unfrozen manifest (paper.json): fetch, freeze into --out, verify, then replay
@@ -106,10 +107,10 @@ def replay(manifest: Path, out: Path, model: str | None, name: str | None, backe
     click.echo(f"{summary.model_slug}: {summary.generated} generated, {summary.already_done} already stored, "
                f"{summary.in_shard} in this shard; {len(summary.truncated)} truncated; "
                f"{summary.tokens_per_second:.1f} output tok/s")
-    click.echo(f"predictions: {out / 'predictions' / summary.model_slug}")
+    click.echo(f"predictions: {predictions_root(out) / summary.model_slug}")
     if shard or no_score:
         return
-    on_interrupt(f"all predictions are kept in {out / 'predictions'}; no partial score file is left")
+    on_interrupt(f"all predictions are kept in {predictions_root(out)}; no partial score file is left")
     paths, table = score_and_tabulate(out, fic=fic, fic_download=fic_download)
     for path in paths:
         click.echo(f"scores: {path}")
@@ -130,11 +131,6 @@ def score_and_tabulate(run_dir: Path, fic: bool, fic_download: bool) -> tuple[li
         return paths, render_markdown(build_report(load_run_dir(run_dir)))
     except SeamReproError as exc:
         return paths, f"(results table unavailable: {exc})"
-
-
-def _stored(out: Path) -> int:
-    """Complete prediction lines under ``out`` (a torn last line, if any, is not counted)."""
-    return sum(p.read_bytes().count(b"\n") for p in (out / "predictions").glob("*/*/run_*.jsonl"))
 
 
 @click.command(epilog=EXAMPLES)

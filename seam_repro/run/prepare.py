@@ -27,14 +27,10 @@ from typing import Any
 
 from seam_repro.errors import HashMismatchError, ManifestError, MissingDataError
 from seam_repro.manifest.trust import TrustedManifest, load_trusted
+from seam_repro.run.store import frozen_manifest_path
 from seam_repro.sources.lock import Lock, load_lock
 
 Echo = Callable[[str], None]
-
-
-def frozen_path(manifest_path: Path, run_dir: Path) -> Path:
-    """Where the frozen copy of an unfrozen manifest goes: inside the run folder, beside run.json."""
-    return Path(run_dir) / f"{Path(manifest_path).stem}.frozen.json"
 
 
 def offline_hint(manifest_path: Path, cause: str) -> str:
@@ -123,7 +119,7 @@ def freeze_for_replay(manifest_path: Path, run_dir: Path, *, data_dir: Path | No
     progress = sys.stderr.isatty() if progress is None else progress
     names = [d["name"] for d in (unfrozen.get("config") or {}).get("datasets", [])]
     root = cache_root(cache)
-    out = frozen_path(manifest_path, run_dir)
+    out = frozen_manifest_path(run_dir, manifest_path)
     with tempfile.TemporaryDirectory(prefix="seam-repro-inputs-") as tmp:
         if data_dir is None or prompts_dir is None:
             try:
