@@ -132,7 +132,7 @@ def _sample(cfg: SeamConfig, profile: str, base_dir: Path, out: Path, data_dir: 
             inputs: tuple = ()) -> Written:
     for note in cfg.notes:
         on_note(note)
-    sources = load_sources(cfg, profile, data_dir=data_dir, prompts_dir=prompts_dir, base_dir=base_dir,
+    sources = load_sources(cfg, data_dir=data_dir, prompts_dir=prompts_dir, base_dir=base_dir,
                            recorded=recorded)
     _guard(out, store, [*inputs, *_source_inputs(sources)], [])
     choices = draw_all(cfg, profile, sources.data, sources.prompt_files)

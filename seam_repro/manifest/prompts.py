@@ -120,7 +120,7 @@ def render_records(manifest: dict[str, Any], data_dir: Any = None, prompts_dir: 
         raise ManifestError("manifest is not frozen: run `seam-repro freeze MANIFEST` first")
     cfg = manifest_config(manifest)
     base_dir = Path(base).parent if base is not None else Path.cwd()
-    sources = load_sources(cfg, manifest["profile"], data_dir=data_dir, prompts_dir=prompts_dir,
+    sources = load_sources(cfg, data_dir=data_dir, prompts_dir=prompts_dir,
                            base_dir=base_dir, recorded=recorded_sources(manifest))
     runs = manifest["runs"]
     if not manifest["frozen"]:

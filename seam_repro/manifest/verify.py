@@ -101,7 +101,7 @@ def _unchecked(recorded: dict[str, Any]) -> dict[str, Any]:
             "data": {n: {"path": e.get("path")} for n, e in recorded["data"].items()}}
 
 
-def _load_each(cfg: Any, profile: str, data_dir: Any, prompts_dir: Any, base_dir: Path,
+def _load_each(cfg: Any, data_dir: Any, prompts_dir: Any, base_dir: Path,
                recorded: dict[str, Any], out: list[Mismatch]) -> Sources:
     """Load each dataset on its own, so one that cannot be loaded (a deleted or unparsable file) is
     listed and the others are still verified."""
@@ -109,7 +109,7 @@ def _load_each(cfg: Any, profile: str, data_dir: Any, prompts_dir: Any, base_dir
     for entry in cfg.datasets:
         sub = dataclasses.replace(cfg, datasets=(entry,))
         try:
-            one = load_sources(sub, profile, data_dir=data_dir, prompts_dir=prompts_dir, base_dir=base_dir,
+            one = load_sources(sub, data_dir=data_dir, prompts_dir=prompts_dir, base_dir=base_dir,
                                recorded=_unchecked(recorded))
         except SeamReproError as exc:
             out.append(Mismatch(entry.name, -1, None, f"cannot be loaded: {exc}"))
@@ -145,7 +145,7 @@ def verify_manifest(loaded: TrustedManifest, data_dir: Any = None, prompts_dir: 
     report = VerifyReport(str(path))
     cfg = manifest_config(manifest)
     profile = manifest["profile"]
-    sources = _load_each(cfg, profile, data_dir, prompts_dir, path.parent, recorded_sources(manifest), report.sources)
+    sources = _load_each(cfg, data_dir, prompts_dir, path.parent, recorded_sources(manifest), report.sources)
     _compare_sources(manifest, sources, report.sources)
     runs = manifest["runs"]
     report.n_runs = len(runs)
