@@ -28,6 +28,17 @@ tokens, top_p not passed (the model's generation_config applies), truncation str
 model's ``max_position_embeddings`` is the window), batch size 3."""
 
 
+def _known_generation_keys(raw: Any, source: str, field: str) -> dict[str, Any]:
+    """A generation block's shape (an object holding only ``PAPER_GENERATION``'s keys), for the
+    config (``field`` "generation") and the manifest ("config.generation") alike."""
+    if not isinstance(raw, dict):
+        raise InputError(source, "expected an object", field=field)
+    unknown = set(raw) - set(PAPER_GENERATION)
+    if unknown:
+        raise InputError(source, f"unknown keys {sorted(unknown)}; expected {sorted(PAPER_GENERATION)}", field=field)
+    return raw
+
+
 @dataclass(frozen=True)
 class GenerationSettings:
     """Sampling settings from the manifest's ``config.generation`` (paper values by default)."""
@@ -48,15 +59,9 @@ class GenerationSettings:
         """Validate ``config.generation``; a missing block means the paper's settings."""
         merged = dict(PAPER_GENERATION)
         if generation is not None:
-            if not isinstance(generation, dict):
-                raise InputError(source, "expected an object", field="config.generation")
             # truncation ("max": context minus max_new_tokens) and batch_size are protocol facts of
             # upstream predict.json recorded in the manifest, checked here like the sampling settings.
-            unknown = set(generation) - set(PAPER_GENERATION)
-            if unknown:
-                raise InputError(source, f"unknown keys {sorted(unknown)}; expected {sorted(PAPER_GENERATION)}",
-                                 field="config.generation")
-            merged.update({k: v for k, v in generation.items() if k in PAPER_GENERATION})
+            merged.update(_known_generation_keys(generation, source, "config.generation"))
         t, n, s, p = merged["temperature"], merged["max_new_tokens"], merged["do_sample"], merged["top_p"]
         if not isinstance(t, (int, float)) or isinstance(t, bool) or t < 0:
             raise InputError(source, f"expected a number >= 0, got {t!r}", field="config.generation.temperature")
@@ -168,12 +173,7 @@ def _cap(raw: dict[str, Any], key: str, where: str) -> int:
 def validate_generation(gen_raw: Any, where: str) -> dict[str, Any]:
     """The generation block, checked by the same rules replay applies (``GenerationSettings``),
     plus finiteness, so ``sample`` never writes settings that ``replay`` later refuses."""
-    if not isinstance(gen_raw, dict):
-        raise InputError(where, "expected an object", field="generation")
-    unknown = set(gen_raw) - set(PAPER_GENERATION)
-    if unknown:
-        raise InputError(where, f"unknown keys {sorted(unknown)}; expected {sorted(PAPER_GENERATION)}",
-                         field="generation")
+    _known_generation_keys(gen_raw, where, "generation")
     for key in ("temperature", "top_p"):
         value = gen_raw.get(key)
         if isinstance(value, float) and not math.isfinite(value):
