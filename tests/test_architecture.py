@@ -176,3 +176,31 @@ def test_one_profile_list() -> None:
     for suite in sorted((PKG / "data" / "suites").glob("*.json")):
         for name, spec in json.loads(suite.read_text(encoding="utf-8"))["datasets"].items():
             assert set(spec["metrics"]) <= set(PROFILES), f"{suite.name}: {name}: metrics keyed by unknown profile"
+
+
+RUN_FOLDER_FILES = {"run.json", "manifest.json", "prompts.jsonl", "predictions", "scores"}
+KNOWN_RUN_FOLDER_PATHS: dict[str, str] = {
+    # Modules (by prefix) that still build run-folder paths themselves; run/store.py is the one that should.
+    "seam_repro.scoring": "the scoring loop reads prompts.jsonl and predictions/ and writes scores/ itself",
+}
+
+
+def run_folder_joins(source: str) -> list[int]:
+    """Lines where ``source`` joins a run folder's file name onto a path (``x / "run.json"``)."""
+    return sorted(node.lineno for node in ast.walk(ast.parse(source))
+                  if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)
+                  and isinstance(node.right, ast.Constant) and node.right.value in RUN_FOLDER_FILES)
+
+
+def test_run_folder_finder_sees_a_path_join() -> None:
+    assert run_folder_joins('p = run_dir / "run.json"\nq = "run.json"\nr = d / "other" / "scores"') == [1, 3]
+
+
+def test_only_the_store_builds_run_folder_paths() -> None:
+    """``run/store.py`` is the code that touches a run folder's files; every other module asks it."""
+    found = {m: lines for m, path in modules().items() if m != "seam_repro.run.store"
+             if (lines := run_folder_joins(path.read_text(encoding="utf-8")))}
+    known = {m for m in found if any(m == k or m.startswith(k + ".") for k in KNOWN_RUN_FOLDER_PATHS)}
+    assert not {m: found[m] for m in sorted(set(found) - known)}, "build run-folder paths with run/store.py"
+    gone = sorted(k for k in KNOWN_RUN_FOLDER_PATHS if not any(m == k or m.startswith(k + ".") for m in found))
+    assert not gone, f"no longer building run-folder paths (remove from KNOWN_RUN_FOLDER_PATHS): {gone}"
