@@ -65,14 +65,15 @@ def trusted(manifest: dict[str, Any], path: str) -> TrustedManifest:
     return TrustedManifest(path, manifest, expected)
 
 
-def load_trusted(path: str | Path, *, allow_unfrozen: bool = False) -> TrustedManifest:
-    """Read and check a manifest once; consumers pass the result along instead of re-reading."""
+def load_trusted(path: str | Path, *, allow_unfrozen: bool = False, purpose: str = "run") -> TrustedManifest:
+    """Read and check a manifest once; consumers pass the result along instead of re-reading.
+    ``purpose`` names what an unfrozen manifest would make (a throwaway run, import, ...)."""
     from seam_repro.manifest.format import load_manifest
 
     manifest = load_manifest(path)
     if not manifest["frozen"] and not allow_unfrozen:
         raise ManifestError(f"{path}: field 'frozen': the manifest is not frozen; run `seam-repro freeze {path}` "
-                            "first or pass --allow-unfrozen for a throwaway run")
+                            f"first or pass --allow-unfrozen for a throwaway {purpose}")
     return trusted(manifest, str(path))
 
 
