@@ -20,7 +20,7 @@ from seam_repro.errors import InputError
 from seam_repro.generate.base import Backend, GenerationRequest
 from seam_repro.generate.fingerprint import environment_fingerprint
 from seam_repro.manifest.prompts import check_prompt_records
-from seam_repro.manifest.trust import TrustedManifest, trusted
+from seam_repro.manifest.trust import TrustedManifest
 from seam_repro.run.shard import Shard, select_shard
 from seam_repro.run.store import Key, PredictionStore, model_slug, prepare_run_dir, write_run_manifest
 
@@ -135,7 +135,7 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
                                check_existing=lambda: opened.append(
                                    PredictionStore(run_dir, backend.model_id, backend.revision, hashes)))
     if manifest.get("schema_version") is not None:  # a real manifest (tests may pass a bare dict)
-        write_run_manifest(Path(run_dir), trusted(manifest, str(run_dir)))
+        write_run_manifest(Path(run_dir), manifest)
     first_batch_size = run_json["models"][model_slug(backend.model_id)].get("batch_size")
     store = opened[0]
     mine = select_shard(records, shard)

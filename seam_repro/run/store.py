@@ -371,16 +371,18 @@ def copy_run_records(src: Path, dst: Path) -> None:
 
 
 # --- the run folder checked against its manifest (score, report, submit) ---------------------------
-def write_run_manifest(run_dir: Path, tm: TrustedManifest) -> None:
-    """Copy the manifest into ``RUN_DIR/manifest.json``; an existing copy must have the same digest."""
+def write_run_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
+    """Copy the replayed manifest into ``RUN_DIR/manifest.json``; an existing copy must have the
+    same digest."""
     path = run_manifest_path(run_dir)
+    digest = str(manifest["digest"])
     if path.exists():
         have = load_manifest(path)["digest"]
-        if have != tm.digest:
+        if have != digest:
             raise PredictionsError(f"{path}: field 'digest': this run folder belongs to manifest {have}, not "
-                                   f"{tm.digest}; use a new --out directory")
+                                   f"{digest}; use a new --out directory")
         return
-    files.atomic_write_text(path, dump_manifest(tm.manifest))
+    files.atomic_write_text(path, dump_manifest(manifest))
 
 
 def load_run_manifest(run_dir: Path, run_json: dict[str, Any], loaded: RunRecords | None = None) -> TrustedManifest:
