@@ -22,9 +22,9 @@ from pathlib import Path
 
 from bench import best_of
 
-from seam_repro.score.conll_io import read_conll, score_conll_files
-from seam_repro.score.coref import METRICS
-from seam_repro.score.coref_parse import score_run
+from seam_repro.metrics.conll_io import read_conll, score_conll_files
+from seam_repro.metrics.coref import METRICS
+from seam_repro.metrics.coref_parse import score_run
 
 GOLDEN = Path(__file__).resolve().parents[2] / "shared" / "golden" / "conll-reference-scorer"
 

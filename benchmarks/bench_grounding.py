@@ -15,7 +15,7 @@ import argparse
 import random
 import time
 
-from seam_repro.suites import igcs
+from seam_repro.metrics import igcs
 
 SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "ta", "shi", "vo", "de", "pa", "zu", "gri", "fen", "bal"]
 

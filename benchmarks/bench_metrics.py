@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from seam_repro.parse import extract_clean, extract_upstream  # noqa: E402
-from seam_repro.score import musique, rouge  # noqa: E402
+from seam_repro.metrics import musique, rouge  # noqa: E402
+from seam_repro.scoring.extract import extract_clean, extract_upstream  # noqa: E402
 
 WORDS = ("storm hotel room staff clean coast city river answer police report said thousands people "
          "evacuated officials government election vote market price company").split()
@@ -53,7 +53,7 @@ def main() -> None:
         import spacy
         from test_fic import tiny_t5, tiny_tokenizer
 
-        from seam_repro.score.fic import FicScorer
+        from seam_repro.metrics.fic import FicScorer
     except ImportError as exc:
         print(f"fic_f1: skipped ({exc})")
         return

@@ -17,7 +17,7 @@ from typing import Any
 
 from seam_repro.errors import InputError
 from seam_repro.files import read_json
-from seam_repro.suite import load_suite
+from seam_repro.specs import load_suite
 
 PROFILES = ("upstream", "seam-repro-1")
 """The protocol profiles, the one list every command, check and the manifest schema follow."""

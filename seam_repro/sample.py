@@ -32,7 +32,7 @@ from typing import Any
 from seam_repro.config import SeamConfig
 from seam_repro.errors import InputError
 from seam_repro.instances import Instance, LoadedDataset
-from seam_repro.suite import DatasetSpec, SamplingPlan, load_suite
+from seam_repro.specs import DatasetSpec, SamplingPlan, load_suite
 
 
 def derive_seed(*parts: object) -> int:

@@ -18,15 +18,15 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # (layer, module prefixes), lowest first. A module may import its own layer and any lower one.
     ("foundation", ("seam_repro", "seam_repro.errors", "seam_repro.hashing", "seam_repro.files",
                     "seam_repro.network", "seam_repro.instances")),
-    ("specs", ("seam_repro.suite",)),
+    ("specs", ("seam_repro.specs",)),
     ("config", ("seam_repro.config",)),
     ("sources", ("seam_repro.sources", "seam_repro.datasets")),
     ("sample", ("seam_repro.sample",)),
-    ("render", ("seam_repro.render", "seam_repro.suites.zeroscrolls", "seam_repro.suites.igcs")),
+    ("render", ("seam_repro.render",)),
     ("manifest", ("seam_repro.manifest",)),
     ("generate", ("seam_repro.generate",)),
     ("run", ("seam_repro.run",)),
-    ("metrics", ("seam_repro.parse", "seam_repro.score", "seam_repro.suites.metrics_registry")),
+    ("metrics", ("seam_repro.metrics",)),
     ("scoring", ("seam_repro.scoring",)),
     ("analysis", ("seam_repro.analysis",)),
     ("commands", ("seam_repro.commands", "seam_repro.cli", "seam_repro.docs", "seam_repro.__main__")),
@@ -34,14 +34,6 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 
 AWAITING_PHASE_2: dict[str, str] = {
     # Old modules that sit in the right layer but not yet in their stage's package (issue 17, phase 2).
-    "seam_repro.suite": "dissolved: the render context carries the dataset spec, never looked up by name",
-    "seam_repro.suites": "dissolved: templates to render/, metrics to metrics/",
-    "seam_repro.suites.zeroscrolls": "render/ (templates)",
-    "seam_repro.suites.igcs": "render/ (templates; the unused document-level path deleted or wired in)",
-    "seam_repro.suites.metrics_registry": "metrics/ (the registry)",
-    "seam_repro.parse": "scoring/ (extraction)",
-    "seam_repro.score": "metrics/ (one module per metric family) and scoring/ (validity)",
-    "seam_repro.scoring": "scoring/ (the one loop)",
 }
 
 KNOWN_UPWARD: dict[tuple[str, str], str] = {
@@ -160,7 +152,7 @@ def test_commands_are_the_top_layer() -> None:
     assert not [(m, t) for m in below for t in graph[m] if layer_of(t) == len(LAYERS) - 1]
 
 
-@pytest.mark.parametrize("stage", ["manifest", "analysis", "sources", "run"])
+@pytest.mark.parametrize("stage", ["manifest", "analysis", "sources", "run", "metrics", "scoring"])
 def test_stage_packages_reexport_nothing(stage: str) -> None:
     """A stage package's __init__ holds no code: callers import the module they need."""
     tree = ast.parse((PKG / stage / "__init__.py").read_text(encoding="utf-8"))
@@ -176,6 +168,16 @@ def test_one_profile_list() -> None:
     for suite in sorted((PKG / "data" / "suites").glob("*.json")):
         for name, spec in json.loads(suite.read_text(encoding="utf-8"))["datasets"].items():
             assert set(spec["metrics"]) <= set(PROFILES), f"{suite.name}: {name}: metrics keyed by unknown profile"
+
+
+def test_rendering_never_looks_a_dataset_up_by_name() -> None:
+    """The render context carries the dataset's spec: no render module reaches for the suite files."""
+    for path in sorted((PKG / "render").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        used |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        used |= {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+        assert not used & {"load_suite", "shipped_suites", "parse_suite"}, path.name
 
 
 RUN_FOLDER_FILES = {"run.json", "manifest.json", "prompts.jsonl", "predictions", "scores"}

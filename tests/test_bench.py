@@ -15,7 +15,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import bench  # noqa: E402
 from synth import conll_pair  # noqa: E402
 
-from seam_repro.score.conll_io import parse_conll_text  # noqa: E402
+from seam_repro.metrics.conll_io import parse_conll_text  # noqa: E402
 
 
 def test_conll_pair_has_the_requested_shape() -> None:

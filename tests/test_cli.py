@@ -174,7 +174,7 @@ def test_datasets_list_covers_every_shipped_suite() -> None:
     from click.testing import CliRunner
 
     from seam_repro.cli import cli
-    from seam_repro.suite import load_suite, shipped_suites
+    from seam_repro.specs import load_suite, shipped_suites
 
     res = CliRunner().invoke(cli, ["datasets", "list", "--suite", "all"])
     assert res.exit_code == 0, res.output

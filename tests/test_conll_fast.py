@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from seam_repro.score import coref
-from seam_repro.score.conll_io import (
+from seam_repro.metrics import coref
+from seam_repro.metrics.conll_io import (
     _CLOSE,
     _DOUBLE_ANTECEDENT,
     _OPEN,
@@ -24,7 +24,7 @@ from seam_repro.score.conll_io import (
     parse_conll_text,
     score_conll_files,
 )
-from seam_repro.score.coref import METRICS, _identify
+from seam_repro.metrics.coref import METRICS, _identify
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from seam_repro.commands.conll import conll_score
 from seam_repro.errors import InputError
-from seam_repro.score.conll_io import (
+from seam_repro.metrics.conll_io import (
     chains_from_assignment,
     gold_assignment,
     parse_conll_text,

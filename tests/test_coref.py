@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from seam_repro.errors import InputError
-from seam_repro.score.conll_io import read_conll, score_conll_files
-from seam_repro.score.coref import (
+from seam_repro.metrics.conll_io import read_conll, score_conll_files
+from seam_repro.metrics.coref import (
     METRICS,
     Counts,
     _blanc,

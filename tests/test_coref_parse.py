@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from seam_repro.score.coref_parse import conll_texts, parse_clusters, score_run
+from seam_repro.metrics.coref_parse import conll_texts, parse_clusters, score_run
 
 
 def upstream_reference(response: str) -> tuple[list[list[int]], dict[int, int], bool] | None:

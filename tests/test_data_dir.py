@@ -17,7 +17,7 @@ from seam_repro.datasets.check import check_data_dir
 from seam_repro.datasets.layout import find_dataset_dir
 from seam_repro.errors import MissingDataError
 from seam_repro.sources.resolve import resolve_data_path
-from seam_repro.suite import load_suite
+from seam_repro.specs import load_suite
 
 REPO = Path(__file__).resolve().parents[1]
 FIX = REPO / "manifests" / "fixtures"

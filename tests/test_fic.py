@@ -14,7 +14,7 @@ transformers = pytest.importorskip("transformers")
 pytest.importorskip("spacy")
 
 from seam_repro.errors import MissingDataError  # noqa: E402
-from seam_repro.score import fic  # noqa: E402
+from seam_repro.metrics import fic  # noqa: E402
 
 WORDS = ["yes", "no", "En", "##tail", "##ment", "Con", "##tra", "##diction", "Neutral", "the", "room",
          "was", "clean", "staff", "friendly", "hotel", "near", "tower", "Premise", "Hypothesis", "#", ":",

@@ -1,6 +1,6 @@
 """IGCS suite: answer parsing, grounding (checked against the ``fuzzysearch`` library that the
 reference ``igcs`` package uses, and against an own dynamic-programming edit distance), token-level
-P/R/F1 on hand-counted spaCy tokens, bootstrap CIs (scipy.stats.bootstrap), document-level inference."""
+P/R/F1 on hand-counted spaCy tokens, bootstrap CIs (scipy.stats.bootstrap), the prompt (Figure 3)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import pytest
 pytest.importorskip("spacy")
 
 from seam_repro.errors import InputError  # noqa: E402
-from seam_repro.suites import igcs  # noqa: E402
+from seam_repro.metrics import igcs  # noqa: E402
+from seam_repro.render.igcs import igcs_prompt  # noqa: E402
 
 SOURCE = "Alpha beta gamma. Delta epsilon zeta. Eta theta iota."
 # spaCy tokens: Alpha beta gamma . Delta epsilon zeta . Eta theta iota .   (indices 0..11)
@@ -230,25 +231,8 @@ def test_bootstrap_ci_close_to_scipy_percentile_bootstrap():
 
 
 def test_prompt_template_figure3():
-    p = igcs.igcs_prompt("Extract salient phrases.", ["D0 text.", "D1 text."])
+    p = igcs_prompt("Extract salient phrases.", ["D0 text.", "D1 text."])
     assert p == (
         "Extract salient phrases. Output the exact text phrases from the given documents as a valid json array "
         "of strings. Do not change the copied text.\n\ndocument #0:\nD0 text.\n\ndocument #1:\nD1 text."
     )
-
-
-def test_document_level_inference_one_prompt_per_document():
-    docs = ["Cats purr. Shared line.", "Dogs bark. Shared line."]
-    seen: list[str] = []
-
-    def fake_model(prompt: str) -> str:
-        seen.append(prompt)
-        body = prompt.split("document #0:\n", 1)[1]
-        return json.dumps(["Shared line.", body.split(". ")[0] + "."])
-
-    res = igcs.document_level_inference("Select lines", docs, fake_model, selection_type="sentences")
-    assert len(seen) == 2 and all(d in p for d, p in zip(docs, seen, strict=True))
-    assert "Dogs" not in seen[0] and "Cats" not in seen[1]
-    assert res.spans == (("Shared line.", 0), ("Cats purr.", 0), ("Shared line.", 1), ("Dogs bark.", 1))
-    grounded = igcs.ground_answer(list(res.spans), igcs.SourceIndex(docs))
-    assert [g.doc for g in grounded] == [0, 0, 1, 1]  # the hint keeps "Shared line." in its document

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from seam_repro.score.literal import MAX_INT_BITS, evaluate
+from seam_repro.metrics.literal import MAX_INT_BITS, evaluate
 
 NUMBERS = st.one_of(
     st.integers(-30, 30).map(str), st.sampled_from(["0", "00", "0x1f", "0o7", "0b101", "1_000", "007", "1.5",
@@ -61,7 +61,7 @@ def _real_eval(src: str):
 
 def _canonical(value: object, ordered: bool = True) -> object:
     """A comparable form of a value; ``ordered=False`` also forgets the order of lists and tuples
-    (for the known gap in ``score.literal``: a set of hash-colliding constants can iterate in
+    (for the known gap in ``metrics.literal``: a set of hash-colliding constants can iterate in
     another order than under eval, and ``[*{...}]`` carries that order into a list)."""
     if isinstance(value, (set, frozenset)) or (not ordered and isinstance(value, (list, tuple))):
         return (type(value).__name__, sorted(repr(_canonical(v, ordered)) for v in value))

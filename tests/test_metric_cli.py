@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from seam_repro.cli import main
-from seam_repro.suites import metrics_registry as reg
+from seam_repro.metrics import registry as reg
 
 ALL_NAMES = {
     "rouge_geo", "musique_f1", "musique_corrected", "conll_f1", "conll_f1_corrected", "fic_f1", "zeroscrolls_rouge_geo", "zeroscrolls_f1",
@@ -73,7 +73,7 @@ def test_double_at_is_a_literal(monkeypatch, capsys):
 
 
 def test_rouge_geo_matches_rouge_score_directly(monkeypatch, capsys):
-    pytest.importorskip("seam_repro.score.rouge")
+    pytest.importorskip("seam_repro.metrics.rouge")
     from rouge_score import rouge_scorer
 
     pred, gold = "the cats were sitting on mats", "a cat sat on the mat"
@@ -84,7 +84,7 @@ def test_rouge_geo_matches_rouge_score_directly(monkeypatch, capsys):
 
 
 def test_musique_corrected_uses_aliases(monkeypatch, capsys):
-    pytest.importorskip("seam_repro.score.musique")
+    pytest.importorskip("seam_repro.metrics.musique")
     target = json.dumps({"is_answerable": True, "answer_content": "New York City"})
     pred = json.dumps({"is_answerable": True, "answer_content": "NYC"})
     code, out, _ = run(monkeypatch, capsys, "musique_corrected", pred, target, "NYC")
@@ -92,7 +92,7 @@ def test_musique_corrected_uses_aliases(monkeypatch, capsys):
 
 
 def test_conll_f1_perfect_prediction(monkeypatch, capsys):
-    pytest.importorskip("seam_repro.score.coref_parse")
+    pytest.importorskip("seam_repro.metrics.coref_parse")
     code, out, _ = run(monkeypatch, capsys, "conll_f1", "[[1, 2], [3, 4]]", "[[1, 2], [3, 4]]")
     assert code == 0 and json.loads(out)["score"] == pytest.approx(100.0)
 
@@ -101,7 +101,7 @@ def test_conll_corrected_matches_by_id_where_upstream_matches_by_line(monkeypatc
     """Gold mention 3 is a singleton, so the prediction file lists 1, 2, 4, 5 only: upstream's
     line-position matching reads them as mentions 1-4 and misaligns {4, 5}; id matching does not.
     Corrected by hand: MUC 1, B3 R 4/5 P 1 -> 8/9, CEAF-e R 2/3 P 1 -> 0.8; mean 0.8963."""
-    pytest.importorskip("seam_repro.score.coref_parse")
+    pytest.importorskip("seam_repro.metrics.coref_parse")
     args = ("[[1, 2], [4, 5]]", "[[1, 2], [3], [4, 5]]")
     _, out_up, _ = run(monkeypatch, capsys, "conll_f1", *args)
     code, out_fix, _ = run(monkeypatch, capsys, "conll_f1_corrected", *args)
@@ -134,18 +134,18 @@ def test_non_utf8_file_names_the_file(monkeypatch, capsys, tmp_path):
 
 
 def test_unimportable_module_is_listed_but_errors_when_used(monkeypatch, capsys):
-    spec = dataclasses.replace(reg.METRICS["rouge_geo"], module="seam_repro.score._not_written_yet")
+    spec = dataclasses.replace(reg.METRICS["rouge_geo"], module="seam_repro.metrics._not_written_yet")
     monkeypatch.setitem(reg.METRICS, "rouge_geo", spec)
     code, out, _ = run(monkeypatch, capsys, "--list")
     line = next(x for x in out.splitlines() if x.startswith("rouge_geo\t"))
     assert code == 0 and "[unavailable:" in line
     code, _, err = run(monkeypatch, capsys, "rouge_geo", "a", "b")
-    assert code == 2 and "seam_repro.score._not_written_yet, which cannot be imported" in err
+    assert code == 2 and "seam_repro.metrics._not_written_yet, which cannot be imported" in err
 
 
 def test_every_suite_metric_is_registered_with_a_known_extraction_and_aggregation():
-    from seam_repro.scoring import AGGREGATIONS
-    from seam_repro.suite import load_suite, shipped_suites
+    from seam_repro.scoring.loop import AGGREGATIONS
+    from seam_repro.specs import load_suite, shipped_suites
 
     for spec in reg.METRICS.values():
         assert spec.aggregation in AGGREGATIONS, spec.name

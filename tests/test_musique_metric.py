@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from seam_repro.score import musique as m
+from seam_repro.metrics import musique as m
 
 GOLD = {"is_answerable": True, "answer_content": "Paris"}
 

@@ -15,6 +15,7 @@ from seam_repro.instances import Document, Instance, Mention, Token
 from seam_repro.render import few_shots, render_instance
 from seam_repro.render.common import shuffle_documents
 from seam_repro.render.context import RunContext
+from seam_repro.specs import load_suite
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 UPSTREAM_PROMPTS = SHARED / "seam" / "upstream-6ad83f4" / "prompts"
@@ -29,7 +30,7 @@ def upstream_prompt_file(name: str) -> dict:
 
 def ctx(name: str, pf: dict, *, para: int = 0, demos: tuple[int, ...] = (), max_docs: int = 3,
         order: tuple[int, ...] = (2, 0, 1), profile: str = "upstream") -> RunContext:
-    return RunContext(name, profile, pf, para, demos, max_docs, order)
+    return RunContext(load_suite("seam").spec(name), profile, pf, para, demos, max_docs, order)
 
 
 # --- document permutation -------------------------------------------------------------------

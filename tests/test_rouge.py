@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from rouge_score import rouge_scorer
 
-from seam_repro.score.rouge import geometric_mean_100, rouge_geo
+from seam_repro.metrics.rouge import geometric_mean_100, rouge_geo
 
 
 def upstream_geo(vals: list[float]) -> float:

@@ -14,9 +14,9 @@ from trust_helpers import seal_run_dir
 from seam_repro.cli import cli
 from seam_repro.errors import InputError, MissingDataError, PredictionsError
 from seam_repro.hashing import digest_of_hashes, sha256_json, sha256_text
-from seam_repro.score.fic import FicResult
-from seam_repro.score.rouge import rouge_geo
-from seam_repro.scoring import score_run_dir
+from seam_repro.metrics.fic import FicResult
+from seam_repro.metrics.rouge import rouge_geo
+from seam_repro.scoring.loop import score_run_dir
 
 MODEL = {"id": "meta-llama/Meta-Llama-3-8B-Instruct", "revision": "c4a54320a52ed5f88b7a2f84496903ea4ff07b45"}
 SLUG = "meta-llama__Meta-Llama-3-8B-Instruct"
@@ -133,7 +133,7 @@ def test_end_to_end_values(tmp_path: Path) -> None:
 
 
 def test_coreference_dispatch(tmp_path: Path) -> None:
-    coref_parse = pytest.importorskip("seam_repro.score.coref_parse")
+    coref_parse = pytest.importorskip("seam_repro.metrics.coref_parse")
     run = write_run(tmp_path / "run")
     [summary_path] = score_run_dir(run, fic=False)
     ecb = json.loads(summary_path.read_text("utf-8"))["datasets"]["ECB"]

@@ -18,14 +18,14 @@ from seam_repro.datasets import zeroscrolls as zs_loader
 from seam_repro.errors import InputError
 from seam_repro.manifest.format import load_manifest
 from seam_repro.manifest.trust import load_trusted
-from seam_repro.parse import extract_clean
+from seam_repro.metrics import igcs
+from seam_repro.metrics import zeroscrolls as zs
 from seam_repro.render import render_instance
 from seam_repro.render.context import RunContext
 from seam_repro.run.replay import ReplayOptions, replay
-from seam_repro.scoring import score_run_dir
-from seam_repro.suite import load_suite, parse_suite
-from seam_repro.suites import igcs
-from seam_repro.suites import zeroscrolls as zs
+from seam_repro.scoring.extract import extract_clean
+from seam_repro.scoring.loop import score_run_dir
+from seam_repro.specs import load_suite, parse_suite
 
 REPO = Path(__file__).resolve().parents[1]
 FIX = REPO / "manifests" / "fixtures"  # shipped with the mini-suite manifests
@@ -39,8 +39,8 @@ def prompt_file(path: Path) -> dict[str, Any]:
 
 def ctx(suite: str, dataset: str, pfile: Path, paraphrase: int, max_docs: int, order: tuple[int, ...],
         demos: tuple[int, ...] = ()) -> RunContext:
-    return RunContext(dataset=dataset, profile="upstream", prompt_file=prompt_file(pfile), paraphrase_index=paraphrase,
-                      demo_indices=demos, max_num_docs=max_docs, doc_order=order, suite=suite)
+    return RunContext(spec=load_suite(suite).spec(dataset), profile="upstream", prompt_file=prompt_file(pfile),
+                      paraphrase_index=paraphrase, demo_indices=demos, max_num_docs=max_docs, doc_order=order)
 
 
 def by_id(data: Any, split: str = "test") -> dict[str, Any]:
@@ -339,7 +339,7 @@ def test_zeroscrolls_echo_replay_scores_equal_direct_metric_calls(tmp_path: Path
 
 
 def igcs_direct(recs: list[tuple[dict, str]]) -> float:
-    """Score by calling suites.igcs directly: one whole-instance prompt, or an instance's units with
+    """Score by calling metrics.igcs directly: one whole-instance prompt, or an instance's units with
     their selections concatenated and hinted to their documents."""
     target = recs[0][0]["target"]
     if "doc_index" not in target:
@@ -418,8 +418,8 @@ def test_score_rejects_suite_records_without_a_known_metric(tmp_path: Path) -> N
 
 
 def test_scoring_dispatches_on_the_record_task_not_the_dataset_name() -> None:
-    from seam_repro.score import rouge
-    from seam_repro.scoring import _Fic, score_model
+    from seam_repro.metrics import rouge
+    from seam_repro.scoring.loop import _Fic, score_model
 
     key = ("MyNews", 0, "a")
     rec = {"dataset": "MyNews", "task": "summarization", "run": 0, "instance_id": "a", "prompt": "p *Answer*: ",

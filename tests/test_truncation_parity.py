@@ -14,10 +14,10 @@ from seam_repro.config import GenerationSettings
 from seam_repro.errors import PrerequisiteError
 from seam_repro.generate.base import GenerationRequest, GenerationResult
 from seam_repro.hashing import sha256_text
-from seam_repro.parse import extract_upstream
+from seam_repro.metrics.rouge import rouge_geo
 from seam_repro.run.store import make_record
-from seam_repro.score.rouge import rouge_geo
-from seam_repro.scoring import score_run_dir
+from seam_repro.scoring.extract import extract_upstream
+from seam_repro.scoring.loop import score_run_dir
 
 GOLD = "the river flooded the town and the bridge closed"
 LONG_PROMPT = ("*Instructions*: Summarize the documents.\n*The documents*:\n"

@@ -22,7 +22,7 @@ from seam_repro.cli import main
 from seam_repro.errors import InputError, ManifestError
 from seam_repro.manifest.format import dump_manifest, seal
 from seam_repro.manifest.trust import load_trusted
-from seam_repro.scoring import score_run_dir
+from seam_repro.scoring.loop import score_run_dir
 
 
 def _copy(src: Path, tmp_path: Path, name: str = "run") -> Path:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from seam_repro.score.coref_parse import conll_texts, score_run
-from seam_repro.score.unflushed import bytes_on_disk, perl_view, published_gold, upstream_gold_writes
+from seam_repro.metrics.coref_parse import conll_texts, score_run
+from seam_repro.metrics.unflushed import bytes_on_disk, perl_view, published_gold, upstream_gold_writes
 
 SCORER = os.environ.get("CONLL_SCORER", "")
 READER = "import hashlib, sys\nfor p in sys.argv[1:]:\n    d = open(p, 'rb').read()\n    print(len(d), hashlib.sha256(d).hexdigest())"

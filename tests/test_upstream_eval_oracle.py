@@ -28,9 +28,9 @@ import pytest
 from trust_helpers import seal_run_dir
 
 from seam_repro.hashing import sha256_json, sha256_text
-from seam_repro.parse import upstream_generated_text
 from seam_repro.run.importer import split_prediction
-from seam_repro.scoring import score_run_dir
+from seam_repro.scoring.extract import upstream_generated_text
+from seam_repro.scoring.loop import score_run_dir
 
 REPO = Path(__file__).resolve().parents[1]
 SCORER = os.environ.get("CONLL_SCORER", "")

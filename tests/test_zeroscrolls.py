@@ -10,11 +10,12 @@ import pytest
 from scipy.stats import kendalltau
 
 from seam_repro.errors import InputError
-from seam_repro.suites import zeroscrolls as zs
+from seam_repro.metrics import zeroscrolls as zs
+from seam_repro.render import zeroscrolls as prompt
 
 # ----------------------------------------------------------------------------- prompts
 
-REPORT = zs.PromptTemplate(
+REPORT = prompt.PromptTemplate(
     instruction="Summarize the report.",
     context_header="Report:",
     context_name="report",
@@ -24,26 +25,26 @@ REPORT = zs.PromptTemplate(
 
 
 def test_prompt_structure_matches_figure3_layout():
-    p = zs.build_prompt(zs.QMSUM_TEMPLATE, "A: hello.\nB: costs are high.", "What about costs?")
+    p = prompt.build_prompt(prompt.QMSUM_TEMPLATE, "A: hello.\nB: costs are high.", "What about costs?")
     assert p == (
-        zs.QMSUM_TEMPLATE.instruction
+        prompt.QMSUM_TEMPLATE.instruction
         + "\n\nTranscript:\nA: hello.\nB: costs are high.\n\nQuery:\nWhat about costs?\n\nAnswer:\n"
     )
 
 
 def test_chat_variant_drops_response_header_and_adds_no_explanation_for_qa():
-    qa = zs.PromptTemplate("Answer the question.", "Article:", "article", "Answer:", "Question:", "qa")
-    p = zs.build_prompt(qa, "Text.", "Why?", chat=True)
+    qa = prompt.PromptTemplate("Answer the question.", "Article:", "article", "Answer:", "Question:", "qa")
+    p = prompt.build_prompt(qa, "Text.", "Why?", chat=True)
     assert p == "Answer the question. Do not provide any explanation.\n\nArticle:\nText.\n\nQuestion:\nWhy?"
     # summarization instructions are not changed in chat mode (§3.2 only names QA/aggregation)
-    assert zs.build_prompt(REPORT, "Text.", chat=True) == "Summarize the report.\n\nReport:\nText."
+    assert prompt.build_prompt(REPORT, "Text.", chat=True) == "Summarize the report.\n\nReport:\nText."
 
 
 def test_query_header_and_query_must_agree():
     with pytest.raises(InputError, match="query"):
-        zs.build_prompt(zs.QMSUM_TEMPLATE, "ctx")
+        prompt.build_prompt(prompt.QMSUM_TEMPLATE, "ctx")
     with pytest.raises(InputError, match="query"):
-        zs.build_prompt(REPORT, "ctx", "q?")
+        prompt.build_prompt(REPORT, "ctx", "q?")
 
 
 # ----------------------------------------------------------------------------- trimming
@@ -52,21 +53,21 @@ CONTEXT = " ".join(f"w{i}" for i in range(1, 101))
 
 
 def test_no_trim_when_prompt_fits():
-    r = zs.trim_to_budget(REPORT, CONTEXT, 1000)
-    assert not r.trimmed and r.prompt == zs.build_prompt(REPORT, CONTEXT)
+    r = prompt.trim_to_budget(REPORT, CONTEXT, 1000)
+    assert not r.trimmed and r.prompt == prompt.build_prompt(REPORT, CONTEXT)
     assert r.n_tokens == 3 + 1 + 100 + 1
 
 
 def test_trim_keeps_exactly_the_words_that_fit_hand_count():
     # overhead: instruction 3 + "Report:" 1 + note "[The rest of the report is omitted]" 7 + "Summary:" 1 = 12
-    r = zs.trim_to_budget(REPORT, CONTEXT, 50)
+    r = prompt.trim_to_budget(REPORT, CONTEXT, 50)
     kept = " ".join(f"w{i}" for i in range(1, 39))
     assert r.trimmed and r.context_words_kept == 38 and r.n_tokens == 50
     assert r.prompt == f"Summarize the report.\n\nReport:\n{kept}\n\n[The rest of the report is omitted]\n\nSummary:\n"
 
 
 def test_trim_keeps_query_and_note_precedes_it():
-    r = zs.trim_to_budget(zs.QMSUM_TEMPLATE, CONTEXT, 60, "What did they decide?")
+    r = prompt.trim_to_budget(prompt.QMSUM_TEMPLATE, CONTEXT, 60, "What did they decide?")
     assert r.trimmed and r.n_tokens <= 60
     assert r.prompt.endswith("\n\n[The rest of the transcript is omitted]\n\nQuery:\nWhat did they decide?\n\nAnswer:\n")
 
@@ -75,15 +76,15 @@ def test_trim_is_maximal_under_a_character_tokenizer():
     """With a tokenizer whose counts do not follow words, the kept prefix still fits and one more
     word would not."""
     chars = list
-    r = zs.trim_to_budget(REPORT, CONTEXT, 200, tokenizer=chars)
+    r = prompt.trim_to_budget(REPORT, CONTEXT, 200, tokenizer=chars)
     assert r.trimmed and len(r.prompt) <= 200
     one_more = " ".join(f"w{i}" for i in range(1, r.context_words_kept + 2))
-    assert len(zs.build_prompt(REPORT, one_more, trimmed=True)) > 200
+    assert len(prompt.build_prompt(REPORT, one_more, trimmed=True)) > 200
 
 
 def test_budget_below_fixed_parts_is_a_clear_error():
     with pytest.raises(InputError, match="budget of 5"):
-        zs.trim_to_budget(REPORT, CONTEXT, 5)
+        prompt.trim_to_budget(REPORT, CONTEXT, 5)
 
 
 # ----------------------------------------------------------------------------- ROUGE

@@ -74,7 +74,7 @@ def echo_run(tmp: Path, *, limit: int | None = None, name: str = "smoke", out: s
     """Replay a shipped manifest with the echo backend and score it (no FIC models): a real run folder."""
     from seam_repro.manifest.trust import load_trusted
     from seam_repro.run.replay import ReplayOptions, replay
-    from seam_repro.scoring import score_run_dir
+    from seam_repro.scoring.loop import score_run_dir
 
     manifest = smoke_copy(tmp, name)
     run_dir = tmp / out

@@ -55,7 +55,7 @@ class DatasetScores:
     """``{"metric": str, "runs": {run: score}}`` for the seam-repro-1 corrected metric, if scored."""
     intended: dict[str, Any] | None = None
     """Coreference under the upstream profile: ``{"metric", "runs"}`` scored on the whole gold file
-    (``runs`` holds the as-published score, see ``score.unflushed``)."""
+    (``runs`` holds the as-published score, see ``metrics.unflushed``)."""
 
 
 @dataclass(frozen=True)

@@ -97,7 +97,7 @@ def rederive(run_dir: Path, ms: ModelScores, run: RunRecords) -> dict[str, Any]:
     The fresh scores are checked against ``run`` (the run folder's manifest and run.json), not
     against whatever lies two folders above the temporary one."""
     from seam_repro.analysis.aggregate import load_scores_dir
-    from seam_repro.scoring import score_run_dir
+    from seam_repro.scoring.loop import score_run_dir
 
     profile = (ms.extra.get("protocol") or {}).get("profile")
     src = Path(ms.source) / "instance_scores.jsonl"

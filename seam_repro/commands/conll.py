@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from seam_repro.score.coref import METRICS, BlancCounts, CorefScores, Counts, perl_percent
+from seam_repro.metrics.coref import METRICS, BlancCounts, CorefScores, Counts, perl_percent
 
 
 def _num(value: float) -> str:
@@ -176,7 +176,7 @@ def conll_score(key: Path, response: Path, metric: str, as_json: bool) -> None:
     missing from RESPONSE counts as an empty response. With all metrics the CoNLL score (mean of
     MUC, B3 and CEAF-e F1, 0-100) is printed too.
     """
-    from seam_repro.score.conll_io import score_conll_files
+    from seam_repro.metrics.conll_io import score_conll_files
 
     metrics = list(METRICS) if metric == "all" else [metric]
     scores = score_conll_files(key, response, metrics)

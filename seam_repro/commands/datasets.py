@@ -24,7 +24,7 @@ Examples:
 def list_datasets(cache: Path | None, suite: str) -> None:
     """Print each dataset's task, evaluated split, source and cache status."""
     from seam_repro.config import PROFILES
-    from seam_repro.suite import load_suite, shipped_suites
+    from seam_repro.specs import load_suite, shipped_suites
 
     names = shipped_suites() if suite == "all" else [suite]
     for name in names:

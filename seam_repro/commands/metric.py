@@ -53,7 +53,7 @@ put -- before the first argument that starts with "-".""")
 def metric(name: str | None, prediction: str | None, references: tuple[str, ...], sources: tuple[Path, ...],
            list_metrics: bool) -> None:
     """Score PREDICTION against REFERENCE(s) with metric NAME; prints one JSON object."""
-    from seam_repro.suites import metrics_registry as reg
+    from seam_repro.metrics import registry as reg
 
     if list_metrics:
         for spec in sorted(reg.METRICS.values(), key=lambda s: (s.suite, s.name)):

@@ -124,7 +124,7 @@ def score_and_tabulate(run_dir: Path, fic: bool, fic_download: bool) -> tuple[li
     predictions and scores stay valid."""
     from seam_repro.analysis.aggregate import load_run_dir
     from seam_repro.analysis.report import build_report, render_markdown
-    from seam_repro.scoring import score_run_dir
+    from seam_repro.scoring.loop import score_run_dir
 
     paths = score_run_dir(run_dir, fic=fic, fic_download=fic_download)
     try:

@@ -43,7 +43,7 @@ _SEAM_SOURCES: dict[str, tuple[str, str]] = {
 
 
 def _seam_info() -> dict[str, DatasetInfo]:
-    from seam_repro.suite import load_suite
+    from seam_repro.specs import load_suite
 
     specs = load_suite("seam").datasets
     return {name: DatasetInfo(name, spec.task, spec.default_split, *_SEAM_SOURCES[name], spec.loader.rsplit(".", 1)[-1])
@@ -57,7 +57,7 @@ come from ``data/suites/seam.json`` so the two cannot disagree."""
 
 def load_dataset(name: str, path: str | Path) -> LoadedDataset:
     """Load every split of dataset ``name`` from ``path`` (a folder or file in the source format)."""
-    from seam_repro.suite import load_suite
+    from seam_repro.specs import load_suite
 
     if name not in DATASET_INFO:
         raise InputError(path, f"unknown dataset '{name}'; expected one of {', '.join(DATASET_INFO)}")

@@ -30,7 +30,7 @@ def check_data_dir(data_dir: Path, suite: str = "seam", prompts_dir: Path | None
     """Find and load every dataset of ``suite`` under ``data_dir`` (the loaders' own validation runs,
     so a folder that is found but malformed is reported with the loader's one-line error)."""
     from seam_repro.datasets.layout import describe_expected, find_dataset_dir
-    from seam_repro.suite import load_suite
+    from seam_repro.specs import load_suite
 
     spec = load_suite(suite)
     out = []

@@ -42,7 +42,7 @@ REFERENCES_FORM = "a non-empty list of selections, each a list of span strings c
 
 def _loose(text: str) -> str:
     """Lowercase and map each whitespace character to a space, one for one: the second grounding
-    stage of ``suites/igcs.py`` (references must ground without fuzzy matching)."""
+    stage of ``metrics/igcs.py`` (references must ground without fuzzy matching)."""
     return "".join(" " if ch.isspace() else (ch.lower() if len(ch.lower()) == 1 else ch) for ch in text)
 
 

@@ -16,16 +16,17 @@ from seam_repro.manifest.format import choices_to_run, load_manifest, manifest_c
 from seam_repro.render import few_shots, render_instance
 from seam_repro.render.context import RunContext
 from seam_repro.sources.resolve import Sources
+from seam_repro.specs import DatasetSpec
 
 REQUIRED = {"dataset": str, "run": int, "instance_id": str, "prompt": str, "prompt_sha256": str, "gen_seed": int}
 """Fields every prompt record carries, with their JSON types."""
 
 
-def _run_context(run: dict[str, Any], profile: str, prompt_file: dict[str, Any], suite: str) -> RunContext:
+def _run_context(run: dict[str, Any], profile: str, prompt_file: dict[str, Any], spec: DatasetSpec) -> RunContext:
     return RunContext(
-        dataset=run["dataset"], profile=profile, prompt_file=prompt_file,
+        spec=spec, profile=profile, prompt_file=prompt_file,
         paraphrase_index=run["paraphrase_index"], demo_indices=tuple(run["demo_indices"]),
-        max_num_docs=run["max_num_docs"], doc_order=tuple(run["doc_order"]), suite=suite,
+        max_num_docs=run["max_num_docs"], doc_order=tuple(run["doc_order"]),
     )
 
 
@@ -40,7 +41,7 @@ def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources,
     ``missing`` is given: then ``(dataset, run, instance_id, reason)`` is appended to ``missing``
     and rendering goes on (``verify``). With unchanged sources it is the manifest that is wrong."""
     from seam_repro.sample import check_instance_choices, check_run_choices
-    from seam_repro.suite import load_suite
+    from seam_repro.specs import load_suite
 
     specs = load_suite(suite)
     index: dict[tuple[str, str], dict[str, Instance]] = {}
@@ -54,7 +55,7 @@ def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources,
         by_id = index[(name, split)]
         try:
             check_run_choices(run, sources.prompt_files[name], specs.spec(name).sampling.demo_key, where)
-            ctx = _run_context(run, profile, sources.prompt_files[name], suite)
+            ctx = _run_context(run, profile, sources.prompt_files[name], specs.spec(name))
             demos = _few_shots_checked(ctx, sources, name, specs.spec(name).sampling.demo_key)
         except SeamReproError as exc:
             if missing is None or name not in changed:

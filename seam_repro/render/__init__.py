@@ -1,5 +1,6 @@
 """Render prompts from recorded choices (stage *render*). One module per template family; which
-template a dataset uses is declared by its suite (``data/suites/<suite>.json``), not coded here.
+template a dataset uses is declared by its spec (``data/suites/<suite>.json``), which the run
+context carries, not coded here.
 
 ``render_instance`` is pure: instance + recorded run choices → (prompt text, gold target). Rendering
 a whole manifest is ``manifest.prompts.render_records`` (manifest imports render, never the reverse).
@@ -12,11 +13,10 @@ from typing import Any
 
 from seam_repro.instances import Instance
 from seam_repro.render.context import RunContext
-from seam_repro.suite import load_suite
 
 
 def template_for(ctx: RunContext) -> Any:
-    return load_suite(ctx.suite).spec(ctx.dataset).template_obj()
+    return ctx.spec.template_obj()
 
 
 def few_shots(ctx: RunContext) -> str:

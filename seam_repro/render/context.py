@@ -1,17 +1,21 @@
-"""What a renderer needs to know about one (dataset, run): the recorded choices, resolved against
-the prompt file. Rendering reads only these recorded choices, never a random generator."""
+"""What a renderer needs to know about one (dataset, run): the dataset's spec, the recorded choices
+and the prompt file they index. Rendering reads only these recorded choices, never a random
+generator, and never looks a dataset up by name: the spec travels in the context."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
+from seam_repro.specs import DatasetSpec
+
 
 @dataclass(frozen=True)
 class RunContext:
     """Choices of one (dataset, run), as frozen in the manifest, plus the prompt file content."""
 
-    dataset: str
+    spec: DatasetSpec
+    """The dataset's spec from its suite file: names the template and holds its options."""
     profile: str
     """``upstream`` (bit-exact with SEAM@6ad83f4, quirks kept) or ``seam-repro-1`` (quirks fixed)."""
     prompt_file: dict[str, Any]
@@ -19,8 +23,14 @@ class RunContext:
     demo_indices: tuple[int, ...]
     max_num_docs: int
     doc_order: tuple[int, ...]
-    suite: str = "seam"
-    """Suite whose dataset spec names the template (``data/suites/<suite>.json``)."""
+
+    @property
+    def dataset(self) -> str:
+        return self.spec.name
+
+    @property
+    def suite(self) -> str:
+        return self.spec.suite
 
     @property
     def paraphrase(self) -> dict[str, Any]:
@@ -34,11 +44,9 @@ class RunContext:
     def options(self) -> dict[str, Any]:
         """The dataset's ``template_options`` from its suite file (empty for SEAM's datasets).
 
-        Read from the suite data rather than recorded in the manifest: the options are part of the
+        Taken from the spec rather than recorded in the manifest: the options are part of the
         shipped template, and their effect is pinned by every prompt's sha256."""
-        from seam_repro.suite import load_suite
-
-        return load_suite(self.suite).spec(self.dataset).template_options
+        return self.spec.template_options
 
     @property
     def upstream(self) -> bool:

@@ -1,6 +1,6 @@
 """IGCS-style content-selection prompts: instruction, output-format sentence, numbered documents.
 
-Replicates the IGCS-Bench prompt (Amar et al., Figure 3) through ``seam_repro.suites.igcs.igcs_prompt``:
+Replicates the IGCS-Bench prompt (Amar et al., Figure 3), ``igcs_prompt``:
 ``<instruction>. Output the exact <selection type> from the given <source type> as a valid json
 array of strings. Do not change the copied text.`` followed by ``document #0:`` … blocks in the
 run's document order. The sampled paraphrase may hold ``{query}``, replaced (plain text
@@ -9,7 +9,8 @@ selection. Zero-shot; sampled factors are the paraphrase, document order and ins
 
 ``template_options``: ``selection_type`` (default ``"text phrases"``). Units of a dataset with
 ``"units": "document"`` (document-level inference, IGCS §5.3) hold one document each and are
-prompted about "the given document", exactly as ``suites.igcs.document_level_inference`` does.
+prompted alone about "the given document" (§5.3); scoring puts an instance's units back together
+and grounds each span in its own document first (``scoring``, ``metrics/igcs.py``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,16 @@ from seam_repro.render.common import shuffle_documents
 from seam_repro.render.context import RunContext
 from seam_repro.render.template import Template
 from seam_repro.render.zeroscrolls import few_shots
-from seam_repro.suites.igcs import igcs_prompt
+
+
+def igcs_prompt(instruction: str, documents: Sequence[str], *, selection_type: str = "text phrases",
+                source_type: str = "documents") -> str:
+    """The IGCS-Bench template (Figure 3): instruction, output-format sentence, numbered documents."""
+    head = (f"{instruction.rstrip().rstrip('.')}. Output the exact {selection_type} from the given {source_type} "
+            "as a valid json array of strings. Do not change the copied text.")
+    docs = "\n\n".join(f"document #{i}:\n{d}" for i, d in enumerate(documents))
+    return f"{head}\n\n{docs}"
+
 
 QUERY = "{query}"
 

@@ -131,7 +131,7 @@ def freeze_for_replay(manifest_path: Path, run_dir: Path, *, data_dir: Path | No
             if data_dir is None:
                 data_dir = _view(Path(tmp) / "data", data_paths)
             if prompts_dir is None:
-                from seam_repro.suite import load_suite
+                from seam_repro.specs import load_suite
 
                 suite = load_suite(unfrozen["config"].get("suite", "seam"))
                 prompts_dir = _view(Path(tmp) / "prompts",

@@ -488,7 +488,7 @@ def check_run_prompts(run_dir: Path, prompts: dict[Key, dict[str, Any]], run_jso
 
 def _fill_metrics(tm: TrustedManifest, metrics: dict[str, str], tasks: dict[str, str]) -> None:
     """Metric and task of datasets with no prompt record at all, from the manifest's suite."""
-    from seam_repro.suite import load_suite
+    from seam_repro.specs import load_suite
 
     try:
         suite = load_suite(tm.manifest["config"].get("suite", "seam"))

@@ -114,7 +114,7 @@ def read_prompt_file(path: Path, spec: Any = None) -> dict[str, Any]:
 def load_sources(cfg: SeamConfig, *, data_dir: Any = None, prompts_dir: Any = None,
                  base_dir: Path | None = None, recorded: dict[str, Any] | None = None) -> Sources:
     """Load every dataset and prompt file the config names, checking recorded hashes."""
-    from seam_repro.suite import load_suite
+    from seam_repro.specs import load_suite
 
     suite = load_suite(cfg.suite)
     base_dir = base_dir or Path.cwd()

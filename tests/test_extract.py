@@ -3,7 +3,7 @@ precedence) and the documented clean-extraction rules."""
 
 from __future__ import annotations
 
-from seam_repro.parse import (
+from seam_repro.scoring.extract import (
     extract,
     extract_clean,
     extract_upstream,

@@ -1,10 +1,10 @@
-"""ZeroSCROLLS-style prompts, context trimming and metrics.
+"""ZeroSCROLLS metrics: ROUGE geometric mean, F1, accuracy, exponential similarity, concordance index.
 
-Replicates ZeroSCROLLS (Shaham et al., 2023) §3.2 "Prompt Structure" / "Accommodations for
-ChatBots" and §3.3 "Automatic Evaluation", with the per-task metric semantics of the official
-evaluation script (``tau/zero_scrolls`` metrics: SQuAD-style normalisation followed by
-``unidecode``, ``\\d+\\.?\\d*%`` percentage parsing, ``\\b[A-D]\\b`` option letters, concordance
-over summary-id positions). Every public score is on the kit's 0–100 scale.
+Replicates ZeroSCROLLS (Shaham et al., 2023) §3.3 "Automatic Evaluation", with the per-task metric
+semantics of the official evaluation script (``tau/zero_scrolls`` metrics: SQuAD-style
+normalisation followed by ``unidecode``, ``\\d+\\.?\\d*%`` percentage parsing, ``\\b[A-D]\\b`` option
+letters, concordance over summary-id positions). Every public score is on the kit's 0–100 scale.
+The prompt structure and context trimming (§3.2) are rendering: ``render/zeroscrolls.py``.
 """
 
 from __future__ import annotations
@@ -14,151 +14,8 @@ import re
 import string
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Literal
 
 from seam_repro.errors import InputError
-
-TaskKind = Literal["summarization", "qa", "aggregation"]
-
-OMISSION_NOTE = "[The rest of the {context_name} is omitted]"
-"""Appended to a trimmed context (paper Figure 3: "[The rest of the transcript is omitted]")."""
-
-CHAT_QA_SUFFIX = "Do not provide any explanation."
-"""Appended to QA and aggregation instructions for chat models (§3.2)."""
-
-
-# --------------------------------------------------------------------------- prompts
-
-
-@dataclass(frozen=True)
-class PromptTemplate:
-    """The generic template of §3.2: instruction, context (with header), query, response header."""
-
-    instruction: str
-    context_header: str
-    """E.g. ``"Transcript:"``, ``"Report:"``, ``"Reviews:"``."""
-    context_name: str
-    """What the omission note calls the context, e.g. ``"transcript"``."""
-    response_header: str
-    """E.g. ``"Answer:"`` or ``"Summary:"``; dropped in the chat variant."""
-    query_header: str | None = None
-    """E.g. ``"Query:"``; ``None`` for tasks without a query."""
-    task_kind: TaskKind = "qa"
-
-
-QMSUM_TEMPLATE = PromptTemplate(
-    instruction=(
-        "You are given a meeting transcript and a query containing a question or instruction. "
-        "Answer the query in one or more sentences."
-    ),
-    context_header="Transcript:",
-    context_name="transcript",
-    query_header="Query:",
-    response_header="Answer:",
-    task_kind="summarization",
-)
-"""The worked example of the paper's Figure 3 (QMSum)."""
-
-
-def build_prompt(
-    template: PromptTemplate, context: str, query: str | None = None, *, chat: bool = False, trimmed: bool = False
-) -> str:
-    """Assemble instruction, context header + context, query header + query and response header.
-
-    ``chat`` omits the response header and, for QA/aggregation, appends "Do not provide any
-    explanation." to the instruction (§3.2). ``trimmed`` appends the omission note to the context.
-    Blocks are separated by a blank line; each header sits on its own line above its text.
-    """
-    if template.query_header is not None and query is None:
-        raise InputError("zeroscrolls prompt", "the template has a query header but no query was given", field="query")
-    if template.query_header is None and query is not None:
-        raise InputError("zeroscrolls prompt", "a query was given but the template has no query header", field="query")
-    instruction = template.instruction
-    if chat and template.task_kind in ("qa", "aggregation"):
-        instruction = f"{instruction} {CHAT_QA_SUFFIX}"
-    body = context.rstrip()
-    if trimmed:
-        note = OMISSION_NOTE.format(context_name=template.context_name)
-        body = f"{body}\n\n{note}" if body else note
-    blocks = [instruction, f"{template.context_header}\n{body}"]
-    if template.query_header is not None:
-        blocks.append(f"{template.query_header}\n{query}")
-    prompt = "\n\n".join(blocks)
-    if not chat:
-        prompt += f"\n\n{template.response_header}\n"
-    return prompt
-
-
-# --------------------------------------------------------------------------- trimming
-
-Tokenizer = Callable[[str], Sequence[object]]
-"""Any encode function: text -> token sequence (only its length is used), e.g.
-``lambda t: hf_tokenizer.encode(t, add_special_tokens=False)``."""
-
-_WORD = re.compile(r"\S+")
-
-
-def whitespace_tokenize(text: str) -> list[str]:
-    """Default tokenizer: maximal runs of non-whitespace characters."""
-    return text.split()
-
-
-@dataclass(frozen=True)
-class TrimmedPrompt:
-    prompt: str
-    trimmed: bool
-    n_tokens: int
-    """Tokens of the whole prompt under the tokenizer used."""
-    context_words_kept: int
-    context_words_total: int
-
-
-def trim_to_budget(
-    template: PromptTemplate,
-    context: str,
-    max_tokens: int,
-    query: str | None = None,
-    *,
-    tokenizer: Tokenizer = whitespace_tokenize,
-    chat: bool = False,
-) -> TrimmedPrompt:
-    """Build the prompt, trimming the *end* of the context so the whole prompt fits ``max_tokens``.
-
-    Instruction, query and response header are always kept (as ZeroSCROLLS' ``process_model_input``
-    keeps the query suffix); a trimmed context ends with the omission note. The cut falls on a word
-    boundary and the longest fitting prefix is found by binary search over the number of context
-    words, so any tokenizer (whitespace, BPE) can be passed in as an encode function.
-    """
-    if max_tokens <= 0:
-        raise InputError("zeroscrolls prompt", f"max_tokens must be positive, got {max_tokens}", field="max_tokens")
-    full = build_prompt(template, context, query, chat=chat)
-    n_full = len(tokenizer(full))
-    words = list(_WORD.finditer(context))
-    if n_full <= max_tokens:
-        return TrimmedPrompt(full, False, n_full, len(words), len(words))
-
-    def prompt_with(k: int) -> str:
-        prefix = context[: words[k - 1].end()] if k > 0 else ""
-        return build_prompt(template, prefix, query, chat=chat, trimmed=True)
-
-    lo, hi = 0, len(words)  # invariant: prompt_with(lo) fits (checked below), prompt_with(hi) does not
-    n_lo = len(tokenizer(prompt_with(0)))
-    if n_lo > max_tokens:
-        raise InputError(
-            "zeroscrolls prompt",
-            f"instruction, query and omission note alone take {n_lo} tokens, more than the budget of {max_tokens}",
-            field="max_tokens",
-        )
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        n_mid = len(tokenizer(prompt_with(mid)))
-        if n_mid <= max_tokens:
-            lo, n_lo = mid, n_mid
-        else:
-            hi = mid
-    return TrimmedPrompt(prompt_with(lo), True, n_lo, lo, len(words))
-
 
 # --------------------------------------------------------------------------- metrics
 

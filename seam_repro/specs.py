@@ -1,7 +1,7 @@
-"""Suites as data: a suite file declares its datasets, loaders, templates, metrics and the random
-factors its sampler draws (``data/suites/<name>.json``). The pipeline core reads these specs
-instead of branching on dataset names, so another benchmark plugs in with a data file plus a
-loader and a template module.
+"""Dataset specs, read from the suite files ``data/suites/<suite>.json``: per dataset its task,
+loader, template, metrics and the random factors its sampler draws. The pipeline core reads these
+specs instead of branching on dataset names, so another benchmark plugs in with a data file plus a
+loader and a template module. A suite file is read once, on first use (``load_suite`` is cached).
 """
 
 from __future__ import annotations
@@ -57,6 +57,8 @@ class DatasetSpec:
     """``instance`` (one prompt per instance) or ``document``: the loader's ``document_units``
     splits every instance into one unit per document, ids ``<id>#doc<k>`` (IGCS document-level
     inference); scoring puts an instance's units back together."""
+    suite: str = "seam"
+    """The suite file that declares the dataset (named in error messages)."""
 
     def load(self, path: str | Path) -> LoadedDataset:
         p = Path(path)
@@ -133,6 +135,7 @@ def _plan(raw: Any, where: str) -> SamplingPlan:
 def parse_suite(raw: Any, where: str) -> Suite:
     if not isinstance(raw, dict) or not isinstance(raw.get("datasets"), dict) or not raw["datasets"]:
         raise InputError(where, "expected an object with a non-empty 'datasets' object")
+    suite = str(raw.get("suite", Path(where).stem))
     specs = {}
     for name, d in raw["datasets"].items():
         w = f"{where}: datasets.{name}"
@@ -153,9 +156,8 @@ def parse_suite(raw: Any, where: str) -> Suite:
         if units not in UNITS:
             raise InputError(w, f"expected one of {UNITS}, got {units!r}", field="units")
         specs[name] = DatasetSpec(name, d["task"], d["default_split"], d["loader"], d["template"], d["prompt_file"],
-                                  dict(metrics), _plan(d.get("sampling"), w), dict(options), units)
-    return Suite(str(raw.get("suite", Path(where).stem)), int(raw.get("version", 1)), str(raw.get("description", "")),
-                 specs)
+                                  dict(metrics), _plan(d.get("sampling"), w), dict(options), units, suite)
+    return Suite(suite, int(raw.get("version", 1)), str(raw.get("description", "")), specs)
 
 
 @cache

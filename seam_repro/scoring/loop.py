@@ -6,21 +6,21 @@ docs/ARCHITECTURE.md ("Scores"). Every score is on the 0-100 scale.
 
 Two variants are always computed and written side by side:
 
-* the profile's metric — ``upstream``: upstream's extraction (``parse.extract_upstream`` on prompt +
+* the profile's metric — ``upstream``: upstream's extraction (``extract.extract_upstream`` on prompt +
   continuation) and upstream's metrics (ROUGE geo, str-dict MuSiQue F1, CoNLL-F1 with the scorer's
   line-position matching, FIC F1); ``seam-repro-1``: the corrected variant below;
-* ``corrected`` — clean extraction of the continuation (``parse.extract_clean``), MuSiQue scored on
+* ``corrected`` — clean extraction of the continuation (``extract.extract_clean``), MuSiQue scored on
   answer + aliases and answerability (``musique_corrected``), coreference matched by mention id.
 
 Coreference has a third: upstream's score is computed *as published* (perl read only the part of
 the unflushed gold file CPython had written, for a file system block size, default 4096; see
-``score.unflushed``) and *as intended* (the whole gold file, ``upstream_intended`` in instance
+``metrics.unflushed``) and *as intended* (the whole gold file, ``upstream_intended`` in instance
 details, ``intended`` in the summary). The ``upstream`` profile's score is the as-published one,
 because that is what produced the paper's numbers.
 
 One loop scores every suite. Each record's (upstream, corrected) metrics come from the record's
 ``metric`` (ZeroSCROLLS-, IGCS-style suites) or, for SEAM's four tasks, from data/suites/seam.json by
-task; the metric registry (``suites.metrics_registry``) says how each extracts its response, scores
+task; the metric registry (``metrics.registry``) says how each extracts its response, scores
 an instance and aggregates a run (the mean, or the CoNLL micro-average for coreference).
 
 Model output is untrusted: undecodable bytes, lone surrogates, empty or absurd text are format
@@ -39,12 +39,12 @@ from seam_repro.config import PROFILES
 from seam_repro.errors import InputError, PredictionsError, PrerequisiteError, SeamReproError
 from seam_repro.files import atomic_write_bytes, ensure_dir, guard_outputs, parse_json_text, read_bytes
 from seam_repro.hashing import digest_of_hashes, sha256_json, sha256_text
-from seam_repro.parse import extract, extract_clean
+from seam_repro.metrics import registry
+from seam_repro.metrics.registry import ScoringContext
+from seam_repro.metrics.unflushed import DEFAULT_BLOCK_SIZE
 from seam_repro.run.store import check_run_prompts
-from seam_repro.score.unflushed import DEFAULT_BLOCK_SIZE
-from seam_repro.score.validity import is_valid
-from seam_repro.suites import metrics_registry as registry
-from seam_repro.suites.metrics_registry import ScoringContext
+from seam_repro.scoring.extract import extract, extract_clean
+from seam_repro.scoring.validity import is_valid
 
 SEAM_TASKS: tuple[str, ...] = ("coreference", "summarization", "qa", "fic")
 """Tasks whose metrics come from data/suites/seam.json by task; records of any other task name theirs."""
@@ -194,7 +194,7 @@ class _Fic:
         if self.scorer is None and self.reason is None:
             try:
                 if self.factory is None:
-                    from seam_repro.score.fic import FicScorer
+                    from seam_repro.metrics.fic import FicScorer
 
                     self.factory = FicScorer.from_pins
                 self.scorer = self.factory()
@@ -205,9 +205,9 @@ class _Fic:
 
 def _coref_run(gold: list[tuple[str, Any]], responses: list[tuple[str, str]], mode: str,
                gold_block_size: int | None = None) -> tuple[Any, str | None]:
-    """``score.coref_parse.score_run`` (imported lazily): the run's micro CoNLL result, or a reason."""
+    """``metrics.coref_parse.score_run`` (imported lazily): the run's micro CoNLL result, or a reason."""
     try:
-        from seam_repro.score.coref_parse import score_run
+        from seam_repro.metrics.coref_parse import score_run
     except ImportError as exc:
         return None, f"coreference scorer not available ({exc})"
     return score_run(gold, responses, mode, gold_block_size=gold_block_size), None
@@ -233,7 +233,7 @@ def metric_names(rec: dict[str, Any]) -> dict[str, str]:
 
 
 def _seam_task_metrics() -> dict[str, dict[str, str]]:
-    from seam_repro.suite import load_suite
+    from seam_repro.specs import load_suite
 
     out: dict[str, dict[str, str]] = {}
     for spec in load_suite("seam").datasets.values():
@@ -326,7 +326,7 @@ def _score_units(parent: Key, units: list[tuple[dict[str, Any], dict[str, Any]]]
         line["valid_format"] = all(bool(p.get("_decodable", True)) for _, p in units)
     else:
         try:
-            from seam_repro.suites import igcs
+            from seam_repro.metrics import igcs
 
             spans: list[tuple[str, int]] = []
             valid: list[bool] = []
@@ -389,7 +389,7 @@ def score_model(prompts: dict[Key, dict[str, Any]], preds: dict[Key, dict[str, A
 def _coref_runs(ds: str, run: int, lines: list[dict[str, Any]], prompts: dict[Key, dict[str, Any]],
                 primary_variant: str, gold_block_size: int, out: dict[str, Any], corrected: dict[str, Any]) -> None:
     """One run of a coreference dataset, scored three ways: upstream as published (the gold file
-    perl could read, ``score.unflushed``), upstream as intended (the whole gold file) and corrected
+    perl could read, ``metrics.unflushed``), upstream as intended (the whole gold file) and corrected
     (mentions matched by id). Upstream values are what SEAM read from perl's printed output."""
     k = str(run)
     gold = [(ln["instance_id"], prompts[(ds, run, ln["instance_id"])]["target"]) for ln in lines]
@@ -477,10 +477,6 @@ def _summarise(ds: str, task: str, names: dict[str, str], runs: dict[int, list[d
     return out
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    atomic_write_bytes(path, data)
-
-
 def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | None = None, *, fic: bool = True,
                   fic_factory: Callable[[], Any] | None = None, fic_download: bool = False,
                   gold_block_size: int = DEFAULT_BLOCK_SIZE) -> list[Path]:
@@ -506,7 +502,7 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
     if fic_factory is None and fic:
         from functools import partial
 
-        from seam_repro.score.fic import FicScorer
+        from seam_repro.metrics.fic import FicScorer
 
         fic_factory = partial(FicScorer.from_pins, allow_download=fic_download)
     fic_state = _Fic(fic, fic_factory)
@@ -517,12 +513,12 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
         target = out_root / model_dir.name
         ensure_dir(target)
         body = "".join(json.dumps(ln, ensure_ascii=False, allow_nan=False) + "\n" for ln in lines)
-        _write_atomic(target / "instance_scores.jsonl", body.encode("utf-8"))
+        atomic_write_bytes(target / "instance_scores.jsonl", body.encode("utf-8"))
         summary = {"model": model, "manifest_digest": run_json.get("manifest_digest"),
                    "prompt_digest": digest_of_hashes(r["prompt_sha256"] for r in prompts.values()),
                    "profile": profile, "kit_version": __version__, "datasets": datasets,
                    **coverage.summary_fields(model_dir, datasets, preds)}
-        _write_atomic(target / "summary.json", (json.dumps(summary, indent=1, ensure_ascii=False, allow_nan=False)
-                                                + "\n").encode("utf-8"))
+        atomic_write_bytes(target / "summary.json", (json.dumps(summary, indent=1, ensure_ascii=False, allow_nan=False)
+                                                     + "\n").encode("utf-8"))
         written.append(target / "summary.json")
     return written

@@ -3,8 +3,8 @@
 Replicates Amar et al., "A Unifying Scheme for Extractive Content Selection Tasks" (IGCS): §3.3
 token-level P/R/F1 over source token indices (max over references by F1, macro average), App. B
 bootstrap confidence intervals, §5.3 + App. G grounding (exact, then case/whitespace-insensitive,
-then closest token-level Levenshtein match within min(⌊0.15·len⌋, 10) tokens, else dropped) and
-§5.3 document-level inference; with the edge-case semantics of the reference package
+then closest token-level Levenshtein match within min(⌊0.15·len⌋, 10) tokens, else dropped; a
+span of a document-level answer is searched in its own document first); with the edge-case semantics of the reference package
 ``igcs`` (grounding/__init__.py, grounding/tokenization.py, evaluate/evaluation_functions.py).
 Tokens come from spaCy's rule-based English tokenizer (``spacy.blank("en")``, whitespace tokens
 dropped) so no model download is needed; the paper used ``en_core_web_sm``, whose tokenizer rules
@@ -17,7 +17,7 @@ import bisect
 import functools
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -377,42 +377,3 @@ def bootstrap_macro(
     lo, hi = np.quantile(boot, [alpha / 2, 1 - alpha / 2])
     return {"mean": float(np.mean(list(means.values()))), "ci_low": float(lo), "ci_high": float(hi),
             "per_task": means, "n_resamples": n_resamples, "confidence": confidence, "seed": seed}
-
-
-# --------------------------------------------------------------------------- prompting
-
-
-def igcs_prompt(instruction: str, documents: Sequence[str], *, selection_type: str = "text phrases",
-                source_type: str = "documents") -> str:
-    """The IGCS-Bench template (Figure 3): instruction, output-format sentence, numbered documents."""
-    head = (f"{instruction.rstrip().rstrip('.')}. Output the exact {selection_type} from the given {source_type} "
-            "as a valid json array of strings. Do not change the copied text.")
-    docs = "\n\n".join(f"document #{i}:\n{d}" for i, d in enumerate(documents))
-    return f"{head}\n\n{docs}"
-
-
-@dataclass(frozen=True)
-class DocLevelResult:
-    prompts: tuple[str, ...]
-    outputs: tuple[str, ...]
-    spans: tuple[tuple[str, int], ...]
-    """All selections concatenated in document order, each with the index of its document."""
-    valid: tuple[bool, ...]
-
-
-def document_level_inference(
-    instruction: str, documents: Sequence[str], generate: Callable[[str], str], *,
-    selection_type: str = "text phrases",
-) -> DocLevelResult:
-    """§5.3: one prompt per document instead of one for the whole set; the per-document
-    selections are concatenated and later grounded hinted to their own document."""
-    prompts, outputs, spans, valid = [], [], [], []
-    for i, doc in enumerate(documents):
-        prompt = igcs_prompt(instruction, [doc], selection_type=selection_type, source_type="document")
-        out = generate(prompt)
-        parsed = parse_answer(out)
-        prompts.append(prompt)
-        outputs.append(out)
-        valid.append(parsed.valid)
-        spans.extend((s, i) for s in parsed.spans)
-    return DocLevelResult(tuple(prompts), tuple(outputs), tuple(spans), tuple(valid))

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from seam_repro.score.conll_io import gold_assignment
+from seam_repro.metrics.conll_io import gold_assignment
 
 TEXT_CHUNK_SIZE = 8192
 """CPython's ``TextIOWrapper._CHUNK_SIZE`` default."""

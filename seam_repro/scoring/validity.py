@@ -15,8 +15,8 @@ A text that could not be decoded as UTF-8 is invalid whatever it contains.
 
 from __future__ import annotations
 
-from seam_repro.score.musique import parse_answer_dict
-from seam_repro.score.scan import has_closed_int_list, has_open_int_list_at_end
+from seam_repro.metrics.musique import parse_answer_dict
+from seam_repro.metrics.scan import has_closed_int_list, has_open_int_list_at_end
 
 TASKS: tuple[str, ...] = ("coreference", "summarization", "qa", "fic")
 

@@ -22,7 +22,7 @@ scores the files SEAM writes, where the scorer matches mentions by *line positio
 
 In mode ``upstream`` the gold file is read either whole (``gold_block_size=None``: *as intended*,
 upstream with the file flushed) or *as published*: only the bytes CPython had written when perl
-ran, for a file system block size (``score.unflushed``). perl scores every document of the gold
+ran, for a file system block size (``metrics.unflushed``). perl scores every document of the gold
 file it read, so documents cut away are ignored, a document cut mid-way is scored on its first
 mentions, and a cut ``#begin document`` line is a document of the cut name.
 """
@@ -35,15 +35,15 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from seam_repro.errors import InputError
-from seam_repro.score.conll_io import (
+from seam_repro.metrics.conll_io import (
     chains_from_assignment,
     gold_assignment,
     parse_conll_text,
     seam_gold_text,
     seam_prediction_text,
 )
-from seam_repro.score.coref import METRICS, CorefScores, score_document, total
-from seam_repro.score.unflushed import published_gold
+from seam_repro.metrics.coref import METRICS, CorefScores, score_document, total
+from seam_repro.metrics.unflushed import published_gold
 
 _CLOSED = re.compile(r"\[[\d, ]+\]")  # Unicode \d on purpose: upstream's pattern, same match spans
 _OPEN = re.compile(r"\[[\d, ]+")

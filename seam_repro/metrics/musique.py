@@ -4,11 +4,11 @@
     (``postprocess`` + ``AnswerMetric``) and ``MusiQue_metrics/answer.py``: find ``\\{.*\\}`` in the
     response, apply upstream's quote fixes, parse it as a Python literal, retry with ``}`` ->
     ``'}``, else keep the raw response; then SQuAD token F1 of ``str(pred)`` vs ``str(gold_dict)``.
-    Upstream calls ``eval``; we never do: ``score.literal.evaluate`` returns what ``eval`` returns
+    Upstream calls ``eval``; we never do: ``metrics.literal.evaluate`` returns what ``eval`` returns
     on every expression without a call, attribute, subscript or name (``{...} or {...}``,
     ``'a' 'b'``, ``-1``, f-strings...) and takes the ``except`` path elsewhere; where ``eval`` might
     have succeeded (a name such as ``str``, a value too large to build) the instance records
-    ``eval_divergence``. The ``{...}`` span is found in linear time (``score.scan``).
+    ``eval_divergence``. The ``{...}`` span is found in linear time (``metrics.scan``).
 (b) corrected (``corrected``): answer F1/EM against the gold answer and its aliases (max, as the
     official MuSiQue ``metrics/answer.py``), answerability, and a combined score: answer F1 when
     gold is answerable and the model says answerable, 100 when both say unanswerable, else 0.
@@ -25,8 +25,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from seam_repro.score.literal import evaluate
-from seam_repro.score.scan import brace_span
+from seam_repro.metrics.literal import evaluate
+from seam_repro.metrics.scan import brace_span
 
 MAX_LITERAL_CHARS = 20_000
 """Longer ``{...}`` spans are treated as unparseable (a 500-token answer is far shorter)."""

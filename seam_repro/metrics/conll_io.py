@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seam_repro.errors import InputError
-from seam_repro.score.coref import CorefScores, refuses_to_score, score_document, total
+from seam_repro.metrics.coref import CorefScores, refuses_to_score, score_document, total
 
 Span = tuple[int, int]
 """A mention as (first token, last token) position within its document."""

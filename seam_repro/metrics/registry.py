@@ -1,18 +1,18 @@
 """Every metric of every suite (SEAM, ZeroSCROLLS, IGCS): one table used by ``seam-repro metric``
-and by the scoring loop (``seam_repro.scoring``).
+and by the scoring loop (``seam_repro.scoring.loop``).
 
 Each entry declares what scoring needs to know about it:
 
 * ``extraction``: how the response is taken from the model output, for the run's upstream and
   corrected variant (``"upstream"``: upstream SEAM's ``get_only_response`` on prompt + continuation;
-  ``"clean"``: ``parse.extract_clean`` on the continuation);
+  ``"clean"``: ``scoring.extract.extract_clean`` on the continuation);
 * the per-instance computation: ``record_scorer`` from a prompt record, else the generic
   ``adapter`` on the record's ``target.references`` (and ``target.documents`` as sources);
 * ``aggregation``: how a run's score is made: ``"mean"`` of the instance scores, or
   ``"conll_micro"`` (the CoNLL scorer's micro-average over the run's documents; the instances are
   scored inside it), plus optional ``run_extras`` (MuSiQue's answer F1/EM and answerability).
 
-SEAM's implementations live in ``seam_repro.score.*`` and are imported only when used, so the list
+SEAM's implementations live in ``seam_repro.metrics.*`` and are imported only when used, so the list
 always shows them and a module that cannot be imported yields a clear error naming it.
 """
 
@@ -183,7 +183,7 @@ def _musique_corrected_record(mod: Any, resp: str, rec: dict[str, Any], _ctx: Sc
 
 def _musique_extras(details: list[dict[str, Any]]) -> dict[str, float | None]:
     """Answer F1/EM over gold-answerable instances, answerability accuracy and F1 (0-100)."""
-    from seam_repro.score.musique import answerability_f1
+    from seam_repro.metrics.musique import answerability_f1
 
     def mean(values: list[float]) -> float | None:
         return sum(values) / len(values) if values else None
@@ -240,31 +240,31 @@ def _igcs_token_f1(mod: Any, pred: str, refs: list[str], src: list[str] | None) 
 
 # --------------------------------------------------------------------------- the table
 
-_ZS = "seam_repro.suites.zeroscrolls"
+_ZS = "seam_repro.metrics.zeroscrolls"
 _SEAM_EXTRACTION = ("upstream", "clean")
 _TEXT = "a plain string (repeat REFERENCE for several references; the best is kept)"
 
 METRICS: dict[str, MetricSpec] = {
     s.name: s
     for s in (
-        MetricSpec("rouge_geo", "seam", "seam_repro.score.rouge", "SEAM summarization: stemmed R1/R2/RL F geometric "
+        MetricSpec("rouge_geo", "seam", "seam_repro.metrics.rouge", "SEAM summarization: stemmed R1/R2/RL F geometric "
                    "mean x100 (MultiNews, OpenASP)", "the gold summary (exactly one)", _rouge_geo, max_references=1,
                    extraction=_SEAM_EXTRACTION, record_scorer=_rouge_record, version=lambda m: m.version()),
-        MetricSpec("musique_f1", "seam", "seam_repro.score.musique", "SEAM MuSiQue, upstream parity: SQuAD F1 of "
+        MetricSpec("musique_f1", "seam", "seam_repro.metrics.musique", "SEAM MuSiQue, upstream parity: SQuAD F1 of "
                    "str(parsed answer) vs str(gold dict)", _MUSIQUE_FORM, _musique_f1, max_references=1,
                    extraction=_SEAM_EXTRACTION, record_scorer=_musique_f1_record,
                    version=lambda m: m.version("upstream")),
-        MetricSpec("musique_corrected", "seam", "seam_repro.score.musique", "MuSiQue corrected: answer F1 (aliases) "
+        MetricSpec("musique_corrected", "seam", "seam_repro.metrics.musique", "MuSiQue corrected: answer F1 (aliases) "
                    "gated by answerability", f"{_MUSIQUE_FORM}, then answer aliases as plain strings",
                    _musique_corrected, extraction=_SEAM_EXTRACTION, record_scorer=_musique_corrected_record,
                    run_extras=_musique_extras, version=lambda m: m.version("corrected")),
-        MetricSpec("conll_f1", "seam", "seam_repro.score.coref_parse", "SEAM coreference (ECB, SciCo): CoNLL-F1 of "
+        MetricSpec("conll_f1", "seam", "seam_repro.metrics.coref_parse", "SEAM coreference (ECB, SciCo): CoNLL-F1 of "
                    "the parsed clusters, upstream scorer semantics", "a JSON list of gold clusters (exactly one)",
                    _conll_f1, max_references=1, extraction=_SEAM_EXTRACTION, aggregation="conll_micro"),
-        MetricSpec("conll_f1_corrected", "seam", "seam_repro.score.coref_parse", "Coreference corrected: CoNLL-F1 "
+        MetricSpec("conll_f1_corrected", "seam", "seam_repro.metrics.coref_parse", "Coreference corrected: CoNLL-F1 "
                    "with mentions matched by id (not by line position)", "a JSON list of gold clusters (exactly one)",
                    _conll_f1_corrected, max_references=1, extraction=_SEAM_EXTRACTION, aggregation="conll_micro"),
-        MetricSpec("fic_f1", "seam", "seam_repro.score.fic", "SEAM FuseReviews: harmonic mean of flan-t5-xxl "
+        MetricSpec("fic_f1", "seam", "seam_repro.metrics.fic", "SEAM FuseReviews: harmonic mean of flan-t5-xxl "
                    "faithfulness and the coverage model (needs the pinned models)",
                    "the concatenated highlights, then a JSON list of review-side alignments", _fic_f1,
                    max_references=2, extraction=_SEAM_EXTRACTION, record_scorer=_fic_record,
@@ -284,7 +284,7 @@ METRICS: dict[str, MetricSpec] = {
         MetricSpec("zeroscrolls_concordance_index", "zeroscrolls", _ZS, "ZeroSCROLLS BookSumSort: share of "
                    "correctly ordered summary pairs x100; 0 unless a permutation", "the gold order, e.g. 3, 1, 2",
                    _zs("concordance_index", lambda m, p: bool(m.summary_ids(p)))),
-        MetricSpec("igcs_token_f1", "igcs", "seam_repro.suites.igcs", "IGCS content selection: token-level F1 of "
+        MetricSpec("igcs_token_f1", "igcs", "seam_repro.metrics.igcs", "IGCS content selection: token-level F1 of "
                    "grounded spans over source tokens; max over references (needs --source)",
                    "a JSON array of source spans (strings)", _igcs_token_f1, needs_source=True),
     )
