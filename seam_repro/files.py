@@ -17,10 +17,12 @@ import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import tempfile
 import zlib
 from collections.abc import Iterable, Iterator
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -49,28 +51,24 @@ def _finite_float(text: str) -> float:
     return value
 
 
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+"""A complete JSON string literal (escapes paired as a scanner pairs them)."""
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_BRACKET_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
 def _depth_exceeds(text: str, limit: int) -> bool:
-    """True when brackets outside strings nest deeper than ``limit``; linear, no recursion."""
-    depth = 0
-    in_string = False
-    escaped = False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-            if depth > limit:
-                return True
-        elif ch in "]}":
-            depth -= 1
-    return False
+    """True when brackets outside strings nest deeper than ``limit``; linear, no recursion, and
+    no Python step per character (strings and other characters are dropped by regex first: a
+    per-character loop was the largest cost of reading the datasets in ``sample``)."""
+    bare = _JSON_STRING.sub("", text)
+    quote = bare.find('"')
+    if quote >= 0:
+        bare = bare[:quote]  # an unterminated string runs to the end of the text
+    brackets = _NOT_BRACKET.sub("", bare)
+    if len(brackets) <= limit:
+        return False
+    return max(accumulate(map(_BRACKET_STEP.__getitem__, brackets))) > limit
 
 
 def parse_json_text(text: str, where: object, *, record: object | None = None,

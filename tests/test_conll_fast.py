@@ -79,7 +79,9 @@ def _full_matrix_ceaf(ident: coref._Identified, mention_based: bool) -> float:
     return total
 
 
-def test_component_ceaf_equals_whole_matrix_assignment() -> None:
+@pytest.mark.parametrize("small", [coref._SMALL_ASSIGNMENT, 0], ids=["python-solver", "scipy-solver"])
+def test_component_ceaf_equals_whole_matrix_assignment(small: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(coref, "_SMALL_ASSIGNMENT", small)  # 0: every matrix goes to scipy
     key_text, resp_text = conll_pair(random.Random(3), n_docs=60, n_tokens=120)
     key, resp = parse_conll_text(key_text), parse_conll_text(resp_text)
     for name, doc in key.items():
@@ -143,8 +145,9 @@ def test_large_random_files_equal_perl_scorer(scorer_pl: Path, tmp_path: Path) -
 
 
 def _scan_reference(text: str) -> tuple[list[str], tuple[int, str] | None]:
-    """conll-score's warning scan as first written (one regex pass per line and part)."""
-    from seam_repro.commands.conll import _BEGIN, _LABEL
+    """conll-score's warning scan as first written (a second pass over the file, one regex per
+    line and part): the document names, and the first label the scorer's numeric patterns skip."""
+    from seam_repro.metrics.conll_io import _BEGIN, _LABEL
 
     names: list[str] = []
     odd = None
@@ -167,19 +170,56 @@ def _scan_reference(text: str) -> tuple[list[str], tuple[int, str] | None]:
     return names, odd
 
 
-def test_warning_scan_equals_the_line_by_line_reference(tmp_path: Path) -> None:
-    from seam_repro.commands.conll import _scan
+def test_reader_warnings_equal_the_line_by_line_reference() -> None:
+    """The names and first non-numeric label conll-score warns about come from the reader's own
+    pass; inside scored documents they equal the separate line-by-line scan they replace."""
+    from seam_repro.errors import InputError
+    from seam_repro.metrics.conll_io import parse_conll_file
 
     rng = random.Random(5)
-    pieces = ["(1)", "(12", "3)", "-", "_", "(1+2)", "(a)", "x", "", " ", "\xa0", "1+", "((1", "|", "(1)|(x",
-              "\r", "#", "#begin document (d); part 0", "#end document"]
-    for trial in range(300):
+    pieces = ["(1)", "(12", "3)", "12)", "-", "_", "(1+2)", "(a)", "x", "", " ", "\xa0", "1+", "((1", "|", "(1)|(x",
+              "\r", "#", "(3)|(4)", "(1)(2)", "7"]
+    compared = flagged = 0
+    for _ in range(1500):
         lines = []
         for _ in range(rng.randint(1, 12)):
             cols = [rng.choice(["w", "", " ", "d", "#c"]) for _ in range(rng.randint(0, 3))]
             lines.append("\t".join(cols + ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 3)))])
                          + rng.choice(["", "\t", "\t \t", "\r", " "]))
-        text = "\n".join(lines)
-        path = tmp_path / f"f{trial}.conll"
-        path.write_bytes(text.encode("utf-8"))
-        assert _scan(path) == _scan_reference(text), text
+        docs = rng.randint(1, 3)
+        text = "".join(f"#begin document (d{k % 2}); part 0\n" + "\n".join(lines[k::docs]) + "\n#end document\n"
+                       for k in range(docs))
+        try:
+            got = parse_conll_file(text, "t")
+        except InputError:
+            continue  # unbalanced mentions: conll-score stops with the error before any warning
+        names, odd = _scan_reference(text)
+        if docs == 3:  # (d0) twice: only its last block is scored, so the first block is not scanned
+            first_end = text.index("#end document") + len("#end document\n")
+            names, odd = _scan_reference(text[first_end:])
+            names = ["(d0); part 0", *names]
+            odd = None if odd is None else (odd[0] + text[:first_end].count("\n"), odd[1])
+        assert (list(got.names), got.odd_label) == (names, odd), text
+        compared += 1
+        flagged += odd is not None
+    assert compared > 300 and flagged > 50, (compared, flagged)
+
+
+def test_python_assignment_picks_what_scipy_picks() -> None:
+    """CEAF's small components are solved in Python; on ties (integer and CEAF-e-like fractions)
+    and on random reals it returns the very pairs scipy's solver returns, so values cannot move."""
+    import numpy as np
+    from scipy.optimize import linear_sum_assignment
+
+    rng = random.Random(11)
+    for trial in range(6000):
+        n_rows, n_cols = rng.randint(1, 8), rng.randint(1, 8)
+        if trial % 3 == 0:
+            grid = [[float(rng.randint(0, 3)) for _ in range(n_cols)] for _ in range(n_rows)]
+        elif trial % 3 == 1:
+            grid = [[2 * rng.randint(0, 3) / rng.randint(2, 8) if rng.random() < 0.5 else 0.0 for _ in range(n_cols)]
+                    for _ in range(n_rows)]
+        else:
+            grid = [[rng.random() for _ in range(n_cols)] for _ in range(n_rows)]
+        rows, cols = linear_sum_assignment(np.array(grid), maximize=True)
+        assert coref._max_assignment(grid) == list(zip(rows.tolist(), cols.tolist(), strict=True)), grid

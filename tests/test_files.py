@@ -137,3 +137,44 @@ def test_atomic_write_gives_the_mode_open_would(tmp_path):
         assert kept.stat().st_mode & 0o777 == 0o640
     finally:
         os.umask(mask)
+
+
+def _depth_by_characters(text: str, limit: int) -> bool:
+    """The nesting check as first written: one step per character, strings skipped."""
+    depth, in_string, escaped = 0, False, False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif ch in "]}":
+            depth -= 1
+    return False
+
+
+def test_depth_check_equals_the_character_loop() -> None:
+    """The regex-based nesting check refuses exactly what the per-character scan refused: brackets
+    inside strings (escaped quotes included), unterminated strings and stray closers."""
+    import random
+
+    from seam_repro.files import _depth_exceeds
+
+    rng = random.Random(3)
+    pieces = ["[", "]", "{", "}", '"', "\\", "a", ",", "\n", '"\\"', "[[[[", "]]", '"[["']
+    flagged = 0
+    for _ in range(20000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
+        limit = rng.randint(0, 6)
+        expected = _depth_by_characters(text, limit)
+        assert _depth_exceeds(text, limit) == expected, (text, limit)
+        flagged += expected
+    assert 2000 < flagged < 18000, flagged

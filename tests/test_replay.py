@@ -235,3 +235,36 @@ def test_cli_replay_scores_the_run_and_prints_its_table(tmp_path: Path) -> None:
     summary = out / "scores" / "echo" / "summary.json"
     assert f"scores: {summary}" in result.output and summary.is_file()
     assert "| MusiQue | echo |" in result.output and "partial run (18 of 36 instances scored)" in result.output
+
+
+@pytest.mark.parametrize("preferred", [None, 5])
+def test_default_batch_size_is_the_backends_measured_best(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          preferred: int | None) -> None:
+    """Without --batch-size, replay uses the backend's measured best for its device (the hf backend
+    on CPU: CPU_BATCH_SIZE); a backend without one gets the manifest's batch_size (smoke: 4)."""
+    import seam_repro.generate as generate
+    from seam_repro.manifest.trust import load_trusted
+    from seam_repro.run.replay import ReplayOptions, replay
+
+    class Measured(EchoBackend):
+        preferred_batch_size = preferred
+
+    monkeypatch.setattr(generate, "make_backend", lambda *a, **k: Measured())
+    out = tmp_path / "run"
+    replay(load_trusted(REPO / "manifests" / "smoke.json"), out, ReplayOptions(backend="echo", limit=1, progress=False))
+    models = json.loads((out / "run.json").read_text())["models"]
+    assert [m["batch_size"] for m in models.values()] == [preferred or 4]
+
+
+def test_hf_backend_prefers_the_measured_cpu_batch_size() -> None:
+    from types import SimpleNamespace
+
+    from seam_repro.generate.hf import CPU_BATCH_SIZE, HFBackend
+
+    def backend(device: str) -> HFBackend:
+        model = SimpleNamespace(config=SimpleNamespace(max_position_embeddings=8192), device=device,
+                                generation_config=SimpleNamespace(eos_token_id=2))
+        return HFBackend(model, SimpleNamespace(pad_token_id=None, eos_token_id=2), "m", "r")
+
+    assert backend("cpu").preferred_batch_size == CPU_BATCH_SIZE == 4
+    assert backend("cuda:0").preferred_batch_size is None

@@ -142,3 +142,48 @@ def test_each_data_and_prompt_file_is_read_once(command: list[str]) -> None:
     err = subprocess.run([sys.executable, "-c", OPENS, *command], capture_output=True, text=True, cwd=REPO).stderr
     line = next(x for x in err.splitlines() if x.startswith("OPENED-TWICE"))
     assert line.startswith("OPENED-TWICE [] ") and int(line.rsplit(" ", 1)[1]) >= 20, err
+
+
+def test_precompiled_schema_check_is_current_and_used() -> None:
+    """The shipped validator module is the compile of the current schema (regenerate with
+    `python -m seam_repro.schema_check` after editing it), so the fast path never runs stale code."""
+    import fastjsonschema
+
+    from seam_repro import manifest_schema_code, schema_check
+
+    text = Path(SCHEMA_PATH).read_text(encoding="utf-8")
+    if fastjsonschema.VERSION != manifest_schema_code.VERSION:
+        pytest.skip("another fastjsonschema than the module was generated with; the sha256 guard still applies")
+    assert schema_check.PRECOMPILED.read_text(encoding="utf-8") == schema_check._schema_code(text)
+    schema_check._compiled.cache_clear()
+    assert schema_check._compiled(str(SCHEMA_PATH)) is manifest_schema_code.validate
+
+
+def test_edited_schema_is_compiled_afresh(tmp_path: Path) -> None:
+    from seam_repro import manifest_schema_code, schema_check
+
+    schema = json.loads(Path(SCHEMA_PATH).read_text(encoding="utf-8"))
+    schema["properties"]["frozen"] = {"const": True}
+    edited = tmp_path / "manifest.schema.json"
+    edited.write_text(json.dumps(schema), encoding="utf-8")
+    check = schema_check._compiled(str(edited))
+    assert check is not manifest_schema_code.validate
+    assert not conforms({**json.loads((Path(__file__).parents[1] / "manifests" / "smoke.json").read_text()),
+                         "frozen": False}, edited)
+
+
+def test_conll_score_of_ordinary_files_needs_no_numpy(tmp_path: Path) -> None:
+    """CEAF's small assignments are solved in Python: numpy and scipy cost more to import than
+    conll-score spends scoring (synthetic documents whose entities share mentions, as real output's do)."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import random
+
+    from synth import conll_pair
+
+    key_text, resp_text = conll_pair(random.Random(1), n_docs=5, n_tokens=120)
+    key, resp = tmp_path / "k.conll", tmp_path / "r.conll"
+    key.write_text(key_text)
+    resp.write_text(resp_text)
+    out = subprocess.run([sys.executable, "-c", PROBE.format(heavy=("numpy", "scipy")), "conll-score", str(key),
+                          str(resp)], capture_output=True, text=True, cwd=REPO).stderr
+    assert "LOADED [] 0" in out, out

@@ -4,12 +4,15 @@ scorers v8.01) on CoNLL-2012 files, printing the scorer's TOTALS blocks plus the
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from seam_repro.metrics.coref import METRICS, BlancCounts, CorefScores, Counts, perl_percent
+
+if TYPE_CHECKING:
+    from seam_repro.metrics.conll_io import ConllFile
 
 
 def _num(value: float) -> str:
@@ -92,61 +95,22 @@ def to_json(scores: CorefScores, metrics: list[str], key: Path, response: Path) 
     }
 
 
-_BEGIN = re.compile(r"#\s*begin document (.*)", re.ASCII)
-_LABEL = re.compile(r"\(?[0-9]+(\+[0-9])?\)?")
-
-
-_FIELD = re.compile(r"(?:\(?[0-9]+(?:\+[0-9])?\)?)?(?:\|(?:\(?[0-9]+(?:\+[0-9])?\)?)?)*")
-"""A coreference field whose ``|``-separated parts are all empty or ``_LABEL``-shaped."""
-
-
-def _scan(path: Path) -> tuple[list[str], tuple[int, str] | None]:
-    """Document names in order, and the first coreference label perl's numeric patterns would skip
-    (line number, label), read the way scorer.pl reads the file (lines split on \\n, tab fields).
-
-    Linear and cheap per line: a line ending in a ``-``/``_`` field, or whose field is all labels,
-    is passed over without splitting it into parts (conll-score's time is mostly this scan's
-    otherwise)."""
-    try:
-        text = path.read_bytes().decode("utf-8", errors="surrogateescape")
-    except OSError:
-        return [], None  # the scorer itself reports an unreadable file
-    lines = text.split("\n")
-    names = [m.group(1) for line in lines if "begin document" in line
-             for m in [_BEGIN.match(line.rstrip("\r"))] if m]
-    for n, line in enumerate(lines, start=1):
-        tail = line.rstrip()
-        if not tail or tail.endswith(("\t-", "\t_")):
-            continue  # blank, or the last non-blank field is '-' or '_' (whitespace-only fields after it)
-        line = line.rstrip("\r")
-        if "begin document" in line and _BEGIN.match(line):
-            continue
-        if line.lstrip().startswith("#"):
-            continue
-        fields = [f for f in line.split("\t") if f != ""]
-        coref = fields[-1].strip() if len(fields) > 1 else ""
-        if coref in ("", "-", "_") or _FIELD.fullmatch(coref):
-            continue
-        for part in coref.split("|"):
-            if part and not _LABEL.fullmatch(part):
-                return names, (n, part)
-    return names, None
-
-
-def mismatch_warnings(key: Path, response: Path) -> list[str]:
+def mismatch_warnings(key: Path, response: Path, key_file: ConllFile, resp_file: ConllFile) -> list[str]:
     """What makes scorer.pl silently score less than the user expects: key documents absent from
     the response (scored as empty), response documents the key lacks (ignored), and cluster labels
-    that are not numbers (ignored). The scores stay exactly perl's; this only says why."""
-    key_names, key_odd = _scan(key)
-    resp_names, resp_odd = _scan(response)
+    that are not numbers (ignored). The scores stay exactly perl's; this only says why. Taken from
+    the reader's own pass over each file (``ConllFile``), so neither file is read again."""
+    key_names, key_odd = key_file.names, key_file.odd_label
+    resp_names, resp_odd = resp_file.names, resp_file.odd_label
     out = []
-    missing = [n for n in dict.fromkeys(key_names) if n not in set(resp_names)]
-    extra = [n for n in dict.fromkeys(resp_names) if n not in set(key_names)]
+    key_set, resp_set = set(key_names), set(resp_names)
+    missing = [n for n in dict.fromkeys(key_names) if n not in resp_set]
+    extra = [n for n in dict.fromkeys(resp_names) if n not in key_set]
     if missing:
-        out.append(f"warning: {response}: {len(missing)} of {len(set(key_names))} key document(s) have no response "
+        out.append(f"warning: {response}: {len(missing)} of {len(key_set)} key document(s) have no response "
                    f"document of the same name and score as empty (first: {missing[0]!r}; response has "
                    f"{extra[0]!r} first)" if extra else
-                   f"warning: {response}: {len(missing)} of {len(set(key_names))} key document(s) have no response "
+                   f"warning: {response}: {len(missing)} of {len(key_set)} key document(s) have no response "
                    f"document of the same name and score as empty (first: {missing[0]!r})")
     elif extra:
         out.append(f"warning: {response}: {len(extra)} response document(s) are not in the key and are ignored "
@@ -176,11 +140,13 @@ def conll_score(key: Path, response: Path, metric: str, as_json: bool) -> None:
     missing from RESPONSE counts as an empty response. With all metrics the CoNLL score (mean of
     MUC, B3 and CEAF-e F1, 0-100) is printed too.
     """
-    from seam_repro.metrics.conll_io import score_conll_files
+    from seam_repro.metrics.conll_io import read_conll_file, score_conll
 
     metrics = list(METRICS) if metric == "all" else [metric]
-    scores = score_conll_files(key, response, metrics)
-    for warning in mismatch_warnings(key, response):
+    key_file = read_conll_file(key)
+    resp_file = read_conll_file(response, require_documents=False)
+    scores = score_conll(key_file.documents, resp_file.documents, metrics, response)
+    for warning in mismatch_warnings(key, response, key_file, resp_file):
         click.echo(warning, err=True)
     if as_json:
         click.echo(json.dumps(to_json(scores, metrics, key, response), sort_keys=True))

@@ -44,6 +44,15 @@ DTYPES = ("auto", "bf16", "fp16", "fp32")
 TRUNCATION_POLICIES = ("right", "left")
 """``right`` keeps the start (upstream's tokenizer truncation: the test question is cut);
 ``left`` keeps the end (demonstrations are cut, the question and generation prompt survive)."""
+CPU_BATCH_SIZE = 4
+"""Replay's batch size for this backend on CPU when ``--batch-size`` is not given, picked by
+measurement (benchmarks/bench_batch.py: the smoke manifest's prompts and settings on the embedded
+SmolLM2, 2 cores shared with other jobs, load average 1.4-3.6). All 36 prompts: batch 4 generated
+14.2 tok/s in 144 CPU-s, batch 8 9.6 tok/s in 162 CPU-s, batch 6 5.4 tok/s in 236 CPU-s; 16 of them
+spread over the lengths: batch 1, 2, 4, 8, 16 gave 10.9, 9.1, 12.4, 13.4, 4.2 tok/s in 87, 93, 71,
+71, 155 CPU-s. Larger batches pad short prompts to the long ones (replay sorts by length, so the
+first batches mix the few long prompts with shorter ones). On an accelerator the manifest's
+``batch_size`` (the paper's 3) applies."""
 
 
 def require_transformers() -> None:
@@ -195,6 +204,11 @@ class HFBackend:
                 "pad_token_id": self.pad_id, "prompt_path": self.prompt_path, "truncation": self.truncation,
                 "add_special_tokens": self.upstream_add_special_tokens if self.prompt_path == "upstream" else False,
                 "sampler": "seam-repro-row-inverse-cdf-v1" if settings.do_sample else "greedy"}
+
+    @property
+    def preferred_batch_size(self) -> int | None:
+        """The replay default for this model's device (``CPU_BATCH_SIZE`` on CPU; None: the manifest's)."""
+        return CPU_BATCH_SIZE if str(getattr(self.model, "device", "")) == "cpu" else None
 
     # -- prompts --------------------------------------------------------------------------
     def budget(self, settings: GenerationSettings) -> int | None:

@@ -47,6 +47,14 @@ _ONE = re.compile(r"\(([0-9]+)\)|\(([0-9]+)|([0-9]+)\)")
 """The commonest field: one such part."""
 _NONE: list[str] = []
 """Shared empty result (never mutated)."""
+_LABEL = re.compile(r"\(?[0-9]+(\+[0-9])?\)?")
+"""One ``|``-separated part of a coreference field that the scorer's numeric patterns can read."""
+_QUIET = frozenset(("-", "_"))
+"""Coreference fields that carry no mention."""
+
+
+OddLabel = tuple[int, str]
+"""(1-based line number, label) of a coreference label the scorer's numeric patterns skip."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +66,18 @@ class ConllDocument:
     n_tokens: int
     begin_line: int
     """1-based line number of the ``#begin document`` line (for messages)."""
+
+
+@dataclass(frozen=True)
+class ConllFile:
+    """A whole file as read once: its scored documents, plus what ``conll-score`` warns about
+    (taken from the same pass, so the file is never read twice)."""
+
+    documents: dict[str, ConllDocument]
+    names: tuple[str, ...]
+    """Every ``#begin document`` name in file order, repeats kept."""
+    odd_label: OddLabel | None
+    """The first label in a scored document that is not a number (the scorer ignores it)."""
 
 
 def _split_lines(data: bytes) -> list[str]:
@@ -94,14 +114,21 @@ def _labels(info: str) -> tuple[list[str], list[str], list[str]]:
     """Single, opening and closing entity labels of one coreference field, found as the scorer
     finds them: repeated leftmost ``s///`` removal, double antecedents first, then singles (a
     removal can make a new match, as in ``((1)2)``), then opens, then closes."""
+    return _labels_plain(info)[:3]  # type: ignore[return-value]
+
+
+def _labels_plain(info: str) -> tuple[list[str], list[str], list[str], bool]:
+    """``_labels`` plus whether the field is plain: all its parts are numeric labels (then it
+    cannot hold a label the scorer skips, and the warning check passes it by)."""
     one = _ONE.fullmatch(info)
     if one is not None:
         single, opened, closed = one.groups()
-        return ([single] if single else _NONE, [opened] if opened else _NONE, [closed] if closed else _NONE)
+        return ([single] if single else _NONE, [opened] if opened else _NONE, [closed] if closed else _NONE,
+                True)
     if _PLAIN.fullmatch(info):
         parts = info.split("|")
         return ([p[1:-1] for p in parts if p[0] == "(" and p[-1] == ")"],
-                [p[1:] for p in parts if p[-1] != ")"], [p[:-1] for p in parts if p[0] != "("])
+                [p[1:] for p in parts if p[-1] != ")"], [p[:-1] for p in parts if p[0] != "("], True)
     while True:
         info, label = _remove_first(_DOUBLE_ANTECEDENT, info)
         if label is None:
@@ -115,18 +142,40 @@ def _labels(info: str) -> tuple[list[str], list[str], list[str]]:
                 break
             labels.append(label)
         found.append(labels)
-    return found[0], found[1], found[2]
+    return found[0], found[1], found[2], False
 
 
-def _parse_document(lines: list[str], begin: int, end: int | None, name: str, source: str) -> ConllDocument:
+def _odd_label(line: str) -> str | None:
+    """The first part of a line's coreference field that the scorer's numeric patterns would skip,
+    the field read as a person reads it (the last non-empty tab field, stripped; comment lines and
+    one-field lines have none)."""
+    line = line.rstrip("\r")
+    if not line.strip() or line.lstrip().startswith("#"):
+        return None
+    fields = [f for f in line.split("\t") if f != ""]
+    coref = fields[-1].strip() if len(fields) > 1 else ""
+    if coref in ("", "-", "_"):
+        return None
+    for part in coref.split("|"):
+        if part and not _LABEL.fullmatch(part):
+            return part
+    return None
+
+
+def _parse_document(
+    lines: list[str], begin: int, end: int | None, name: str, source: str
+) -> tuple[ConllDocument, OddLabel | None]:
     """Read the document whose ``#begin document`` is line index ``begin`` and whose first
     ``#end document`` line after it is ``end`` (None: end of file); the scorer's ``GetCoreference``.
+    Also returns the document's first label the scorer skips (see ``_odd_label``).
 
     Linear: the coreference fields of the non-blank lines are taken in one comprehension, and only
-    fields with a parenthesis (mentions; ``-`` and ``_`` have none) are matched against patterns."""
+    fields with a parenthesis (mentions; ``-`` and ``_`` have none) are matched against patterns;
+    only fields that are neither quiet nor plain labels are looked at again for the warning."""
     body = lines[begin + 1 : len(lines) if end is None else end]
     fields = [line.rstrip("\t").rpartition("\t")[2] for line in body if line.strip(_ASCII_SPACE)]
     marked = [(t, f) for t, f in enumerate(fields) if "(" in f or ")" in f]
+    suspect = [t for t, f in enumerate(fields) if f not in _QUIET and "(" not in f and ")" not in f]
 
     def lineno(token: int) -> int:  # 1-based line number of a token, for messages only
         return [begin + 2 + i for i, line in enumerate(body) if line.strip(_ASCII_SPACE)][token]
@@ -135,7 +184,9 @@ def _parse_document(lines: list[str], begin: int, end: int | None, name: str, so
     entities: list[list[Span]] = []
     half: dict[int, list[int]] = {}
     for token, info in marked:
-        singles, opens, closes = _labels(info)
+        singles, opens, closes, plain = _labels_plain(info)
+        if not plain:
+            suspect.append(token)
         for label in singles:
             e = index.setdefault(label, len(index))
             if e == len(entities):
@@ -167,7 +218,14 @@ def _parse_document(lines: list[str], begin: int, end: int | None, name: str, so
                 + (f"'#end document' (line {end + 1})" if end is not None else "the end of the file"),
                 field="coreference column",
             )
-    return ConllDocument(name, tuple(tuple(spans) for spans in entities), len(fields), begin + 1)
+    doc = ConllDocument(name, tuple(tuple(spans) for spans in entities), len(fields), begin + 1)
+    if suspect:
+        rows = [i for i, line in enumerate(body) if line.strip(_ASCII_SPACE)]
+        for token in sorted(suspect):
+            label = _odd_label(body[rows[token]])
+            if label is not None:
+                return doc, (begin + 2 + rows[token], label)
+    return doc, None
 
 
 def parse_conll_text(
@@ -178,32 +236,47 @@ def parse_conll_text(
     ``source`` names the file in error messages. A file without any ``#begin document`` line is an
     error when ``require_documents`` (the perl scorer would silently score nothing).
     """
+    return parse_conll_file(data, source, require_documents=require_documents).documents
+
+
+def parse_conll_file(data: bytes | str, source: str = "<text>", *, require_documents: bool = True) -> ConllFile:
+    """``parse_conll_text`` with the names and first skipped label ``conll-score`` warns about."""
     raw = data.encode("utf-8", errors="surrogateescape") if isinstance(data, str) else data
     lines = _split_lines(raw)
     last_begin: dict[str, int] = {}
+    names: list[str] = []
     for i in [i for i, line in enumerate(lines) if "begin document" in line]:
         name = _begin_name(lines[i])
         if name is not None:
+            names.append(name)
             last_begin.pop(name, None)
             last_begin[name] = i
     if require_documents and not last_begin:
         raise InputError(source, "no '#begin document <name>' line found; expected a CoNLL coreference file")
     ends = [i for i, line in enumerate(lines) if "end document" in line and _END.search(line)]
     docs = {}
+    odd: OddLabel | None = None
     for name, i in last_begin.items():
         after = bisect.bisect_right(ends, i)
-        docs[name] = _parse_document(lines, i, ends[after] if after < len(ends) else None, name, source)
-    return docs
+        docs[name], found = _parse_document(lines, i, ends[after] if after < len(ends) else None, name, source)
+        if found is not None and (odd is None or found[0] < odd[0]):
+            odd = found
+    return ConllFile(docs, tuple(names), odd)
 
 
 def read_conll(path: str | Path, *, require_documents: bool = True) -> dict[str, ConllDocument]:
     """Read a CoNLL-2012 (or SEAM two-column) coreference file; see the module docstring for rules."""
+    return read_conll_file(path, require_documents=require_documents).documents
+
+
+def read_conll_file(path: str | Path, *, require_documents: bool = True) -> ConllFile:
+    """``read_conll`` with what ``conll-score`` warns about (the file is read once)."""
     p = Path(path)
     try:
         data = p.read_bytes()
     except OSError as exc:
         raise InputError(p, f"cannot read file: {exc.strerror or exc}") from exc
-    return parse_conll_text(data, str(p), require_documents=require_documents)
+    return parse_conll_file(data, str(p), require_documents=require_documents)
 
 
 def chains_from_assignment(mention_to_cluster: Mapping[int, int]) -> list[list[int]]:
@@ -270,8 +343,14 @@ def score_conll_files(key_path: str | Path, response_path: str | Path, metrics: 
     """Score a key and a response file as ``scorer.pl <metric> KEY RESPONSE`` does for each metric:
     every key document against the response document of the same name (missing = empty), counts
     summed over documents. Raises ``InputError`` where the scorer dies or refuses to score."""
-    key_docs = read_conll(key_path)
-    resp_docs = read_conll(response_path, require_documents=False)
+    return score_conll(read_conll(key_path), read_conll(response_path, require_documents=False), metrics,
+                       response_path)
+
+
+def score_conll(key_docs: Mapping[str, ConllDocument], resp_docs: Mapping[str, ConllDocument],
+                metrics: Sequence[str], response_path: str | Path) -> CorefScores:
+    """``score_conll_files`` on documents already read (``response_path`` names the response in
+    the refusal message)."""
     scores = total(
         score_document(doc.entities, resp_docs[name].entities if name in resp_docs else (), metrics)
         for name, doc in key_docs.items()

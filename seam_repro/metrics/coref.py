@@ -288,6 +288,72 @@ def _hungarian() -> Any:
 
 _LSA: Any = None
 
+_SMALL_ASSIGNMENT = 1024
+"""Components up to this many matrix cells are solved by ``_max_assignment`` in Python (no numpy
+or scipy import: ~0.1 s of conll-score's start-up); bigger ones by scipy's compiled solver."""
+
+
+def _max_assignment(grid: list[list[float]]) -> list[tuple[int, int]]:
+    """The assignment scipy's ``linear_sum_assignment(grid, maximize=True)`` returns (Crouse's
+    shortest augmenting path, as scipy implements it: same steps and tie-breaks, so the same
+    pairs on ties), as (row, column) pairs. Python for the small matrices CEAF meets, where
+    loading numpy and scipy costs far more than solving."""
+    n_rows, n_cols = len(grid), len(grid[0]) if grid else 0
+    if n_rows == 0 or n_cols == 0:
+        return []
+    transpose = n_cols < n_rows
+    if transpose:
+        cost = [[-grid[i][j] for i in range(n_rows)] for j in range(n_cols)]
+        n_rows, n_cols = n_cols, n_rows
+    else:
+        cost = [[-x for x in row] for row in grid]
+    inf = float("inf")
+    u, v = [0.0] * n_rows, [0.0] * n_cols
+    path, col4row, row4col = [-1] * n_cols, [-1] * n_rows, [-1] * n_cols
+    for cur in range(n_rows):
+        min_val = 0.0
+        remaining = list(range(n_cols - 1, -1, -1))  # reverse order, as scipy (constant matrix -> identity)
+        sr, sc = [False] * n_rows, [False] * n_cols
+        shortest = [inf] * n_cols
+        sink, i = -1, cur
+        while sink == -1:
+            index, lowest = -1, inf
+            sr[i] = True
+            row, ui = cost[i], u[i]
+            for it, j in enumerate(remaining):
+                r = min_val + row[j] - ui - v[j]
+                if r < shortest[j]:
+                    path[j] = i
+                    shortest[j] = r
+                if shortest[j] < lowest or (shortest[j] == lowest and row4col[j] == -1):
+                    lowest, index = shortest[j], it
+            min_val = lowest
+            j = remaining[index]
+            if row4col[j] == -1:
+                sink = j
+            else:
+                i = row4col[j]
+            sc[j] = True
+            remaining[index] = remaining[-1]
+            remaining.pop()
+        u[cur] += min_val
+        for i in range(n_rows):
+            if sr[i] and i != cur:
+                u[i] += min_val - shortest[col4row[i]]
+        for j in range(n_cols):
+            if sc[j]:
+                v[j] -= min_val - shortest[j]
+        j = sink
+        while True:
+            i = path[j]
+            row4col[j] = i
+            col4row[i], j = j, col4row[i]
+            if i == cur:
+                break
+    if transpose:
+        return sorted((c, r) for r, c in enumerate(col4row))
+    return list(enumerate(col4row))
+
 
 def _overlap(ident: _Identified) -> dict[tuple[int, int], int]:
     """How many elements of key entity i are found in response entity j (non-zero pairs only;
@@ -366,10 +432,16 @@ def _ceaf(ident: _Identified, mention_based: bool) -> Counts:
             i, j = max(edges, key=lambda e: sim[e])
             chosen.append((i, sim[(i, j)]))
             continue
+        r_at, c_at = {i: n for n, i in enumerate(rows)}, {j: n for n, j in enumerate(cols)}
+        if len(rows) * len(cols) <= _SMALL_ASSIGNMENT:
+            grid = [[0.0] * len(cols) for _ in rows]
+            for i, j in edges:
+                grid[r_at[i]][c_at[j]] = sim[(i, j)]
+            chosen.extend((rows[a], grid[a][b]) for a, b in _max_assignment(grid))
+            continue
         import numpy as np
 
         matrix = np.zeros((len(rows), len(cols)))
-        r_at, c_at = {i: n for n, i in enumerate(rows)}, {j: n for n, j in enumerate(cols)}
         for i, j in edges:
             matrix[r_at[i], c_at[j]] = sim[(i, j)]
         picked_r, picked_c = _hungarian()(matrix, maximize=True)

@@ -7,6 +7,7 @@ and ``datasets_classes/cdcr/scico.py::pre_process``; both render with the base t
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from seam_repro.errors import InputError
@@ -31,6 +32,49 @@ def _clusters_as_upstream(cluster_of: Sequence[Any], mention_ids: Sequence[int])
     return sorted([list(set(ids)) for ids in by_cluster.values()])
 
 
+@dataclass(frozen=True)
+class _DocLayout:
+    """What rendering needs of one ECB+ document that no run changes: computed once per token
+    tuple, not once per run (10 runs re-cut and re-sorted the same documents)."""
+
+    texts: tuple[str, ...]
+    first_row: dict[int, int]
+    """Token id -> first row carrying it (where a mark goes)."""
+    parts: tuple[str, ...] | None
+    """Texts of the rows between the first and last annotated token id, in token-id order (rows
+    with equal ids in file order); None when no token is annotated."""
+    position: dict[int, int]
+    """Row -> its index in ``parts``."""
+
+
+_LAYOUTS: dict[int, tuple[tuple[Any, ...], _DocLayout]] = {}
+"""Layouts by ``id`` of the token tuple (the tuple is kept, so the id stays its own)."""
+
+
+def _layout(tokens: tuple[Any, ...]) -> _DocLayout:
+    cached = _LAYOUTS.get(id(tokens))
+    if cached is not None and cached[0] is tokens:
+        return cached[1]
+    texts = tuple(t.text for t in tokens)
+    first_row: dict[int, int] = {}
+    for row, tok in enumerate(tokens):
+        first_row.setdefault(tok.token_id, row)
+    annotated = [t.token_id for t in tokens if t.is_annotated]
+    parts: tuple[str, ...] | None = None
+    position: dict[int, int] = {}
+    if annotated:
+        lo, hi = min(annotated), max(annotated)
+        rows = [r for r, tok in enumerate(tokens) if lo <= tok.token_id <= hi]
+        rows.sort(key=lambda r: tokens[r].token_id)  # stable: equal ids keep file order
+        parts = tuple(texts[r] for r in rows)
+        position = {r: n for n, r in enumerate(rows)}
+    if len(_LAYOUTS) > 100_000:
+        _LAYOUTS.clear()
+    layout = _DocLayout(texts, first_row, parts, position)
+    _LAYOUTS[id(tokens)] = (tokens, layout)
+    return layout
+
+
 def ecb_documents(instance: Instance, mention_ids: Sequence[int]) -> list[str]:
     """Marked document strings of one ECB+ topic, before sorting and permutation.
 
@@ -39,13 +83,8 @@ def ecb_documents(instance: Instance, mention_ids: Sequence[int]) -> list[str]:
     so marks on shared tokens nest exactly as upstream's successive ``DataFrame.loc`` edits do.
     """
     docs = {d.doc_id: d for d in instance.documents}
-    texts = {doc_id: [t.text for t in doc.tokens] for doc_id, doc in docs.items()}
-    first_row: dict[str, dict[int, int]] = {}
-    for doc_id, doc in docs.items():
-        index: dict[int, int] = {}
-        for row, tok in enumerate(doc.tokens):
-            index.setdefault(tok.token_id, row)
-        first_row[doc_id] = index
+    layouts: dict[str, _DocLayout] = {}
+    marked: dict[str, dict[int, str]] = {}
     for k, mention in enumerate(instance.mentions):
         if mention.doc_id not in docs:
             raise InputError(instance.dataset, f"mention {k} names document '{mention.doc_id}' not in topic",
@@ -53,28 +92,33 @@ def ecb_documents(instance: Instance, mention_ids: Sequence[int]) -> list[str]:
         if not mention.token_ids:
             raise InputError(instance.dataset, f"mention {k} has no tokens", record=instance.instance_id,
                              field="tokens_ids")
-        index = first_row[mention.doc_id]
+        layout = layouts.get(mention.doc_id)
+        if layout is None:
+            layout = layouts[mention.doc_id] = _layout(docs[mention.doc_id].tokens)
+        index = layout.first_row
         start, end = mention.token_ids[0], mention.token_ids[-1]
         if start not in index or end not in index:
             raise InputError(instance.dataset, f"mention {k} token ids {start}..{end} not in document "
                              f"'{mention.doc_id}'", record=instance.instance_id, field="tokens_ids")
+        texts = marked.setdefault(mention.doc_id, {})
         row = index[start]
-        texts[mention.doc_id][row] = f"[{texts[mention.doc_id][row]}"
+        texts[row] = f"[{texts.get(row, layout.texts[row])}"
         row = index[end]
-        texts[mention.doc_id][row] = f"{texts[mention.doc_id][row]}]({mention_ids[k]})"
+        texts[row] = f"{texts.get(row, layout.texts[row])}]({mention_ids[k]})"
     # Upstream builds the topic's documents from a set of doc ids; order is irrelevant because the
     # strings are sorted afterwards.
     used = []
     for doc_id in dict.fromkeys(m.doc_id for m in instance.mentions):
-        doc = docs[doc_id]
-        annotated = [t.token_id for t in doc.tokens if t.is_annotated]
-        if not annotated:
+        layout = layouts[doc_id]
+        if layout.parts is None:
             raise InputError(instance.dataset, f"document '{doc_id}' has no annotated token",
                              record=instance.instance_id, field="is_annotated")
-        lo, hi = min(annotated), max(annotated)
-        rows = [(tok.token_id, texts[doc_id][r]) for r, tok in enumerate(doc.tokens) if lo <= tok.token_id <= hi]
-        rows.sort(key=lambda pair: pair[0])
-        used.append(" ".join(text for _, text in rows))
+        parts = list(layout.parts)
+        for row, text in marked[doc_id].items():
+            at = layout.position.get(row)
+            if at is not None:
+                parts[at] = text
+        used.append(" ".join(parts))
     return used
 
 

@@ -216,8 +216,10 @@ def replay(tm: TrustedManifest, out: Path, options: ReplayOptions) -> ReplaySumm
                           prompt_path=options.prompt_path, truncation=options.truncation,
                           echo_delay=options.echo_delay, model_args=args)
     # served backends send a batch's requests concurrently: a batch smaller than the concurrency
-    # would cap it (their outputs do not depend on batch composition)
-    default_batch = max(settings.batch_size, int(getattr(engine, "concurrency", 1)))
+    # would cap it (their outputs do not depend on batch composition); a backend may know a
+    # measured best for its device (hf on CPU: generate/hf.py CPU_BATCH_SIZE)
+    default_batch = getattr(engine, "preferred_batch_size", None) or max(settings.batch_size,
+                                                                         int(getattr(engine, "concurrency", 1)))
     return run_generation(records, engine, settings, Path(out), manifest, shard=options.shard,
                           batch_size=options.batch_size or default_batch, limit=options.limit,
                           progress=options.progress, model_args=args, display_name=options.name)
