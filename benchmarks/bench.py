@@ -282,7 +282,8 @@ def replay_rows(repeat: int, new_tokens: int) -> list[Row]:
     try:
         import torch
 
-        from seam_repro.generate.base import GenerationRequest, GenerationSettings
+        from seam_repro.config import GenerationSettings
+        from seam_repro.generate.base import GenerationRequest
         from seam_repro.generate.embedded import load_embedded_backend
         from seam_repro.hashing import sha256_text
     except ImportError as exc:
@@ -353,7 +354,8 @@ def batching_row(backend: object, repeat: int) -> Row:
     """Length-sorted vs manifest-order batches: padded prompt tokens of the whole smoke manifest at
     its batch size (exact, from the tokenizer), and the time of 2 long + 2 short prompts interleaved
     (as datasets alternate in a manifest) in batches of 2 with 4 new tokens: mostly prompt work."""
-    from seam_repro.generate.base import GenerationRequest, GenerationSettings
+    from seam_repro.config import GenerationSettings
+    from seam_repro.generate.base import GenerationRequest
     from seam_repro.hashing import sha256_text
     from seam_repro.manifest.format import load_manifest
     from seam_repro.manifest.prompts import render_records

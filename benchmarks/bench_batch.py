@@ -34,11 +34,12 @@ def main() -> None:
 
     import torch
 
-    from seam_repro.generate.base import GenerationRequest, GenerationSettings
+    from seam_repro.config import GenerationSettings
+    from seam_repro.generate.base import GenerationRequest
     from seam_repro.generate.embedded import load_embedded_backend
     from seam_repro.manifest.format import load_manifest
     from seam_repro.manifest.prompts import render_records
-    from seam_repro.replay import batch_order
+    from seam_repro.run.replay import batch_order
 
     smoke = REPO / "manifests" / "smoke.json"
     manifest = load_manifest(smoke)

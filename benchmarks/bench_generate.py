@@ -21,7 +21,8 @@ def main() -> None:
 
     import torch
 
-    from seam_repro.generate.base import GenerationRequest, GenerationSettings
+    from seam_repro.config import GenerationSettings
+    from seam_repro.generate.base import GenerationRequest
     from seam_repro.generate.embedded import load_embedded_backend
     from seam_repro.hashing import sha256_text
 

@@ -20,7 +20,7 @@ from seam_repro.config import parse_config
 from seam_repro.instances import Document, Instance, LoadedDataset, Mention, Token
 from seam_repro.manifest.freeze import build_manifest
 from seam_repro.sample import draw_all
-from seam_repro.sourcing import Sources
+from seam_repro.sources.resolve import Sources
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "seam" / "upstream-6ad83f4" / "prompts"

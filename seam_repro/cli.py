@@ -56,16 +56,11 @@ class LazyGroup(click.Group):
         return getattr(module, attr)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """List commands with their short help; a command whose module fails to import is shown
-        with the import error instead of breaking ``--help`` for every other command."""
+        """List commands with their short help (at most 70 characters, whatever the terminal)."""
         rows = []
         for name in self.list_commands(ctx):
-            try:
-                cmd = self.get_command(ctx, name)
-                short = cmd.get_short_help_str(limit=70) if cmd is not None else ""
-            except ImportError as exc:  # pragma: no cover - only while a module is broken
-                short = f"(unavailable: {exc})"
-            rows.append((name, short))
+            cmd = self.get_command(ctx, name)
+            rows.append((name, cmd.get_short_help_str(limit=70) if cmd is not None else ""))
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 

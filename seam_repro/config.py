@@ -11,7 +11,7 @@ Upstream quirks handled here, each reported rather than hidden:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,73 @@ PROFILES = ("upstream", "seam-repro-1")
 """The protocol profiles, the one list every command, check and the manifest schema follow."""
 PAPER_GENERATION = {"temperature": 0.8, "do_sample": True, "max_new_tokens": 500, "top_p": None,
                     "truncation": "max", "batch_size": 3}
-"""Generation settings of upstream ``predict.json`` and ``hf_pipline_wrap.py`` (top_p not set)."""
+"""Upstream ``hf_pipline_wrap.py`` and ``predict.json``: temperature 0.8, ``do_sample=True``, 500 new
+tokens, top_p not passed (the model's generation_config applies), truncation strategy "max" (the
+model's ``max_position_embeddings`` is the window), batch size 3."""
+
+
+def _known_generation_keys(raw: Any, source: str, field: str) -> dict[str, Any]:
+    """A generation block's shape (an object holding only ``PAPER_GENERATION``'s keys), for the
+    config (``field`` "generation") and the manifest ("config.generation") alike."""
+    if not isinstance(raw, dict):
+        raise InputError(source, "expected an object", field=field)
+    unknown = set(raw) - set(PAPER_GENERATION)
+    if unknown:
+        raise InputError(source, f"unknown keys {sorted(unknown)}; expected {sorted(PAPER_GENERATION)}", field=field)
+    return raw
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    """Sampling settings from the manifest's ``config.generation`` (paper values by default)."""
+
+    temperature: float = 0.8
+    max_new_tokens: int = 500
+    do_sample: bool = True
+    top_p: float | None = None
+    """None: take the model's generation_config value (as upstream's pipeline did)."""
+    context_window: int | None = None
+    """Upstream ``truncation_strategy``: None = "max" (the model's context length); an int = "set"
+    (``max_num_tokens``). Prompts are cut to ``context_window - max_new_tokens`` tokens."""
+    batch_size: int = 3
+    """A throughput hint only (never recorded with predictions: results do not depend on it)."""
+
+    @classmethod
+    def from_manifest(cls, generation: dict[str, Any] | None, source: str = "manifest") -> GenerationSettings:
+        """Validate ``config.generation``; a missing block means the paper's settings."""
+        merged = dict(PAPER_GENERATION)
+        if generation is not None:
+            # truncation ("max": context minus max_new_tokens) and batch_size are protocol facts of
+            # upstream predict.json recorded in the manifest, checked here like the sampling settings.
+            merged.update(_known_generation_keys(generation, source, "config.generation"))
+        t, n, s, p = merged["temperature"], merged["max_new_tokens"], merged["do_sample"], merged["top_p"]
+        if not isinstance(t, (int, float)) or isinstance(t, bool) or t < 0:
+            raise InputError(source, f"expected a number >= 0, got {t!r}", field="config.generation.temperature")
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise InputError(source, f"expected an integer >= 1, got {n!r}", field="config.generation.max_new_tokens")
+        if not isinstance(s, bool):
+            raise InputError(source, f"expected true/false, got {s!r}", field="config.generation.do_sample")
+        if p is not None and (not isinstance(p, (int, float)) or isinstance(p, bool) or not 0 < p <= 1):
+            raise InputError(source, f"expected null or a number in (0, 1], got {p!r}", field="config.generation.top_p")
+        trunc, bs = merged["truncation"], merged["batch_size"]
+        window = None
+        if trunc not in (None, "max"):
+            if not isinstance(trunc, str) or not trunc.isdigit() or int(trunc) <= n:
+                raise InputError(source, f"expected \"max\", null or a token count above max_new_tokens as a "
+                                 f"string, got {trunc!r}", field="config.generation.truncation")
+            window = int(trunc)
+        if not isinstance(bs, int) or isinstance(bs, bool) or bs < 1:
+            raise InputError(source, f"expected an integer >= 1, got {bs!r}", field="config.generation.batch_size")
+        if s and t == 0:
+            raise InputError(source, "do_sample true needs temperature > 0", field="config.generation.temperature")
+        return cls(temperature=float(t), max_new_tokens=n, do_sample=s, top_p=None if p is None else float(p),
+                   context_window=window, batch_size=bs)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The result-relevant settings (recorded with every prediction; batch size is not)."""
+        d = asdict(self)
+        del d["batch_size"]
+        return d
 
 
 @dataclass(frozen=True)
@@ -107,14 +173,7 @@ def _cap(raw: dict[str, Any], key: str, where: str) -> int:
 def validate_generation(gen_raw: Any, where: str) -> dict[str, Any]:
     """The generation block, checked by the same rules replay applies (``GenerationSettings``),
     plus finiteness, so ``sample`` never writes settings that ``replay`` later refuses."""
-    from seam_repro.generate.base import GenerationSettings
-
-    if not isinstance(gen_raw, dict):
-        raise InputError(where, "expected an object", field="generation")
-    unknown = set(gen_raw) - set(PAPER_GENERATION)
-    if unknown:
-        raise InputError(where, f"unknown keys {sorted(unknown)}; expected {sorted(PAPER_GENERATION)}",
-                         field="generation")
+    _known_generation_keys(gen_raw, where, "generation")
     for key in ("temperature", "top_p"):
         value = gen_raw.get(key)
         if isinstance(value, float) and not math.isfinite(value):

@@ -18,14 +18,14 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # (layer, module prefixes), lowest first. A module may import its own layer and any lower one.
     ("foundation", ("seam_repro", "seam_repro.errors", "seam_repro.hashing", "seam_repro.files",
                     "seam_repro.network", "seam_repro.instances")),
-    ("specs", ("seam_repro.specs", "seam_repro.sources")),
+    ("specs", ("seam_repro.specs",)),
     ("config", ("seam_repro.config",)),
-    ("sources", ("seam_repro.fetch", "seam_repro.sourcing", "seam_repro.datasets")),
+    ("sources", ("seam_repro.sources", "seam_repro.datasets")),
     ("sample", ("seam_repro.sample",)),
     ("render", ("seam_repro.render",)),
     ("manifest", ("seam_repro.manifest",)),
     ("generate", ("seam_repro.generate",)),
-    ("run", ("seam_repro.store", "seam_repro.shard", "seam_repro.replay", "seam_repro.importer", "seam_repro.run")),
+    ("run", ("seam_repro.run",)),
     ("metrics", ("seam_repro.metrics",)),
     ("scoring", ("seam_repro.scoring",)),
     ("analysis", ("seam_repro.analysis",)),
@@ -34,23 +34,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 
 AWAITING_PHASE_2: dict[str, str] = {
     # Old modules that sit in the right layer but not yet in their stage's package (issue 17, phase 2).
-    "seam_repro.sources": "sources/ (lock reader)",
-    "seam_repro.fetch": "sources/ (download + verify)",
-    "seam_repro.sourcing": "sources/ (resolve a config's data and prompt files)",
-    "seam_repro.store": "run/",
-    "seam_repro.shard": "run/",
-    "seam_repro.replay": "run/ (with one options object instead of sixteen parameters)",
-    "seam_repro.importer": "run/ (outputs made elsewhere become a run folder)",
 }
 
 KNOWN_UPWARD: dict[tuple[str, str], str] = {
     # Upward imports phase 2 removes; listed so that no new one can appear unnoticed.
-    ("seam_repro.config", "seam_repro.generate.base"):
-        "GenerationSettings is protocol data; it moves down to config (or a lower module)",
-    ("seam_repro.replay", "seam_repro.scoring.loop"):
-        "score_if_available (score after replay) is orchestration: it moves to commands/replay",
-    ("seam_repro.replay", "seam_repro.analysis.aggregate"): "same: score_if_available",
-    ("seam_repro.replay", "seam_repro.analysis.report"): "same: score_if_available",
 }
 
 
@@ -165,7 +152,7 @@ def test_commands_are_the_top_layer() -> None:
     assert not [(m, t) for m in below for t in graph[m] if layer_of(t) == len(LAYERS) - 1]
 
 
-@pytest.mark.parametrize("stage", ["manifest", "analysis", "metrics", "scoring"])
+@pytest.mark.parametrize("stage", ["manifest", "analysis", "sources", "run", "metrics", "scoring"])
 def test_stage_packages_reexport_nothing(stage: str) -> None:
     """A stage package's __init__ holds no code: callers import the module they need."""
     tree = ast.parse((PKG / stage / "__init__.py").read_text(encoding="utf-8"))
@@ -191,3 +178,31 @@ def test_rendering_never_looks_a_dataset_up_by_name() -> None:
         used |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
         used |= {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
         assert not used & {"load_suite", "shipped_suites", "parse_suite"}, path.name
+
+
+RUN_FOLDER_FILES = {"run.json", "manifest.json", "prompts.jsonl", "predictions", "scores"}
+KNOWN_RUN_FOLDER_PATHS: dict[str, str] = {
+    # Modules (by prefix) that still build run-folder paths themselves; run/store.py is the one that should.
+    "seam_repro.scoring": "the scoring loop reads prompts.jsonl and predictions/ and writes scores/ itself",
+}
+
+
+def run_folder_joins(source: str) -> list[int]:
+    """Lines where ``source`` joins a run folder's file name onto a path (``x / "run.json"``)."""
+    return sorted(node.lineno for node in ast.walk(ast.parse(source))
+                  if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)
+                  and isinstance(node.right, ast.Constant) and node.right.value in RUN_FOLDER_FILES)
+
+
+def test_run_folder_finder_sees_a_path_join() -> None:
+    assert run_folder_joins('p = run_dir / "run.json"\nq = "run.json"\nr = d / "other" / "scores"') == [1, 3]
+
+
+def test_only_the_store_builds_run_folder_paths() -> None:
+    """``run/store.py`` is the code that touches a run folder's files; every other module asks it."""
+    found = {m: lines for m, path in modules().items() if m != "seam_repro.run.store"
+             if (lines := run_folder_joins(path.read_text(encoding="utf-8")))}
+    known = {m for m in found if any(m == k or m.startswith(k + ".") for k in KNOWN_RUN_FOLDER_PATHS)}
+    assert not {m: found[m] for m in sorted(set(found) - known)}, "build run-folder paths with run/store.py"
+    gone = sorted(k for k in KNOWN_RUN_FOLDER_PATHS if not any(m == k or m.startswith(k + ".") for m in found))
+    assert not gone, f"no longer building run-folder paths (remove from KNOWN_RUN_FOLDER_PATHS): {gone}"

@@ -16,7 +16,7 @@ from seam_repro.cli import cli
 from seam_repro.datasets.check import check_data_dir
 from seam_repro.datasets.layout import find_dataset_dir
 from seam_repro.errors import MissingDataError
-from seam_repro.sourcing import resolve_data_path
+from seam_repro.sources.resolve import resolve_data_path
 from seam_repro.specs import load_suite
 
 REPO = Path(__file__).resolve().parents[1]
@@ -129,7 +129,7 @@ def test_sampling_from_upstream_layout_equals_canonical_paths(tmp_path: Path) ->
 
 
 def test_fetch_tries_every_source_and_names_the_offline_route(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import seam_repro.sources as sources
+    import seam_repro.sources.lock as sources
 
     good = b'{"prompts": [], "demonstrations": []}\n'
     local = tmp_path / "offline"

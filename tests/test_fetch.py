@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from seam_repro.cli import cli
 from seam_repro.errors import HashMismatchError, InputError
-from seam_repro.fetch import (
+from seam_repro.sources.fetch import (
     DownloadError,
     cached_source_path,
     fetch,
@@ -29,7 +29,7 @@ from seam_repro.fetch import (
     safe_extract,
     source_status,
 )
-from seam_repro.sources import parse_lock
+from seam_repro.sources.lock import parse_lock
 
 PAYLOAD = b'{"prompts": [], "demonstrations": []}\n' * 50
 SHA = hashlib.sha256(PAYLOAD).hexdigest()

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from seam_repro.config import GenerationSettings
 from seam_repro.errors import InputError, PrerequisiteError
 from seam_repro.generate import make_backend, model_pins, parse_model_spec
-from seam_repro.generate.base import GenerationRequest, GenerationSettings
+from seam_repro.generate.base import GenerationRequest
 from seam_repro.hashing import sha256_text
 
 torch = pytest.importorskip("torch")
@@ -247,7 +248,7 @@ def test_embedded_truncation_and_upstream_prompt_path(embedded, monkeypatch: pyt
 @pytest.mark.slow
 def test_embedded_resume_after_partial_batch_equals_uninterrupted(embedded, tmp_path: Path) -> None:
     """A kill inside a batch: resume regenerates the whole batch, so the real model's outputs match."""
-    from seam_repro.replay import run_generation
+    from seam_repro.run.replay import run_generation
 
     prompts = PROMPTS + ["Name a planet.", "Why is the sky blue? Answer in one short sentence please."]
     recs = [{"dataset": "X", "run": 0, "instance_id": str(i), "prompt": p, "prompt_sha256": sha256_text(p),
@@ -271,7 +272,7 @@ def test_embedded_resume_after_partial_batch_equals_uninterrupted(embedded, tmp_
             return embedded.generate(requests, settings)
 
     summary = run_generation(recs, Recording(), settings, full, manifest, batch_size=3, progress=False)
-    from seam_repro.replay import batch_order
+    from seam_repro.run.replay import batch_order
 
     order = batch_order(recs)  # replay batches by prompt length; the interrupted batch is the second
     assert seen == [[str(j) for j in order[3:5]]]  # rerun whole, not just its missing instance

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from seam_repro.cli import cli
 from seam_repro.errors import InputError
-from seam_repro.importer import UPSTREAM_ID_KEYS, import_outputs, split_prediction
+from seam_repro.run.importer import UPSTREAM_ID_KEYS, import_outputs, split_prediction
 
 REPO = Path(__file__).resolve().parents[1]
 PROMPTS_DIR = REPO / "manifests" / "fixtures" / "prompts"

@@ -148,9 +148,10 @@ def test_local_folder_replays_scores_submits_and_reports_by_name(tiny_model: Pat
 def test_gguf_only_folder_loads_and_generates(tmp_path: Path) -> None:
     """A folder holding just a .gguf (here a link to the embedded SmolLM2 file) is a local model too."""
     pytest.importorskip("gguf")
+    from seam_repro.config import GenerationSettings
     from seam_repro.errors import PrerequisiteError
     from seam_repro.generate import make_backend
-    from seam_repro.generate.base import GenerationRequest, GenerationSettings
+    from seam_repro.generate.base import GenerationRequest
     from seam_repro.generate.embedded import PIN, find_gguf
 
     try:

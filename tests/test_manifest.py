@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from seam_repro.cli import cli
 from seam_repro.errors import HashMismatchError, ManifestError
 from seam_repro.manifest.format import load_manifest, seal, write_manifest
+from seam_repro.manifest.trust import load_trusted
 from seam_repro.manifest.verify import verify_manifest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -102,7 +103,7 @@ def test_two_freezes_in_different_folders_have_one_digest(tmp_path):
     assert _sealed_bytes(outs[0]) == _sealed_bytes(outs[1])
     assert a["provenance"]["paths"] != b["provenance"]["paths"] and "prompt_store" in b["provenance"]
     for p in outs:  # each still finds its own data through its own provenance paths
-        assert verify_manifest(p).ok
+        assert verify_manifest(load_trusted(p)).ok
 
 
 def test_freeze_store_prompts_prints_the_digest_it_writes(tmp_path):
@@ -183,7 +184,7 @@ def test_changed_choice_is_reported_as_drift_from_the_seed(sampled):
     m = json.loads(out.read_text())
     m["runs"][0]["paraphrase_index"] = (m["runs"][0]["paraphrase_index"] + 1) % 4
     write_manifest(seal(m), out)
-    report = verify_manifest(out, data_dir=dd, prompts_dir=FIX / "prompts")
+    report = verify_manifest(load_trusted(out), data_dir=dd, prompts_dir=FIX / "prompts")
     assert not report.ok
     assert any(mm.what.startswith("paraphrase_index") for mm in report.mismatches)
     assert any("prompt_sha256" in mm.what for mm in report.mismatches)
@@ -195,7 +196,7 @@ def test_modified_data_file_lists_every_affected_instance_with_a_diff(sampled):
     out, dd = sampled
     f = dd / "MusiQue" / "val.jsonl"
     f.write_text(f.read_text().replace("?", "？"))
-    report = verify_manifest(out, data_dir=dd, prompts_dir=FIX / "prompts")
+    report = verify_manifest(load_trusted(out), data_dir=dd, prompts_dir=FIX / "prompts")
     assert not report.ok
     assert any("data file val.jsonl: sha256" in str(m) for m in report.sources)
     affected = report.affected
@@ -234,7 +235,7 @@ def test_data_missing_an_instance_still_renders_the_rest(sampled):
     f = dd / "MusiQue" / "val.jsonl"
     kept = [ln for ln in f.read_text().splitlines() if json.loads(ln).get("id") != gone.split("#")[0]]
     f.write_text("\n".join(kept) + "\n")
-    report = verify_manifest(out, data_dir=dd, prompts_dir=FIX / "prompts")
+    report = verify_manifest(load_trusted(out), data_dir=dd, prompts_dir=FIX / "prompts")
     assert any(mm.instance_id == gone and "cannot be rendered" in mm.what for mm in report.mismatches)
     assert report.n_instances == 12 - sum("cannot be rendered" in mm.what for mm in report.mismatches) < 12
 
@@ -256,7 +257,7 @@ def test_paper_manifest_is_unfrozen_and_replay_paths_refuse_it():
     assert m["config"]["max_instances_key"] == "max_num_samples"
     assert len(m["config"]["models"]) == 7
     with pytest.raises(ManifestError, match="not frozen"):
-        verify_manifest(REPO / "manifests" / "paper.json")
+        load_trusted(REPO / "manifests" / "paper.json")
 
 
 def test_freeze_enforces_pinned_upstream_prompt_hashes(tmp_path):
@@ -311,7 +312,7 @@ def test_a_dataset_that_cannot_be_loaded_does_not_stop_the_others(sampled):
     out, dd = sampled
     shutil.rmtree(dd / "FuseReviews")
     (dd / "FuseReviews").mkdir()  # present but empty: the loader refuses it
-    report = verify_manifest(out, data_dir=dd, prompts_dir=FIX / "prompts")
+    report = verify_manifest(load_trusted(out), data_dir=dd, prompts_dir=FIX / "prompts")
     assert any(m.dataset == "FuseReviews" and "cannot be loaded" in m.what for m in report.sources)
     fuse = [m for m in report.mismatches if m.dataset == "FuseReviews" and m.instance_id]
     assert len(fuse) == 4 and report.n_instances == 8  # ECB and MusiQue still rendered and compared

@@ -11,9 +11,10 @@ import pytest
 from click.testing import CliRunner
 from openai_fake import FakeServer
 
+from seam_repro.config import GenerationSettings
 from seam_repro.errors import InputError
 from seam_repro.generate import make_backend
-from seam_repro.generate.base import GenerationRequest, GenerationSettings
+from seam_repro.generate.base import GenerationRequest
 from seam_repro.generate.openai_compat import ServerError, _retry_after, make_openai_backend
 
 REPO = Path(__file__).resolve().parents[1]
@@ -150,11 +151,13 @@ def test_replay_resumes_after_server_failure_and_never_writes_the_key(tmp_path: 
 @pytest.mark.skipif(not SMOKE.is_file(), reason="shipped smoke manifest not in this checkout")
 def test_replay_batches_are_at_least_the_concurrency(tmp_path: Path) -> None:
     """The smoke manifest's batch size is 4; concurrency 6 must not be capped by it."""
-    from seam_repro.replay import replay
+    from seam_repro.manifest.trust import load_trusted
+    from seam_repro.run.replay import ReplayOptions, replay
 
     with FakeServer(delay=0.3) as srv:
-        summary = replay(SMOKE, tmp_path / "run", backend="openai", model="fake-model", limit=1, progress=False,
-                         model_args=f"base_url={srv.base_url},concurrency=6,backoff=0.01")
+        summary = replay(load_trusted(SMOKE), tmp_path / "run", ReplayOptions(
+            backend="openai", model="fake-model", limit=1, progress=False,
+            model_args=f"base_url={srv.base_url},concurrency=6,backoff=0.01"))
     assert summary.generated == 18 and srv.max_in_flight == 6
     assert json.loads((tmp_path / "run" / "run.json").read_text())["models"]["fake-model"]["batch_size"] == 6
 

@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from seam_repro.config import GenerationSettings
 from seam_repro.errors import InputError, ManifestError
-from seam_repro.generate.base import EchoBackend, GenerationSettings
+from seam_repro.generate.base import EchoBackend
 from seam_repro.hashing import sha256_text
 from seam_repro.manifest.prompts import check_prompt_records
-from seam_repro.replay import apply_limit, run_generation
+from seam_repro.run.replay import apply_limit, run_generation
 
 MANIFEST = {"digest": "a" * 64, "prompt_digest": "b" * 64, "frozen": True,
             "config": {"generation": {"temperature": 0.8, "max_new_tokens": 6, "do_sample": True, "top_p": None}}}
@@ -45,8 +46,9 @@ def count_lines(run_dir: Path) -> int:
 CHILD = """
 import json, sys
 from pathlib import Path
-from seam_repro.generate.base import EchoBackend, GenerationSettings
-from seam_repro.replay import run_generation
+from seam_repro.config import GenerationSettings
+from seam_repro.generate.base import EchoBackend
+from seam_repro.run.replay import run_generation
 recs, manifest = json.loads(Path(sys.argv[1]).read_text())
 run_generation(recs, EchoBackend(delay=float(sys.argv[3])), GenerationSettings(max_new_tokens=6), Path(sys.argv[2]),
                manifest, batch_size=2, progress=False)
@@ -170,13 +172,15 @@ def test_cli_replay_echo_then_merge(tmp_path: Path, fake_stages: dict) -> None:
     assert rj["fingerprint"]["seam_repro"] and "platform" in rj["fingerprint"]
 
 
-def test_replay_refuses_unfrozen_manifest(tmp_path: Path, fake_stages: dict) -> None:
-    from seam_repro.replay import replay
+def test_an_unfrozen_manifest_is_refused_unless_allowed(tmp_path: Path, fake_stages: dict) -> None:
+    from seam_repro.manifest.trust import load_trusted
+    from seam_repro.run.replay import ReplayOptions, replay
 
     fake_stages["manifest"] = {**MANIFEST, "frozen": False}
     with pytest.raises(ManifestError, match="not frozen"):
-        replay(tmp_path / "m.json", tmp_path / "out", backend="echo", progress=False)
-    summary = replay(tmp_path / "m.json", tmp_path / "out", backend="echo", allow_unfrozen=True, progress=False)
+        load_trusted(tmp_path / "m.json")
+    summary = replay(load_trusted(tmp_path / "m.json", allow_unfrozen=True), tmp_path / "out",
+                     ReplayOptions(backend="echo", allow_unfrozen=True, progress=False))
     assert summary.generated == 9
 
 
@@ -217,20 +221,37 @@ def test_echo_replay_of_a_real_smoke_manifest(tmp_path: Path) -> None:
     assert again.exit_code == 0 and "0 generated" in again.output
 
 
+def test_cli_replay_scores_the_run_and_prints_its_table(tmp_path: Path) -> None:
+    """Scoring after generation is the command's orchestration (run/replay only generates): each
+    model's summary is written and named, then the results table is printed."""
+    from trust_helpers import smoke_copy
+
+    from seam_repro.cli import cli
+
+    out = tmp_path / "run"
+    result = CliRunner().invoke(cli, ["replay", str(smoke_copy(tmp_path)), "--backend", "echo", "--out", str(out),
+                                      "--limit", "1", "--no-fic"])
+    assert result.exit_code == 0, result.output
+    summary = out / "scores" / "echo" / "summary.json"
+    assert f"scores: {summary}" in result.output and summary.is_file()
+    assert "| MusiQue | echo |" in result.output and "partial run (18 of 36 instances scored)" in result.output
+
+
 @pytest.mark.parametrize("preferred", [None, 5])
 def test_default_batch_size_is_the_backends_measured_best(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                           preferred: int | None) -> None:
     """Without --batch-size, replay uses the backend's measured best for its device (the hf backend
     on CPU: CPU_BATCH_SIZE); a backend without one gets the manifest's batch_size (smoke: 4)."""
     import seam_repro.generate as generate
-    from seam_repro.replay import replay
+    from seam_repro.manifest.trust import load_trusted
+    from seam_repro.run.replay import ReplayOptions, replay
 
     class Measured(EchoBackend):
         preferred_batch_size = preferred
 
     monkeypatch.setattr(generate, "make_backend", lambda *a, **k: Measured())
     out = tmp_path / "run"
-    replay(REPO / "manifests" / "smoke.json", out, backend="echo", limit=1, progress=False)
+    replay(load_trusted(REPO / "manifests" / "smoke.json"), out, ReplayOptions(backend="echo", limit=1, progress=False))
     models = json.loads((out / "run.json").read_text())["models"]
     assert [m["batch_size"] for m in models.values()] == [preferred or 4]
 

@@ -24,7 +24,7 @@ from seam_repro import cli as cli_module
 from seam_repro.config import read_config
 from seam_repro.manifest.format import load_manifest, unfrozen_manifest, write_manifest
 from seam_repro.run import prepare
-from seam_repro.sources import parse_lock
+from seam_repro.sources.lock import parse_lock
 
 REPO = Path(__file__).resolve().parents[1]
 FIX = REPO / "manifests" / "fixtures"
@@ -113,11 +113,18 @@ def test_unfrozen_manifest_is_fetched_frozen_verified_and_replayed(
     monkeypatch.setenv("SEAM_REPRO_CACHE", str(tmp_path / "cache"))
     manifest = _unfrozen_smoke(tmp_path, base)
     run_dir = tmp_path / "run"
+    import seam_repro.manifest.format
+
+    loads: list[Path] = []
+    real_load = seam_repro.manifest.format.load_manifest
+    monkeypatch.setattr(seam_repro.manifest.format, "load_manifest", lambda p: loads.append(Path(p)) or real_load(p))
     code, out, err = _main(monkeypatch, capsys, "replay", str(manifest), "--out", str(run_dir), "--backend", "echo",
                            "--limit", "1", "--no-score")
     assert code == 0, err
     assert "fetch: seam-zip" in err and "verified" in err and "OK " in err
     frozen_file = run_dir / "smoke-unfrozen.frozen.json"
+    assert loads == [manifest, frozen_file]  # each loaded once, then passed along (freeze, verify, replay)
+    monkeypatch.setattr(seam_repro.manifest.format, "load_manifest", real_load)
     frozen = load_manifest(frozen_file)
     shipped = load_manifest(REPO / "manifests" / "smoke.json")
     assert frozen["frozen"] and frozen["runs"] == shipped["runs"] and frozen["prompt_digest"] == shipped["prompt_digest"]
@@ -190,5 +197,5 @@ def test_offline_route_with_local_data_needs_no_network(
 
 def test_frozen_manifest_is_replayed_as_given(tmp_path: Path) -> None:
     path = REPO / "manifests" / "smoke.json"
-    assert prepare.freeze_for_replay(path, tmp_path / "run") == path
+    assert prepare.freeze_for_replay(path, tmp_path / "run").path == str(path)
     assert not (tmp_path / "run").exists()

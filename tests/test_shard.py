@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from seam_repro.config import GenerationSettings
 from seam_repro.errors import InputError, PredictionsError
 from seam_repro.files import OutputError
-from seam_repro.generate.base import EchoBackend, GenerationSettings
+from seam_repro.generate.base import EchoBackend
 from seam_repro.hashing import sha256_text
-from seam_repro.replay import run_generation
-from seam_repro.shard import Shard, merge_run_dirs, parse_shard, select_shard, shard_of
-from seam_repro.store import predictions_path
+from seam_repro.run.replay import run_generation
+from seam_repro.run.shard import Shard, merge_run_dirs, parse_shard, select_shard, shard_of
+from seam_repro.run.store import predictions_path
 
 MANIFEST = {"digest": "m" * 64, "prompt_digest": "p" * 64}
 SETTINGS = GenerationSettings(max_new_tokens=5)

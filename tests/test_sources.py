@@ -9,7 +9,7 @@ import pytest
 
 from seam_repro.errors import InputError
 from seam_repro.hashing import sha256_file
-from seam_repro.sources import load_lock, parse_lock
+from seam_repro.sources.lock import load_lock, parse_lock
 
 UPSTREAM = Path(__file__).resolve().parents[2] / "shared" / "seam" / "upstream-6ad83f4"
 COMMIT = "6ad83f41e588615262cbbd9330a61af48195a488"

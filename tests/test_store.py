@@ -10,7 +10,7 @@ import pytest
 from seam_repro.errors import InputError, PredictionsError
 from seam_repro.generate.base import GenerationRequest, GenerationResult
 from seam_repro.hashing import sha256_text
-from seam_repro.store import (
+from seam_repro.run.store import (
     PredictionStore,
     model_slug,
     predictions_path,

@@ -17,11 +17,12 @@ from seam_repro.datasets import igcs as igcs_loader
 from seam_repro.datasets import zeroscrolls as zs_loader
 from seam_repro.errors import InputError
 from seam_repro.manifest.format import load_manifest
+from seam_repro.manifest.trust import load_trusted
 from seam_repro.metrics import igcs
 from seam_repro.metrics import zeroscrolls as zs
 from seam_repro.render import render_instance
 from seam_repro.render.context import RunContext
-from seam_repro.replay import replay
+from seam_repro.run.replay import ReplayOptions, replay
 from seam_repro.scoring.extract import extract_clean
 from seam_repro.scoring.loop import score_run_dir
 from seam_repro.specs import load_suite, parse_suite
@@ -267,7 +268,7 @@ def test_mini_manifests_record_suite_metric_and_document_units() -> None:
 
 
 def run_echo(manifest: Path, out: Path, limit: int | None = None) -> Path:
-    replay(manifest, out, backend="echo", limit=limit, progress=False)
+    replay(load_trusted(manifest), out, ReplayOptions(backend="echo", limit=limit, progress=False))
     return out
 
 

@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 from trust_helpers import seal_run_dir
 
+from seam_repro.config import GenerationSettings
 from seam_repro.errors import PrerequisiteError
-from seam_repro.generate.base import GenerationRequest, GenerationResult, GenerationSettings
+from seam_repro.generate.base import GenerationRequest, GenerationResult
 from seam_repro.hashing import sha256_text
 from seam_repro.metrics.rouge import rouge_geo
+from seam_repro.run.store import make_record
 from seam_repro.scoring.extract import extract_upstream
 from seam_repro.scoring.loop import score_run_dir
-from seam_repro.store import make_record
 
 GOLD = "the river flooded the town and the bridge closed"
 LONG_PROMPT = ("*Instructions*: Summarize the documents.\n*The documents*:\n"

@@ -21,6 +21,7 @@ from seam_repro.analysis.submit import load_inputs
 from seam_repro.cli import main
 from seam_repro.errors import InputError, ManifestError
 from seam_repro.manifest.format import dump_manifest, seal
+from seam_repro.manifest.trust import load_trusted
 from seam_repro.scoring.loop import score_run_dir
 
 
@@ -55,10 +56,10 @@ def test_replay_refuses_a_resealed_manifest_before_loading_a_model(tmp_path: Pat
         raise AssertionError("a model was loaded before the prompts were checked")
 
     monkeypatch.setattr(seam_repro.generate, "make_backend", no_model)
-    from seam_repro.replay import replay
+    from seam_repro.run.replay import ReplayOptions, replay
 
     with pytest.raises(ManifestError) as exc:
-        replay(path, tmp_path / "out", backend="echo", progress=False)
+        replay(load_trusted(path), tmp_path / "out", ReplayOptions(backend="echo", progress=False))
     msg = str(exc.value)
     first = msg.splitlines()[0]
     assert first.startswith(str(path)) and "1 rendered prompt(s) do not match" in first
@@ -77,10 +78,9 @@ def test_replay_copies_the_manifest_and_loads_it_once(echo_runs: dict[str, Path]
     calls = []
     real = seam_repro.manifest.format.load_manifest
     monkeypatch.setattr(seam_repro.manifest.format, "load_manifest", lambda p: calls.append(p) or real(p))
-    from seam_repro.replay import replay
-
-    replay(smoke_copy(tmp_path), tmp_path / "again", backend="echo", limit=1, progress=False)
-    assert len(calls) == 1  # old main loaded and checked it twice
+    path = smoke_copy(tmp_path)
+    main(["replay", str(path), "--backend", "echo", "--out", str(tmp_path / "again"), "--limit", "1", "--no-score"])
+    assert calls == [path]  # the command loads it; the unfrozen check and replay were two more loads
 
 
 # --- score ----------------------------------------------------------------------------------------
@@ -250,12 +250,13 @@ def test_document_level_bundle_passes_the_seeds_check(tmp_path: Path) -> None:
 
 
 def test_merged_shards_keep_the_trust_anchor(tmp_path: Path) -> None:
-    from seam_repro.replay import replay
-    from seam_repro.shard import merge_run_dirs, parse_shard
+    from seam_repro.run.replay import ReplayOptions, replay
+    from seam_repro.run.shard import merge_run_dirs, parse_shard
 
     path = smoke_copy(tmp_path)
     for k in range(2):
-        replay(path, tmp_path / f"s{k}", backend="echo", shard=parse_shard(f"{k}/2"), limit=1, progress=False)
+        replay(load_trusted(path), tmp_path / f"s{k}",
+               ReplayOptions(backend="echo", shard=parse_shard(f"{k}/2"), limit=1, progress=False))
     merge_run_dirs([tmp_path / "s0", tmp_path / "s1"], tmp_path / "all")
     assert (tmp_path / "all" / "manifest.json").read_bytes() == (tmp_path / "s0" / "manifest.json").read_bytes()
     [summary] = score_run_dir(tmp_path / "all", fic=False)

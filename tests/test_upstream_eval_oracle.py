@@ -28,7 +28,7 @@ import pytest
 from trust_helpers import seal_run_dir
 
 from seam_repro.hashing import sha256_json, sha256_text
-from seam_repro.importer import split_prediction
+from seam_repro.run.importer import split_prediction
 from seam_repro.scoring.extract import upstream_generated_text
 from seam_repro.scoring.loop import score_run_dir
 

@@ -72,12 +72,13 @@ def smoke_copy(tmp: Path, name: str = "smoke") -> Path:
 
 def echo_run(tmp: Path, *, limit: int | None = None, name: str = "smoke", out: str = "run") -> Path:
     """Replay a shipped manifest with the echo backend and score it (no FIC models): a real run folder."""
-    from seam_repro.replay import replay
+    from seam_repro.manifest.trust import load_trusted
+    from seam_repro.run.replay import ReplayOptions, replay
     from seam_repro.scoring.loop import score_run_dir
 
     manifest = smoke_copy(tmp, name)
     run_dir = tmp / out
-    replay(manifest, run_dir, backend="echo", limit=limit, progress=False)
+    replay(load_trusted(manifest), run_dir, ReplayOptions(backend="echo", limit=limit, progress=False))
     score_run_dir(run_dir, fic=False)
     return run_dir
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from seam_repro.errors import InputError
 from seam_repro.files import iter_jsonl, read_json
+from seam_repro.run.store import RunRecords, check_scores_against_run, read_run_records, scores_root
 
 RUN_LEVEL_TASKS = frozenset({"coreference"})
 """Tasks whose run score is computed over the whole run (micro CoNLL-F1), not averaged over instances."""
@@ -215,8 +216,9 @@ def build_model_scores(summary: Any, instances: list[InstanceScore], path: objec
                        summary["prompt_digest"], datasets, source, extra=extra, unscored=unscored, name=display)
 
 
-def load_scores_dir(score_dir: Path) -> ModelScores:
-    """Load ``scores/<model_slug>/`` (summary.json + instance_scores.jsonl)."""
+def load_scores_dir(score_dir: Path, run: RunRecords | None = None) -> ModelScores:
+    """Load ``scores/<model_slug>/`` (summary.json + instance_scores.jsonl), checked against the run
+    folder's manifest and run.json (``run``, read once by the caller; default: the folder two up)."""
     summary_path = score_dir / "summary.json"
     inst_path = score_dir / "instance_scores.jsonl"
     for p in (summary_path, inst_path):
@@ -224,31 +226,21 @@ def load_scores_dir(score_dir: Path) -> ModelScores:
             raise InputError(p, "missing; run `seam-repro score RUN_DIR` first")
     summary = read_json(summary_path, what="summary.json", expect=None)
     instances = read_instance_scores(inst_path)
-    from seam_repro.manifest.trust import check_scores_against_run
-
-    check_scores_against_run(score_dir, summary, instances)
+    check_scores_against_run(score_dir, summary, instances, run or read_run_records(Path(score_dir).parent.parent))
     return build_model_scores(summary, instances, summary_path, str(score_dir))
 
 
-def load_run_dir(run_dir: Path) -> list[ModelScores]:
-    """Every scored model of a run directory, in slug order."""
-    scores = run_dir / "scores"
+def load_run_dir(run_dir: Path, run: RunRecords | None = None) -> list[ModelScores]:
+    """Every scored model of a run directory, in slug order; ``run``: its records if the caller has
+    read them already (``read_run_records``)."""
+    scores = scores_root(run_dir)
     dirs = sorted(p for p in scores.iterdir() if p.is_dir()) if scores.is_dir() else []
     if not dirs:
         raise InputError(scores, "no scored models found (expected scores/<model_slug>/summary.json)")
-    entries = _run_model_entries(run_dir)
-    return [_with_display_name(load_scores_dir(d), entries.get(d.name)) for d in dirs]
-
-
-def _run_model_entries(run_dir: Path) -> dict[str, Any]:
-    """``models`` of RUN_DIR/run.json ({} when there is none: scores may be copied without it)."""
-    from seam_repro.files import read_json
-
-    path = run_dir / "run.json"
-    if not path.is_file():
-        return {}
-    models = read_json(path, what="run.json").get("models")
-    return models if isinstance(models, dict) else {}
+    run = run or read_run_records(run_dir)  # once for every model (scores may be copied without run.json)
+    models = (run.run_json or {}).get("models")
+    entries = models if isinstance(models, dict) else {}
+    return [_with_display_name(load_scores_dir(d, run), entries.get(d.name)) for d in dirs]
 
 
 def _with_display_name(ms: ModelScores, entry: Any) -> ModelScores:

@@ -26,6 +26,14 @@ from seam_repro.analysis.aggregate import (
 from seam_repro.errors import InputError
 from seam_repro.files import atomic_write_text, read_json
 from seam_repro.hashing import sha256_json
+from seam_repro.run.store import (
+    RunRecords,
+    load_run_manifest,
+    model_slug,
+    read_run_records,
+    run_json_path,
+    scores_root,
+)
 
 BUNDLE_KIND = "seam-repro/results-bundle"
 BUNDLE_VERSION = 2
@@ -41,13 +49,13 @@ def read_run_info(run_dir: Path, model_id: str) -> dict[str, Any]:
     """Provenance from ``RUN_DIR/run.json`` (written by ``store.prepare_run_dir``): manifest and prompt
     digests, the environment ``fingerprint``, and the model's entry under ``models[<slug>]`` whose
     ``backend.chat_template_sha256`` is the chat-template hash (``None`` for backends without one)."""
-    path = run_dir / "run.json"
+    path = run_json_path(run_dir)
     info = _read_json(path)
     if not isinstance(info, dict):
         raise InputError(path, "expected a JSON object")
     if not isinstance(info.get("manifest_digest"), str):
         raise InputError(path, "expected a string digest", field="manifest_digest")
-    slug = model_id.replace("/", "__").replace("@", "__")
+    slug = model_slug(model_id)
     models = info.get("models")
     entry = models.get(slug) if isinstance(models, dict) else None
     if not isinstance(entry, dict):
@@ -82,10 +90,12 @@ def _unavailable(version: str) -> bool:
     return "unavailable" in version
 
 
-def rederive(run_dir: Path, ms: ModelScores) -> dict[str, Any]:
+def rederive(run_dir: Path, ms: ModelScores, run: RunRecords) -> dict[str, Any]:
     """Score ``run_dir`` again into a temporary folder (re-validating prompts against the manifest and
     every prediction line) and refuse any difference from the scores on disk. Returns the notes of
-    cells that could not be re-derived here (model-based FIC scores without the models cached)."""
+    cells that could not be re-derived here (model-based FIC scores without the models cached).
+    The fresh scores are checked against ``run`` (the run folder's manifest and run.json), not
+    against whatever lies two folders above the temporary one."""
     from seam_repro.analysis.aggregate import load_scores_dir
     from seam_repro.scoring.loop import score_run_dir
 
@@ -96,7 +106,7 @@ def rederive(run_dir: Path, ms: ModelScores) -> dict[str, Any]:
         fic = any(it.metric.startswith("fic") and it.score is not None
                   for ds in ms.datasets.values() for it in ds.instances)
         score_run_dir(run_dir, Path(tmp), profile, fic=fic, fic_download=False)
-        fresh = load_scores_dir(Path(tmp) / Path(ms.source).name)
+        fresh = load_scores_dir(Path(tmp) / Path(ms.source).name, run)
     if fresh.extra.get("predictions_digest") != ms.extra.get("predictions_digest"):
         raise InputError(Path(ms.source) / "summary.json", f"is {ms.extra.get('predictions_digest')} but the "
                          f"predictions now hash to {fresh.extra.get('predictions_digest')}: predictions changed "
@@ -141,15 +151,16 @@ def make_bundle(run_dir: Path, model_id: str | None = None, *, rescore: bool = T
     The store and prompts are re-validated against ``RUN_DIR/manifest.json`` and the scores are
     re-derived from the predictions (``rescore``), so a bundle never packages scores of damaged
     or swapped predictions."""
-    from seam_repro.manifest.trust import load_run_manifest, seeds_view
+    from seam_repro.manifest.trust import seeds_view
 
-    models = load_run_dir(run_dir)
+    run = read_run_records(run_dir)  # the run's manifest and run.json, read once for every check below
+    models = load_run_dir(run_dir, run)
     if model_id is not None:
         models = [m for m in models if m.model_id == model_id]
         if not models:
-            raise InputError(run_dir / "scores", f"no scores for model {model_id!r}")
+            raise InputError(scores_root(run_dir), f"no scores for model {model_id!r}")
     if len(models) != 1:
-        raise InputError(run_dir / "scores", f"holds {len(models)} models {[m.model_id for m in models]}; "
+        raise InputError(scores_root(run_dir), f"holds {len(models)} models {[m.model_id for m in models]}; "
                          "choose one with --model ID")
     ms = models[0]
     info = read_run_info(run_dir, ms.model_id)
@@ -160,7 +171,7 @@ def make_bundle(run_dir: Path, model_id: str | None = None, *, rescore: bool = T
     if ms.manifest_digest != info["manifest_digest"]:
         raise InputError(summary_path, f"is {ms.manifest_digest} but run.json has "
                          f"{info['manifest_digest']}: the scores are from another manifest", field="manifest_digest")
-    tm = load_run_manifest(run_dir, info["run_json"])
+    tm = load_run_manifest(run_dir, info["run_json"], run)
     protocol = ms.extra.get("protocol")
     if not isinstance(protocol, dict) or "predictions_digest" not in ms.extra:
         raise InputError(summary_path, "has no protocol/predictions_digest (scored by an older kit); run "
@@ -169,7 +180,7 @@ def make_bundle(run_dir: Path, model_id: str | None = None, *, rescore: bool = T
     if not partial and ms.prompt_digest != tm.manifest["prompt_digest"]:
         raise InputError(summary_path, f"is {ms.prompt_digest} but the manifest's is {tm.manifest['prompt_digest']} "
                          "although every instance is scored: the prompts differ", field="prompt_digest")
-    checks = rederive(run_dir, ms) if rescore else {"not_rederived": None, "note": "scores not re-derived"}
+    checks = rederive(run_dir, ms, run) if rescore else {"not_rederived": None, "note": "scores not re-derived"}
     generation = dict(protocol.get("generation") or {})
     bundle: dict[str, Any] = {
         "kind": BUNDLE_KIND,

@@ -1,4 +1,4 @@
-"""``seam-repro fetch``: download every pinned source into the cache and verify it (see seam_repro.fetch).
+"""``seam-repro fetch``: download every pinned source into the cache and verify it (see seam_repro.sources.fetch).
 
 Every selected source is tried even when an earlier one fails (a blocked Google Drive link must not
 hide that the Hugging Face files came through); the failures are summarised at the end together
@@ -37,9 +37,9 @@ def fetch(only: str | None, data_dir: Path | None, cache: Path | None, progress:
     """Fetch and verify pinned sources; files without a published hash are reported UNVERIFIED.
     Every source is tried; failures are summarised at the end (exit status 1)."""
     from seam_repro.errors import HashMismatchError, MissingDataError
-    from seam_repro.fetch import DownloadError, cache_root, fetch_source
     from seam_repro.files import guard_outputs
-    from seam_repro.sources import load_lock
+    from seam_repro.sources.fetch import DownloadError, cache_root, fetch_source
+    from seam_repro.sources.lock import load_lock
 
     root = cache_root(cache)
     guard_outputs([("--cache", root)], read_dirs=[data_dir])

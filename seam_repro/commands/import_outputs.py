@@ -1,4 +1,4 @@
-"""``seam-repro import MANIFEST``: outputs made elsewhere -> a run folder (see seam_repro.importer)."""
+"""``seam-repro import MANIFEST``: outputs made elsewhere -> a run folder (see seam_repro.run.importer)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def import_outputs(manifest: Path, out: Path, model: str, upstream_dir: Path | N
                    data_dir: Path | None, prompts_dir: Path | None, allow_unfrozen: bool) -> None:
     """Import outputs made elsewhere into a run folder, matched to MANIFEST's prompts (by hash where
     the input carries the prompt); then score, submit and report it like any replay."""
-    from seam_repro.importer import import_outputs as run_import
+    from seam_repro.run.importer import import_outputs as run_import
 
     folder, n = run_import(manifest, out, model=model, upstream_dir=upstream_dir, jsonl=jsonl, data_dir=data_dir,
                            prompts_dir=prompts_dir, allow_unfrozen=allow_unfrozen)

@@ -68,8 +68,10 @@ def freeze(manifest: Path, out: Path | None, data_dir, prompts_dir, store_prompt
     The input is never modified. Pinned prompt-file hashes recorded in MANIFEST are enforced.
     """
     from seam_repro.manifest.freeze import freeze_manifest
+    from seam_repro.manifest.trust import load_trusted
 
-    _wrote(freeze_manifest(manifest, out, data_dir, prompts_dir, store_prompts, _note))
+    _wrote(freeze_manifest(load_trusted(manifest, allow_unfrozen=True), out, data_dir, prompts_dir, store_prompts,
+                           _note))
 
 
 @click.command()
@@ -107,11 +109,12 @@ def verify(manifests: tuple[Path, ...], data_dir, prompts_dir, max_listed: int, 
     mismatch (listing each and a unified diff of the first), 2 on bad input. Never modifies the
     manifest.
     """
+    from seam_repro.manifest.trust import load_trusted
     from seam_repro.manifest.verify import verify_manifest
 
     failed = False
     for path in manifests:
-        report = verify_manifest(path, data_dir=data_dir, prompts_dir=prompts_dir)
+        report = verify_manifest(load_trusted(path), data_dir=data_dir, prompts_dir=prompts_dir)
         failed = failed or not report.ok
         if json_out:
             click.echo(json.dumps(report.to_json(), ensure_ascii=False, sort_keys=True))

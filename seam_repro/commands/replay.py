@@ -1,4 +1,5 @@
-"""``replay`` and ``merge``: thin wrappers over :mod:`seam_repro.replay` and :mod:`seam_repro.shard`."""
+"""``replay`` and ``merge``: thin wrappers over :mod:`seam_repro.run.replay` and :mod:`seam_repro.run.shard`;
+replay then scores (:mod:`seam_repro.scoring`) and prints the results table (:mod:`seam_repro.analysis`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 import click
 
 from seam_repro.cli import on_interrupt
+from seam_repro.errors import SeamReproError
 
 EXAMPLES = """\b
 Examples:
@@ -77,46 +79,58 @@ def replay(manifest: Path, out: Path, model: str | None, name: str | None, backe
     that frozen copy is replayed.
     """
     from seam_repro.files import guard_outputs
-    from seam_repro.replay import replay as run_replay
-    from seam_repro.replay import score_if_available
-    from seam_repro.shard import parse_shard
+    from seam_repro.manifest.trust import load_trusted
+    from seam_repro.run.replay import ReplayOptions
+    from seam_repro.run.replay import replay as run_replay
+    from seam_repro.run.shard import parse_shard
+    from seam_repro.run.store import count_stored, predictions_root
 
     if q4 and q8:
         raise click.BadParameter("give at most one of --load-in-4bit / --load-in-8bit")
     guard_outputs([("--out", out)], inputs=[manifest], read_dirs=[data_dir, prompts_dir])
-    on_interrupt(lambda: f"{_stored(out)} predictions are kept in {out / 'predictions'} (one fsynced line each)")
-    if not allow_unfrozen:  # an unfrozen manifest (paper.json): fetch, freeze into --out, verify, then replay
+    on_interrupt(lambda: f"{count_stored(out)} predictions are kept in {predictions_root(out)} (one fsynced line each)")
+    if allow_unfrozen:
+        loaded = load_trusted(manifest, allow_unfrozen=True)
+    else:  # an unfrozen manifest (paper.json): fetch, freeze into --out, verify, then replay
         from seam_repro.run.prepare import freeze_for_replay
 
-        frozen = freeze_for_replay(manifest, out, data_dir=data_dir, prompts_dir=prompts_dir,
+        loaded = freeze_for_replay(manifest, out, data_dir=data_dir, prompts_dir=prompts_dir,
                                    echo=lambda line: click.echo(line, err=True))
-        if frozen != manifest:  # the frozen copy records where its data lies
-            manifest, data_dir, prompts_dir = frozen, None, None
-    summary = run_replay(manifest, out, model=model, backend=backend,
-                         shard=parse_shard(shard) if shard else None, batch_size=batch_size, dtype=dtype,
-                         quantization="4bit" if q4 else "8bit" if q8 else None, limit=limit, data_dir=data_dir,
-                         prompts_dir=prompts_dir, allow_unfrozen=allow_unfrozen, prompt_path=prompt_path,
-                         truncation=truncation, echo_delay=echo_delay, model_args=model_args, name=name)
+        if Path(loaded.path) != manifest:  # the frozen copy records where its data lies
+            data_dir, prompts_dir = None, None
+    options = ReplayOptions(model=model, backend=backend, name=name, model_args=model_args, dtype=dtype,
+                            quantization="4bit" if q4 else "8bit" if q8 else None, prompt_path=prompt_path,
+                            truncation=truncation, echo_delay=echo_delay,
+                            shard=parse_shard(shard) if shard else None, batch_size=batch_size, limit=limit,
+                            data_dir=data_dir, prompts_dir=prompts_dir, allow_unfrozen=allow_unfrozen)
+    summary = run_replay(loaded, out, options)
     click.echo(f"{summary.model_slug}: {summary.generated} generated, {summary.already_done} already stored, "
                f"{summary.in_shard} in this shard; {len(summary.truncated)} truncated; "
                f"{summary.tokens_per_second:.1f} output tok/s")
-    click.echo(f"predictions: {out / 'predictions' / summary.model_slug}")
+    click.echo(f"predictions: {predictions_root(out) / summary.model_slug}")
     if shard or no_score:
         return
-    on_interrupt(f"all predictions are kept in {out / 'predictions'}; no partial score file is left")
-    paths, table = score_if_available(out, fic=fic, fic_download=fic_download)
-    if paths is None:
-        click.echo(f"scoring is not available in this install; score later with `seam-repro score {out}`")
-        return
+    on_interrupt(f"all predictions are kept in {predictions_root(out)}; no partial score file is left")
+    paths, table = score_and_tabulate(out, fic=fic, fic_download=fic_download)
     for path in paths:
         click.echo(f"scores: {path}")
     if table:
         click.echo(table)
 
 
-def _stored(out: Path) -> int:
-    """Complete prediction lines under ``out`` (a torn last line, if any, is not counted)."""
-    return sum(p.read_bytes().count(b"\n") for p in (out / "predictions").glob("*/*/run_*.jsonl"))
+def score_and_tabulate(run_dir: Path, fic: bool, fic_download: bool) -> tuple[list[Path], str]:
+    """Score the run just replayed and render its results table (the score, aggregate and report
+    stages, in that order). A failure while building the table is reported in its place: the
+    predictions and scores stay valid."""
+    from seam_repro.analysis.aggregate import load_run_dir
+    from seam_repro.analysis.report import build_report, render_markdown
+    from seam_repro.scoring.loop import score_run_dir
+
+    paths = score_run_dir(run_dir, fic=fic, fic_download=fic_download)
+    try:
+        return paths, render_markdown(build_report(load_run_dir(run_dir)))
+    except SeamReproError as exc:
+        return paths, f"(results table unavailable: {exc})"
 
 
 @click.command(epilog=EXAMPLES)
@@ -124,7 +138,7 @@ def _stored(out: Path) -> int:
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="New merged run dir.")
 def merge(shard_dirs: tuple[Path, ...], out: Path) -> None:
     """Merge shard run directories; refuses missing, duplicate or conflicting predictions."""
-    from seam_repro.shard import merge_run_dirs
+    from seam_repro.run.shard import merge_run_dirs
 
     on_interrupt(f"no {out} was created (merge builds in a hidden temporary folder and renames it at the end)")
 

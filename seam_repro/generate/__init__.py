@@ -16,12 +16,11 @@ from seam_repro.generate.base import (
     EchoBackend,
     GenerationRequest,
     GenerationResult,
-    GenerationSettings,
 )
 
 BACKENDS = ("hf", "vllm", "openai", "echo")
 
-__all__ = ["BACKENDS", "Backend", "EchoBackend", "GenerationRequest", "GenerationResult", "GenerationSettings",
+__all__ = ["BACKENDS", "Backend", "EchoBackend", "GenerationRequest", "GenerationResult",
            "make_backend", "model_pins", "parse_model_spec"]
 
 

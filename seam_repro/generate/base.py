@@ -1,4 +1,5 @@
-"""Backend protocol, request/result records, generation settings and the ``echo`` dry-run backend.
+"""Backend protocol, request/result records and the ``echo`` dry-run backend (the generation
+settings they take are protocol data: ``config.GenerationSettings``).
 
 Replaces upstream SEAM ``model_wrappers/model_wrap.py`` (``Model.batch(prompts, num_truncation_tokens)``)
 with a contract that carries the per-instance seed, so a generation never depends on which other
@@ -9,80 +10,15 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from seam_repro.errors import InputError
+from seam_repro.config import GenerationSettings
 from seam_repro.hashing import sha256_text
-
-PAPER_GENERATION: dict[str, Any] = {"temperature": 0.8, "max_new_tokens": 500, "do_sample": True, "top_p": None,
-                                    "truncation": "max", "batch_size": 3}
-"""Upstream ``hf_pipline_wrap.py`` and ``predict.json``: temperature 0.8, ``do_sample=True``, 500 new
-tokens, top_p not passed (the model's generation_config applies), truncation strategy "max" (the
-model's ``max_position_embeddings`` is the window), batch size 3."""
 
 HF_LEGACY_TOP_K = 50
 """transformers 4.x ``GenerationConfig`` default ``top_k``; upstream never set top_k, so a model whose
 generation_config leaves it unset sampled with top-k 50 in the paper's runs."""
-
-
-@dataclass(frozen=True)
-class GenerationSettings:
-    """Sampling settings from the manifest's ``config.generation`` (paper values by default)."""
-
-    temperature: float = 0.8
-    max_new_tokens: int = 500
-    do_sample: bool = True
-    top_p: float | None = None
-    """None: take the model's generation_config value (as upstream's pipeline did)."""
-    context_window: int | None = None
-    """Upstream ``truncation_strategy``: None = "max" (the model's context length); an int = "set"
-    (``max_num_tokens``). Prompts are cut to ``context_window - max_new_tokens`` tokens."""
-    batch_size: int = 3
-    """A throughput hint only (never recorded with predictions: results do not depend on it)."""
-
-    @classmethod
-    def from_manifest(cls, generation: dict[str, Any] | None, source: str = "manifest") -> GenerationSettings:
-        """Validate ``config.generation``; a missing block means the paper's settings."""
-        merged = dict(PAPER_GENERATION)
-        if generation is not None:
-            if not isinstance(generation, dict):
-                raise InputError(source, "expected an object", field="config.generation")
-            # truncation ("max": context minus max_new_tokens) and batch_size are protocol facts of
-            # upstream predict.json recorded in the manifest; replay reads them from its own flags.
-            unknown = set(generation) - set(PAPER_GENERATION) - {"truncation", "batch_size"}
-            if unknown:
-                raise InputError(source, f"unknown keys {sorted(unknown)}; expected {sorted(PAPER_GENERATION)}",
-                                 field="config.generation")
-            merged.update({k: v for k, v in generation.items() if k in PAPER_GENERATION})
-        t, n, s, p = merged["temperature"], merged["max_new_tokens"], merged["do_sample"], merged["top_p"]
-        if not isinstance(t, (int, float)) or isinstance(t, bool) or t < 0:
-            raise InputError(source, f"expected a number >= 0, got {t!r}", field="config.generation.temperature")
-        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-            raise InputError(source, f"expected an integer >= 1, got {n!r}", field="config.generation.max_new_tokens")
-        if not isinstance(s, bool):
-            raise InputError(source, f"expected true/false, got {s!r}", field="config.generation.do_sample")
-        if p is not None and (not isinstance(p, (int, float)) or isinstance(p, bool) or not 0 < p <= 1):
-            raise InputError(source, f"expected null or a number in (0, 1], got {p!r}", field="config.generation.top_p")
-        trunc, bs = merged["truncation"], merged["batch_size"]
-        window = None
-        if trunc not in (None, "max"):
-            if not isinstance(trunc, str) or not trunc.isdigit() or int(trunc) <= n:
-                raise InputError(source, f"expected \"max\", null or a token count above max_new_tokens as a "
-                                 f"string, got {trunc!r}", field="config.generation.truncation")
-            window = int(trunc)
-        if not isinstance(bs, int) or isinstance(bs, bool) or bs < 1:
-            raise InputError(source, f"expected an integer >= 1, got {bs!r}", field="config.generation.batch_size")
-        if s and t == 0:
-            raise InputError(source, "do_sample true needs temperature > 0", field="config.generation.temperature")
-        return cls(temperature=float(t), max_new_tokens=n, do_sample=s, top_p=None if p is None else float(p),
-                   context_window=window, batch_size=bs)
-
-    def as_dict(self) -> dict[str, Any]:
-        """The result-relevant settings (recorded with every prediction; batch size is not)."""
-        d = asdict(self)
-        del d["batch_size"]
-        return d
 
 
 @dataclass(frozen=True)

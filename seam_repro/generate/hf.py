@@ -34,8 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from seam_repro.config import GenerationSettings
 from seam_repro.errors import InputError, PrerequisiteError
-from seam_repro.generate.base import HF_LEGACY_TOP_K, GenerationRequest, GenerationResult, GenerationSettings
+from seam_repro.generate.base import HF_LEGACY_TOP_K, GenerationRequest, GenerationResult
 from seam_repro.hashing import sha256_json, sha256_text
 
 INSTALL_INFERENCE = "pip install 'seam-repro[inference]' torch==2.13.0"

@@ -26,8 +26,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from seam_repro.config import GenerationSettings
 from seam_repro.errors import InputError, SeamReproError
-from seam_repro.generate.base import GenerationRequest, GenerationResult, GenerationSettings
+from seam_repro.generate.base import GenerationRequest, GenerationResult
 from seam_repro.generate.fingerprint import _version
 from seam_repro.hashing import sha256_json, sha256_text
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from seam_repro.config import GenerationSettings
 from seam_repro.errors import PrerequisiteError
-from seam_repro.generate.base import HF_LEGACY_TOP_K, GenerationRequest, GenerationResult, GenerationSettings
+from seam_repro.generate.base import HF_LEGACY_TOP_K, GenerationRequest, GenerationResult
 from seam_repro.hashing import sha256_json, sha256_text
 
 INSTALL = "pip install 'seam-repro[vllm]'"

@@ -189,7 +189,7 @@ def recorded_paths(manifest: dict[str, Any]) -> dict[str, dict[str, str | None]]
 
 
 def recorded_sources(manifest: dict[str, Any]) -> dict[str, Any]:
-    """Sealed hashes joined with provenance paths, in the form ``sourcing.load_sources`` reads."""
+    """Sealed hashes joined with provenance paths, in the form ``sources.resolve.load_sources`` reads."""
     paths = recorded_paths(manifest)
     src = manifest["sources"]
     return {kind: {n: {**e, "path": paths[kind].get(n)} for n, e in src.get(kind, {}).items()}

@@ -17,7 +17,6 @@ from seam_repro.manifest.format import (
     SCHEMA_VERSION,
     choices_to_run,
     content_config,
-    load_manifest,
     manifest_config,
     provenance,
     recorded_sources,
@@ -28,8 +27,9 @@ from seam_repro.manifest.format import (
     write_prompt_store,
 )
 from seam_repro.manifest.prompts import iter_rendered
+from seam_repro.manifest.trust import TrustedManifest
 from seam_repro.sample import RunChoices, draw_all
-from seam_repro.sourcing import Sources, load_sources
+from seam_repro.sources.resolve import Sources, load_sources
 
 
 def build_manifest(cfg: SeamConfig, profile: str, choices: list[RunChoices], sources: Sources,
@@ -132,7 +132,7 @@ def _sample(cfg: SeamConfig, profile: str, base_dir: Path, out: Path, data_dir: 
             inputs: tuple = ()) -> Written:
     for note in cfg.notes:
         on_note(note)
-    sources = load_sources(cfg, profile, data_dir=data_dir, prompts_dir=prompts_dir, base_dir=base_dir,
+    sources = load_sources(cfg, data_dir=data_dir, prompts_dir=prompts_dir, base_dir=base_dir,
                            recorded=recorded)
     _guard(out, store, [*inputs, *_source_inputs(sources)], [])
     choices = draw_all(cfg, profile, sources.data, sources.prompt_files)
@@ -163,11 +163,12 @@ def sample_manifest(config: Path, out: Path, profile: str, data_dir: Any, prompt
                    inputs=(config,))
 
 
-def freeze_manifest(manifest: Path, out: Path | None, data_dir: Any, prompts_dir: Any, store: bool,
+def freeze_manifest(loaded: TrustedManifest, out: Path | None, data_dir: Any, prompts_dir: Any, store: bool,
                     on_note: Callable[[str], None]) -> Written:
-    """``seam-repro freeze``: fill an unfrozen manifest from verified local data into a new file; the
-    input is never modified and its pinned prompt-file hashes are enforced."""
-    m = load_manifest(manifest)
+    """``seam-repro freeze``: fill an unfrozen manifest (loaded once by the caller:
+    ``load_trusted(path, allow_unfrozen=True)``) from verified local data into a new file; the input
+    is never modified and its pinned prompt-file hashes are enforced."""
+    manifest, m = Path(loaded.path), loaded.manifest
     if m["frozen"]:
         raise ManifestError(f"{manifest}: already frozen (digest {m['digest']}); nothing to do")
     out = out or manifest.with_name(manifest.stem + ".frozen.json")

@@ -15,7 +15,7 @@ from seam_repro.instances import Instance
 from seam_repro.manifest.format import choices_to_run, load_manifest, manifest_config, recorded_sources
 from seam_repro.render import few_shots, render_instance
 from seam_repro.render.context import RunContext
-from seam_repro.sourcing import Sources
+from seam_repro.sources.resolve import Sources
 from seam_repro.specs import DatasetSpec
 
 REQUIRED = {"dataset": str, "run": int, "instance_id": str, "prompt": str, "prompt_sha256": str, "gen_seed": int}
@@ -115,13 +115,13 @@ def render_records(manifest: dict[str, Any], data_dir: Any = None, prompts_dir: 
     its config (same code as ``freeze``), which gives a usable but uncitable run.
     """
     from seam_repro.sample import draw_all
-    from seam_repro.sourcing import load_sources
+    from seam_repro.sources.resolve import load_sources
 
     if not manifest["frozen"] and not allow_unfrozen:
         raise ManifestError("manifest is not frozen: run `seam-repro freeze MANIFEST` first")
     cfg = manifest_config(manifest)
     base_dir = Path(base).parent if base is not None else Path.cwd()
-    sources = load_sources(cfg, manifest["profile"], data_dir=data_dir, prompts_dir=prompts_dir,
+    sources = load_sources(cfg, data_dir=data_dir, prompts_dir=prompts_dir,
                            base_dir=base_dir, recorded=recorded_sources(manifest))
     runs = manifest["runs"]
     if not manifest["frozen"]:

@@ -1,4 +1,4 @@
-"""The trust chain: every stage checks what it consumes against the sealed manifest, here and only here.
+"""The trust chain: every stage checks what it consumes against the sealed manifest.
 
     manifest (digest over content) ─replay─▶ rendered prompts hash to the manifest, else refused
         └─ copied to RUN_DIR/manifest.json (same digest as run.json)
@@ -9,7 +9,11 @@
     bundle ─report/diff─▶ bundle digest, and for a shipped manifest its seeds and prompt digests
         against ``seeds/``; protocol fields compared before any two results are ranked or diffed
 
-Each refusal is one line naming the file, the record and what was expected.
+Here: the manifest loaded and checked once (``load_trusted``), rendered prompts, protocol
+comparison, seeds/ and bundles. What reads a run folder (its manifest copy, prompts.jsonl,
+predictions digest, scores against run.json) is ``run/store.py``, the one module that touches a
+run folder's files, using the checks here. Each refusal is one line naming the file, the record
+and what was expected.
 """
 
 from __future__ import annotations
@@ -20,13 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seam_repro.errors import InputError, ManifestError, PredictionsError, SeamReproError
-from seam_repro.files import atomic_write_text, read_json
-from seam_repro.hashing import digest_of_hashes, sha256_bytes, sha256_json, sha256_text
+from seam_repro.errors import InputError, ManifestError
+from seam_repro.files import read_json
+from seam_repro.hashing import sha256_json, sha256_text
 
 Key = tuple[str, int, str]
-RUN_MANIFEST = "manifest.json"
-"""Copy of the replayed manifest inside a run folder: what ``score`` checks the run against."""
 SEEDS_DIR = Path(__file__).resolve().parents[2] / "seeds"
 MAX_LISTED = 20
 PROTOCOL_FIELDS = ("manifest_digest", "protocol_digest", "profile", "runs", "instances", "limit", "temperature",
@@ -63,14 +65,15 @@ def trusted(manifest: dict[str, Any], path: str) -> TrustedManifest:
     return TrustedManifest(path, manifest, expected)
 
 
-def load_trusted(path: str | Path, *, allow_unfrozen: bool = False) -> TrustedManifest:
-    """Read and check a manifest once; consumers pass the result along instead of re-reading."""
+def load_trusted(path: str | Path, *, allow_unfrozen: bool = False, purpose: str = "run") -> TrustedManifest:
+    """Read and check a manifest once; consumers pass the result along instead of re-reading.
+    ``purpose`` names what an unfrozen manifest would make (a throwaway run, import, ...)."""
     from seam_repro.manifest.format import load_manifest
 
     manifest = load_manifest(path)
     if not manifest["frozen"] and not allow_unfrozen:
         raise ManifestError(f"{path}: field 'frozen': the manifest is not frozen; run `seam-repro freeze {path}` "
-                            "first or pass --allow-unfrozen for a throwaway run")
+                            f"first or pass --allow-unfrozen for a throwaway {purpose}")
     return trusted(manifest, str(path))
 
 
@@ -82,7 +85,8 @@ def _target_hash(target: Any) -> set[str]:
     return out
 
 
-def _record_problems(tm: TrustedManifest, rec: dict[str, Any]) -> str | None:
+def record_problems(tm: TrustedManifest, rec: dict[str, Any]) -> str | None:
+    """Why a prompt record does not match the manifest (``None`` when it does)."""
     key = (rec["dataset"], rec["run"], rec["instance_id"])
     want = tm.expected.get(key)
     if want is None:
@@ -108,7 +112,7 @@ def check_rendered(tm: TrustedManifest, records: Iterable[dict[str, Any]]) -> No
     for rec in records:
         key = (rec["dataset"], rec["run"], rec["instance_id"])
         seen.add(key)
-        problem = _record_problems(tm, rec)
+        problem = record_problems(tm, rec)
         if problem:
             bad.append(f"{key[0]} run {key[1]} instance {key[2]}: {problem}")
     bad += [f"{k[0]} run {k[1]} instance {k[2]}: in the manifest but not rendered" for k in tm.expected
@@ -119,155 +123,6 @@ def check_rendered(tm: TrustedManifest, records: Iterable[dict[str, Any]]) -> No
         raise ManifestError(f"{tm.path}: {len(bad)} rendered prompt(s) do not match the manifest's hashes "
                             f"(expected every prompt/target to hash to its recorded value; run `seam-repro verify "
                             f"{tm.path}` for diffs); nothing was generated:\n{listed}{more}")
-
-
-# --- run folders ------------------------------------------------------------------------------------
-def write_run_manifest(run_dir: Path, tm: TrustedManifest) -> None:
-    """Copy the manifest into ``RUN_DIR/manifest.json``; an existing copy must have the same digest."""
-    from seam_repro.manifest.format import dump_manifest, load_manifest
-
-    path = Path(run_dir) / RUN_MANIFEST
-    if path.exists():
-        have = load_manifest(path)["digest"]
-        if have != tm.digest:
-            raise PredictionsError(f"{path}: field 'digest': this run folder belongs to manifest {have}, not "
-                                   f"{tm.digest}; use a new --out directory")
-        return
-    atomic_write_text(path, dump_manifest(tm.manifest))
-
-
-def load_run_manifest(run_dir: Path, run_json: dict[str, Any]) -> TrustedManifest:
-    """``RUN_DIR/manifest.json``, checked, and the same manifest run.json names."""
-    from seam_repro.manifest.format import load_manifest
-
-    path = Path(run_dir) / RUN_MANIFEST
-    if not path.is_file():
-        raise InputError(path, "missing: score checks every prompt and gold target against the replayed manifest; "
-                         "re-run `seam-repro replay MANIFEST --out RUN_DIR` (it resumes and writes it; a run made "
-                         "from a schema_version 1 manifest must be replayed into a new --out)")
-    tm = trusted(load_manifest(path), str(path))
-    if run_json.get("manifest_digest") != tm.digest:
-        raise InputError(Path(run_dir) / "run.json", f"is {run_json.get('manifest_digest')!r} but {path} has digest "
-                         f"{tm.digest}", field="manifest_digest")
-    return tm
-
-
-@dataclass
-class Coverage:
-    """What a run folder holds relative to its manifest; built by :func:`check_run_prompts`."""
-
-    tm: TrustedManifest
-    run_json: dict[str, Any]
-    present: set[Key]
-    metrics: dict[str, str]
-    tasks: dict[str, str]
-
-    def _missing_entries(self, preds: dict[Key, Any]) -> list[dict[str, Any]]:
-        """One entry per (dataset, run) with instances the manifest lists but this model has no score for."""
-        limit = self.run_json.get("limit")
-        by_run: dict[tuple[str, int], list[str]] = {}
-        totals: dict[tuple[str, int], int] = {}
-        for key in self.tm.expected:
-            dr = (key[0], key[1])
-            totals[dr] = totals.get(dr, 0) + 1
-            if key not in preds:
-                by_run.setdefault(dr, []).append(key[2])
-        predicted = {k[0] for k in preds}
-        out = []
-        for (ds, run), ids in by_run.items():
-            if ds not in predicted:
-                reason = "no predictions for this dataset (predictions/<model>/" + ds + "/ is missing or empty)"
-            elif all((ds, run, i) not in self.present for i in ids):
-                reason = (f"not replayed (--limit {limit})" if limit else "no prompt records in prompts.jsonl")
-            else:
-                reason = "no prediction"
-            out.append({"dataset": ds, "run": run, "missing": len(ids), "of": totals[(ds, run)],
-                        "first": ids[:5], "reason": reason})
-        return out
-
-    def complete(self, datasets: dict[str, Any], preds: dict[Key, Any]) -> dict[str, Any]:
-        """summary.json fields: every manifest dataset in ``datasets`` (null runs with a reason when
-        it has no score at all), the unscored (dataset, run, instance) groups, coverage and protocol."""
-        unscored = self._missing_entries(preds)
-        out = dict(datasets)
-        for ds, runs in self.tm.dataset_runs().items():
-            if ds in out:
-                continue
-            reasons = sorted({u["reason"] for u in unscored if u["dataset"] == ds}) or ["no scores"]
-            out[ds] = {"task": self.tasks.get(ds), "metric": self.metrics.get(ds, "unknown"),
-                       "runs": {str(r): None for r in runs}, "reason": "; ".join(reasons)}
-        order = list(self.tm.dataset_runs())
-        ordered = {ds: out[ds] for ds in order if ds in out}
-        ordered.update({k: v for k, v in out.items() if k not in ordered})
-        n_expected = len(self.tm.expected)
-        n_scored = sum(1 for k in self.tm.expected if k in preds)
-        return {"datasets": ordered, "unscored": unscored,
-                "coverage": {"instances": n_expected, "scored": n_scored, "partial": n_scored < n_expected}}
-
-    def summary_fields(self, model_dir: Path, datasets: dict[str, Any], preds: dict[Key, Any]) -> dict[str, Any]:
-        """Everything ``score`` adds to a model's summary.json: all manifest datasets (unscored ones
-        with a reason), the unscored groups, coverage, the protocol and the predictions digest."""
-        fields = self.complete(datasets, preds)
-        fields["protocol"] = run_protocol(self.tm, self.run_json, Path(model_dir).name, fields["coverage"]["scored"])
-        fields["predictions_digest"] = predictions_digest(model_dir, self.tm.expected)
-        return fields
-
-
-def check_run_prompts(run_dir: Path, prompts: dict[Key, dict[str, Any]], run_json: dict[str, Any]) -> Coverage:
-    """Check every prompt record and gold target of ``RUN_DIR/prompts.jsonl`` against the manifest
-    the run was replayed from (``score``); refuse the first that differs."""
-    tm = load_run_manifest(run_dir, run_json)
-    where = Path(run_dir) / "prompts.jsonl"
-    metrics: dict[str, str] = {}
-    tasks: dict[str, str] = {}
-    for n, (key, rec) in enumerate(prompts.items(), start=1):
-        if tm.frozen:
-            problem = _record_problems(tm, rec)
-            if problem is None and "target" not in rec:
-                problem = f"no gold target; the manifest expects one hashing to {tm.expected[key]['target_sha256']}"
-            if problem:
-                raise InputError(where, problem, record=f"{key[0]} run {key[1]} instance {key[2]} (record {n})")
-        if isinstance(rec.get("metric"), str):
-            metrics.setdefault(key[0], rec["metric"])
-        tasks.setdefault(key[0], rec.get("task"))
-    if not tm.frozen:  # an --allow-unfrozen run: the prompts it holds are all there is to expect
-        tm = TrustedManifest(tm.path, tm.manifest, {k: {} for k in prompts})
-    _fill_metrics(tm, metrics, tasks)
-    return Coverage(tm, run_json, set(prompts), metrics, tasks)
-
-
-def _fill_metrics(tm: TrustedManifest, metrics: dict[str, str], tasks: dict[str, str]) -> None:
-    """Metric and task of datasets with no prompt record at all, from the manifest's suite."""
-    try:
-        from seam_repro.specs import load_suite
-
-        suite = load_suite(tm.manifest["config"].get("suite", "seam"))
-        for ds in tm.dataset_runs():
-            spec = suite.spec(ds)
-            metrics.setdefault(ds, spec.metrics.get(tm.manifest["profile"], "unknown"))
-            tasks.setdefault(ds, spec.task)
-    except (SeamReproError, KeyError, ImportError):  # an unknown suite or dataset only loses the metric name
-        return
-
-
-def predictions_digest(model_dir: Path, keys: Iterable[Key]) -> str:
-    """Digest over the raw bytes of each prediction line, in prompt order (ties scores to the exact
-    predictions). A torn last line is refused: resume the replay to repair it first."""
-    line_hash: dict[Key, str] = {}
-    for path in sorted(Path(model_dir).glob("*/run_*.jsonl")):
-        data = path.read_bytes()
-        if data and not data.endswith(b"\n"):
-            raise PredictionsError(f"{path}: last line is torn (no newline); resume `seam-repro replay` to repair "
-                                   "it before scoring or submitting")
-        from seam_repro.files import parse_json_text
-
-        for lineno, raw in enumerate(data.split(b"\n")[:-1], start=1):
-            if not raw.strip():
-                continue
-            obj = parse_json_text(raw.decode("utf-8", errors="replace"), path, record=f"line {lineno}")
-            key = (obj.get("dataset"), obj.get("run"), obj.get("instance_id"))
-            line_hash[key] = sha256_bytes(raw)  # type: ignore[index]
-    return digest_of_hashes(line_hash[k] for k in keys if k in line_hash)
 
 
 # --- protocol -------------------------------------------------------------------------------------
@@ -330,39 +185,6 @@ def score_keys(keys: Iterable[Key]) -> set[Key]:
         out.add((ds, run, iid))
         out.add((ds, run, _UNIT.sub("", iid)))
     return out
-
-
-def check_scores_against_run(score_dir: Path, summary: Any, instances: Iterable[Any]) -> None:
-    """``scores/<slug>/`` of a run folder with its manifest: every instance line must be one the
-    manifest lists (an unknown line is refused, not averaged in), and the summary's protocol must
-    be the one run.json and the manifest give (an edited protocol would dodge the comparisons)."""
-    from seam_repro.manifest.format import load_manifest
-
-    run_dir = Path(score_dir).parent.parent
-    mpath = run_dir / RUN_MANIFEST
-    if not mpath.is_file():
-        return
-    tm = trusted(load_manifest(mpath), str(mpath))
-    inst_path = Path(score_dir) / "instance_scores.jsonl"
-    if tm.frozen:
-        known = score_keys(tm.expected)
-        for n, it in enumerate(instances, start=1):
-            if (it.dataset, it.run, it.instance_id) not in known:
-                raise InputError(inst_path, f"{it.dataset} run {it.run} instance {it.instance_id} is not in {mpath} "
-                                 "(expected only the manifest's instances)", f"instance {n}")
-    stated = summary.get("protocol") if isinstance(summary, dict) else None
-    run_json_path = run_dir / "run.json"
-    if not isinstance(stated, dict) or not run_json_path.is_file():
-        return
-    run_json = read_json(run_json_path, what="run.json")
-    if not isinstance(run_json.get("models"), dict):
-        raise InputError(run_json_path, "expected an object {model_slug: {...}}", field="models")
-    n_scored = stated.get("scored_instances")
-    actual = run_protocol(tm, run_json, Path(score_dir).name, n_scored if isinstance(n_scored, int) else 0)
-    for name in (*PROTOCOL_FIELDS, "generation"):
-        if stated.get(name) != actual.get(name):
-            raise InputError(Path(score_dir) / "summary.json", f"is {stated.get(name)!r} but run.json and {mpath} "
-                             f"give {actual.get(name)!r}", field=f"protocol.{name}")
 
 
 # --- seeds/ -----------------------------------------------------------------------------------------

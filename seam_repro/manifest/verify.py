@@ -20,8 +20,9 @@ from seam_repro.errors import InputError, SeamReproError
 from seam_repro.hashing import digest_of_hashes, sha256_text
 from seam_repro.manifest.format import choices_to_run, manifest_config, read_prompt_store, recorded_sources
 from seam_repro.manifest.prompts import iter_rendered
+from seam_repro.manifest.trust import TrustedManifest
 from seam_repro.sample import draw_all
-from seam_repro.sourcing import Sources, load_sources
+from seam_repro.sources.resolve import Sources, load_sources
 
 CHOICE_FIELDS = ("split", "sample_seed", "paraphrase_index", "demo_indices", "max_num_docs", "doc_order")
 
@@ -100,7 +101,7 @@ def _unchecked(recorded: dict[str, Any]) -> dict[str, Any]:
             "data": {n: {"path": e.get("path")} for n, e in recorded["data"].items()}}
 
 
-def _load_each(cfg: Any, profile: str, data_dir: Any, prompts_dir: Any, base_dir: Path,
+def _load_each(cfg: Any, data_dir: Any, prompts_dir: Any, base_dir: Path,
                recorded: dict[str, Any], out: list[Mismatch]) -> Sources:
     """Load each dataset on its own, so one that cannot be loaded (a deleted or unparsable file) is
     listed and the others are still verified."""
@@ -108,7 +109,7 @@ def _load_each(cfg: Any, profile: str, data_dir: Any, prompts_dir: Any, base_dir
     for entry in cfg.datasets:
         sub = dataclasses.replace(cfg, datasets=(entry,))
         try:
-            one = load_sources(sub, profile, data_dir=data_dir, prompts_dir=prompts_dir, base_dir=base_dir,
+            one = load_sources(sub, data_dir=data_dir, prompts_dir=prompts_dir, base_dir=base_dir,
                                recorded=_unchecked(recorded))
         except SeamReproError as exc:
             out.append(Mismatch(entry.name, -1, None, f"cannot be loaded: {exc}"))
@@ -137,15 +138,14 @@ def _compare_sources(manifest: dict[str, Any], sources: Sources, out: list[Misma
                                                 f"recorded {want}"))
 
 
-def verify_manifest(path: str | Path, data_dir: Any = None, prompts_dir: Any = None) -> VerifyReport:
-    from seam_repro.manifest.trust import load_trusted
-
-    path = Path(path)
-    manifest = load_trusted(path).manifest  # the one place a manifest is loaded and checked
+def verify_manifest(loaded: TrustedManifest, data_dir: Any = None, prompts_dir: Any = None) -> VerifyReport:
+    """Re-derive and re-render a frozen manifest the caller loaded once (``load_trusted``)."""
+    path = Path(loaded.path)
+    manifest = loaded.manifest
     report = VerifyReport(str(path))
     cfg = manifest_config(manifest)
     profile = manifest["profile"]
-    sources = _load_each(cfg, profile, data_dir, prompts_dir, path.parent, recorded_sources(manifest), report.sources)
+    sources = _load_each(cfg, data_dir, prompts_dir, path.parent, recorded_sources(manifest), report.sources)
     _compare_sources(manifest, sources, report.sources)
     runs = manifest["runs"]
     report.n_runs = len(runs)

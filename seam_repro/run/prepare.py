@@ -4,7 +4,7 @@
 network exists without a separate ``fetch`` / ``freeze`` step: the manifest carries only the protocol
 and the pinned prompt-file hashes, so before generating this module
 
-1. fetches the sources the manifest's datasets need with :mod:`seam_repro.fetch` (every file checked
+1. fetches the sources the manifest's datasets need with :mod:`seam_repro.sources.fetch` (every file checked
    against ``data/sources.lock.json``; a cached copy is re-verified, not downloaded again), unless
    ``--data-dir`` / ``--prompts-dir`` give them locally;
 2. freezes the manifest into the run folder (``RUN_DIR/<stem>.frozen.json``) with what the ``freeze``
@@ -12,7 +12,7 @@ and the pinned prompt-file hashes, so before generating this module
 3. checks the frozen manifest against the pins of the unfrozen one and re-verifies it
    (:func:`seam_repro.manifest.verify.verify_manifest`: choices re-derived, every prompt re-rendered);
 
-and hands the frozen manifest to the replay. Without network, step 1 fails with one line naming the
+and hands the frozen manifest, loaded once, to the replay. Without network, step 1 fails with one line naming the
 offline routes (``--data-dir`` / ``fetch --data-dir`` / ``freeze`` with local data).
 """
 
@@ -26,14 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from seam_repro.errors import HashMismatchError, ManifestError, MissingDataError
-from seam_repro.sources import Lock, load_lock
+from seam_repro.manifest.trust import TrustedManifest, load_trusted
+from seam_repro.run.store import frozen_manifest_path
+from seam_repro.sources.lock import Lock, load_lock
 
 Echo = Callable[[str], None]
-
-
-def frozen_path(manifest_path: Path, run_dir: Path) -> Path:
-    """Where the frozen copy of an unfrozen manifest goes: inside the run folder, beside run.json."""
-    return Path(run_dir) / f"{Path(manifest_path).stem}.frozen.json"
 
 
 def offline_hint(manifest_path: Path, cause: str) -> str:
@@ -49,7 +46,7 @@ def _fetch_needed(names: list[str], *, data: bool, prompts: bool, cache: Path, l
                   hf_download: Any, echo: Echo) -> tuple[dict[str, Path], dict[str, Path]]:
     """Fetch (or re-verify in the cache) the default sources of ``names``; return where each
     dataset folder and prompt file lies."""
-    from seam_repro.fetch import fetch_source
+    from seam_repro.sources.fetch import fetch_source
 
     wanted = []
     for name in names:
@@ -106,24 +103,23 @@ def check_against_pins(unfrozen: dict[str, Any], frozen: dict[str, Any], where: 
 
 def freeze_for_replay(manifest_path: Path, run_dir: Path, *, data_dir: Path | None = None,
                       prompts_dir: Path | None = None, cache: Path | None = None, lock: Lock | None = None,
-                      hf_download: Any = None, progress: bool | None = None, echo: Echo = print) -> Path:
-    """Return a frozen manifest to replay: ``manifest_path`` itself when it is frozen, else its
-    frozen copy in ``run_dir`` made from fetched (or ``--data-dir``) sources and verified."""
-    from seam_repro.manifest.format import load_manifest
-
+                      hf_download: Any = None, progress: bool | None = None, echo: Echo = print) -> TrustedManifest:
+    """The frozen manifest to replay, loaded once: ``manifest_path`` itself when it is frozen, else
+    its frozen copy in ``run_dir`` made from fetched (or ``--data-dir``) sources and verified."""
     manifest_path = Path(manifest_path)
-    unfrozen = load_manifest(manifest_path)
-    if unfrozen.get("frozen"):
-        return manifest_path
+    loaded = load_trusted(manifest_path, allow_unfrozen=True)
+    if loaded.frozen:
+        return loaded
+    unfrozen = loaded.manifest
     # Only for the unfrozen case: a frozen manifest's replay loads none of this.
-    from seam_repro.fetch import DownloadError, cache_root
     from seam_repro.manifest.freeze import freeze_manifest
     from seam_repro.manifest.verify import verify_manifest
+    from seam_repro.sources.fetch import DownloadError, cache_root
 
     progress = sys.stderr.isatty() if progress is None else progress
     names = [d["name"] for d in (unfrozen.get("config") or {}).get("datasets", [])]
     root = cache_root(cache)
-    out = frozen_path(manifest_path, run_dir)
+    out = frozen_manifest_path(run_dir, manifest_path)
     with tempfile.TemporaryDirectory(prefix="seam-repro-inputs-") as tmp:
         if data_dir is None or prompts_dir is None:
             try:
@@ -142,13 +138,13 @@ def freeze_for_replay(manifest_path: Path, run_dir: Path, *, data_dir: Path | No
                                     {suite.spec(n).prompt_file or f"{n}.json": p for n, p in prompt_paths.items()})
         # What `seam-repro freeze` runs, so the two can never drift apart; it enforces the
         # prompt-file pins as it reads them.
-        written = freeze_manifest(manifest_path, out, data_dir, prompts_dir, False, lambda note: echo(f"note: {note}"))
+        written = freeze_manifest(loaded, out, data_dir, prompts_dir, False, lambda note: echo(f"note: {note}"))
         echo(f"froze {manifest_path} into {written.path}: {written.n_prompts} prompts in {written.n_runs} "
              f"(dataset, run) pairs, digest {written.manifest['digest']}")
-    frozen = load_manifest(out)
-    check_against_pins(unfrozen, frozen, out)
-    report = verify_manifest(out)
+    frozen = load_trusted(out)
+    check_against_pins(unfrozen, frozen.manifest, out)
+    report = verify_manifest(frozen)
     if not report.ok:
         raise ManifestError(f"{out}: freshly frozen but does not verify: {report.summary()}")
     echo(report.summary())
-    return out
+    return frozen

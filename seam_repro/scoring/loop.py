@@ -39,10 +39,10 @@ from seam_repro.config import PROFILES
 from seam_repro.errors import InputError, PredictionsError, PrerequisiteError, SeamReproError
 from seam_repro.files import atomic_write_bytes, ensure_dir, guard_outputs, parse_json_text, read_bytes
 from seam_repro.hashing import digest_of_hashes, sha256_json, sha256_text
-from seam_repro.manifest.trust import check_run_prompts
 from seam_repro.metrics import registry
 from seam_repro.metrics.registry import ScoringContext
 from seam_repro.metrics.unflushed import DEFAULT_BLOCK_SIZE
+from seam_repro.run.store import check_run_prompts
 from seam_repro.scoring.extract import extract, extract_clean
 from seam_repro.scoring.validity import is_valid
 
@@ -482,7 +482,7 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
                   gold_block_size: int = DEFAULT_BLOCK_SIZE) -> list[Path]:
     """Score every model under ``RUN_DIR/predictions``; returns the summary.json paths written.
     ``gold_block_size``: file system block size for the as-published coreference score."""
-    from seam_repro.store import require_run_json
+    from seam_repro.run.store import require_run_json
 
     run_dir = Path(run_dir)
     run_json: dict[str, Any] = require_run_json(run_dir)

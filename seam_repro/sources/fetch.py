@@ -36,7 +36,7 @@ from typing import Any
 
 from seam_repro.errors import HashMismatchError, InputError, MissingDataError, SeamReproError
 from seam_repro.hashing import sha256_file
-from seam_repro.sources import Lock, Source, SourceFile, load_lock
+from seam_repro.sources.lock import Lock, Source, SourceFile, load_lock
 
 CHUNK = 1 << 16
 HfDownload = Callable[..., str]

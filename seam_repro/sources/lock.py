@@ -4,7 +4,7 @@ Each source names where its files come from (a raw URL, a Hugging Face dataset r
 revision + filename, or a Drive link), the expected sha256 (or git blob sha1 for files only
 published inside a git tree, such as cltl/ecbPlus), where the file goes in the cache, and which
 dataset or prompt file it provides. ``sha256: null`` means no trustworthy hash is published; such
-files are trusted on first use and reported as UNVERIFIED (see ``fetch.py``).
+files are trusted on first use and reported as UNVERIFIED (see ``sources/fetch.py``).
 Values come from ``shared/spec/pins.md`` and the upstream SEAM ``SHA256SUMS``.
 """
 

@@ -1,4 +1,4 @@
-"""``replay``: manifest -> prompts -> generate (resumable, shardable) -> score.
+"""``replay``: manifest -> prompts -> generate (resumable, shardable); the command scores afterwards.
 
 Replaces upstream SEAM ``scripts/run_model_predictions.py::run_all`` (load the pickled datasets, loop
 datasets x runs, skip an existing output file on resume). Here prompts are re-rendered from the
@@ -15,12 +15,41 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from seam_repro.errors import InputError, SeamReproError
-from seam_repro.generate.base import Backend, GenerationRequest, GenerationSettings
+from seam_repro.config import GenerationSettings
+from seam_repro.errors import InputError
+from seam_repro.generate.base import Backend, GenerationRequest
 from seam_repro.generate.fingerprint import environment_fingerprint
 from seam_repro.manifest.prompts import check_prompt_records
-from seam_repro.shard import Shard, select_shard
-from seam_repro.store import Key, PredictionStore, model_slug, prepare_run_dir
+from seam_repro.manifest.trust import TrustedManifest
+from seam_repro.run.shard import Shard, select_shard
+from seam_repro.run.store import Key, PredictionStore, model_slug, prepare_run_dir, write_run_manifest
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    """How one ``replay`` runs (the command's options, parsed): which model on which backend, which
+    part of the manifest, where its inputs lie. The protocol itself comes from the manifest."""
+
+    model: str | None = None
+    """Hub id[@revision], a local folder, or the served model name; None = embedded SmolLM2."""
+    backend: str = "hf"
+    name: str | None = None
+    """Display name in reports (default: the model id)."""
+    model_args: str | None = None
+    """``KEY=VALUE,...`` backend options, validated per backend before anything slow."""
+    dtype: str = "auto"
+    quantization: str | None = None
+    prompt_path: str = "chat"
+    truncation: str | None = None
+    echo_delay: float = 0.0
+    shard: Shard | None = None
+    batch_size: int | None = None
+    """None = the manifest's batch size (at least the backend's concurrency)."""
+    limit: int | None = None
+    data_dir: Path | None = None
+    prompts_dir: Path | None = None
+    allow_unfrozen: bool = False
+    progress: bool = True
 
 
 @dataclass
@@ -106,9 +135,7 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
                                check_existing=lambda: opened.append(
                                    PredictionStore(run_dir, backend.model_id, backend.revision, hashes)))
     if manifest.get("schema_version") is not None:  # a real manifest (tests may pass a bare dict)
-        from seam_repro.manifest.trust import trusted, write_run_manifest
-
-        write_run_manifest(Path(run_dir), trusted(manifest, str(run_dir)))
+        write_run_manifest(Path(run_dir), manifest)
     first_batch_size = run_json["models"][model_slug(backend.model_id)].get("batch_size")
     store = opened[0]
     mine = select_shard(records, shard)
@@ -165,57 +192,34 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
     return summary
 
 
-def replay(manifest_path: Path, out: Path, *, model: str | None = None, backend: str = "hf",
-           shard: Shard | None = None, batch_size: int | None = None, dtype: str = "auto", quantization: str | None = None,
-           limit: int | None = None, data_dir: Path | None = None, prompts_dir: Path | None = None,
-           allow_unfrozen: bool = False, prompt_path: str = "chat", truncation: str | None = None,
-           echo_delay: float = 0.0, progress: bool = True, model_args: str | None = None,
-           name: str | None = None) -> ReplaySummary:
-    """Load and check the manifest once, render its prompts, refuse any that does not hash to the
-    manifest, then (and only then) load the model and generate into ``out``."""
+def replay(tm: TrustedManifest, out: Path, options: ReplayOptions) -> ReplaySummary:
+    """Render the prompts of a manifest loaded and checked once by the caller (``load_trusted``,
+    ``run.prepare.freeze_for_replay``), refuse any that does not hash to the manifest, then (and only
+    then) load the model and generate into ``out``."""
     from seam_repro.generate import make_backend
     from seam_repro.generate.model_args import parse_model_args
     from seam_repro.manifest.prompts import render_records
-    from seam_repro.manifest.trust import check_rendered, load_trusted
+    from seam_repro.manifest.trust import check_rendered
 
-    args = parse_model_args(backend, model_args)  # before any slow step: a typo fails in a second
-    if name is not None and not name.strip():
+    args = parse_model_args(options.backend, options.model_args)  # before any slow step: a typo fails in a second
+    if options.name is not None and not options.name.strip():
         raise InputError("--name", "expected a non-empty display name")
-    tm = load_trusted(manifest_path, allow_unfrozen=allow_unfrozen)
+    manifest_path = Path(tm.path)
     manifest = tm.manifest
     config = manifest.get("config") or {}
     settings = GenerationSettings.from_manifest(config.get("generation"), source=str(manifest_path))
-    rendered = render_records(manifest, data_dir=data_dir, prompts_dir=prompts_dir, base=manifest_path,
-                              allow_unfrozen=allow_unfrozen)
+    rendered = render_records(manifest, data_dir=options.data_dir, prompts_dir=options.prompts_dir,
+                              base=manifest_path, allow_unfrozen=options.allow_unfrozen)
     check_rendered(tm, rendered)
-    records = apply_limit(rendered, limit)
-    engine = make_backend(backend, model, dtype=dtype, quantization=quantization, prompt_path=prompt_path,
-                          truncation=truncation, echo_delay=echo_delay, model_args=args)
+    records = apply_limit(rendered, options.limit)
+    engine = make_backend(options.backend, options.model, dtype=options.dtype, quantization=options.quantization,
+                          prompt_path=options.prompt_path, truncation=options.truncation,
+                          echo_delay=options.echo_delay, model_args=args)
     # served backends send a batch's requests concurrently: a batch smaller than the concurrency
     # would cap it (their outputs do not depend on batch composition); a backend may know a
     # measured best for its device (hf on CPU: generate/hf.py CPU_BATCH_SIZE)
     default_batch = getattr(engine, "preferred_batch_size", None) or max(settings.batch_size,
                                                                          int(getattr(engine, "concurrency", 1)))
-    return run_generation(records, engine, settings, Path(out), manifest, shard=shard,
-                          batch_size=batch_size or default_batch,
-                          limit=limit, progress=progress, model_args=args, display_name=name)
-
-
-def score_if_available(run_dir: Path, fic: bool = True, fic_download: bool = False) -> tuple[list[Path] | None, str | None]:
-    """Score the run and render the results table, using the score/aggregate/report stages when this
-    install has them. Returns (summary paths or None if scoring is absent, Markdown table or None).
-    A failure while building the table is reported in its place: the predictions stay valid."""
-    try:
-        from seam_repro.scoring.loop import score_run_dir
-    except ImportError:
-        return None, None
-    paths = score_run_dir(Path(run_dir), fic=fic, fic_download=fic_download)
-    try:
-        from seam_repro.analysis.aggregate import load_run_dir
-        from seam_repro.analysis.report import build_report, render_markdown
-    except ImportError:
-        return paths, None
-    try:
-        return paths, render_markdown(build_report(load_run_dir(Path(run_dir))))
-    except SeamReproError as exc:
-        return paths, f"(results table unavailable: {exc})"
+    return run_generation(records, engine, settings, Path(out), manifest, shard=options.shard,
+                          batch_size=options.batch_size or default_batch, limit=options.limit,
+                          progress=options.progress, model_args=args, display_name=options.name)

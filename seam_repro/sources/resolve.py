@@ -20,6 +20,7 @@ from seam_repro.errors import HashMismatchError, InputError, MissingDataError
 from seam_repro.files import read_json
 from seam_repro.hashing import sha256_file
 from seam_repro.instances import LoadedDataset
+from seam_repro.sources.fetch import cached_source_path
 
 
 @dataclass
@@ -47,16 +48,9 @@ class Sources:
 
 
 def _cached(kind: str, name: str) -> Path | None:
-    """Where ``seam-repro fetch`` put a source, if the fetch module knows it and it is there."""
-    try:
-        from seam_repro import fetch
-    except ImportError:  # pragma: no cover
-        return None
-    locate = getattr(fetch, "cached_source_path", None)
-    if locate is None:
-        return None
-    path = locate(kind, name)
-    return Path(path) if path is not None and Path(path).exists() else None
+    """Where ``seam-repro fetch`` put a source, if it is there."""
+    path = cached_source_path(kind, name)
+    return path if path is not None and path.exists() else None
 
 
 def resolve_data_path(name: str, entry_path: str | None, data_dir: Any, base_dir: Path) -> Path:
@@ -100,7 +94,7 @@ def resolve_prompt_path(name: str, prompts_dir: Any, recorded: str | None, base_
                            "`seam-repro fetch --only prompts` for the pinned upstream files")
 
 
-def read_prompt_file(path: Path, name: str, spec: Any = None) -> dict[str, Any]:
+def read_prompt_file(path: Path, spec: Any = None) -> dict[str, Any]:
     content = read_json(path, what="prompt file", expect=None)
     demo_key = spec.sampling.demo_key if spec is not None else "demonstrations"
     if not isinstance(content, dict) or not isinstance(content.get("prompts"), list):
@@ -117,7 +111,7 @@ def read_prompt_file(path: Path, name: str, spec: Any = None) -> dict[str, Any]:
     return content
 
 
-def load_sources(cfg: SeamConfig, profile: str, *, data_dir: Any = None, prompts_dir: Any = None,
+def load_sources(cfg: SeamConfig, *, data_dir: Any = None, prompts_dir: Any = None,
                  base_dir: Path | None = None, recorded: dict[str, Any] | None = None) -> Sources:
     """Load every dataset and prompt file the config names, checking recorded hashes."""
     from seam_repro.specs import load_suite
@@ -144,7 +138,7 @@ def load_sources(cfg: SeamConfig, profile: str, *, data_dir: Any = None, prompts
         sources.data[name], sources.data_paths[name] = loaded, data_path
         rp = rec_prompts.get(name) or {}
         ppath = resolve_prompt_path(name, prompts_dir, rp.get("path"), base_dir, suite.spec(name).prompt_file)
-        content = read_prompt_file(ppath, name, suite.spec(name))  # read once; hashed from the same bytes
+        content = read_prompt_file(ppath, suite.spec(name))  # read once; hashed from the same bytes
         digest = sha256_file(ppath)
         if rp.get("sha256") and rp["sha256"] != digest:
             raise HashMismatchError(f"{name} prompt file", ppath, rp["sha256"], digest)

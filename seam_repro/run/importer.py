@@ -31,9 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seam_repro.errors import InputError, ManifestError
+from seam_repro.config import GenerationSettings
+from seam_repro.errors import InputError
 from seam_repro.files import iter_jsonl, read_json
-from seam_repro.generate.base import GenerationRequest, GenerationResult, GenerationSettings
+from seam_repro.generate.base import GenerationRequest, GenerationResult
 from seam_repro.hashing import sha256_text
 
 Key = tuple[str, int, str]
@@ -192,17 +193,14 @@ def import_outputs(manifest_path: Path, out: Path, *, model: str, upstream_dir: 
                    allow_unfrozen: bool = False) -> tuple[Path, int]:
     """Match the outputs to the manifest's prompts and write the run folder; returns (folder, count)."""
     from seam_repro.generate import parse_model_spec
-    from seam_repro.manifest.format import load_manifest
     from seam_repro.manifest.prompts import check_prompt_records, render_records
-    from seam_repro.replay import run_generation
+    from seam_repro.manifest.trust import load_trusted
+    from seam_repro.run.replay import run_generation
 
     if (upstream_dir is None) == (jsonl is None):
         raise InputError("import", "give exactly one of --upstream-dir and --jsonl")
     model_id, revision = parse_model_spec(model)
-    manifest = load_manifest(manifest_path)
-    if not manifest.get("frozen") and not allow_unfrozen:
-        raise ManifestError(f"{manifest_path}: field 'frozen': the manifest is not frozen; run `seam-repro freeze "
-                            f"{manifest_path}` first or pass --allow-unfrozen for a throwaway import")
+    manifest = load_trusted(manifest_path, allow_unfrozen=allow_unfrozen, purpose="import").manifest
     records = render_records(manifest, data_dir=data_dir, prompts_dir=prompts_dir, base=manifest_path,
                              allow_unfrozen=allow_unfrozen)
     expected = check_prompt_records(records)

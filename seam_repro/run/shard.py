@@ -9,21 +9,25 @@ the union is exactly the prompt set: nothing missing, nothing twice.
 from __future__ import annotations
 
 import hashlib
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from seam_repro.errors import InputError, PredictionsError
-from seam_repro.files import OutputError, atomic_dir, describe_os_error, guard_output
-from seam_repro.store import (
+from seam_repro.files import atomic_dir, guard_output
+from seam_repro.run.store import (
     RUN_SCHEMA_VERSION,
     Key,
     PredictionWriter,
+    copy_run_records,
+    prediction_files,
     predictions_path,
+    predictions_root,
     read_predictions,
+    read_prompt_records,
     require_run_json,
+    run_json_path,
     write_json_atomic,
 )
 
@@ -63,17 +67,6 @@ def select_shard(records: Sequence[dict[str, Any]], shard: Shard | None) -> list
     return [r for r in records if shard_of(r["dataset"], r["run"], r["instance_id"], shard.count) == shard.index]
 
 
-def _read_prompts(path: Path) -> list[dict[str, Any]]:
-    from seam_repro.files import read_jsonl
-    from seam_repro.manifest.prompts import check_prompt_records
-
-    if not path.is_file():
-        raise InputError(path, "missing; not a replay run directory")
-    records = read_jsonl(path, what="prompts.jsonl")
-    check_prompt_records(records, str(path))
-    return records
-
-
 def merge_run_dirs(shard_dirs: Sequence[Path], out: Path) -> dict[str, int]:
     """Merge shard run dirs into ``out``; refuse different manifests/prompts/models, an instance
     present in two shards, or any prompt without a prediction. Returns predictions per model slug."""
@@ -89,16 +82,16 @@ def merge_run_dirs(shard_dirs: Sequence[Path], out: Path) -> dict[str, int]:
     for d, rj in zip(shard_dirs, runs, strict=True):
         for name in ("manifest_digest", "prompts_sha256", "limit"):
             if rj.get(name) != first.get(name):
-                raise PredictionsError(f"{d}/run.json: {name} {rj.get(name)!r} differs from "
-                                       f"{shard_dirs[0]}/run.json ({first.get(name)!r})")
+                raise PredictionsError(f"{run_json_path(d)}: {name} {rj.get(name)!r} differs from "
+                                       f"{run_json_path(shard_dirs[0])} ({first.get(name)!r})")
     models: dict[str, dict[str, Any]] = {}
     for d, rj in zip(shard_dirs, runs, strict=True):
         for slug, entry in rj["models"].items():
             seen = models.setdefault(slug, entry)
             for name in ("id", "revision", "backend_name", "generation"):
                 if seen.get(name) != entry.get(name):
-                    raise PredictionsError(f"{d}/run.json: model {slug}: {name} differs between shards")
-    prompts = _read_prompts(Path(shard_dirs[0]) / "prompts.jsonl")
+                    raise PredictionsError(f"{run_json_path(d)}: model {slug}: {name} differs between shards")
+    prompts = read_prompt_records(shard_dirs[0])
     hashes: dict[Key, str] = {(p["dataset"], p["run"], p["instance_id"]): p["prompt_sha256"] for p in prompts}
     counts: dict[str, int] = {}
     merged_by_model: dict[str, dict[Key, dict[str, Any]]] = {}
@@ -106,8 +99,7 @@ def merge_run_dirs(shard_dirs: Sequence[Path], out: Path) -> dict[str, int]:
         merged: dict[Key, dict[str, Any]] = {}
         origin: dict[Key, Path] = {}
         for d in shard_dirs:
-            root = Path(d) / "predictions" / slug
-            for path in sorted(root.glob("*/run_*.jsonl")) if root.is_dir() else []:
+            for path in prediction_files(predictions_root(d) / slug):
                 for key, rec in read_predictions(path, entry["id"], entry["revision"], hashes).items():
                     if key in merged:
                         kind = "conflicting" if merged[key]["output"] != rec["output"] else "duplicate"
@@ -122,10 +114,9 @@ def merge_run_dirs(shard_dirs: Sequence[Path], out: Path) -> dict[str, int]:
     # Built in a hidden sibling folder and renamed into place at the end: a kill or a full disk leaves
     # no OUT at all (never a partial run that blocks a retry or could be scored).
     with atomic_dir(out) as work:
-        _write_merged(work, Path(shard_dirs[0]) / "prompts.jsonl", prompts, models, merged_by_model, counts)
-        if (Path(shard_dirs[0]) / "manifest.json").is_file():  # the trust chain's anchor (seam_repro/manifest/trust.py)
-            shutil.copyfile(Path(shard_dirs[0]) / "manifest.json", work / "manifest.json")
-        write_json_atomic(work / "run.json", {
+        copy_run_records(shard_dirs[0], work)
+        _write_merged(work, prompts, models, merged_by_model, counts)
+        write_json_atomic(run_json_path(work), {
         "schema_version": RUN_SCHEMA_VERSION, "manifest_digest": first.get("manifest_digest"),
         "prompt_digest": first.get("prompt_digest"), "profile": first.get("profile"), "prompts_sha256": first.get("prompts_sha256"),
             "fingerprint": first.get("fingerprint"), "limit": first.get("limit"), "shard": None, "models": models,
@@ -135,12 +126,8 @@ def merge_run_dirs(shard_dirs: Sequence[Path], out: Path) -> dict[str, int]:
     return counts
 
 
-def _write_merged(out: Path, prompts_file: Path, prompts: list[dict[str, Any]], models: dict[str, dict[str, Any]],
+def _write_merged(out: Path, prompts: list[dict[str, Any]], models: dict[str, dict[str, Any]],
                   merged_by_model: dict[str, dict[Key, dict[str, Any]]], counts: dict[str, int]) -> None:
-    try:
-        shutil.copyfile(prompts_file, out / "prompts.jsonl")
-    except OSError as exc:
-        raise OutputError(f"{out}: cannot copy prompts.jsonl: {describe_os_error(exc)}") from None
     for slug, merged in merged_by_model.items():
         writers: dict[tuple[str, int], PredictionWriter] = {}
         model_id = models[slug]["id"]

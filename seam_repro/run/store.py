@@ -1,0 +1,566 @@
+"""The run folder ``RUN_DIR/{run.json, manifest.json, prompts.jsonl, predictions/<slug>/<ds>/run_<k>.jsonl}``:
+its layout, reading and writing its files, and checking it against its manifest. Other stages ask
+here (the scoring loop still reads prompts.jsonl and predictions/ itself and writes ``scores/``).
+
+Replaces upstream SEAM's per-(dataset, run) DataFrame JSON written once at the end
+(``datasets_classes/base.py::Dataset.predict``): a crash there lost the whole file. Here each
+prediction is one JSONL line, flushed and fsynced as soon as it exists; on resume a torn last line
+(a write cut by a kill) is dropped by truncating the file to its last newline, every kept line is
+checked against the run (model revision, prompt hash), and an instance is never written twice.
+Format: docs/ARCHITECTURE.md "Predictions store".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from seam_repro import files
+from seam_repro.errors import InputError, PredictionsError, SeamReproError
+from seam_repro.files import OutputError
+from seam_repro.generate.base import GenerationRequest, GenerationResult
+from seam_repro.hashing import digest_of_hashes, sha256_bytes, sha256_file
+from seam_repro.manifest.format import dump_manifest, load_manifest
+from seam_repro.manifest.trust import (
+    PROTOCOL_FIELDS,
+    TrustedManifest,
+    record_problems,
+    run_protocol,
+    score_keys,
+    trusted,
+)
+
+RUN_SCHEMA_VERSION = 1
+Key = tuple[str, int, str]
+
+
+# --- the run folder's layout: every other module asks here ------------------------------------------
+def run_json_path(run_dir: Path) -> Path:
+    return Path(run_dir) / "run.json"
+
+
+def prompts_path(run_dir: Path) -> Path:
+    return Path(run_dir) / "prompts.jsonl"
+
+
+def run_manifest_path(run_dir: Path) -> Path:
+    """Copy of the replayed manifest inside a run folder: what ``score`` checks the run against."""
+    return Path(run_dir) / "manifest.json"
+
+
+def frozen_manifest_path(run_dir: Path, manifest_path: Path) -> Path:
+    """Where the frozen copy of an unfrozen manifest goes: inside the run folder, beside run.json."""
+    return Path(run_dir) / f"{Path(manifest_path).stem}.frozen.json"
+
+
+def predictions_root(run_dir: Path) -> Path:
+    return Path(run_dir) / "predictions"
+
+
+def scores_root(run_dir: Path) -> Path:
+    """``RUN_DIR/scores``: written by the scoring stage (``scores/<model_slug>/``), read by analysis."""
+    return Path(run_dir) / "scores"
+
+
+def model_slug(model_id: str) -> str:
+    """Directory name of a model: ``/`` and ``@`` become ``__``."""
+    return model_id.replace("/", "__").replace("@", "__")
+
+
+def predictions_path(run_dir: Path, model_id: str, dataset: str, run: int) -> Path:
+    return predictions_root(run_dir) / model_slug(model_id) / dataset / f"run_{run}.jsonl"
+
+
+def prediction_files(model_dir: Path) -> list[Path]:
+    """``predictions/<model_slug>/<dataset>/run_<k>.jsonl`` files of one model folder, sorted."""
+    model_dir = Path(model_dir)
+    return sorted(model_dir.glob("*/run_*.jsonl")) if model_dir.is_dir() else []
+
+
+def count_stored(run_dir: Path) -> int:
+    """Complete prediction lines of every model in a run folder (a torn last line is not counted)."""
+    root = predictions_root(run_dir)
+    return sum(p.read_bytes().count(b"\n") for m in sorted(root.glob("*")) for p in prediction_files(m))
+
+
+def make_record(req: GenerationRequest, res: GenerationResult, model_id: str, revision: str,
+                generation: dict[str, Any]) -> dict[str, Any]:
+    """One predictions line, in the documented field order (plus ``n_prompt_tokens_full``, and
+    ``upstream_prompt_text`` for a prompt truncated on the upstream prompt path, ``served`` for
+    served backends)."""
+    record = {"dataset": req.dataset, "run": req.run, "instance_id": req.instance_id,
+              "prompt_sha256": req.prompt_sha256, "templated_prompt_sha256": res.templated_prompt_sha256,
+              "seed": req.seed, "generation": generation, "model": {"id": model_id, "revision": revision},
+              "output": res.output, "truncated": res.truncated, "n_prompt_tokens": res.n_prompt_tokens,
+              "n_output_tokens": res.n_output_tokens, "n_prompt_tokens_full": res.n_prompt_tokens_full}
+    if res.upstream_prompt_text is not None:
+        record["upstream_prompt_text"] = res.upstream_prompt_text
+    if res.served is not None:
+        record["served"] = res.served
+    return record
+
+
+def encode_line(record: dict[str, Any]) -> bytes:
+    return (json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
+
+
+def repair_torn_tail(path: Path) -> int:
+    """Truncate ``path`` to its last newline; return the number of bytes dropped (0 if intact)."""
+    size = path.stat().st_size
+    if size == 0:
+        return 0
+    with open(path, "rb+") as fh:
+        pos, keep = size, 0
+        while pos > 0:
+            step = min(1 << 16, pos)
+            fh.seek(pos - step)
+            chunk = fh.read(step)
+            idx = chunk.rfind(b"\n")
+            if idx >= 0:
+                keep = pos - step + idx + 1
+                break
+            pos -= step
+        if keep < size:
+            fh.truncate(keep)
+            fh.flush()
+            os.fsync(fh.fileno())
+        return size - keep
+
+
+def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Complete lines of a JSONL file as (line number, object); an unterminated last line is skipped
+    (it is a torn write, repaired on resume); a complete line that is not a JSON object is an error."""
+    return files.iter_jsonl(path, complete_only=True, skip_blank=False)
+
+
+def read_predictions(path: Path, model_id: str | None = None, revision: str | None = None,
+                     prompt_hashes: dict[Key, str] | None = None) -> dict[Key, dict[str, Any]]:
+    """Predictions of one file keyed by (dataset, run, instance_id), validated: required fields,
+    no duplicates, the expected model revision, and prompt hashes equal to the current prompts."""
+    out: dict[Key, dict[str, Any]] = {}
+    for lineno, rec in iter_jsonl(path):
+        where = f"line {lineno}"
+        for name, typ in (("dataset", str), ("run", int), ("instance_id", str), ("output", str), ("model", dict)):
+            if not isinstance(rec.get(name), typ):
+                raise InputError(path, f"missing or not a {typ.__name__}", record=where, field=name)
+        key = (rec["dataset"], rec["run"], rec["instance_id"])
+        if key in out:
+            raise PredictionsError(f"{path}: {where}: duplicate prediction for {key}")
+        got = rec["model"]
+        if model_id is not None and (got.get("id"), got.get("revision")) != (model_id, revision):
+            raise PredictionsError(f"{path}: {where}: written by {got.get('id')}@{got.get('revision')}, "
+                                   f"not {model_id}@{revision}; use a new --out directory")
+        if prompt_hashes is not None:
+            want = prompt_hashes.get(key)
+            if want is None:
+                raise PredictionsError(f"{path}: {where}: instance {key} is not among this run's prompts")
+            if rec.get("prompt_sha256") != want:
+                raise PredictionsError(f"{path}: {where}: prompt_sha256 of {key} differs from the current prompt "
+                                       "(prompts changed since this store was written)")
+        out[key] = rec
+    return out
+
+
+class PredictionWriter:
+    """Appends lines to one predictions file with flush + fsync per line."""
+
+    def __init__(self, path: Path):
+        files.ensure_dir(path.parent)
+        self.path = path
+        try:
+            self._fh = open(path, "ab")
+        except OSError as exc:
+            raise OutputError(f"{files.describe_os_error(exc)}; cannot append predictions "
+                              "(every line already written is kept)") from None
+
+    def write(self, record: dict[str, Any]) -> None:
+        try:
+            self._fh.write(encode_line(record))
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+        except OSError as exc:
+            # A partial line may be on disk; it is unterminated, so readers skip it and a resume
+            # truncates it. Every earlier line is complete and kept.
+            raise OutputError(f"{self.path}: cannot append a prediction: {files.describe_os_error(exc).split(': ', 1)[-1]}; "
+                              "the predictions written so far are kept; fix this and rerun the same command to resume"
+                              ) from None
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._fh.close()
+
+
+class PredictionStore:
+    """All predictions files of one model in a run dir; resumes and refuses foreign lines."""
+
+    def __init__(self, run_dir: Path, model_id: str, revision: str, prompt_hashes: dict[Key, str]):
+        self.run_dir, self.model_id, self.revision = Path(run_dir), model_id, revision
+        self.prompt_hashes = prompt_hashes
+        self._writers: dict[tuple[str, int], PredictionWriter] = {}
+        self.done: set[Key] = set()
+        self.repaired: list[tuple[Path, int]] = []
+        for path in prediction_files(predictions_root(self.run_dir) / model_slug(model_id)):
+            dropped = repair_torn_tail(path)
+            if dropped:
+                self.repaired.append((path, dropped))
+            recs = read_predictions(path, model_id, revision, prompt_hashes)
+            for key in recs:
+                if path != predictions_path(self.run_dir, model_id, key[0], key[1]):
+                    raise PredictionsError(f"{path}: holds {key}, which belongs in another file")
+            self.done.update(recs)
+
+    def append(self, req: GenerationRequest, res: GenerationResult, generation: dict[str, Any]) -> None:
+        if req.key in self.done:
+            raise PredictionsError(f"{self.run_dir}: refusing to write {req.key} twice")
+        fk = (req.dataset, req.run)
+        if fk not in self._writers:
+            self._writers[fk] = PredictionWriter(predictions_path(self.run_dir, self.model_id, *fk))
+        self._writers[fk].write(make_record(req, res, self.model_id, self.revision, generation))
+        self.done.add(req.key)
+
+    def close(self) -> None:
+        for w in self._writers.values():
+            w.close()
+        self._writers.clear()
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    """Write via a temporary file + fsync + rename so run.json is never half-written."""
+    files.atomic_write_json(path, obj, indent=2, sort_keys=True)
+
+
+def write_prompts(path: Path, records: Iterable[dict[str, Any]]) -> None:
+    files.atomic_write_jsonl(path, records)
+
+
+_RUN_FIELDS: dict[str, tuple[type, ...]] = {
+    "manifest_digest": (str, type(None)), "prompt_digest": (str, type(None)), "profile": (str, type(None)),
+    "prompts_sha256": (str, type(None)), "models": (dict,), "sessions": (list,), "shard": (str, type(None)),
+    "limit": (int, type(None)), "fingerprint": (dict, type(None)),
+}
+_MODEL_FIELDS: dict[str, tuple[type, ...]] = {"id": (str,), "revision": (str,), "backend_name": (str, type(None)),
+                                              "generation": (dict, type(None))}
+
+
+def _kinds(types: tuple[type, ...]) -> str:
+    names = {str: "a string", dict: "an object", list: "an array", int: "an integer", type(None): "null"}
+    return " or ".join(names[t] for t in types)
+
+
+def validate_run_json(obj: Any, path: Path, required: tuple[str, ...] = ("models", "sessions")) -> dict[str, Any]:
+    """Check the shape of run.json (written by this module, but a user may edit or damage it): every
+    field another command reads has the documented type, so none of them can crash on it."""
+    if not isinstance(obj, dict) or obj.get("schema_version") != RUN_SCHEMA_VERSION:
+        raise InputError(path, f"expected a run.json object with schema_version {RUN_SCHEMA_VERSION}",
+                         field="schema_version")
+    for name, types in _RUN_FIELDS.items():
+        if name not in obj:
+            if name in required:
+                raise InputError(path, f"missing; expected {_kinds(types)}", field=name)
+            continue
+        value = obj[name]
+        if not isinstance(value, types) or isinstance(value, bool):
+            raise InputError(path, f"expected {_kinds(types)}, got {files.json_type(value)}", field=name)
+    for slug, entry in obj.get("models", {}).items():
+        if not isinstance(entry, dict):
+            raise InputError(path, f"expected an object, got {files.json_type(entry)}", field=f"models.{slug}")
+        for name, types in _MODEL_FIELDS.items():
+            if not isinstance(entry.get(name), types):
+                raise InputError(path, f"expected {_kinds(types)}, got {files.json_type(entry.get(name))}",
+                                 field=f"models.{slug}.{name}")
+        if model_slug(entry["id"]) != slug:
+            raise InputError(path, f"model id {entry['id']!r} does not belong under '{slug}'", field=f"models.{slug}.id")
+    for i, sess in enumerate(obj.get("sessions", [])):
+        if not isinstance(sess, dict):
+            raise InputError(path, f"expected an object, got {files.json_type(sess)}", field=f"sessions[{i}]")
+    return obj
+
+
+def load_run_json(run_dir: Path, required: tuple[str, ...] = ("models", "sessions")) -> dict[str, Any] | None:
+    path = run_json_path(run_dir)
+    if not path.exists() and not path.is_symlink():
+        return None
+    return validate_run_json(files.read_json(path, what="run.json", expect=None), path, required)
+
+
+def require_run_json(run_dir: Path, required: tuple[str, ...] = ()) -> dict[str, Any]:
+    """run.json of a replay run folder; a folder without one is not a run and is refused."""
+    obj = load_run_json(run_dir, required)
+    if obj is None:
+        raise InputError(run_json_path(run_dir), "missing; not a replay run folder "
+                         "(expected RUN_DIR/run.json written by `seam-repro replay` or `merge`)")
+    return obj
+
+
+def prepare_run_dir(run_dir: Path, *, manifest: dict[str, Any], prompts: list[dict[str, Any]],
+                    model_entry: dict[str, Any], session: dict[str, Any], extra: dict[str, Any],
+                    check_existing: Callable[[], Any] | None = None) -> dict[str, Any]:
+    """Create run.json + prompts.jsonl, or check an existing run dir belongs to the same manifest,
+    prompts, model revision, backend, generation settings and shard before resuming into it.
+
+    ``check_existing`` (reading the stored predictions) runs after those checks and before
+    anything is replaced, so a refused resume leaves run.json and prompts.jsonl untouched."""
+    run_dir = Path(run_dir)
+    files.ensure_dir(run_dir)
+    prompts_file = prompts_path(run_dir)
+    tmp_prompts = prompts_file.with_name(prompts_file.name + ".new")
+    write_prompts(tmp_prompts, prompts)
+    prompts_sha = sha256_file(tmp_prompts)
+    current = load_run_json(run_dir)
+    slug = model_slug(model_entry["id"])
+    if current is None:
+        current = {"schema_version": RUN_SCHEMA_VERSION, "manifest_digest": manifest.get("digest"),
+                   "prompt_digest": manifest.get("prompt_digest"), "profile": manifest.get("profile"),
+                   "prompts_sha256": prompts_sha,
+                   "fingerprint": session.get("fingerprint"), "models": {}, "sessions": [], **extra}
+    else:
+        for name, want in (("manifest_digest", manifest.get("digest")), ("prompts_sha256", prompts_sha),
+                           *extra.items()):
+            if current.get(name) != want:
+                tmp_prompts.unlink()
+                raise PredictionsError(f"{run_json_path(run_dir)}: {name} is {current.get(name)!r}, this replay has "
+                                       f"{want!r}; use a new --out directory")
+        old = current["models"].get(slug)
+        if old is not None:
+            for name in ("id", "revision", "backend_name", "generation"):
+                if old.get(name) != model_entry.get(name):
+                    tmp_prompts.unlink()
+                    raise PredictionsError(f"{run_json_path(run_dir)}: model {slug}: {name} was {old.get(name)!r}, "
+                                           f"now {model_entry.get(name)!r}; refusing to mix predictions")
+    if check_existing is not None:
+        try:
+            check_existing()
+        except BaseException:
+            tmp_prompts.unlink(missing_ok=True)
+            raise
+    os.replace(tmp_prompts, prompts_file)
+    current["models"].setdefault(slug, model_entry)
+    current["sessions"].append({**session, "model": slug})
+    write_json_atomic(run_json_path(run_dir), current)
+    return current
+
+
+# --- copying a run folder's records (merge) ------------------------------------------------------------
+def read_prompt_records(run_dir: Path) -> list[dict[str, Any]]:
+    """``RUN_DIR/prompts.jsonl``, every record checked (fields, prompt hash, no duplicate)."""
+    from seam_repro.manifest.prompts import check_prompt_records
+
+    path = prompts_path(run_dir)
+    if not path.is_file():
+        raise InputError(path, "missing; not a replay run directory")
+    records = files.read_jsonl(path, what="prompts.jsonl")
+    check_prompt_records(records, str(path))
+    return records
+
+
+def copy_run_records(src: Path, dst: Path) -> None:
+    """Copy prompts.jsonl and, where there is one, the manifest copy (the trust chain's anchor) of
+    run folder ``src`` into ``dst``."""
+    try:
+        shutil.copyfile(prompts_path(src), prompts_path(dst))
+    except OSError as exc:
+        raise OutputError(f"{dst}: cannot copy prompts.jsonl: {files.describe_os_error(exc)}") from None
+    if run_manifest_path(src).is_file():
+        shutil.copyfile(run_manifest_path(src), run_manifest_path(dst))
+
+
+# --- the run folder checked against its manifest (score, report, submit) ---------------------------
+def write_run_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
+    """Copy the replayed manifest into ``RUN_DIR/manifest.json``; an existing copy must have the
+    same digest."""
+    path = run_manifest_path(run_dir)
+    digest = str(manifest["digest"])
+    if path.exists():
+        have = load_manifest(path)["digest"]
+        if have != digest:
+            raise PredictionsError(f"{path}: field 'digest': this run folder belongs to manifest {have}, not "
+                                   f"{digest}; use a new --out directory")
+        return
+    files.atomic_write_text(path, dump_manifest(manifest))
+
+
+def load_run_manifest(run_dir: Path, run_json: dict[str, Any], loaded: RunRecords | None = None) -> TrustedManifest:
+    """``RUN_DIR/manifest.json``, checked, and the same manifest run.json names; taken from
+    ``loaded`` where the caller has already read the run folder's records."""
+    path = run_manifest_path(run_dir)
+    tm = loaded.manifest if loaded is not None else None
+    if tm is None:
+        if not path.is_file():
+            raise InputError(path, "missing: score checks every prompt and gold target against the replayed "
+                             "manifest; re-run `seam-repro replay MANIFEST --out RUN_DIR` (it resumes and writes it; "
+                             "a run made from a schema_version 1 manifest must be replayed into a new --out)")
+        tm = trusted(load_manifest(path), str(path))
+    if run_json.get("manifest_digest") != tm.digest:
+        raise InputError(run_json_path(run_dir), f"is {run_json.get('manifest_digest')!r} but {path} has digest "
+                         f"{tm.digest}", field="manifest_digest")
+    return tm
+
+
+@dataclass
+class Coverage:
+    """What a run folder holds relative to its manifest; built by :func:`check_run_prompts`."""
+
+    tm: TrustedManifest
+    run_json: dict[str, Any]
+    present: set[Key]
+    metrics: dict[str, str]
+    tasks: dict[str, str]
+
+    def _missing_entries(self, preds: dict[Key, Any]) -> list[dict[str, Any]]:
+        """One entry per (dataset, run) with instances the manifest lists but this model has no score for."""
+        limit = self.run_json.get("limit")
+        by_run: dict[tuple[str, int], list[str]] = {}
+        totals: dict[tuple[str, int], int] = {}
+        for key in self.tm.expected:
+            dr = (key[0], key[1])
+            totals[dr] = totals.get(dr, 0) + 1
+            if key not in preds:
+                by_run.setdefault(dr, []).append(key[2])
+        predicted = {k[0] for k in preds}
+        out = []
+        for (ds, run), ids in by_run.items():
+            if ds not in predicted:
+                reason = "no predictions for this dataset (predictions/<model>/" + ds + "/ is missing or empty)"
+            elif all((ds, run, i) not in self.present for i in ids):
+                reason = (f"not replayed (--limit {limit})" if limit else "no prompt records in prompts.jsonl")
+            else:
+                reason = "no prediction"
+            out.append({"dataset": ds, "run": run, "missing": len(ids), "of": totals[(ds, run)],
+                        "first": ids[:5], "reason": reason})
+        return out
+
+    def complete(self, datasets: dict[str, Any], preds: dict[Key, Any]) -> dict[str, Any]:
+        """summary.json fields: every manifest dataset in ``datasets`` (null runs with a reason when
+        it has no score at all), the unscored (dataset, run, instance) groups, coverage and protocol."""
+        unscored = self._missing_entries(preds)
+        out = dict(datasets)
+        for ds, runs in self.tm.dataset_runs().items():
+            if ds in out:
+                continue
+            reasons = sorted({u["reason"] for u in unscored if u["dataset"] == ds}) or ["no scores"]
+            out[ds] = {"task": self.tasks.get(ds), "metric": self.metrics.get(ds, "unknown"),
+                       "runs": {str(r): None for r in runs}, "reason": "; ".join(reasons)}
+        order = list(self.tm.dataset_runs())
+        ordered = {ds: out[ds] for ds in order if ds in out}
+        ordered.update({k: v for k, v in out.items() if k not in ordered})
+        n_expected = len(self.tm.expected)
+        n_scored = sum(1 for k in self.tm.expected if k in preds)
+        return {"datasets": ordered, "unscored": unscored,
+                "coverage": {"instances": n_expected, "scored": n_scored, "partial": n_scored < n_expected}}
+
+    def summary_fields(self, model_dir: Path, datasets: dict[str, Any], preds: dict[Key, Any]) -> dict[str, Any]:
+        """Everything ``score`` adds to a model's summary.json: all manifest datasets (unscored ones
+        with a reason), the unscored groups, coverage, the protocol and the predictions digest."""
+        fields = self.complete(datasets, preds)
+        fields["protocol"] = run_protocol(self.tm, self.run_json, Path(model_dir).name, fields["coverage"]["scored"])
+        fields["predictions_digest"] = predictions_digest(model_dir, self.tm.expected)
+        return fields
+
+
+def check_run_prompts(run_dir: Path, prompts: dict[Key, dict[str, Any]], run_json: dict[str, Any]) -> Coverage:
+    """Check every prompt record and gold target of ``RUN_DIR/prompts.jsonl`` against the manifest
+    the run was replayed from (``score``); refuse the first that differs."""
+    tm = load_run_manifest(run_dir, run_json)
+    where = prompts_path(run_dir)
+    metrics: dict[str, str] = {}
+    tasks: dict[str, str] = {}
+    for n, (key, rec) in enumerate(prompts.items(), start=1):
+        if tm.frozen:
+            problem = record_problems(tm, rec)
+            if problem is None and "target" not in rec:
+                problem = f"no gold target; the manifest expects one hashing to {tm.expected[key]['target_sha256']}"
+            if problem:
+                raise InputError(where, problem, record=f"{key[0]} run {key[1]} instance {key[2]} (record {n})")
+        if isinstance(rec.get("metric"), str):
+            metrics.setdefault(key[0], rec["metric"])
+        tasks.setdefault(key[0], rec.get("task"))
+    if not tm.frozen:  # an --allow-unfrozen run: the prompts it holds are all there is to expect
+        tm = TrustedManifest(tm.path, tm.manifest, {k: {} for k in prompts})
+    _fill_metrics(tm, metrics, tasks)
+    return Coverage(tm, run_json, set(prompts), metrics, tasks)
+
+
+def _fill_metrics(tm: TrustedManifest, metrics: dict[str, str], tasks: dict[str, str]) -> None:
+    """Metric and task of datasets with no prompt record at all, from the manifest's suite."""
+    from seam_repro.specs import load_suite
+
+    try:
+        suite = load_suite(tm.manifest["config"].get("suite", "seam"))
+        for ds in tm.dataset_runs():
+            spec = suite.spec(ds)
+            metrics.setdefault(ds, spec.metrics.get(tm.manifest["profile"], "unknown"))
+            tasks.setdefault(ds, spec.task)
+    except (SeamReproError, KeyError):  # an unknown suite or dataset only loses the metric name
+        return
+
+
+def predictions_digest(model_dir: Path, keys: Iterable[Key]) -> str:
+    """Digest over the raw bytes of each prediction line, in prompt order (ties scores to the exact
+    predictions). A torn last line is refused: resume the replay to repair it first."""
+    line_hash: dict[Key, str] = {}
+    for path in prediction_files(model_dir):
+        data = path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            raise PredictionsError(f"{path}: last line is torn (no newline); resume `seam-repro replay` to repair "
+                                   "it before scoring or submitting")
+        for lineno, raw in enumerate(data.split(b"\n")[:-1], start=1):
+            if not raw.strip():
+                continue
+            obj = files.parse_json_text(raw.decode("utf-8", errors="replace"), path, record=f"line {lineno}")
+            key = (obj.get("dataset"), obj.get("run"), obj.get("instance_id"))
+            line_hash[key] = sha256_bytes(raw)  # type: ignore[index]
+    return digest_of_hashes(line_hash[k] for k in keys if k in line_hash)
+
+
+@dataclass(frozen=True)
+class RunRecords:
+    """What the scores of a run folder are checked against, read once for all its models:
+    ``RUN_DIR/manifest.json`` and ``run.json`` (either may be absent: scores can be copied
+    without their run folder, and are then checked as far as what is there allows)."""
+
+    run_dir: Path
+    manifest: TrustedManifest | None
+    run_json: dict[str, Any] | None
+
+
+def read_run_records(run_dir: Path) -> RunRecords:
+    run_dir = Path(run_dir)
+    rj_path, mpath = run_json_path(run_dir), run_manifest_path(run_dir)
+    run_json = files.read_json(rj_path, what="run.json") if rj_path.is_file() else None
+    tm = trusted(load_manifest(mpath), str(mpath)) if mpath.is_file() else None
+    return RunRecords(run_dir, tm, run_json)
+
+
+def check_scores_against_run(score_dir: Path, summary: Any, instances: Iterable[Any], run: RunRecords) -> None:
+    """``scores/<slug>/`` of a run folder with its manifest: every instance line must be one the
+    manifest lists (an unknown line is refused, not averaged in), and the summary's protocol must
+    be the one run.json and the manifest give (an edited protocol would dodge the comparisons)."""
+    tm = run.manifest
+    if tm is None:
+        return
+    mpath = tm.path
+    inst_path = Path(score_dir) / "instance_scores.jsonl"
+    if tm.frozen:
+        known = score_keys(tm.expected)
+        for n, it in enumerate(instances, start=1):
+            if (it.dataset, it.run, it.instance_id) not in known:
+                raise InputError(inst_path, f"{it.dataset} run {it.run} instance {it.instance_id} is not in {mpath} "
+                                 "(expected only the manifest's instances)", f"instance {n}")
+    stated = summary.get("protocol") if isinstance(summary, dict) else None
+    run_json = run.run_json
+    if not isinstance(stated, dict) or run_json is None:
+        return
+    if not isinstance(run_json.get("models"), dict):
+        raise InputError(run_json_path(run.run_dir), "expected an object {model_slug: {...}}", field="models")
+    n_scored = stated.get("scored_instances")
+    actual = run_protocol(tm, run_json, Path(score_dir).name, n_scored if isinstance(n_scored, int) else 0)
+    for name in (*PROTOCOL_FIELDS, "generation"):
+        if stated.get(name) != actual.get(name):
+            raise InputError(Path(score_dir) / "summary.json", f"is {stated.get(name)!r} but run.json and {mpath} "
+                             f"give {actual.get(name)!r}", field=f"protocol.{name}")
