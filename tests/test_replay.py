@@ -184,13 +184,6 @@ def test_an_unfrozen_manifest_is_refused_unless_allowed(tmp_path: Path, fake_sta
     assert summary.generated == 9
 
 
-def test_replay_help_has_examples() -> None:
-    from seam_repro.cli import cli
-
-    out = CliRunner().invoke(cli, ["replay", "--help"]).output
-    assert "Examples:" in out and "--shard" in out and "--allow-unfrozen" in out
-
-
 @pytest.mark.slow
 def test_echo_replay_of_a_real_smoke_manifest(tmp_path: Path) -> None:
     """Integration with the sample/manifest/render stages on the bundled fixtures."""

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 
-@click.group()
+@click.group(epilog="\b\nExamples:\n  seam-repro datasets list\n  seam-repro datasets check --data-dir data/")
 def datasets() -> None:
     """Inspect the datasets known to the kit (SEAM and the other shipped suites)."""
 

@@ -55,7 +55,7 @@ def sample(config: Path, out: Path, profile: str, data_dir, prompts_dir, store_p
     _wrote(w)
 
 
-@click.command()
+@click.command(epilog="\b\nExamples:\n  seam-repro freeze manifests/paper.json -o paper.frozen.json --store-prompts\n  seam-repro freeze my.manifest.json --data-dir data/   # datasets from data/<Dataset>/")
 @click.argument("manifest", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=Path),
               help="Where to write the frozen manifest (default: a new file MANIFEST stem + '.frozen.json').")
@@ -74,7 +74,7 @@ def freeze(manifest: Path, out: Path | None, data_dir, prompts_dir, store_prompt
                            _note))
 
 
-@click.command()
+@click.command(epilog="\b\nExamples:\n  seam-repro prompts manifests/smoke.json -o prompts.jsonl\n  seam-repro prompts paper.frozen.json -o paper.prompts.jsonl --data-dir data/")
 @click.argument("manifest", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("-o", "--out", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="JSONL file: one prompt record per line ('-' for stdout).")
@@ -93,7 +93,7 @@ def prompts(manifest: Path, out: Path, data_dir, prompts_dir) -> None:
         click.echo(f"wrote {n} prompts to {out}", err=True)
 
 
-@click.command()
+@click.command(epilog="\b\nExamples:\n  seam-repro verify manifests/*.json                 # every shipped manifest\n  seam-repro verify paper.frozen.json --data-dir data/ --json > drift.json")
 @click.argument("manifests", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @data_dir_option
 @prompts_dir_option

@@ -86,7 +86,7 @@ def diff(run_dirs: tuple[Path, ...], reference: str, tolerance: str | None, as_n
     return rep.exit_code
 
 
-@click.command(epilog="\b\nExample:\n  seam-repro submit runs/mine --out mine.bundle.json")
+@click.command(epilog="\b\nExamples:\n  seam-repro submit runs/mine --out mine.bundle.json\n  seam-repro submit runs/both --model meta-llama/Meta-Llama-3-8B-Instruct --out l3.bundle.json")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Bundle JSON path.")
 @click.option("--model", "model_id", default=None, help="Model id, when the run holds several scored models.")
