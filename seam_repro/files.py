@@ -156,18 +156,23 @@ def read_json(path: str | Path, *, what: str = "JSON file", expect: type | None 
 
 
 def iter_jsonl(path: str | Path, *, what: str = "JSONL file", expect: type | None = dict,
-               skip_blank: bool = True, complete_only: bool = False) -> Iterator[tuple[int, Any]]:
+               skip_blank: bool = True, complete_only: bool = False, lenient_tail: bool = False,
+               undecodable: set[int] | None = None) -> Iterator[tuple[int, Any]]:
     """Yield ``(line_number, object)`` for each line of a JSONL file (1-based line numbers; a
     ``.gz`` name is gunzipped first).
 
     Every line must parse to ``expect`` (default ``dict``); the first bad line raises an
     :class:`InputError` naming the file and the line. ``complete_only`` stops before an
-    unterminated last line (a write cut by a kill in an append-only store).
+    unterminated last line (a write cut by a kill in an append-only store); ``lenient_tail`` reads
+    it when it parses and skips it when not (files another tool may end without a newline).
+    With an ``undecodable`` set, bytes that are not UTF-8 are replaced instead of refused and the
+    line's number is added to the set (model output is scored as a format failure, not a crash).
     """
     p = Path(path)
+    opts = {"expect": expect, "skip_blank": skip_blank, "lenient_tail": lenient_tail, "undecodable": undecodable}
     if _is_gzip_name(p):
         lines: Iterable[bytes] = read_bytes(p, what=what).splitlines(keepends=True)
-        yield from _parse_lines(p, lines, expect, skip_blank, complete_only=False)
+        yield from _parse_lines(p, lines, complete_only=False, **opts)
         return
     try:
         fh = open(p, "rb")
@@ -181,20 +186,33 @@ def iter_jsonl(path: str | Path, *, what: str = "JSONL file", expect: type | Non
                 digest.update(raw)
                 yield raw
 
-        yield from _parse_lines(p, hashed(fh), expect, skip_blank, complete_only=complete_only)
+        yield from _parse_lines(p, hashed(fh), complete_only=complete_only, **opts)
         if not fh.read(1):  # read to the end: remember the hash so provenance needs no second read
             remember_sha256(p, st, digest.hexdigest())
 
 
-def _parse_lines(p: Path, lines: Iterable[bytes], expect: type | None, skip_blank: bool,
-                 complete_only: bool) -> Iterator[tuple[int, Any]]:
+def _parse_lines(p: Path, lines: Iterable[bytes], *, expect: type | None, skip_blank: bool, complete_only: bool,
+                 lenient_tail: bool, undecodable: set[int] | None) -> Iterator[tuple[int, Any]]:
     for n, raw in enumerate(lines, start=1):
-        if complete_only and not raw.endswith(b"\n"):
+        torn = not raw.endswith(b"\n")  # only the last line can lack its newline
+        if complete_only and torn:
             return  # a torn last line of an append-only file: dropped on resume, never read
-        line = decode_utf8(raw, p, record=f"line {n}")
+        if undecodable is None:
+            line = decode_utf8(raw, p, record=f"line {n}")
+        else:
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                line = raw.decode("utf-8", errors="replace")
+                undecodable.add(n)
         if skip_blank and not line.strip():
             continue
-        obj = parse_json_text(line, p, record=f"line {n}")
+        try:
+            obj = parse_json_text(line, p, record=f"line {n}")
+        except InputError:
+            if lenient_tail and torn:
+                return  # a torn write at the end of an append-only file
+            raise
         if expect is not None and not isinstance(obj, expect):
             raise InputError(p, f"expected a JSON {_type_name(expect)}, got {_json_type(obj)}",
                              record=f"line {n}")

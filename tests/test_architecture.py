@@ -183,7 +183,6 @@ def test_rendering_never_looks_a_dataset_up_by_name() -> None:
 RUN_FOLDER_FILES = {"run.json", "manifest.json", "prompts.jsonl", "predictions", "scores"}
 KNOWN_RUN_FOLDER_PATHS: dict[str, str] = {
     # Modules (by prefix) that still build run-folder paths themselves; run/store.py is the one that should.
-    "seam_repro.scoring": "the scoring loop reads prompts.jsonl and predictions/ and writes scores/ itself",
 }
 
 

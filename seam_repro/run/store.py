@@ -68,6 +68,22 @@ def scores_root(run_dir: Path) -> Path:
     return Path(run_dir) / "scores"
 
 
+def model_dirs(run_dir: Path) -> list[Path]:
+    """``RUN_DIR/predictions/<model_slug>/`` folders, sorted (none: an empty list)."""
+    root = predictions_root(run_dir)
+    return sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+
+
+def write_scores(target: Path, lines: Iterable[dict[str, Any]], summary: dict[str, Any]) -> Path:
+    """One model's scores folder (``scores/<model_slug>/`` or under ``score --out``):
+    ``instance_scores.jsonl`` then ``summary.json``, each written atomically; returns the summary path."""
+    files.ensure_dir(target)
+    body = "".join(json.dumps(ln, ensure_ascii=False, allow_nan=False) + "\n" for ln in lines)
+    files.atomic_write_bytes(target / "instance_scores.jsonl", body.encode("utf-8"))
+    files.atomic_write_bytes(target / "summary.json", files.dumps_json(summary, indent=1).encode("utf-8"))
+    return target / "summary.json"
+
+
 def model_slug(model_id: str) -> str:
     """Directory name of a model: ``/`` and ``@`` become ``__``."""
     return model_id.replace("/", "__").replace("@", "__")

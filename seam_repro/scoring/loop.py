@@ -29,7 +29,6 @@ failures (``valid_format: false``) and still get a score, never a crash.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -37,12 +36,21 @@ from typing import Any
 from seam_repro import __version__
 from seam_repro.config import PROFILES
 from seam_repro.errors import InputError, PredictionsError, PrerequisiteError, SeamReproError
-from seam_repro.files import atomic_write_bytes, ensure_dir, guard_outputs, parse_json_text, read_bytes
+from seam_repro.files import guard_outputs, iter_jsonl
 from seam_repro.hashing import digest_of_hashes, sha256_json, sha256_text
 from seam_repro.metrics import registry
 from seam_repro.metrics.registry import ScoringContext
 from seam_repro.metrics.unflushed import DEFAULT_BLOCK_SIZE
-from seam_repro.run.store import check_run_prompts
+from seam_repro.run.store import (
+    check_run_prompts,
+    model_dirs,
+    prediction_files,
+    predictions_root,
+    prompts_path,
+    run_json_path,
+    scores_root,
+    write_scores,
+)
 from seam_repro.scoring.extract import extract, extract_clean
 from seam_repro.scoring.validity import is_valid
 
@@ -56,27 +64,9 @@ MAX_MISSING_LISTED = 5
 def _jsonl(path: Path) -> list[tuple[int, dict[str, Any], bool]]:
     """(line number, object, decodable) for each complete line. A torn (unterminated, unparseable)
     last line is skipped; bytes that are not UTF-8 are replaced and flagged instead of failing."""
-    out = []
-    data = read_bytes(path)
-    lines = data.split(b"\n")
-    for lineno, raw in enumerate(lines, start=1):
-        last = lineno == len(lines)
-        if not raw.strip():
-            continue
-        try:
-            text, decodable = raw.decode("utf-8"), True
-        except UnicodeDecodeError:
-            text, decodable = raw.decode("utf-8", errors="replace"), False
-        try:
-            obj = parse_json_text(text, path, record=f"line {lineno}")
-        except InputError:
-            if last:
-                continue  # torn write at the end of an append-only file
-            raise
-        if not isinstance(obj, dict):
-            raise InputError(path, "expected a JSON object", record=f"line {lineno}")
-        out.append((lineno, obj, decodable))
-    return out
+    flagged: set[int] = set()
+    rows = list(iter_jsonl(path, lenient_tail=True, undecodable=flagged))
+    return [(n, obj, n not in flagged) for n, obj in rows]
 
 
 def _require(path: Path, where: str, rec: dict[str, Any], fields: dict[str, type | tuple[type, ...]]) -> None:
@@ -141,36 +131,35 @@ def load_predictions(model_dir: Path, prompts: dict[Key, dict[str, Any]]) -> tup
     model's ``{"id", "revision"}``. Missing instances of a predicted dataset are an error."""
     preds: dict[Key, dict[str, Any]] = {}
     model: dict[str, Any] | None = None
-    datasets = sorted(p.name for p in model_dir.iterdir() if p.is_dir())
-    for ds in datasets:
-        for path in sorted((model_dir / ds).glob("run_*.jsonl")):
-            for lineno, rec, decodable in _jsonl(path):
-                where = f"line {lineno}"
-                _require(path, where, rec, {"dataset": str, "run": int, "instance_id": str, "output": str,
-                                            "prompt_sha256": str, "model": dict})
-                if rec["dataset"] != ds or path.name != f"run_{rec['run']}.jsonl":
-                    raise InputError(path, f"record of {rec['dataset']} run {rec['run']} filed under {ds}/{path.name}",
-                                     record=where)
-                key = (rec["dataset"], rec["run"], rec["instance_id"])
-                if key not in prompts:
-                    raise PredictionsError(f"{path}: {where}: instance {key} is not in prompts.jsonl")
-                if rec["prompt_sha256"] != prompts[key]["prompt_sha256"]:
-                    raise PredictionsError(f"{path}: {where}: prompt_sha256 of {key} differs from prompts.jsonl "
-                                           "(predictions were made for other prompts)")
-                if key in preds:
-                    raise PredictionsError(f"{path}: {where}: duplicate prediction for {key}")
-                got = {"id": rec["model"].get("id"), "revision": rec["model"].get("revision")}
-                if model is None:
-                    model = got
-                elif got != model:
-                    raise PredictionsError(f"{path}: {where}: model {got} differs from {model} in the same directory")
-                rec["output"], rec["_decodable"] = _clean_text(rec["output"], decodable)
-                if "upstream_prompt_text" in rec:
-                    if not isinstance(rec["upstream_prompt_text"], str):
-                        raise InputError(path, "expected the decoded truncated prompt as a string", record=where,
-                                         field="upstream_prompt_text")
-                    rec["upstream_prompt_text"] = _clean_text(rec["upstream_prompt_text"], True)[0]
-                preds[key] = rec
+    for path in prediction_files(model_dir):
+        ds = path.parent.name
+        for lineno, rec, decodable in _jsonl(path):
+            where = f"line {lineno}"
+            _require(path, where, rec, {"dataset": str, "run": int, "instance_id": str, "output": str,
+                                        "prompt_sha256": str, "model": dict})
+            if rec["dataset"] != ds or path.name != f"run_{rec['run']}.jsonl":
+                raise InputError(path, f"record of {rec['dataset']} run {rec['run']} filed under {ds}/{path.name}",
+                                 record=where)
+            key = (rec["dataset"], rec["run"], rec["instance_id"])
+            if key not in prompts:
+                raise PredictionsError(f"{path}: {where}: instance {key} is not in prompts.jsonl")
+            if rec["prompt_sha256"] != prompts[key]["prompt_sha256"]:
+                raise PredictionsError(f"{path}: {where}: prompt_sha256 of {key} differs from prompts.jsonl "
+                                       "(predictions were made for other prompts)")
+            if key in preds:
+                raise PredictionsError(f"{path}: {where}: duplicate prediction for {key}")
+            got = {"id": rec["model"].get("id"), "revision": rec["model"].get("revision")}
+            if model is None:
+                model = got
+            elif got != model:
+                raise PredictionsError(f"{path}: {where}: model {got} differs from {model} in the same directory")
+            rec["output"], rec["_decodable"] = _clean_text(rec["output"], decodable)
+            if "upstream_prompt_text" in rec:
+                if not isinstance(rec["upstream_prompt_text"], str):
+                    raise InputError(path, "expected the decoded truncated prompt as a string", record=where,
+                                     field="upstream_prompt_text")
+                rec["upstream_prompt_text"] = _clean_text(rec["upstream_prompt_text"], True)[0]
+            preds[key] = rec
     if model is None:
         raise PredictionsError(f"{model_dir}: no predictions found (expected <dataset>/run_<k>.jsonl files)")
     present = {k[0] for k in preds}
@@ -486,17 +475,17 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
 
     run_dir = Path(run_dir)
     run_json: dict[str, Any] = require_run_json(run_dir)
-    out_root = Path(out_dir) if out_dir is not None else run_dir / "scores"
+    out_root = Path(out_dir) if out_dir is not None else scores_root(run_dir)
     # Scores may go anywhere but over what is being scored.
-    guard_outputs([("--out", out_root)], inputs=[run_dir, run_dir / "run.json", run_dir / "prompts.jsonl"],
-                  read_dirs=[run_dir / "predictions"])
+    guard_outputs([("--out", out_root)], inputs=[run_dir, run_json_path(run_dir), prompts_path(run_dir)],
+                  read_dirs=[predictions_root(run_dir)])
     profile = profile or run_json.get("profile") or "upstream"
     if profile not in PROFILES:
         raise InputError("--profile", f"unknown profile '{profile}'; expected one of {', '.join(PROFILES)}")
-    prompts = load_prompts(run_dir / "prompts.jsonl")
+    prompts = load_prompts(prompts_path(run_dir))
     coverage = check_run_prompts(run_dir, prompts, run_json)  # trust chain: every record vs the manifest
-    pred_root = run_dir / "predictions"
-    models = sorted(p for p in pred_root.iterdir() if p.is_dir()) if pred_root.is_dir() else []
+    pred_root = predictions_root(run_dir)
+    models = model_dirs(run_dir)
     if not models:
         raise PredictionsError(f"{pred_root}: no model directories (expected predictions/<model_slug>/<dataset>/run_<k>.jsonl)")
     if fic_factory is None and fic:
@@ -510,15 +499,9 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
     for model_dir in models:
         preds, model = load_predictions(model_dir, prompts)
         lines, datasets = score_model(prompts, preds, model, profile, fic_state, gold_block_size)
-        target = out_root / model_dir.name
-        ensure_dir(target)
-        body = "".join(json.dumps(ln, ensure_ascii=False, allow_nan=False) + "\n" for ln in lines)
-        atomic_write_bytes(target / "instance_scores.jsonl", body.encode("utf-8"))
         summary = {"model": model, "manifest_digest": run_json.get("manifest_digest"),
                    "prompt_digest": digest_of_hashes(r["prompt_sha256"] for r in prompts.values()),
                    "profile": profile, "kit_version": __version__, "datasets": datasets,
                    **coverage.summary_fields(model_dir, datasets, preds)}
-        atomic_write_bytes(target / "summary.json", (json.dumps(summary, indent=1, ensure_ascii=False, allow_nan=False)
-                                                     + "\n").encode("utf-8"))
-        written.append(target / "summary.json")
+        written.append(write_scores(out_root / model_dir.name, lines, summary))
     return written
