@@ -130,6 +130,11 @@ def test_trust_on_first_use(server: str, tmp_path: Path) -> None:
     with pytest.raises(HashMismatchError, match="trusted on first use"):
         fetch(cache=tmp_path, lock=lock, progress=False, timeout=5)
     assert not (tmp_path / "prompts" / "ECB.json").exists()
+    # a damaged record is one line naming the file, with the way out; it is not overwritten
+    (tmp_path / "tofu.json").write_text('{"prompts/ECB.json": ')
+    with pytest.raises(InputError, match=r"tofu\.json: .*; delete it to start over$"):
+        fetch(cache=tmp_path, lock=lock, progress=False, timeout=5)
+    assert (tmp_path / "tofu.json").read_text() == '{"prompts/ECB.json": '
 
 
 def test_git_blob_sha1_matches_git(tmp_path: Path) -> None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import http.client
-import json
 import os
 import shutil
 import stat
@@ -35,6 +34,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from seam_repro.errors import HashMismatchError, InputError, MissingDataError, SeamReproError
+from seam_repro.files import atomic_write_json, ensure_dir, read_json
 from seam_repro.hashing import sha256_file
 from seam_repro.sources.lock import Lock, Source, SourceFile, load_lock
 
@@ -81,17 +81,15 @@ def _read_state(cache: Path, name: str) -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(path, f"invalid JSON at line {exc.lineno}: {exc.msg}; delete it to start over") from None
+        state: dict[str, Any] = read_json(path, what="fetch state file")
+    except InputError as exc:
+        raise InputError(path, f"{str(exc).removeprefix(f'{path}: ')}; delete it to start over") from None
+    return state
 
 
 def _write_state(cache: Path, name: str, obj: dict[str, Any]) -> None:
-    cache.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=cache, prefix=f".{name}.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(obj, fh, indent=1, sort_keys=True)
-    os.replace(tmp, cache / name)
+    ensure_dir(cache)
+    atomic_write_json(cache / name, obj, indent=1, sort_keys=True)
 
 
 # -------------------------------------------------------------------------------------- transfers
