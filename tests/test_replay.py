@@ -259,5 +259,5 @@ def test_hf_backend_prefers_the_measured_cpu_batch_size() -> None:
                                 generation_config=SimpleNamespace(eos_token_id=2))
         return HFBackend(model, SimpleNamespace(pad_token_id=None, eos_token_id=2), "m", "r")
 
-    assert backend("cpu").preferred_batch_size == CPU_BATCH_SIZE == 4
+    assert backend("cpu").preferred_batch_size == CPU_BATCH_SIZE == 8
     assert backend("cuda:0").preferred_batch_size is None

@@ -45,7 +45,7 @@ Examples:
               help="Backend options, validated per backend (README: 'Model arguments'); recorded in run.json.")
 @click.option("--shard", default=None, metavar="K/N", help="Only instances whose hash falls in shard K of N (0-based).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=None,
-              help="Instances per forward pass (default: the manifest's batch_size; hf on CPU: 4, the measured best). Results do not depend on it.")
+              help="Instances per forward pass (default: the manifest's batch_size; hf on CPU: 8, the measured best). Results do not depend on it.")
 @click.option("--dtype", type=click.Choice(["auto", "bf16", "fp16", "fp32"]), default="auto", show_default=True,
               help="auto = bf16 on CUDA (paper), fp32 on CPU.")
 @click.option("--load-in-4bit", "q4", is_flag=True, help="bitsandbytes 4-bit (upstream: Mixtral-8x22B).")

@@ -44,15 +44,15 @@ DTYPES = ("auto", "bf16", "fp16", "fp32")
 TRUNCATION_POLICIES = ("right", "left")
 """``right`` keeps the start (upstream's tokenizer truncation: the test question is cut);
 ``left`` keeps the end (demonstrations are cut, the question and generation prompt survive)."""
-CPU_BATCH_SIZE = 4
+CPU_BATCH_SIZE = 8
 """Replay's batch size for this backend on CPU when ``--batch-size`` is not given, picked by
-measurement (benchmarks/bench_batch.py: the smoke manifest's prompts and settings on the embedded
-SmolLM2, 2 cores shared with other jobs, load average 1.4-3.6). All 36 prompts: batch 4 generated
-14.2 tok/s in 144 CPU-s, batch 8 9.6 tok/s in 162 CPU-s, batch 6 5.4 tok/s in 236 CPU-s; 16 of them
-spread over the lengths: batch 1, 2, 4, 8, 16 gave 10.9, 9.1, 12.4, 13.4, 4.2 tok/s in 87, 93, 71,
-71, 155 CPU-s. Larger batches pad short prompts to the long ones (replay sorts by length, so the
-first batches mix the few long prompts with shorter ones). On an accelerator the manifest's
-``batch_size`` (the paper's 3) applies."""
+measurement (``benchmarks/bench_batch.py``: the smoke manifest's 36 prompts and settings on the
+embedded SmolLM2, 2 torch threads on 2 cores, nothing else running, load average 1.0-2.0 from the
+benchmark itself): batch 1, 4, 8, 16 generated 10.5, 16.5, 18.0, 12.9 tok/s (110, 70, 64, 89 s
+wall). Above 8 the padding of the shorter prompts to the longest of a batch costs more than the
+wider matrix products gain. Earlier sweeps on cores shared with other jobs ranked 4 and 8 either
+way: compare sizes only within one quiet run. On an accelerator the manifest's ``batch_size`` (the
+paper's 3) applies."""
 
 
 def require_transformers() -> None:
