@@ -163,10 +163,11 @@ def test_replay_batches_are_at_least_the_concurrency(tmp_path: Path) -> None:
 
 
 def test_a_failed_request_cuts_the_others_short() -> None:
-    """One request of a concurrent batch fails for good: the rest are abandoned, not awaited."""
+    """One request of a concurrent batch fails for good: the rest are abandoned, not awaited, also
+    when the failure is not the first request in order (the last to reach the server fails)."""
     import time
 
-    with FakeServer(script=["401"], default="timeout", slow=30.0) as srv:
+    with FakeServer(script=["timeout", "timeout", "timeout", "401"], default="timeout", slow=30.0) as srv:
         b = backend(srv, concurrency=4, timeout=30.0)
         start = time.monotonic()
         with pytest.raises(ServerError, match="HTTP 401"):

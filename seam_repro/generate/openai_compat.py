@@ -22,7 +22,7 @@ import json
 import os
 import random
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -193,6 +193,12 @@ class OpenAIBackend:
         pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests)))
         try:
             futures = [pool.submit(self._request, r, settings) for r in requests]
+            # the first failure, whichever request it is, ends the wait (waiting in request order
+            # would sit out the earlier requests' timeouts first)
+            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+            for f in futures:
+                if f in done and f.exception() is not None:
+                    raise f.exception()  # type: ignore[misc]
             return [f.result() for f in futures]
         except BaseException:
             # a failed request or Ctrl-C ends the run: stop retries and cut in-flight requests
