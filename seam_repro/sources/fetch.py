@@ -20,13 +20,10 @@ Cache: ``--cache DIR``, else ``$SEAM_REPRO_CACHE``, else ``~/.cache/seam-repro``
 from __future__ import annotations
 
 import hashlib
-import http.client
 import os
 import shutil
 import stat
 import tempfile
-import urllib.error
-import urllib.request
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -102,6 +99,10 @@ def _temp_beside(dest: Path) -> Path:
 
 def _stream(url: str, tmp: Path, artifact: str, progress: bool, timeout: float) -> None:
     """Stream ``url`` into ``tmp``; raise DownloadError if the body is shorter than announced."""
+    import http.client  # the HTTP stack (~25 ms of imports) only where a download happens
+    import urllib.error
+    import urllib.request
+
     from tqdm import tqdm
 
     try:
