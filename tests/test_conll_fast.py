@@ -56,7 +56,7 @@ def test_label_fast_paths_equal_iterative_removal() -> None:
               "(12)|(12)", "|", "(", ")", "()", "(1|", "|2)"]
     fields += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 9))) for _ in range(3000)]
     for info in fields:
-        assert _labels(info) == _labels_by_removal(info), info
+        assert _labels(info)[:3] == _labels_by_removal(info), info
 
 
 def _full_matrix_ceaf(ident: coref._Identified, mention_based: bool) -> float:

@@ -110,16 +110,12 @@ _ASCII_SPACE = " \t\n\r\x0b\x0c"
 """Perl's whitespace class on bytes (Python's ASCII whitespace class)."""
 
 
-def _labels(info: str) -> tuple[list[str], list[str], list[str]]:
+def _labels(info: str) -> tuple[list[str], list[str], list[str], bool]:
     """Single, opening and closing entity labels of one coreference field, found as the scorer
     finds them: repeated leftmost ``s///`` removal, double antecedents first, then singles (a
-    removal can make a new match, as in ``((1)2)``), then opens, then closes."""
-    return _labels_plain(info)[:3]  # type: ignore[return-value]
-
-
-def _labels_plain(info: str) -> tuple[list[str], list[str], list[str], bool]:
-    """``_labels`` plus whether the field is plain: all its parts are numeric labels (then it
-    cannot hold a label the scorer skips, and the warning check passes it by)."""
+    removal can make a new match, as in ``((1)2)``), then opens, then closes. The last item says
+    whether the field is plain: all its parts are numeric labels (then it cannot hold a label the
+    scorer skips, and the warning check passes it by)."""
     one = _ONE.fullmatch(info)
     if one is not None:
         single, opened, closed = one.groups()
@@ -154,7 +150,7 @@ def _odd_label(line: str) -> str | None:
         return None
     fields = [f for f in line.split("\t") if f != ""]
     coref = fields[-1].strip() if len(fields) > 1 else ""
-    if coref in ("", "-", "_"):
+    if not coref or coref in _QUIET:
         return None
     for part in coref.split("|"):
         if part and not _LABEL.fullmatch(part):
@@ -184,7 +180,7 @@ def _parse_document(
     entities: list[list[Span]] = []
     half: dict[int, list[int]] = {}
     for token, info in marked:
-        singles, opens, closes, plain = _labels_plain(info)
+        singles, opens, closes, plain = _labels(info)
         if not plain:
             suspect.append(token)
         for label in singles:
