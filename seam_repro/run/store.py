@@ -547,8 +547,8 @@ class RunRecords:
 
 def read_run_records(run_dir: Path) -> RunRecords:
     run_dir = Path(run_dir)
-    rj_path, mpath = run_json_path(run_dir), run_manifest_path(run_dir)
-    run_json = files.read_json(rj_path, what="run.json") if rj_path.is_file() else None
+    mpath = run_manifest_path(run_dir)
+    run_json = load_run_json(run_dir, required=("models",))
     tm = trusted(load_manifest(mpath), str(mpath)) if mpath.is_file() else None
     return RunRecords(run_dir, tm, run_json)
 
@@ -572,8 +572,6 @@ def check_scores_against_run(score_dir: Path, summary: Any, instances: Iterable[
     run_json = run.run_json
     if not isinstance(stated, dict) or run_json is None:
         return
-    if not isinstance(run_json.get("models"), dict):
-        raise InputError(run_json_path(run.run_dir), "expected an object {model_slug: {...}}", field="models")
     n_scored = stated.get("scored_instances")
     actual = run_protocol(tm, run_json, Path(score_dir).name, n_scored if isinstance(n_scored, int) else 0)
     for name in (*PROTOCOL_FIELDS, "generation"):
