@@ -44,7 +44,8 @@ class ReplayOptions:
     echo_delay: float = 0.0
     shard: Shard | None = None
     batch_size: int | None = None
-    """None = the manifest's batch size (at least the backend's concurrency)."""
+    """None = the backend's measured best for its device where it has one (hf on CPU), else the
+    manifest's batch size (at least the backend's concurrency)."""
     limit: int | None = None
     data_dir: Path | None = None
     prompts_dir: Path | None = None
