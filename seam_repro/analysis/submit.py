@@ -45,14 +45,15 @@ def _read_json(path: Path) -> Any:
     return read_json(path, what="file", expect=None)
 
 
-def read_run_info(run_dir: Path, model_id: str) -> dict[str, Any]:
-    """Provenance from ``RUN_DIR/run.json`` (written by ``store.prepare_run_dir``): manifest and prompt
-    digests, the environment ``fingerprint``, and the model's entry under ``models[<slug>]`` whose
-    ``backend.chat_template_sha256`` is the chat-template hash (``None`` for backends without one)."""
-    path = run_json_path(run_dir)
-    info = _read_json(path)
-    if not isinstance(info, dict):
-        raise InputError(path, "expected a JSON object")
+def read_run_info(run: RunRecords, model_id: str) -> dict[str, Any]:
+    """Provenance from ``RUN_DIR/run.json`` (written by ``store.prepare_run_dir``, already read and
+    shape-checked into ``run``): manifest and prompt digests, the environment ``fingerprint``, and the
+    model's entry under ``models[<slug>]`` whose ``backend.chat_template_sha256`` is the chat-template
+    hash (``None`` for backends without one)."""
+    path = run_json_path(run.run_dir)
+    info = run.run_json
+    if info is None:
+        raise InputError(path, "not found")
     if not isinstance(info.get("manifest_digest"), str):
         raise InputError(path, "expected a string digest", field="manifest_digest")
     slug = model_slug(model_id)
@@ -163,7 +164,7 @@ def make_bundle(run_dir: Path, model_id: str | None = None, *, rescore: bool = T
         raise InputError(scores_root(run_dir), f"holds {len(models)} models {[m.model_id for m in models]}; "
                          "choose one with --model ID")
     ms = models[0]
-    info = read_run_info(run_dir, ms.model_id)
+    info = read_run_info(run, ms.model_id)
     summary_path = Path(ms.source) / "summary.json"
     if info["model"].get("revision") not in (None, ms.revision):
         raise InputError(summary_path, f"is {ms.revision!r} but run.json has "
