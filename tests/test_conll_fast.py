@@ -201,3 +201,91 @@ def test_reader_warnings_equal_the_line_by_line_reference() -> None:
         compared += 1
         flagged += odd is not None
     assert compared > 300 and flagged > 50, (compared, flagged)
+
+
+def _parse_by_lines(data: str, source: str) -> tuple[dict, tuple[str, ...], object]:
+    """The reader as first written: the whole file split into lines, begin/end lines found by a
+    pass over every line, every document read by ``_parse_document``."""
+    import bisect
+
+    from seam_repro.metrics.conll_io import _END, _begin_name, _parse_document, _split_lines
+
+    lines = _split_lines(data.encode("utf-8", errors="surrogateescape"))
+    last_begin: dict[str, int] = {}
+    names = []
+    for i in [i for i, line in enumerate(lines) if "begin document" in line]:
+        name = _begin_name(lines[i])
+        if name is not None:
+            names.append(name)
+            last_begin.pop(name, None)
+            last_begin[name] = i
+    ends = [i for i, line in enumerate(lines) if "end document" in line and _END.search(line)]
+    docs, odd = {}, None
+    for name, i in last_begin.items():
+        after = bisect.bisect_right(ends, i)
+        docs[name], found = _parse_document(lines, i, ends[after] if after < len(ends) else None, name, source)
+        if found is not None and (odd is None or found[0] < odd[0]):
+            odd = found
+    return docs, tuple(names), odd
+
+
+def _random_conll(rng: random.Random) -> str:
+    fields = ["-", "_", "-", "-", "-", "-", "(1)", "(12)", "(2", "2)", "(1", "1)", "(1)|(2", "2)|(3)", "1)|(1", "(01)",
+              "(1+2)", "(x)", "x", "7", "", "((1)2)", "(3)(4)", "-\r", "(1)\r", "\xa0", "(\udcff)"]
+    ends = ["", "", "", "", "\t", "\r", " ", "\t\t"]
+    if rng.random() < 0.5:  # a tidy file: what the fast path reads itself
+        fields, ends = fields[:16], [""]
+    out = []
+    for _ in range(rng.randint(1, 5)):
+        kind = rng.random()
+        if kind < 0.7:
+            out.append(rng.choice(["#begin document ", "# begin document ", "#begin document", "  #begin document "])
+                       + rng.choice(["(d0); part 0", "(d1); part 0", "x", "id=1", "", "(d0); part 0\r"]))
+        for _ in range(rng.randint(0, 8)):
+            r = rng.random()
+            if r < 0.08:
+                out.append(rng.choice(["", " ", "\t", " \t ", "\r", "\x0b", "\x0c"]))
+            elif r < 0.12:
+                out.append(rng.choice(["# a comment", "#end of nothing", "x #begin document nested end document"]))
+            else:
+                cols = [rng.choice(["d", "w", "", " ", "0"]) for _ in range(rng.randint(0, 3))]
+                coref = "|".join(rng.choice(fields) for _ in range(rng.choice([1, 1, 1, 2])))
+                out.append(" " * (rng.random() < 0.05) + "\t".join([*cols, coref]) + rng.choice(ends))
+        if rng.random() < 0.85:
+            out.append(rng.choice(["#end document", "#end document\r", "# end document x", "#end  document"]))
+    return "\n".join(out) + rng.choice(["\n", "", "\n\n", "\t"])
+
+
+def test_reader_equals_the_line_by_line_reader_on_random_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Documents, names, warning and errors (message included) of the reader equal those of the
+    reader as first written, on random files full of what the fast path must decline."""
+    from seam_repro.errors import InputError
+    from seam_repro.metrics import conll_io
+    from seam_repro.metrics.conll_io import parse_conll_file
+
+    outcomes = {"docs": 0, "odd": 0, "error": 0, "read plain": 0, "declined": 0}
+    plain = conll_io._read_plain_document
+
+    def counted(*args: object) -> object:
+        doc = plain(*args)  # type: ignore[arg-type]
+        outcomes["declined" if doc is None else "read plain"] += 1
+        return doc
+
+    monkeypatch.setattr(conll_io, "_read_plain_document", counted)
+    rng = random.Random(16)
+    for _ in range(6000):
+        text = _random_conll(rng)
+        try:
+            expected = _parse_by_lines(text, "t")
+        except InputError as exc:
+            with pytest.raises(InputError) as got:
+                parse_conll_file(text, "t", require_documents=False)
+            assert str(got.value) == str(exc), text
+            outcomes["error"] += 1
+            continue
+        got = parse_conll_file(text, "t", require_documents=False)
+        assert (got.documents, got.names, got.odd_label) == expected, text
+        assert list(got.documents) == list(expected[0]), text
+        outcomes["docs"] += bool(got.documents)
+        outcomes["odd"] += got.odd_label is not None
+    assert min(outcomes.values()) > 300, outcomes
