@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
+from math import prod
 from typing import Any
 
 METRICS: tuple[str, ...] = ("muc", "bcub", "ceafm", "ceafe", "blanc")
@@ -288,6 +289,180 @@ def _hungarian() -> Any:
 
 _LSA: Any = None
 
+Chosen = tuple[tuple[int, float], ...]
+"""The (row, similarity) pairs of positive similarity that an assignment of one component
+chooses, by row: all that CEAF's total depends on."""
+
+_MARGIN = 1e-9
+"""Assignments whose total is within this of the optimum may be what scipy's solver returns
+(far above float rounding, ~1e-15 here): ``_own_assignment`` lists them all."""
+_MAX_OPTIONS = 16
+
+
+def _own_assignment(
+    weights: dict[tuple[int, int], float], n_rows: int, n_cols: int, integral: bool
+) -> list[Chosen] | None:
+    """What an optimal assignment of an ``n_rows`` x ``n_cols`` matrix (given by its positive
+    entries) may choose, found without scipy (loading its solver costs ~50 ms of numpy
+    start-up): one ``Chosen`` where every optimal assignment has the same total (``integral``
+    similarities, as CEAF-m's counts), else every ``Chosen`` of an assignment within ``_MARGIN``
+    of the optimum, scipy's answer among them. None: too large or too many (ask scipy). Small
+    matrices are solved by trying every assignment, larger ones by ``_max_assignment``."""
+    if min(n_rows, n_cols) <= 3 and max(n_rows, n_cols) <= 5:
+        return _enumerated_assignment(weights, n_rows, n_cols, integral)
+    if max(n_rows, n_cols) > 40:  # O(n^3) in Python: scipy's compiled solver is the faster one
+        return None
+    return _certified_assignment(weights, n_rows, n_cols, integral)
+
+
+def _enumerated_assignment(
+    weights: dict[tuple[int, int], float], n_rows: int, n_cols: int, integral: bool
+) -> list[Chosen] | None:
+    """``_own_assignment`` by trying every way to pair the smaller side with the larger (the
+    assignments scipy chooses among)."""
+    from itertools import permutations
+
+    flip = n_rows > n_cols  # then pair each column with a row
+    m = ([[weights.get((i, j), 0.0) for i in range(n_rows)] for j in range(n_cols)] if flip else
+         [[weights.get((i, j), 0.0) for j in range(n_cols)] for i in range(n_rows)])
+    ways = list(permutations(range(len(m[0])), len(m)))
+    values = [sum(map(list.__getitem__, m, way)) for way in ways]
+    best = max(values)
+    near = [way for way, value in zip(ways, values, strict=True) if value > best - _MARGIN]
+    found: dict[Chosen, None] = {}
+    for way in near[:1] if integral else near:
+        pairs = ((way[k], m[k][way[k]]) for k in range(len(m))) if flip else enumerate(map(list.__getitem__, m, way))
+        found[tuple(sorted((i, value) for i, value in pairs if value > 0))] = None
+    return list(found) if len(found) <= _MAX_OPTIONS else None
+
+
+def _certified_assignment(
+    weights: dict[tuple[int, int], float], n_rows: int, n_cols: int, integral: bool
+) -> list[Chosen] | None:
+    """``_own_assignment`` by ``_max_assignment`` (the smaller side as rows), used only where its
+    dual potentials prove it: every slack ``u[i] + v[j] - w[i][j]`` non-negative, zero on the
+    chosen pairs, and ``v`` non-negative and zero on the columns left over make it optimal, as an
+    assignment's total is then ``sum(u) + sum(v)`` less the slacks of its pairs and the ``v`` of
+    the columns it leaves. So one within ``_MARGIN`` of the optimum has pairs whose slacks add
+    up to at most that: ``_near_optimal`` lists them."""
+    flip = n_rows > n_cols  # then pair each column with a row
+    w = ([[weights.get((i, j), 0.0) for i in range(n_rows)] for j in range(n_cols)] if flip else
+         [[weights.get((i, j), 0.0) for j in range(n_cols)] for i in range(n_rows)])
+    rows, cols = range(len(w)), range(len(w[0]))
+    col_of, u, v = _max_assignment(w)
+    tol = 0.0 if integral else 1e-12
+    slack = [[u[i] + v[j] - w[i][j] for j in cols] for i in rows]
+    free = set(cols) - set(col_of)
+    if (any(min(row) < -tol for row in slack) or any(slack[i][col_of[i]] > tol for i in rows) or min(v) < -tol
+            or any(v[j] != 0 for j in free)):
+        return None
+    picks = [[(i, col_of[i]) for i in rows]]
+    if not integral:
+        floor = sum(w[i][col_of[i]] for i in rows) - _MARGIN
+        near = _near_optimal(w, slack, floor, _MARGIN + len(w) * tol)
+        if near is None:
+            return None
+        picks = near
+    found: dict[Chosen, None] = {}
+    for pick in picks:
+        pairs = ((j, w[i][j]) for i, j in pick) if flip else ((i, w[i][j]) for i, j in pick)
+        found[tuple(sorted((row, value) for row, value in pairs if value > 0))] = None
+    return list(found) if len(found) <= _MAX_OPTIONS else None
+
+
+def _near_optimal(
+    w: list[list[float]], slack: list[list[float]], floor: float, budget: float
+) -> list[list[tuple[int, int]]] | None:
+    """The positive pairs of every assignment of ``w`` (rows into columns) whose total may be at
+    least ``floor``, by a search over the rows that follows only pairs whose slacks add up to at
+    most ``budget`` (a row that takes no positive pair is charged its least slack on a zero pair;
+    the totals are checked at the end); None past ``_MAX_OPTIONS`` or 5000 steps."""
+    options = []
+    for row, row_slack in zip(w, slack, strict=True):
+        mine = [(cost, j) for j, (value, cost) in enumerate(zip(row, row_slack, strict=True))
+                if value > 0 and cost <= budget]
+        zero = [cost for value, cost in zip(row, row_slack, strict=True) if value == 0]
+        if zero and min(zero) <= budget:
+            mine.append((min(zero), -1))
+        options.append(mine)
+    found: list[list[tuple[int, int]]] = []
+    chosen: list[tuple[int, int]] = []
+    used: set[int] = set()
+    steps = 0
+
+    def visit(i: int, spent: float) -> bool:
+        nonlocal steps
+        steps += 1
+        if steps > 5000 or len(found) > _MAX_OPTIONS:
+            return False
+        if i == len(w):
+            if sum(w[r][c] for r, c in chosen) >= floor:
+                found.append(list(chosen))
+            return True
+        for cost, j in options[i]:
+            if spent + cost > budget or j in used:
+                continue
+            if j >= 0:
+                used.add(j)
+                chosen.append((i, j))
+            ok = visit(i + 1, spent + cost)
+            if j >= 0:
+                used.discard(j)
+                chosen.pop()
+            if not ok:
+                return False
+        return True
+
+    return found if visit(0, 0.0) else None
+
+
+def _max_assignment(w: list[list[float]]) -> tuple[list[int], list[float], list[float]]:
+    """A maximum-weight assignment of the rows of ``w`` (no more rows than columns) to distinct
+    columns: the column of each row, and dual potentials ``u`` (rows) and ``v`` (columns, never
+    negative) with ``u[i] + v[j] >= w[i][j]``, equal on the chosen pairs, and ``v`` zero on the
+    columns left over. Rows are added one at a time; each is joined by the alternating path of
+    least total slack to a free column (Dijkstra over columns: slacks are never negative), after
+    which the potentials are shifted so that the path's pairs have zero slack."""
+    n_cols = len(w[0])
+    u = [max(row) for row in w]
+    v = [0.0] * n_cols
+    col_of = [-1] * len(w)
+    row_of = [-1] * n_cols
+    for start in range(len(w)):
+        ws, us = w[start], u[start]
+        dist = [us + v[j] - ws[j] for j in range(n_cols)]
+        via = [start] * n_cols  # the row from which each column is reached
+        open_cols = list(range(n_cols))
+        reached: list[tuple[int, float]] = [(start, 0.0)]  # rows on the tree, with their distance
+        settled: list[int] = []
+        while True:
+            col = min(open_cols, key=dist.__getitem__)
+            far = dist[col]
+            if row_of[col] < 0:
+                break
+            open_cols.remove(col)
+            settled.append(col)
+            row = row_of[col]
+            reached.append((row, far))
+            wr, ur = w[row], u[row]
+            for j in open_cols:
+                d = far + ur + v[j] - wr[j]
+                if d < dist[j]:
+                    dist[j] = d
+                    via[j] = row
+        for row, d in reached:
+            u[row] -= far - d
+        for j in settled:
+            v[j] += far - dist[j]
+        while True:  # flip the path: each row on it takes the column it reached
+            row = via[col]
+            row_of[col] = row
+            col_of[row], col = col, col_of[row]
+            if row == start:
+                break
+    return col_of, u, v
+
+
 def _overlap(ident: _Identified) -> dict[tuple[int, int], int]:
     """How many elements of key entity i are found in response entity j (non-zero pairs only;
     CEAF and BLANC both use it, so it is counted once per document)."""
@@ -355,6 +530,7 @@ def _ceaf(ident: _Identified, mention_based: bool) -> Counts:
     else:
         sim = {(i, j): 2 * c / (len(key[i]) + len(resp[j])) for (i, j), c in counts.items()}
     chosen: list[tuple[int, float]] = []
+    tied: list[tuple[list[tuple[int, int]], list[list[tuple[int, float]]] | None]] = []
     for edges in components:
         if len(edges) == 1:
             chosen.append((edges[0][0], sim[edges[0]]))
@@ -366,17 +542,55 @@ def _ceaf(ident: _Identified, mention_based: bool) -> Counts:
             chosen.append((i, sim[(i, j)]))
             continue
         r_at, c_at = {i: n for n, i in enumerate(rows)}, {j: n for n, j in enumerate(cols)}
-        import numpy as np
+        own = _own_assignment({(r_at[i], c_at[j]): sim[(i, j)] for i, j in edges}, len(rows), len(cols),
+                              mention_based)
+        options = None if own is None else [[(rows[a], value) for a, value in option] for option in own]
+        if options is not None and len(options) == 1:
+            chosen.extend(options[0])
+        else:
+            tied.append((edges, options))
+    if tied:
+        chosen.extend(_settle_ties(chosen, tied, sim))
+    total = _ceaf_total(chosen)
+    return Counts(total, den_rec, total, den_pre)
 
-        matrix = np.zeros((len(rows), len(cols)))
-        for i, j in edges:
-            matrix[r_at[i], c_at[j]] = sim[(i, j)]
-        picked_r, picked_c = _hungarian()(matrix, maximize=True)
-        chosen.extend((rows[a], float(matrix[a, b])) for a, b in zip(picked_r.tolist(), picked_c.tolist(), strict=True))
+
+def _ceaf_total(chosen: list[tuple[int, float]]) -> float:
+    """The chosen similarities summed in key order, as the scorer sums them."""
     total = 0.0
     for _, value in sorted(chosen, key=lambda c: c[0]):
         total += 1 - (1 - value)  # perl stores 1 - sim for Munkres and converts back
-    return Counts(total, den_rec, total, den_pre)
+    return total
+
+
+def _settle_ties(
+    chosen: list[tuple[int, float]],
+    tied: list[tuple[list[tuple[int, int]], list[list[tuple[int, float]]] | None]],
+    sim: dict[tuple[int, int], float],
+) -> list[tuple[int, float]]:
+    """The pairs to add to ``chosen`` for components whose optimal assignment ``_own_assignment``
+    could not pin down: any of its options where every combination of them gives the same float
+    total (so whichever scipy would choose makes no difference), else scipy's choice."""
+    from itertools import product
+
+    options = [found for _, found in tied]
+    if all(found is not None for found in options) and prod(len(found) for found in options) <= 64:  # type: ignore[arg-type]
+        combos = [[pair for part in combo for pair in part] for combo in product(*options)]  # type: ignore[arg-type]
+        if len({_ceaf_total(chosen + combo) for combo in combos}) == 1:
+            return combos[0]
+    import numpy as np
+
+    out = []
+    for edges, _ in tied:
+        rows = sorted({i for i, _ in edges})
+        cols = sorted({j for _, j in edges})
+        matrix = np.zeros((len(rows), len(cols)))
+        r_at, c_at = {i: n for n, i in enumerate(rows)}, {j: n for n, j in enumerate(cols)}
+        for i, j in edges:
+            matrix[r_at[i], c_at[j]] = sim[(i, j)]
+        picked_r, picked_c = _hungarian()(matrix, maximize=True)
+        out.extend((rows[a], float(matrix[a, b])) for a, b in zip(picked_r.tolist(), picked_c.tolist(), strict=True))
+    return out
 
 
 def _pairs_coref(chains: list[list[int]]) -> set[tuple[int, int]]:
