@@ -320,7 +320,8 @@ def test_own_assignment_lists_what_scipy_chooses() -> None:
                    for i in range(n_rows) for j in range(n_cols) if rng.random() < density}
         if not weights:
             continue
-        options = coref._own_assignment(weights, n_rows, n_cols, integral)
+        matrix = [[weights.get((i, j), 0.0) for j in range(n_cols)] for i in range(n_rows)]
+        options = coref._own_assignment(matrix, integral)
         if options is None:
             seen["declined"] += 1
             continue

@@ -158,6 +158,25 @@ def _odd_label(line: str) -> str | None:
     return None
 
 
+def _memo_labels(
+    info: str, memo: dict[str, tuple[list[str], list[str], list[str], bool]]
+) -> tuple[list[str], list[str], list[str], bool]:
+    """``_labels(info)``, for a field of ``|``-separated parts from its parts' (in ``memo``, as
+    parts repeat more than fields): a plain field's labels are its plain parts' in order."""
+    if "|" in info:
+        parts = []
+        for part in info.split("|"):
+            found = memo.get(part)
+            if found is None:
+                found = memo[part] = _labels(part)
+            if not found[3]:
+                return _labels(info)
+            parts.append(found)
+        return ([label for found in parts for label in found[0]], [label for found in parts for label in found[1]],
+                [label for found in parts for label in found[2]], True)
+    return _labels(info)
+
+
 def _read_plain_document(
     body: str, name: str, begin_line: int, memo: dict[str, tuple[list[str], list[str], list[str], bool]]
 ) -> ConllDocument | None:
@@ -179,7 +198,7 @@ def _read_plain_document(
     for token, info in [(t, f) for t, line in enumerate(lines) if (f := line.rpartition("\t")[2]) not in _QUIET]:
         found = memo.get(info)
         if found is None:
-            found = memo[info] = _labels(info)
+            found = memo[info] = _memo_labels(info, memo)
         singles, opens, closes, plain = found
         if not plain:
             return None

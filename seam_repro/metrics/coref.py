@@ -299,55 +299,50 @@ _MARGIN = 1e-9
 _MAX_OPTIONS = 16
 
 
-def _own_assignment(
-    weights: dict[tuple[int, int], float], n_rows: int, n_cols: int, integral: bool
-) -> list[Chosen] | None:
-    """What an optimal assignment of an ``n_rows`` x ``n_cols`` matrix (given by its positive
-    entries) may choose, found without scipy (loading its solver costs ~50 ms of numpy
-    start-up): one ``Chosen`` where every optimal assignment has the same total (``integral``
-    similarities, as CEAF-m's counts), else every ``Chosen`` of an assignment within ``_MARGIN``
-    of the optimum, scipy's answer among them. None: too large or too many (ask scipy). Small
-    matrices are solved by trying every assignment, larger ones by ``_max_assignment``."""
-    if min(n_rows, n_cols) <= 3 and max(n_rows, n_cols) <= 5:
-        return _enumerated_assignment(weights, n_rows, n_cols, integral)
-    if max(n_rows, n_cols) > 40:  # O(n^3) in Python: scipy's compiled solver is the faster one
+def _own_assignment(m: list[list[float]], integral: bool) -> list[Chosen] | None:
+    """What an optimal assignment of the matrix ``m`` (rows to distinct columns or the reverse,
+    whichever side is smaller) may choose, found without scipy (loading its solver costs ~50 ms
+    of numpy start-up): one ``Chosen`` where every optimal assignment has the same total
+    (``integral`` similarities, as CEAF-m's counts), else every ``Chosen`` of an assignment within
+    ``_MARGIN`` of the optimum, scipy's answer among them. None: too large or too many (ask
+    scipy). Small matrices are solved by trying every assignment, larger ones by
+    ``_max_assignment``."""
+    flip = len(m) > len(m[0])  # then pair each column with a row
+    w = [list(col) for col in zip(*m, strict=True)] if flip else m
+    if len(w) <= 3 and len(w[0]) <= 5:
+        picks = _enumerated_assignment(w, integral)
+    elif len(w[0]) > 40:  # O(n^3) in Python: scipy's compiled solver is the faster one
         return None
-    return _certified_assignment(weights, n_rows, n_cols, integral)
-
-
-def _enumerated_assignment(
-    weights: dict[tuple[int, int], float], n_rows: int, n_cols: int, integral: bool
-) -> list[Chosen] | None:
-    """``_own_assignment`` by trying every way to pair the smaller side with the larger (the
-    assignments scipy chooses among)."""
-    from itertools import permutations
-
-    flip = n_rows > n_cols  # then pair each column with a row
-    m = ([[weights.get((i, j), 0.0) for i in range(n_rows)] for j in range(n_cols)] if flip else
-         [[weights.get((i, j), 0.0) for j in range(n_cols)] for i in range(n_rows)])
-    ways = list(permutations(range(len(m[0])), len(m)))
-    values = [sum(map(list.__getitem__, m, way)) for way in ways]
-    best = max(values)
-    near = [way for way, value in zip(ways, values, strict=True) if value > best - _MARGIN]
+    else:
+        picks = _certified_assignment(w, integral)
+    if picks is None:
+        return None
     found: dict[Chosen, None] = {}
-    for way in near[:1] if integral else near:
-        pairs = ((way[k], m[k][way[k]]) for k in range(len(m))) if flip else enumerate(map(list.__getitem__, m, way))
-        found[tuple(sorted((i, value) for i, value in pairs if value > 0))] = None
+    for pick in picks:
+        pairs = ((j, w[i][j]) for i, j in pick) if flip else ((i, w[i][j]) for i, j in pick)
+        found[tuple(sorted((row, value) for row, value in pairs if value > 0))] = None
     return list(found) if len(found) <= _MAX_OPTIONS else None
 
 
-def _certified_assignment(
-    weights: dict[tuple[int, int], float], n_rows: int, n_cols: int, integral: bool
-) -> list[Chosen] | None:
-    """``_own_assignment`` by ``_max_assignment`` (the smaller side as rows), used only where its
+def _enumerated_assignment(w: list[list[float]], integral: bool) -> list[list[tuple[int, int]]]:
+    """The assignments ``_own_assignment`` lists, by trying every way to pair the rows of ``w``
+    with distinct columns (the assignments scipy chooses among)."""
+    from itertools import permutations
+
+    ways = list(permutations(range(len(w[0])), len(w)))
+    values = [sum(map(list.__getitem__, w, way)) for way in ways]
+    best = max(values)
+    near = [way for way, value in zip(ways, values, strict=True) if value > best - _MARGIN]
+    return [list(enumerate(way)) for way in (near[:1] if integral else near)]
+
+
+def _certified_assignment(w: list[list[float]], integral: bool) -> list[list[tuple[int, int]]] | None:
+    """The assignments ``_own_assignment`` lists, from ``_max_assignment``, used only where its
     dual potentials prove it: every slack ``u[i] + v[j] - w[i][j]`` non-negative, zero on the
     chosen pairs, and ``v`` non-negative and zero on the columns left over make it optimal, as an
     assignment's total is then ``sum(u) + sum(v)`` less the slacks of its pairs and the ``v`` of
     the columns it leaves. So one within ``_MARGIN`` of the optimum has pairs whose slacks add
     up to at most that: ``_near_optimal`` lists them."""
-    flip = n_rows > n_cols  # then pair each column with a row
-    w = ([[weights.get((i, j), 0.0) for i in range(n_rows)] for j in range(n_cols)] if flip else
-         [[weights.get((i, j), 0.0) for j in range(n_cols)] for i in range(n_rows)])
     rows, cols = range(len(w)), range(len(w[0]))
     col_of, u, v = _max_assignment(w)
     tol = 0.0 if integral else 1e-12
@@ -356,18 +351,10 @@ def _certified_assignment(
     if (any(min(row) < -tol for row in slack) or any(slack[i][col_of[i]] > tol for i in rows) or min(v) < -tol
             or any(v[j] != 0 for j in free)):
         return None
-    picks = [[(i, col_of[i]) for i in rows]]
-    if not integral:
-        floor = sum(w[i][col_of[i]] for i in rows) - _MARGIN
-        near = _near_optimal(w, slack, floor, _MARGIN + len(w) * tol)
-        if near is None:
-            return None
-        picks = near
-    found: dict[Chosen, None] = {}
-    for pick in picks:
-        pairs = ((j, w[i][j]) for i, j in pick) if flip else ((i, w[i][j]) for i, j in pick)
-        found[tuple(sorted((row, value) for row, value in pairs if value > 0))] = None
-    return list(found) if len(found) <= _MAX_OPTIONS else None
+    if integral:
+        return [list(enumerate(col_of))]
+    floor = sum(w[i][col_of[i]] for i in rows) - _MARGIN
+    return _near_optimal(w, slack, floor, _MARGIN + len(w) * tol)
 
 
 def _near_optimal(
@@ -479,9 +466,10 @@ def _overlap(ident: _Identified) -> dict[tuple[int, int], int]:
     return counts  # type: ignore[no-any-return]
 
 
-def _overlap_components(ident: _Identified) -> tuple[dict[tuple[int, int], int], list[list[tuple[int, int]]]]:
+def _overlap_components(ident: _Identified) -> tuple[dict[tuple[int, int], int], list[Any]]:
     """The overlap counts and the connected components of that bipartite graph (entities in
-    different components never compete in an assignment); built once for both CEAF variants."""
+    different components never compete in an assignment): a component of one edge as a list of
+    it, a larger one as (edges, sorted rows, sorted columns); built once for both CEAF variants."""
     cached = ident.cache.get("ceaf")
     if cached is not None:
         return cached  # type: ignore[no-any-return]
@@ -493,7 +481,10 @@ def _overlap_components(ident: _Identified) -> tuple[dict[tuple[int, int], int],
         by_col.setdefault(j, []).append(i)
     seen_rows: set[int] = set()
     components = []
-    for start in by_row:
+    for start, mine in by_row.items():
+        if len(mine) == 1 and len(by_col[mine[0]]) == 1:  # the commonest: one key, one response entity
+            components.append([(start, mine[0])])
+            continue
         if start in seen_rows:
             continue
         seen_rows.add(start)
@@ -508,7 +499,8 @@ def _overlap_components(ident: _Identified) -> tuple[dict[tuple[int, int], int],
                             seen_rows.add(i)
                             rows.append(i)
                             stack.append(i)
-        components.append([(i, j) for i in rows for j in by_row[i]])
+        edges = [(i, j) for i in rows for j in by_row[i]]
+        components.append(edges if len(edges) == 1 else (edges, sorted(rows), sorted(cols)))
     ident.cache["ceaf"] = (counts, components)
     return counts, components
 
@@ -531,19 +523,20 @@ def _ceaf(ident: _Identified, mention_based: bool) -> Counts:
         sim = {(i, j): 2 * c / (len(key[i]) + len(resp[j])) for (i, j), c in counts.items()}
     chosen: list[tuple[int, float]] = []
     tied: list[tuple[list[tuple[int, int]], list[list[tuple[int, float]]] | None]] = []
-    for edges in components:
-        if len(edges) == 1:
-            chosen.append((edges[0][0], sim[edges[0]]))
+    for component in components:
+        if len(component) == 1:
+            chosen.append((component[0][0], sim[component[0]]))
             continue
-        rows = sorted({i for i, _ in edges})
-        cols = sorted({j for _, j in edges})
+        edges, rows, cols = component
         if len(rows) == 1 or len(cols) == 1:  # one entity on a side: the best edge is optimal
             i, j = max(edges, key=lambda e: sim[e])
             chosen.append((i, sim[(i, j)]))
             continue
         r_at, c_at = {i: n for n, i in enumerate(rows)}, {j: n for n, j in enumerate(cols)}
-        own = _own_assignment({(r_at[i], c_at[j]): sim[(i, j)] for i, j in edges}, len(rows), len(cols),
-                              mention_based)
+        m = [[0.0] * len(cols) for _ in rows]
+        for i, j in edges:
+            m[r_at[i]][c_at[j]] = sim[(i, j)]
+        own = _own_assignment(m, mention_based)
         options = None if own is None else [[(rows[a], value) for a, value in option] for option in own]
         if options is not None and len(options) == 1:
             chosen.extend(options[0])
