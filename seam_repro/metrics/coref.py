@@ -23,7 +23,6 @@ output (such as SEAM's ``process_conll_out``) reads: percentages truncated to 2 
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from math import prod
@@ -586,28 +585,17 @@ def _settle_ties(
     return out
 
 
-def _pairs_coref(chains: list[list[int]]) -> set[tuple[int, int]]:
-    out: set[tuple[int, int]] = set()
-    for chain in chains:
-        for a in range(len(chain)):
-            for b in range(a + 1, len(chain)):
-                x, y = chain[a], chain[b]
-                out.add((x, y) if x <= y else (y, x))
-    return out
+def _pairs_coref(chains: list[list[int]], base: int) -> set[int]:
+    """The scorer's set of coreference links, a link {x, y} written ``min * base + max``."""
+    return {x * base + y if x <= y else y * base + x for chain in chains for a, x in enumerate(chain)
+            for y in chain[a + 1:]}
 
 
-def _pairs_noncoref(chains: list[list[int]]) -> set[tuple[int, int]]:
-    out: set[tuple[int, int]] = set()
-    for p in range(len(chains)):
-        for q in range(p + 1, len(chains)):
-            for x in chains[p]:
-                for y in chains[q]:
-                    out.add((x, y) if x <= y else (y, x))
-    return out
-
-
-def _c2(n: int) -> int:
-    return n * (n - 1) // 2
+def _pairs_noncoref(chains: list[list[int]], base: int) -> set[int]:
+    """The scorer's set of non-coreference links (mentions of two different chains), written as
+    in ``_pairs_coref``."""
+    return {x * base + y if x <= y else y * base + x for p, first in enumerate(chains) for second in chains[p + 1:]
+            for x in first for y in second}
 
 
 def _blanc(ident: _Identified) -> BlancCounts:
@@ -616,25 +604,29 @@ def _blanc(ident: _Identified) -> BlancCounts:
     flat_r = [m for c in resp for m in c]
     if len(set(flat_k)) != len(flat_k) or len(set(flat_r)) != len(flat_r):
         # duplicated ids: the scorer's set-of-link-strings semantics, computed literally
-        kc, rc, kn, rn = _pairs_coref(key), _pairs_coref(resp), _pairs_noncoref(key), _pairs_noncoref(resp)
+        base = max(flat_k + flat_r) + 1
+        kc, rc = _pairs_coref(key, base), _pairs_coref(resp, base)
+        kn, rn = _pairs_noncoref(key, base), _pairs_noncoref(resp, base)
         return BlancCounts(
             Counts(len(kc & rc), len(kc), len(kc & rc), len(rc)),
             Counts(len(kn & rn), len(kn), len(kn & rn), len(rn)),
         )
-    # all ids distinct: count links arithmetically (O(mentions) instead of O(mentions^2))
-    kc = sum(_c2(len(c)) for c in key)
-    rc = sum(_c2(len(c)) for c in resp)
-    kn = (len(flat_k) ** 2 - sum(len(c) ** 2 for c in key)) // 2
-    rn = (len(flat_r) ** 2 - sum(len(c) ** 2 for c in resp)) // 2
+    # all ids distinct: count links arithmetically (O(mentions) instead of O(mentions^2)); n * (n - 1)
+    # is even, so halving the sum is the sum of the halves
+    kc = sum([len(c) * (len(c) - 1) for c in key]) // 2
+    rc = sum([len(c) * (len(c) - 1) for c in resp]) // 2
+    kn = (len(flat_k) ** 2 - sum([len(c) ** 2 for c in key])) // 2
+    rn = (len(flat_r) ** 2 - sum([len(c) ** 2 for c in resp])) // 2
     cell = _overlap(ident)
-    in_k: Counter[int] = Counter()
-    in_r: Counter[int] = Counter()
+    in_k: dict[int, int] = {}
+    in_r: dict[int, int] = {}
     for (i, j), n in cell.items():
-        in_k[i] += n
-        in_r[j] += n
+        in_k[i] = in_k.get(i, 0) + n
+        in_r[j] = in_r.get(j, 0) + n
     both = sum(cell.values())
-    same_both = sum(_c2(n) for n in cell.values())
-    isect_n = _c2(both) - sum(_c2(n) for n in in_k.values()) - sum(_c2(n) for n in in_r.values()) + same_both
+    same_both = sum([n * (n - 1) for n in cell.values()]) // 2
+    isect_n = (both * (both - 1) - sum([n * (n - 1) for n in in_k.values()])
+               - sum([n * (n - 1) for n in in_r.values()])) // 2 + same_both
     return BlancCounts(Counts(same_both, kc, same_both, rc), Counts(isect_n, kn, isect_n, rn))
 
 
