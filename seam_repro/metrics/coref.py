@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from math import prod
+from math import perm, prod
 from typing import Any
 
 METRICS: tuple[str, ...] = ("muc", "bcub", "ceafm", "ceafe", "blanc")
@@ -304,11 +304,16 @@ def _own_assignment(m: list[list[float]], integral: bool) -> list[Chosen] | None
     of numpy start-up): one ``Chosen`` where every optimal assignment has the same total
     (``integral`` similarities, as CEAF-m's counts), else every ``Chosen`` of an assignment within
     ``_MARGIN`` of the optimum, scipy's answer among them. None: too large or too many (ask
-    scipy). Small matrices are solved by trying every assignment, larger ones by
-    ``_max_assignment``."""
+    scipy). Small matrices (up to 60 assignments) are solved by trying every assignment, larger
+    ones by ``_max_assignment``."""
     flip = len(m) > len(m[0])  # then pair each column with a row
     w = [list(col) for col in zip(*m, strict=True)] if flip else m
-    if len(w) <= 3 and len(w[0]) <= 5:
+    if len(w) == 2 and len(w[0]) == 2:  # the commonest
+        straight, crossed = w[0][0] + w[1][1], w[0][1] + w[1][0]
+        picks = [[(0, 0), (1, 1)]] if straight > crossed - _MARGIN else []
+        if crossed > straight - _MARGIN and not (picks and integral):
+            picks.append([(0, 1), (1, 0)])
+    elif perm(len(w[0]), len(w)) <= 60:
         picks = _enumerated_assignment(w, integral)
     elif len(w[0]) > 40:  # O(n^3) in Python: scipy's compiled solver is the faster one
         return None
