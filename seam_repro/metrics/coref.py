@@ -11,7 +11,8 @@ by ``scorer.pl all`` (which SEAM's ``evaluation_classes/coreference.py`` calls).
 * MUC counts a response link for every mention that has a later mention of the same key entity in
   its response entity; B-cubed and CEAF use the original chains (no Cai & Strube changes), B-cubed
   iterates response mentions only; CEAF-m/e use an optimal assignment (the perl code uses Munkres,
-  here ``scipy.optimize.linear_sum_assignment``);
+  here ``scipy.optimize.linear_sum_assignment``, or the kit's own solver where that provably gives
+  the same values: ``_own_assignment``);
 * BLANC (Luo et al., 2014, generalised to system mentions) from the sets of coreference and
   non-coreference links, with the scorer's fallbacks when the key has no link of one kind;
 * multi-document totals sum each metric's numerators and denominators over documents (micro
@@ -512,7 +513,8 @@ def _overlap_components(ident: _Identified) -> tuple[dict[tuple[int, int], int],
 def _ceaf(ident: _Identified, mention_based: bool) -> Counts:
     """CEAF-m/e: the optimal key/response entity alignment, solved per connected component of
     entities that share mentions (most are one key and one response entity, solved without any
-    matrix); values are those of one assignment over the whole matrix, summed in key order."""
+    matrix; larger ones by ``_own_assignment``, else scipy, see ``_settle_ties``); values are
+    those of one assignment over the whole matrix, summed in key order."""
     key, resp = ident.key, ident.response
     if mention_based:
         den_rec, den_pre = sum(map(len, key)), sum(map(len, resp))
