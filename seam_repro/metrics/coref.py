@@ -474,7 +474,8 @@ def _overlap(ident: _Identified) -> dict[tuple[int, int], int]:
 def _overlap_components(ident: _Identified) -> tuple[dict[tuple[int, int], int], list[Any]]:
     """The overlap counts and the connected components of that bipartite graph (entities in
     different components never compete in an assignment): a component of one edge as a list of
-    it, a larger one as (edges, sorted rows, sorted columns); built once for both CEAF variants."""
+    it, a larger one as (edges, sorted rows, sorted columns, each edge's (row, column) position
+    among those); built once for both CEAF variants."""
     cached = ident.cache.get("ceaf")
     if cached is not None:
         return cached  # type: ignore[no-any-return]
@@ -505,7 +506,13 @@ def _overlap_components(ident: _Identified) -> tuple[dict[tuple[int, int], int],
                             rows.append(i)
                             stack.append(i)
         edges = [(i, j) for i in rows for j in by_row[i]]
-        components.append(edges if len(edges) == 1 else (edges, sorted(rows), sorted(cols)))
+        if len(edges) == 1:
+            components.append(edges)
+            continue
+        rows.sort()
+        cols.sort()
+        r_at, c_at = {i: n for n, i in enumerate(rows)}, {j: n for n, j in enumerate(cols)}
+        components.append((edges, rows, cols, [(r_at[i], c_at[j]) for i, j in edges]))
     ident.cache["ceaf"] = (counts, components)
     return counts, components
 
@@ -533,15 +540,14 @@ def _ceaf(ident: _Identified, mention_based: bool) -> Counts:
         if len(component) == 1:
             chosen.append((component[0][0], sim[component[0]]))
             continue
-        edges, rows, cols = component
+        edges, rows, cols, places = component
         if len(rows) == 1 or len(cols) == 1:  # one entity on a side: the best edge is optimal
             i, j = max(edges, key=lambda e: sim[e])
             chosen.append((i, sim[(i, j)]))
             continue
-        r_at, c_at = {i: n for n, i in enumerate(rows)}, {j: n for n, j in enumerate(cols)}
         m = [[0.0] * len(cols) for _ in rows]
-        for i, j in edges:
-            m[r_at[i]][c_at[j]] = sim[(i, j)]
+        for edge, (a, b) in zip(edges, places, strict=True):
+            m[a][b] = sim[edge]
         own = _own_assignment(m, mention_based)
         options = None if own is None else [[(rows[a], value) for a, value in option] for option in own]
         if options is not None and len(options) == 1:
