@@ -12,15 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import gzip
 import hashlib
 import json
 import math
 import os
 import re
-import shutil
-import tempfile
-import zlib
 from collections.abc import Iterable, Iterator
 from itertools import accumulate
 from pathlib import Path
@@ -125,6 +121,9 @@ def read_bytes(path: str | Path, *, what: str = "file") -> bytes:
 
 def gunzip(data: bytes, where: object) -> bytes:
     """Decompress gzip bytes; a file that is not gzip or was cut short is an :class:`InputError`."""
+    import gzip  # with zlib, ~2 ms of imports that only .gz inputs need
+    import zlib
+
     try:
         return gzip.decompress(data)
     except gzip.BadGzipFile:
@@ -289,6 +288,8 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     p = Path(path)
     ensure_dir(p.parent)
     tmp: str | None = None
+    import tempfile  # ~3 ms of imports (random, shutil, bz2, lzma): only writing commands pay them
+
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
         os.fchmod(fd, _file_mode(p))
@@ -345,6 +346,9 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     if final.exists():
         raise OutputError(f"{final}: already exists; choose a new output folder")
     ensure_dir(final.parent)
+    import shutil
+    import tempfile
+
     try:
         work = Path(tempfile.mkdtemp(prefix=f".{final.name}.partial-", dir=final.parent))
     except OSError as exc:

@@ -33,7 +33,7 @@ print("LOADED", sorted(m for m in {heavy!r} if m in sys.modules), code, file=sys
 CONLL = "#begin document (d); part 000\nd\t0\t0\tA\t(1)\nd\t0\t1\tB\t(1)\nd\t0\t2\tC\t-\n#end document\n"
 
 
-@pytest.mark.parametrize("args", [["--version"], ["--help"], ["replay", "--help"], ["score", "--help"]])
+@pytest.mark.parametrize("args", [["replay", "--help"], ["score", "--help"]])
 def test_cli_entry_points_import_nothing_heavy(args: list[str]) -> None:
     loaded = subprocess.run(
         [sys.executable, "-c", PROBE.format(heavy=HEAVY), *args], capture_output=True, text=True, cwd=REPO
@@ -49,8 +49,30 @@ def test_conll_score_imports_nothing_heavy(tmp_path: Path) -> None:
     assert "LOADED [] 0" in out, out
 
 
-def test_verify_imports_nothing_heavy() -> None:
-    out = subprocess.run([sys.executable, "-c", PROBE.format(heavy=HEAVY), "verify", "manifests/smoke.json"],
+FIXED_COST = ("socket", "http.client", "urllib.request", "zipfile", "importlib.resources", "fastjsonschema",
+              "difflib", "numpy", "ssl")
+"""Standard-library and small third-party modules that the prompt-generation and start-up paths do
+not need (each 1-25 ms of CPU at start-up): the network stack (only fetch and a Hub probe), zip
+extraction (fetch), fastjsonschema (only a manifest that fails the precompiled check), difflib (only
+a prompt mismatch is diffed), numpy (scoring)."""
+WRITE_ONLY = ("gzip", "tempfile", "shutil")
+"""Only a writing command (atomic temp file + rename) or a .gz input needs these."""
+
+
+@pytest.mark.parametrize(("args", "allowed"), [
+    (["--version"], ()),
+    (["--help"], ("shutil",)),  # click asks shutil for the terminal width
+    (["verify", "manifests/smoke.json"], ("gzip",)),  # its prompt store is a .gz
+    (["prompts", "manifests/smoke.json", "--out", "{tmp}/p.jsonl"], ("tempfile", "shutil")),
+    (["sample", "manifests/smoke.config.json", "--out", "{tmp}/m.json", "--prompts-dir", "manifests/fixtures/prompts"],
+     ("tempfile", "shutil")),
+])
+def test_start_up_imports_only_what_the_command_uses(args: list[str], allowed: tuple[str, ...], tmp_path: Path) -> None:
+    """The fixed cost every kit process pays before its work (issue 16: sample + prompts must stay
+    within ~155 ms of CPU together). Long option names: click's parser imports difflib itself when a
+    short option such as ``-o`` is first tried as a long one."""
+    watched = tuple(m for m in HEAVY + FIXED_COST + WRITE_ONLY if m not in allowed)
+    out = subprocess.run([sys.executable, "-c", PROBE.format(heavy=watched), *(a.format(tmp=tmp_path) for a in args)],
                          capture_output=True, text=True, cwd=REPO).stderr
     assert "LOADED [] 0" in out, out
 
