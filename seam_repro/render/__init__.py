@@ -14,9 +14,16 @@ from typing import Any
 from seam_repro.instances import Instance
 from seam_repro.render.context import RunContext
 
+_TEMPLATES: dict[str, Any] = {}
+"""Template objects by the spec's ``module:attr`` reference, looked up once per process."""
+
 
 def template_for(ctx: RunContext) -> Any:
-    return ctx.spec.template_obj()
+    ref = ctx.spec.template
+    template = _TEMPLATES.get(ref)
+    if template is None:
+        template = _TEMPLATES[ref] = ctx.spec.template_obj()
+    return template
 
 
 def few_shots(ctx: RunContext) -> str:
