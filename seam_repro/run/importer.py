@@ -73,6 +73,9 @@ class ImportBackend:
     def resolved_generation(self, settings: GenerationSettings) -> dict[str, Any]:
         return {"imported": True, "source_format": self.source.get("format")}
 
+    def default_batch_size(self, settings: GenerationSettings) -> int:
+        return max(1, len(self.outputs))  # nothing is computed: one batch
+
     def generate(self, requests: list[GenerationRequest], settings: GenerationSettings) -> list[GenerationResult]:
         out = []
         for req in requests:
@@ -215,6 +218,7 @@ def import_outputs(manifest_path: Path, out: Path, *, model: str, upstream_dir: 
     backend = ImportBackend(model_id, revision, outputs, source)
     settings = GenerationSettings.from_manifest((manifest.get("config") or {}).get("generation"),
                                                 source=str(manifest_path))
-    run_generation(chosen, backend, settings, Path(out), manifest, batch_size=max(1, len(chosen)), progress=False)
+    run_generation(chosen, backend, settings, Path(out), manifest, batch_size=backend.default_batch_size(settings),
+                   progress=False)
     return Path(out), len(chosen)
 
