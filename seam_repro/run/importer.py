@@ -197,15 +197,17 @@ def import_outputs(manifest_path: Path, out: Path, *, model: str, upstream_dir: 
     """Match the outputs to the manifest's prompts and write the run folder; returns (folder, count)."""
     from seam_repro.generate import parse_model_spec
     from seam_repro.manifest.prompts import check_prompt_records, render_records
-    from seam_repro.manifest.trust import load_trusted
+    from seam_repro.manifest.trust import check_rendered, load_trusted
     from seam_repro.run.replay import run_generation
 
     if (upstream_dir is None) == (jsonl is None):
         raise InputError("import", "give exactly one of --upstream-dir and --jsonl")
     model_id, revision = parse_model_spec(model)
-    manifest = load_trusted(manifest_path, allow_unfrozen=allow_unfrozen, purpose="import").manifest
+    tm = load_trusted(manifest_path, allow_unfrozen=allow_unfrozen, purpose="import")
+    manifest = tm.manifest
     records = render_records(manifest, data_dir=data_dir, prompts_dir=prompts_dir, base=manifest_path,
                              allow_unfrozen=allow_unfrozen)
+    check_rendered(tm, records)  # outputs are matched by prompt hash: drifted data must not re-key them
     expected = check_prompt_records(records)
     if upstream_dir is not None:
         outputs = read_upstream_dir(Path(upstream_dir), model_id, expected)
