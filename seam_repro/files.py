@@ -361,6 +361,27 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
         raise
 
 
+@contextlib.contextmanager
+def staged_file(path: str | Path) -> Iterator[Path]:
+    """A sibling (``<name>.new``) to write ``path``'s next content into, for content that must be
+    checked before it lands: it replaces ``path`` (rename, then the folder is synced) only when the
+    block succeeds, and is removed when the block raises, so ``path`` is either old or new, whole."""
+    final = Path(path)
+    staged = final.with_name(final.name + ".new")
+    try:
+        yield staged
+        os.replace(staged, final)
+        _fsync_dir(final.parent)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(staged)
+        raise OutputError(f"{final}: cannot write: {_os_problem(exc)}; nothing was changed") from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(staged)
+        raise
+
+
 def _resolved(path: str | Path) -> Path:
     return Path(os.path.realpath(os.path.abspath(path)))
 

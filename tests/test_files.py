@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -178,3 +179,21 @@ def test_depth_check_equals_the_character_loop() -> None:
         assert _depth_exceeds(text, limit) == expected, (text, limit)
         flagged += expected
     assert 2000 < flagged < 18000, flagged
+
+
+def test_staged_file_lands_only_when_the_block_succeeds(tmp_path: Path) -> None:
+    from seam_repro.files import staged_file
+
+    target = tmp_path / "prompts.jsonl"
+    target.write_text("old\n")
+    with pytest.raises(ValueError), staged_file(target) as staged:
+        staged.write_text("new\n")
+        raise ValueError("a check failed")
+    assert target.read_text() == "old\n" and sorted(p.name for p in tmp_path.iterdir()) == ["prompts.jsonl"]
+    with staged_file(target) as staged:
+        staged.write_text("new\n")
+    assert target.read_text() == "new\n" and sorted(p.name for p in tmp_path.iterdir()) == ["prompts.jsonl"]
+    with pytest.raises(OutputError, match="prompts.jsonl: cannot write"), staged_file(target) as staged:
+        staged.mkdir()
+        (staged / "x").write_text("a folder cannot replace a file")
+    assert target.read_text() == "new\n"
