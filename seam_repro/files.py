@@ -61,6 +61,8 @@ def _depth_exceeds(text: str, limit: int) -> bool:
     """True when brackets outside strings nest deeper than ``limit``; linear, no recursion, and
     no Python step per character (strings and other characters are dropped by regex first: a
     per-character loop was the largest cost of reading the datasets in ``sample``)."""
+    if text.count("[") + text.count("{") <= limit:  # every opener, even one in a string, bounds the depth
+        return False
     bare = _JSON_STRING.sub("", text)
     quote = bare.find('"')
     if quote >= 0:
