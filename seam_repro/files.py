@@ -57,6 +57,8 @@ def _depth_exceeds(text: str, limit: int) -> bool:
     """True when brackets outside strings nest deeper than ``limit``; linear, no recursion, and
     no Python step per character (strings and other characters are dropped by regex first: a
     per-character loop was the largest cost of reading the datasets in ``sample``)."""
+    if text.count("[") + text.count("{") <= limit:  # every opener, even one in a string, bounds the depth
+        return False
     bare = _JSON_STRING.sub("", text)
     quote = bare.find('"')
     if quote >= 0:
@@ -376,6 +378,27 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
         raise OutputError(f"{final}: cannot write: {_os_problem(exc)}; nothing was changed") from None
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
+        raise
+
+
+@contextlib.contextmanager
+def staged_file(path: str | Path) -> Iterator[Path]:
+    """A sibling (``<name>.new``) to write ``path``'s next content into, for content that must be
+    checked before it lands: it replaces ``path`` (rename, then the folder is synced) only when the
+    block succeeds, and is removed when the block raises, so ``path`` is either old or new, whole."""
+    final = Path(path)
+    staged = final.with_name(final.name + ".new")
+    try:
+        yield staged
+        os.replace(staged, final)
+        _fsync_dir(final.parent)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(staged)
+        raise OutputError(f"{final}: cannot write: {_os_problem(exc)}; nothing was changed") from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(staged)
         raise
 
 

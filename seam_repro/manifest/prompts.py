@@ -19,7 +19,7 @@ from seam_repro.render.context import RunContext
 from seam_repro.sources.resolve import Sources
 from seam_repro.specs import DatasetSpec
 
-REQUIRED = {"dataset": str, "run": int, "instance_id": str, "prompt": str, "prompt_sha256": str, "gen_seed": int}
+REQUIRED: dict[str, Any] = {"dataset": str, "run": int, "instance_id": str, "prompt": str, "prompt_sha256": str, "gen_seed": int}
 """Fields every prompt record carries, with their JSON types."""
 
 
@@ -191,17 +191,32 @@ def prompts_jsonl(manifest: Path, out: Path, data_dir: Any = None, prompts_dir: 
     return records_jsonl(_render_parts(m, data_dir, prompts_dir, manifest))
 
 
+def require_fields(rec: dict[str, Any], fields: dict[str, type | tuple[type, ...]], source: object,
+                   record: object) -> None:
+    """Each of ``fields`` present with its JSON type (a bool is no int), else a one-line error."""
+    for name, typ in fields.items():
+        value = rec.get(name)
+        if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
+            names = typ.__name__ if isinstance(typ, type) else "/".join(t.__name__ for t in typ)
+            raise InputError(source, f"missing or not a {names}", record=record, field=name)
+
+
+def check_prompt_record(rec: dict[str, Any], source: object, record: object,
+                        required: dict[str, Any] = REQUIRED) -> None:
+    """One prompt record's field types (``required``) and its prompt hash; the one check every
+    reader of prompt records applies (replay's input, a shard's or run folder's prompts.jsonl)."""
+    require_fields(rec, required, source, record)
+    if sha256_text(rec["prompt"]) != rec["prompt_sha256"]:
+        raise InputError(source, "does not match sha256 of 'prompt'", record=record, field="prompt_sha256")
+
+
 def check_prompt_records(records: Sequence[dict[str, Any]],
                          source: str = "prompt records") -> dict[tuple[str, int, str], str]:
     """Validate fields, prompt hashes and uniqueness (replay's input, a shard's prompts.jsonl); return
     {key: prompt_sha256}."""
     hashes: dict[tuple[str, int, str], str] = {}
     for i, rec in enumerate(records):
-        for name, typ in REQUIRED.items():
-            if not isinstance(rec.get(name), typ) or (typ is int and isinstance(rec.get(name), bool)):
-                raise InputError(source, f"missing or not a {typ.__name__}", record=i, field=name)
-        if sha256_text(rec["prompt"]) != rec["prompt_sha256"]:
-            raise InputError(source, "does not match sha256 of 'prompt'", record=i, field="prompt_sha256")
+        check_prompt_record(rec, source, i)
         key = (rec["dataset"], rec["run"], rec["instance_id"])
         if key in hashes:
             raise InputError(source, f"duplicate instance {key}", record=i)
