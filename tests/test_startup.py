@@ -78,6 +78,17 @@ def test_start_up_imports_only_what_the_command_uses(args: list[str], allowed: t
     assert "LOADED [] 0" in out, out
 
 
+def test_editable_install_needs_no_import_hook() -> None:
+    """``make install``'s ``pip install -e .`` gives a plain path .pth only when the package layout
+    is spelled out (setuptools' "simple layout" rule); without it every Python start in .venv loads
+    setuptools' finder (~12 ms of CPU: ``python -c pass`` 22 -> 10 ms measured). Wheels are unchanged."""
+    import tomllib
+
+    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    assert setuptools["package-dir"] == {"": "."}
+    assert setuptools["packages"]["find"]["include"] == ["seam_repro*"]
+
+
 def _jsonschema_ok(doc: object) -> bool:
     schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
     return not list(jsonschema.Draft202012Validator(schema).iter_errors(doc))
