@@ -140,29 +140,6 @@ def test_atomic_write_gives_the_mode_open_would(tmp_path):
         os.umask(mask)
 
 
-def test_atomic_write_temporary_is_a_new_private_hidden_sibling(tmp_path, monkeypatch):
-    """The temporary file (made without tempfile, see files._new_temp_beside) is created exclusively,
-    0600 until the write gives it its final mode, named ``.<name>.<random>.tmp`` beside the target
-    (the pattern the kill drills look for), never reuses an existing name, and is gone afterwards."""
-    from seam_repro import files
-
-    target = tmp_path / "m.json"
-    fd, name = files._new_temp_beside(target)
-    os.close(fd)
-    assert os.path.dirname(name) == str(tmp_path)
-    base = os.path.basename(name)
-    assert base.startswith(".m.json.") and base.endswith(".tmp") and len(base) == len(".m.json..tmp") + 12
-    assert os.stat(name).st_mode & 0o777 == 0o600
-    taken = iter([bytes.fromhex(base[len(".m.json."):-len(".tmp")]), b"\x01" * 6])
-    monkeypatch.setattr(files.os, "urandom", lambda n: next(taken))
-    fd2, name2 = files._new_temp_beside(target)  # the first name drawn exists: the next one is used
-    os.close(fd2)
-    assert name2 != name and name2.endswith(".010101010101.tmp")
-    monkeypatch.undo()
-    atomic_write_json(target, {"v": 1})
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([base, os.path.basename(name2), "m.json"])
-
-
 def _depth_by_characters(text: str, limit: int) -> bool:
     """The nesting check as first written: one step per character, strings skipped."""
     depth, in_string, escaped = 0, False, False

@@ -56,17 +56,17 @@ not need (each 1-25 ms of CPU at start-up): the network stack (only fetch and a 
 extraction (fetch), fastjsonschema (only a manifest that fails the precompiled check), difflib (only
 a prompt mismatch is diffed), numpy (scoring)."""
 WRITE_ONLY = ("gzip", "tempfile", "shutil", "seam_repro.sources.fetch")
-"""Only a .gz input, a folder written whole (atomic_dir) or a fetch needs these: a file is written
-through files.atomic_write_bytes's own temporary sibling, and a source with a path needs no cache."""
+"""Only a .gz input, a written file (tempfile: files.atomic_write_bytes's sibling), a folder written
+whole (atomic_dir) or a fetch needs these; a source with a path needs no cache."""
 
 
 @pytest.mark.parametrize(("args", "allowed"), [
     (["--version"], ()),
     (["--help"], ("shutil",)),  # click asks shutil for the terminal width
     (["verify", "manifests/smoke.json"], ("gzip",)),  # its prompt store is a .gz
-    (["prompts", "manifests/smoke.json", "--out", "{tmp}/p.jsonl"], ()),
+    (["prompts", "manifests/smoke.json", "--out", "{tmp}/p.jsonl"], ("tempfile", "shutil")),
     (["sample", "manifests/smoke.config.json", "--out", "{tmp}/m.json", "--prompts-dir", "manifests/fixtures/prompts"],
-     ()),
+     ("tempfile", "shutil")),
 ])
 def test_start_up_imports_only_what_the_command_uses(args: list[str], allowed: tuple[str, ...], tmp_path: Path) -> None:
     """The fixed cost every kit process pays before its work (issue 16: sample + prompts must stay
