@@ -3,6 +3,8 @@ one library call. Commands are imported lazily so ``--help`` never imports torch
 
 from __future__ import annotations
 
+import atexit
+import gc
 import importlib
 import os
 import shlex
@@ -99,6 +101,17 @@ def _fail(message: str, code: int) -> None:
     sys.exit(code)
 
 
+def _no_collection_at_exit() -> None:
+    """Freeze the garbage collector's view of the heap when the process exits, so the interpreter's
+    last collection does not walk every object a command leaves behind (sample, prompts and verify
+    each spent ~7-9 ms of CPU there). The objects are still freed as the interpreter tears down;
+    only objects caught in reference cycles are left to the OS, whose finalizers Python never
+    promised to run at exit (atexit handlers, flushes and closes are unaffected). Registered once
+    per process, however often ``main`` runs."""
+    atexit.unregister(gc.freeze)
+    atexit.register(gc.freeze)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: every failure is one line on stderr, never a traceback.
 
@@ -108,6 +121,7 @@ def main(argv: list[str] | None = None) -> None:
     """
     args = list(sys.argv[1:] if argv is None else argv)
     _interrupt_note.clear()
+    _no_collection_at_exit()
     from seam_repro.network import apply_policy
 
     apply_policy(args)  # offline unless this command line asks for the network

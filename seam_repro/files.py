@@ -12,15 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import gzip
 import hashlib
 import json
 import math
 import os
 import re
-import shutil
-import tempfile
-import zlib
 from collections.abc import Iterable, Iterator
 from itertools import accumulate
 from pathlib import Path
@@ -61,6 +57,8 @@ def _depth_exceeds(text: str, limit: int) -> bool:
     """True when brackets outside strings nest deeper than ``limit``; linear, no recursion, and
     no Python step per character (strings and other characters are dropped by regex first: a
     per-character loop was the largest cost of reading the datasets in ``sample``)."""
+    if text.count("[") + text.count("{") <= limit:  # every opener, even one in a string, bounds the depth
+        return False
     bare = _JSON_STRING.sub("", text)
     quote = bare.find('"')
     if quote >= 0:
@@ -125,6 +123,9 @@ def read_bytes(path: str | Path, *, what: str = "file") -> bytes:
 
 def gunzip(data: bytes, where: object) -> bytes:
     """Decompress gzip bytes; a file that is not gzip or was cut short is an :class:`InputError`."""
+    import gzip  # with zlib, ~2 ms of imports that only .gz inputs need
+    import zlib
+
     try:
         return gzip.decompress(data)
     except gzip.BadGzipFile:
@@ -290,6 +291,8 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     ensure_dir(p.parent)
     tmp: str | None = None
     try:
+        import tempfile  # stdlib's exclusive, private creation; only writing commands pay its import
+
         fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
         os.fchmod(fd, _file_mode(p))
         with os.fdopen(fd, "wb") as fh:
@@ -345,6 +348,9 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     if final.exists():
         raise OutputError(f"{final}: already exists; choose a new output folder")
     ensure_dir(final.parent)
+    import shutil
+    import tempfile
+
     try:
         work = Path(tempfile.mkdtemp(prefix=f".{final.name}.partial-", dir=final.parent))
     except OSError as exc:
@@ -358,6 +364,27 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
         raise OutputError(f"{final}: cannot write: {_os_problem(exc)}; nothing was changed") from None
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
+        raise
+
+
+@contextlib.contextmanager
+def staged_file(path: str | Path) -> Iterator[Path]:
+    """A sibling (``<name>.new``) to write ``path``'s next content into, for content that must be
+    checked before it lands: it replaces ``path`` (rename, then the folder is synced) only when the
+    block succeeds, and is removed when the block raises, so ``path`` is either old or new, whole."""
+    final = Path(path)
+    staged = final.with_name(final.name + ".new")
+    try:
+        yield staged
+        os.replace(staged, final)
+        _fsync_dir(final.parent)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(staged)
+        raise OutputError(f"{final}: cannot write: {_os_problem(exc)}; nothing was changed") from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(staged)
         raise
 
 

@@ -17,6 +17,21 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+class PrefixHasher:
+    """``sha256_text(prefix + text)`` for many texts after one shared prefix, hashing the prefix
+    once: every prompt of a run starts with the same demonstrations, most of its length."""
+
+    __slots__ = ("_state",)
+
+    def __init__(self, prefix: str) -> None:
+        self._state = hashlib.sha256(prefix.encode("utf-8"))
+
+    def hexdigest(self, text: str) -> str:
+        h = self._state.copy()
+        h.update(text.encode("utf-8"))
+        return h.hexdigest()
+
+
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 

@@ -10,15 +10,17 @@ renders and reports that id; ``instance_id`` is its canonical string form used i
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 DATASET_NAMES: tuple[str, ...] = ("ECB", "FuseReviews", "SciCo", "MultiNews", "MusiQue", "OpenASP")
 """Dataset names exactly as upstream's generate.json spells them (also the prompt file stems)."""
 
 
-@dataclass(frozen=True)
-class Token:
-    """One ECB+ token row of the Cattan et al. JSON: ``[sent_id, token_id, token_text, is_annotated, ...]``."""
+class Token(NamedTuple):
+    """One ECB+ token row of the Cattan et al. JSON: ``[sent_id, token_id, token_text, is_annotated, ...]``.
+
+    A named tuple, not a dataclass: a corpus has tens of thousands and every command that reads
+    ECB+ builds them all (a frozen dataclass costs several times more to construct)."""
 
     sent_id: int
     token_id: int

@@ -4,7 +4,7 @@ SCHEMA_SHA256 = "3cf1c0022930668aaa13272717fb34b109923556d8f9b1ec93ec5f22adc84be
 VERSION = "2.22.2"
 from decimal import Decimal
 import re
-from fastjsonschema import JsonSchemaValueException, JsonSchemaValuesException
+from seam_repro.errors import SchemaRejection as JsonSchemaValueException, SchemaRejection as JsonSchemaValuesException
 
 
 REGEX_PATTERNS = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -178,3 +179,56 @@ def test_depth_check_equals_the_character_loop() -> None:
         assert _depth_exceeds(text, limit) == expected, (text, limit)
         flagged += expected
     assert 2000 < flagged < 18000, flagged
+
+
+def test_staged_file_lands_only_when_the_block_succeeds(tmp_path: Path) -> None:
+    from seam_repro.files import staged_file
+
+    target = tmp_path / "prompts.jsonl"
+    target.write_text("old\n")
+    with pytest.raises(ValueError), staged_file(target) as staged:
+        staged.write_text("new\n")
+        raise ValueError("a check failed")
+    assert target.read_text() == "old\n" and sorted(p.name for p in tmp_path.iterdir()) == ["prompts.jsonl"]
+    with staged_file(target) as staged:
+        staged.write_text("new\n")
+    assert target.read_text() == "new\n" and sorted(p.name for p in tmp_path.iterdir()) == ["prompts.jsonl"]
+    with pytest.raises(OutputError, match="prompts.jsonl: cannot write"), staged_file(target) as staged:
+        staged.mkdir()
+        (staged / "x").write_text("a folder cannot replace a file")
+    assert target.read_text() == "new\n"
+
+
+def _depth_by_hand(text: str) -> int:
+    """Deepest bracket nesting outside JSON strings, one character at a time (the reference)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            escaped, in_string = (False, True) if escaped else (ch == "\\", ch != '"')
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def test_json_depth_guard_matches_a_character_walk() -> None:
+    """The guard's shortcuts (an opener count, regex-stripped strings) against the plain walk, on
+    texts of brackets, quotes, escapes and filler, valid JSON or not."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from seam_repro.files import _depth_exceeds
+
+    @settings(max_examples=500, deadline=None)
+    @given(st.lists(st.sampled_from(['[', ']', '{', '}', '"', '\\', '\\"', 'a', ',', ' ']), max_size=60),
+           st.integers(0, 8))
+    def check(parts: list[str], limit: int) -> None:
+        text = "".join(parts)
+        assert _depth_exceeds(text, limit) == (_depth_by_hand(text) > limit)
+
+    check()

@@ -127,3 +127,25 @@ def test_split_prediction_keeps_the_whole_text() -> None:
     assert split_prediction("[INST] P [/INST] answer", "P") == ("[INST] P [/INST]", " answer", True)
     assert split_prediction("user\nP\nanswer", "P") == ("user\nP\n", "answer", True)
     assert split_prediction("cut prompt answer", "P long") == ("", "cut prompt answer", False)
+
+
+def test_import_refuses_prompts_that_do_not_hash_to_the_manifest(manifest, tmp_path: Path) -> None:
+    """Old main: import rendered prompts from the data given and matched outputs to them without
+    checking them against the manifest, so drifted data re-keyed outputs under the manifest's digest."""
+    from seam_repro.errors import ManifestError
+    from seam_repro.manifest.format import dump_manifest, seal
+
+    path, records = manifest
+    m = json.loads(path.read_text())
+    inst = m["runs"][0]["instances"][0]
+    inst["prompt_sha256"] = "0" * 64
+    resealed = tmp_path / "resealed.json"
+    resealed.write_text(dump_manifest(seal(m)))
+    jsonl = tmp_path / "outputs.jsonl"
+    jsonl.write_text("".join(json.dumps({"dataset": r["dataset"], "run": r["run"], "instance_id": r["instance_id"],
+                                         "prompt_sha256": r["prompt_sha256"], "output": "x"}) + "\n" for r in records))
+    with pytest.raises(ManifestError) as exc:
+        import_outputs(resealed, tmp_path / "run", model=MODEL, jsonl=jsonl, prompts_dir=PROMPTS_DIR)
+    assert "1 rendered prompt(s) do not match" in str(exc.value).splitlines()[0]
+    assert f"{m['runs'][0]['dataset']} run {m['runs'][0]['run']} instance {inst['id']}" in str(exc.value)
+    assert not (tmp_path / "run").exists()

@@ -240,7 +240,8 @@ def test_default_batch_size_is_the_backends_measured_best(tmp_path: Path, monkey
     from seam_repro.run.replay import ReplayOptions, replay
 
     class Measured(EchoBackend):
-        preferred_batch_size = preferred
+        def default_batch_size(self, settings: GenerationSettings) -> int:
+            return preferred or super().default_batch_size(settings)
 
     monkeypatch.setattr(generate, "make_backend", lambda *a, **k: Measured())
     out = tmp_path / "run"
@@ -259,5 +260,22 @@ def test_hf_backend_prefers_the_measured_cpu_batch_size() -> None:
                                 generation_config=SimpleNamespace(eos_token_id=2))
         return HFBackend(model, SimpleNamespace(pad_token_id=None, eos_token_id=2), "m", "r")
 
-    assert backend("cpu").preferred_batch_size == CPU_BATCH_SIZE == 8
-    assert backend("cuda:0").preferred_batch_size is None
+    settings = GenerationSettings(batch_size=3)
+    assert backend("cpu").default_batch_size(settings) == CPU_BATCH_SIZE == 8
+    assert backend("cuda:0").default_batch_size(settings) == 3
+
+
+def test_every_backend_names_its_default_batch_size() -> None:
+    """replay asks the backend (no duck typing): served backends keep at least their concurrency
+    in flight, vLLM and echo take the manifest's, import takes everything in one batch."""
+    from seam_repro.generate.openai_compat import OpenAIBackend
+    from seam_repro.generate.vllm import VLLMBackend
+    from seam_repro.run.importer import ImportBackend
+
+    settings = GenerationSettings(batch_size=3)
+    served = OpenAIBackend("m", "r", "http://127.0.0.1:9", concurrency=8)
+    assert served.default_batch_size(settings) == 8
+    assert OpenAIBackend("m", "r", "http://127.0.0.1:9", concurrency=2).default_batch_size(settings) == 3
+    assert EchoBackend().default_batch_size(settings) == 3
+    assert VLLMBackend.default_batch_size(object.__new__(VLLMBackend), settings) == 3
+    assert ImportBackend("m", "r", {("D", 0, str(i)): None for i in range(5)}).default_batch_size(settings) == 5

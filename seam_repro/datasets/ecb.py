@@ -31,28 +31,25 @@ CATEGORIES: tuple[str, ...] = ("events", "entities")
 ROW_FORM = "a list [sent_id:int, token_id:int, token_text:str, is_annotated:bool, ...]"
 
 
+def _row_ok(row: Any) -> bool:
+    """A token row of the form ``ROW_FORM``; JSON values have exact types, so ``type(...) is``
+    is ``isinstance`` here, except that a bool is no int token id."""
+    return (type(row) is list and len(row) >= 4 and type(row[0]) in (int, bool) and type(row[1]) is int
+            and type(row[2]) is str and type(row[3]) is bool)
+
+
 def _tokens(path: Path, doc_id: str, rows: Any) -> tuple[Token, ...]:
     """Validate one document's token rows and turn them into ``Token`` objects."""
     if not isinstance(rows, list):
         raise InputError(path, f"expected a list of token rows ({ROW_FORM})", record=f"document '{doc_id}'")
-    out = []
-    for i, row in enumerate(rows):
-        ok = (
-            isinstance(row, list)
-            and len(row) >= 4
-            and isinstance(row[0], int)
-            and isinstance(row[1], int)
-            and not isinstance(row[1], bool)
-            and isinstance(row[2], str)
-            and isinstance(row[3], bool)
-        )
-        if not ok:
-            raise InputError(path, f"token row {i}: expected {ROW_FORM}, got {str(row)[:80]}", record=f"document '{doc_id}'")
-        out.append(Token(sent_id=row[0], token_id=row[1], text=row[2], is_annotated=row[3]))
-    if not any(t.is_annotated for t in out):
+    if not all(map(_row_ok, rows)):
+        i, row = next((i, row) for i, row in enumerate(rows) if not _row_ok(row))
+        raise InputError(path, f"token row {i}: expected {ROW_FORM}, got {str(row)[:80]}", record=f"document '{doc_id}'")
+    out = tuple([Token(row[0], row[1], row[2], row[3]) for row in rows])
+    if not any(row[3] for row in rows):
         # upstream cuts each document to its annotated span; without one it has no text at all
         raise InputError(path, "no token has is_annotated = true; expected at least one", record=f"document '{doc_id}'")
-    return tuple(out)
+    return out
 
 
 def _mention(path: Path, i: int, row: Any, docs: dict[str, Any], doc_tokens: dict[str, set[int]]) -> tuple[Any, Mention]:

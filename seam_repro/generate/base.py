@@ -81,6 +81,11 @@ class Backend(Protocol):
         """Generate one result per request, in order; each depends only on its own request."""
         ...
 
+    def default_batch_size(self, settings: GenerationSettings) -> int:
+        """Requests per ``generate`` call when the user gives no ``--batch-size``: the manifest's
+        ``settings.batch_size`` unless this engine knows better for where it runs."""
+        ...
+
 
 @dataclass
 class EchoBackend:
@@ -99,6 +104,9 @@ class EchoBackend:
 
     def resolved_generation(self, settings: GenerationSettings) -> dict[str, Any]:
         return {**settings.as_dict(), "prompt_path": "raw", "sampler": "python-random-words"}
+
+    def default_batch_size(self, settings: GenerationSettings) -> int:
+        return settings.batch_size
 
     def generate(self, requests: list[GenerationRequest], settings: GenerationSettings) -> list[GenerationResult]:
         results = []

@@ -205,10 +205,9 @@ class HFBackend:
                 "add_special_tokens": self.upstream_add_special_tokens if self.prompt_path == "upstream" else False,
                 "sampler": "seam-repro-row-inverse-cdf-v1" if settings.do_sample else "greedy"}
 
-    @property
-    def preferred_batch_size(self) -> int | None:
-        """The replay default for this model's device (``CPU_BATCH_SIZE`` on CPU; None: the manifest's)."""
-        return CPU_BATCH_SIZE if str(getattr(self.model, "device", "")) == "cpu" else None
+    def default_batch_size(self, settings: GenerationSettings) -> int:
+        """``CPU_BATCH_SIZE`` (measured: benchmarks/bench_batch.py) on CPU, else the manifest's."""
+        return CPU_BATCH_SIZE if str(getattr(self.model, "device", "")) == "cpu" else settings.batch_size
 
     # -- prompts --------------------------------------------------------------------------
     def budget(self, settings: GenerationSettings) -> int | None:

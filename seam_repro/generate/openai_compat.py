@@ -186,6 +186,11 @@ class OpenAIBackend:
                                 n_prompt_tokens=int(usage["prompt_tokens"]),
                                 n_output_tokens=int(usage["completion_tokens"]), served=served)
 
+    def default_batch_size(self, settings: GenerationSettings) -> int:
+        """At least ``concurrency``: a batch's requests are sent together, so a smaller batch would cap
+        it (outputs do not depend on how requests are batched)."""
+        return max(settings.batch_size, self.concurrency)
+
     def generate(self, requests: list[GenerationRequest], settings: GenerationSettings) -> list[GenerationResult]:
         """All requests of the batch, ``concurrency`` at a time; results in request order."""
         if len(requests) <= 1 or self.concurrency == 1:

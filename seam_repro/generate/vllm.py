@@ -97,6 +97,10 @@ class VLLMBackend:
                 "top_k": top_k if settings.do_sample else None, "prompt_path": "chat", "truncation": "none",
                 "sampler": "vllm-per-request-seed" if settings.do_sample else "greedy"}
 
+    def default_batch_size(self, settings: GenerationSettings) -> int:
+        """The manifest's: vLLM schedules the requests of one call itself (continuous batching)."""
+        return settings.batch_size
+
     def generate(self, requests: list[GenerationRequest], settings: GenerationSettings) -> list[GenerationResult]:
         resolved = self.resolved_generation(settings)
         texts, inputs, params = [], [], []

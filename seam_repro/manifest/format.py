@@ -12,7 +12,6 @@ give the same digest in any folder. The file is written with sorted keys and a f
 
 from __future__ import annotations
 
-import gzip
 import json
 import platform
 import sys
@@ -119,6 +118,8 @@ def write_manifest(manifest: dict[str, Any], path: str | Path) -> None:
 
 def write_prompt_store(records: list[dict[str, Any]], path: str | Path) -> str:
     """Gzipped JSONL of prompt records (deterministic bytes: mtime 0); returns its sha256."""
+    import gzip  # only --store-prompts writes one; every manifest reader imports this module
+
     lines = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in records)
     data = gzip.compress(lines.encode("utf-8"), mtime=0)
     atomic_write_bytes(path, data)

@@ -4,21 +4,22 @@ its recorded choices (never from a random generator), and the gzipped prompt sto
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any
 
 from seam_repro.errors import InputError, ManifestError, SeamReproError
 from seam_repro.files import guard_outputs
-from seam_repro.hashing import sha256_json, sha256_text
+from seam_repro.hashing import PrefixHasher, sha256_json, sha256_text
 from seam_repro.instances import Instance
 from seam_repro.manifest.format import choices_to_run, load_manifest, manifest_config, recorded_sources
-from seam_repro.render import few_shots, render_instance
+from seam_repro.render import few_shots, message_prefix, render_block
 from seam_repro.render.context import RunContext
 from seam_repro.sources.resolve import Sources
 from seam_repro.specs import DatasetSpec
 
-REQUIRED = {"dataset": str, "run": int, "instance_id": str, "prompt": str, "prompt_sha256": str, "gen_seed": int}
+REQUIRED: dict[str, Any] = {"dataset": str, "run": int, "instance_id": str, "prompt": str, "prompt_sha256": str, "gen_seed": int}
 """Fields every prompt record carries, with their JSON types."""
 
 
@@ -40,6 +41,16 @@ def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources,
     unless its dataset is in ``changed`` (its data or prompt file differs from the sealed hash) and
     ``missing`` is given: then ``(dataset, run, instance_id, reason)`` is appended to ``missing``
     and rendering goes on (``verify``). With unchanged sources it is the manifest that is wrong."""
+    for record, _prefix, _block in _iter_parts(runs, profile, sources, suite, where, missing, changed):
+        yield record
+
+
+def _iter_parts(runs: list[dict[str, Any]], profile: str, sources: Sources, suite: str, where: str,
+                missing: list[tuple[str, int, str, str]] | None = None,
+                changed: frozenset[str] = frozenset()) -> Iterator[tuple[dict[str, Any], str, str]]:
+    """``iter_rendered``'s records with each prompt's two parts: the run's shared prefix (the same
+    ``str`` object for every instance of a run) and the instance's block (prompt = prefix + block),
+    so hashing and JSON escaping can do the prefix once per run instead of once per prompt."""
     from seam_repro.sample import check_instance_choices, check_run_choices
     from seam_repro.specs import load_suite
 
@@ -54,15 +65,17 @@ def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources,
             index[(name, split)] = {inst.instance_id: inst for inst in sources.data[name].split(split)}
         by_id = index[(name, split)]
         try:
-            check_run_choices(run, sources.prompt_files[name], specs.spec(name).sampling.demo_key, where)
-            ctx = _run_context(run, profile, sources.prompt_files[name], specs.spec(name))
-            demos = _few_shots_checked(ctx, sources, name, specs.spec(name).sampling.demo_key)
+            spec = specs.spec(name)
+            check_run_choices(run, sources.prompt_files[name], spec.sampling.demo_key, where)
+            ctx = _run_context(run, profile, sources.prompt_files[name], spec)
+            prefix = message_prefix(ctx, _few_shots_checked(ctx, sources, name, spec.sampling.demo_key))
         except SeamReproError as exc:
             if missing is None or name not in changed:
                 raise
             missing += [(name, run["run"], rec["id"], f"run choices no longer fit the data ({exc})")
                         for rec in run["instances"]]
             continue
+        hasher = PrefixHasher(prefix)
         for rec in run["instances"]:
             inst = by_id.get(rec["id"])
             if inst is None and missing is not None and name in changed:
@@ -73,17 +86,16 @@ def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources,
                                     f"'{split}' of the data given")
             mention_ids = rec.get("mention_ids")
             try:
-                check_instance_choices(rec, inst, specs.spec(name), where)
-                prompt, target = render_instance(inst, ctx, demos, mention_ids)
+                check_instance_choices(rec, inst, spec, where)
+                block, target = render_block(inst, ctx, mention_ids)
             except SeamReproError as exc:
                 if missing is None or name not in changed:
                     raise
                 missing.append((name, run["run"], rec["id"], f"recorded choices no longer fit the data ({exc})"))
                 continue
-            spec = specs.spec(name)
             record = {
                 "dataset": name, "task": spec.task, "run": run["run"], "split": split,
-                "instance_id": rec["id"], "prompt": prompt, "prompt_sha256": sha256_text(prompt),
+                "instance_id": rec["id"], "prompt": prefix + block, "prompt_sha256": hasher.hexdigest(block),
                 "target": target, "target_sha256": sha256_json(target), "gen_seed": rec["gen_seed"],
             }
             if profile in spec.metrics:  # the suite's metric for this profile; scoring dispatches on it
@@ -92,7 +104,7 @@ def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources,
                 record["answer_aliases"] = list(inst.answer_aliases)
             if mention_ids is not None:
                 record["mention_ids"] = sorted(mention_ids)
-            yield record
+            yield record, prefix, block
 
 
 def _few_shots_checked(ctx: RunContext, sources: Sources, name: str, demo_key: str) -> str:
@@ -114,6 +126,11 @@ def render_records(manifest: dict[str, Any], data_dir: Any = None, prompts_dir: 
     An unfrozen manifest has no recorded choices; with ``allow_unfrozen`` they are drawn now from
     its config (same code as ``freeze``), which gives a usable but uncitable run.
     """
+    return [record for record, _, _ in _render_parts(manifest, data_dir, prompts_dir, base, allow_unfrozen)]
+
+
+def _render_parts(manifest: dict[str, Any], data_dir: Any, prompts_dir: Any, base: Any,
+                  allow_unfrozen: bool = False) -> Iterator[tuple[dict[str, Any], str, str]]:
     from seam_repro.sample import draw_all
     from seam_repro.sources.resolve import load_sources
 
@@ -126,8 +143,26 @@ def render_records(manifest: dict[str, Any], data_dir: Any = None, prompts_dir: 
     runs = manifest["runs"]
     if not manifest["frozen"]:
         runs = [choices_to_run(c) for c in draw_all(cfg, manifest["profile"], sources.data, sources.prompt_files)]
-    return list(iter_rendered(runs, manifest["profile"], sources, cfg.suite,
-                              where=str(base) if base is not None else "manifest"))
+    return _iter_parts(runs, manifest["profile"], sources, cfg.suite,
+                       where=str(base) if base is not None else "manifest")
+
+
+def records_jsonl(parts: Iterable[tuple[dict[str, Any], str, str]]) -> tuple[str, int]:
+    """The records as JSONL, each line ``json.dumps(record, ensure_ascii=False, sort_keys=True)``
+    (the same text), and how many. The run's shared prompt prefix is escaped once per run instead
+    of once per prompt (the prompt is most of a record, and the prefix most of a prompt), and the
+    text is joined once. The other fields go through ``json.dumps`` itself with an empty prompt;
+    its ``"prompt": ""`` is a key (a string value cannot hold an unescaped quote), split there."""
+    pieces: list[str] = []
+    last_prefix, escaped_prefix, n = None, "", 0
+    for record, prefix, block in parts:
+        if prefix is not last_prefix:
+            last_prefix, escaped_prefix = prefix, encode_basestring(prefix)[:-1]
+        line = json.dumps({**record, "prompt": ""}, ensure_ascii=False, sort_keys=True)
+        at = line.index('"prompt": ""') + 10
+        pieces += (line[:at], escaped_prefix, encode_basestring(block)[1:], line[at + 2:], "\n")
+        n += 1
+    return "".join(pieces), n
 
 
 def _recorded_inputs(m: dict[str, Any], base: Path) -> list[Path]:
@@ -153,8 +188,26 @@ def prompts_jsonl(manifest: Path, out: Path, data_dir: Any = None, prompts_dir: 
     store = (m.get("provenance") or {}).get("prompt_store") or {}
     guard_outputs([("-o", out)], inputs=[manifest.parent / str(store.get("path", manifest.name)),
                                          *_recorded_inputs(m, manifest.parent)])
-    records = render_records(m, data_dir=data_dir, prompts_dir=prompts_dir, base=manifest)
-    return "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in records), len(records)
+    return records_jsonl(_render_parts(m, data_dir, prompts_dir, manifest))
+
+
+def require_fields(rec: dict[str, Any], fields: dict[str, type | tuple[type, ...]], source: object,
+                   record: object) -> None:
+    """Each of ``fields`` present with its JSON type (a bool is no int), else a one-line error."""
+    for name, typ in fields.items():
+        value = rec.get(name)
+        if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
+            names = typ.__name__ if isinstance(typ, type) else "/".join(t.__name__ for t in typ)
+            raise InputError(source, f"missing or not a {names}", record=record, field=name)
+
+
+def check_prompt_record(rec: dict[str, Any], source: object, record: object,
+                        required: dict[str, Any] = REQUIRED) -> None:
+    """One prompt record's field types (``required``) and its prompt hash; the one check every
+    reader of prompt records applies (replay's input, a shard's or run folder's prompts.jsonl)."""
+    require_fields(rec, required, source, record)
+    if sha256_text(rec["prompt"]) != rec["prompt_sha256"]:
+        raise InputError(source, "does not match sha256 of 'prompt'", record=record, field="prompt_sha256")
 
 
 def check_prompt_records(records: Sequence[dict[str, Any]],
@@ -163,11 +216,7 @@ def check_prompt_records(records: Sequence[dict[str, Any]],
     {key: prompt_sha256}."""
     hashes: dict[tuple[str, int, str], str] = {}
     for i, rec in enumerate(records):
-        for name, typ in REQUIRED.items():
-            if not isinstance(rec.get(name), typ) or (typ is int and isinstance(rec.get(name), bool)):
-                raise InputError(source, f"missing or not a {typ.__name__}", record=i, field=name)
-        if sha256_text(rec["prompt"]) != rec["prompt_sha256"]:
-            raise InputError(source, "does not match sha256 of 'prompt'", record=i, field="prompt_sha256")
+        check_prompt_record(rec, source, i)
         key = (rec["dataset"], rec["run"], rec["instance_id"])
         if key in hashes:
             raise InputError(source, f"duplicate instance {key}", record=i)

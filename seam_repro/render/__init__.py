@@ -14,14 +14,33 @@ from typing import Any
 from seam_repro.instances import Instance
 from seam_repro.render.context import RunContext
 
+_TEMPLATES: dict[str, Any] = {}
+"""Template objects by the spec's ``module:attr`` reference, looked up once per process."""
+
 
 def template_for(ctx: RunContext) -> Any:
-    return ctx.spec.template_obj()
+    ref = ctx.spec.template
+    template = _TEMPLATES.get(ref)
+    if template is None:
+        template = _TEMPLATES[ref] = ctx.spec.template_obj()
+    return template
 
 
 def few_shots(ctx: RunContext) -> str:
     """The demonstrations block of a run (identical for every instance of the run)."""
     return template_for(ctx).few_shots(ctx)
+
+
+def message_prefix(ctx: RunContext, demos: str) -> str:
+    """The text every message of the run starts with (its demos and the separator)."""
+    return template_for(ctx).prefix(demos)
+
+
+def render_block(
+    instance: Instance, ctx: RunContext, mention_ids: Sequence[int] | None = None
+) -> tuple[str, Any]:
+    """The instance's own part of the message (what follows ``message_prefix``) and its gold target."""
+    return template_for(ctx).test_block(instance, ctx, mention_ids)  # type: ignore[no-any-return]
 
 
 def render_instance(

@@ -10,6 +10,7 @@ the run's permutation (``review_i`` takes the text of ``review_{doc_order[i]}``)
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -50,16 +51,25 @@ def add_highlights(text: str, spans: Sequence[tuple[int, int]], *, merge_overlap
     return out
 
 
+@functools.lru_cache(maxsize=8192)
+def _numbered_spans(text: str) -> str:
+    """``1. span\n 2. span`` of a highlighted review. Cached: a test review is listed again in
+    every run (only its slot changes), and its highlighted text is the same cached string."""
+    return "\n ".join(f"{i + 1}. {span}" for i, span in enumerate(_HIGHLIGHT_RE.findall(text)))
+
+
+@functools.lru_cache(maxsize=8192)
+def _highlighted(text: str, spans: tuple[tuple[int, int], ...], merge_overlaps: bool, where: str) -> str:
+    """``add_highlights`` once per review per process, not once per run (it is pure)."""
+    return add_highlights(text, spans, merge_overlaps=merge_overlaps, where=where)
+
+
 def _fill(structure: str, instructions: str, reviews: Mapping[str, str], answer: str) -> tuple[str, str]:
     """One demo or test block; returns (block, highlights listing)."""
     prompt = structure.replace("{INST}", instructions)
     prompt = prompt.replace("{H_REV}", "\n".join(f"{name}: {text}" for name, text in reviews.items()))
     prompt = prompt.replace("{HS}", HS).replace("{HE}", HE)
-    per_review = {
-        name: "\n ".join(f"{i + 1}. {span}" for i, span in enumerate(_HIGHLIGHT_RE.findall(text)))
-        for name, text in reviews.items()
-    }
-    listing = "\n".join(f"{name}:\n {spans}" for name, spans in per_review.items())
+    listing = "\n".join(f"{name}:\n {_numbered_spans(text)}" for name, text in reviews.items())
     prompt = prompt.replace("{HIGHLIGHTS}", listing)
     prompt = prompt.replace("{COT}", "")
     prompt = prompt.replace("{A}", answer)
@@ -82,8 +92,8 @@ def test_block(instance: Instance, ctx: RunContext, mention_ids: Sequence[int] |
         raise InputError(instance.dataset, f"expected {ctx.max_num_docs} reviews, found {len(docs)}",
                          record=instance.instance_id, field="review_i_text")
     highlighted = {
-        f"review_{i}": add_highlights(d.text, d.highlights, merge_overlaps=not ctx.upstream,
-                                      where=f"{instance.dataset}: record {instance.instance_id}: review_{i}")
+        f"review_{i}": _highlighted(d.text, d.highlights, not ctx.upstream,
+                                    f"{instance.dataset}: record {instance.instance_id}: review_{i}")
         for i, d in enumerate(docs)
     }
     shuffled = {f"review_{i}": highlighted[f"review_{ctx.doc_order[i]}"] for i in range(len(docs))}

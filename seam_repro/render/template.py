@@ -23,7 +23,12 @@ class Template:
     """Between demos and the test block (upstream ``get_sample2msg``; FuseReviews uses none)."""
 
     def message(self, demos: str, block: str) -> str:
-        return f"{demos}{self.separator}{block}"
+        return self.prefix(demos) + block
+
+    def prefix(self, demos: str) -> str:
+        """What every message of a run starts with (demos and separator): the part ``message``
+        shares across the run, so writers can hash and escape it once per run."""
+        return demos + self.separator
 
 
 def demo_blocks(ctx: RunContext, make_block: Callable[[dict[str, Any], list[str]], str]) -> str:

@@ -73,6 +73,9 @@ class ImportBackend:
     def resolved_generation(self, settings: GenerationSettings) -> dict[str, Any]:
         return {"imported": True, "source_format": self.source.get("format")}
 
+    def default_batch_size(self, settings: GenerationSettings) -> int:
+        return max(1, len(self.outputs))  # nothing is computed: one batch
+
     def generate(self, requests: list[GenerationRequest], settings: GenerationSettings) -> list[GenerationResult]:
         out = []
         for req in requests:
@@ -194,15 +197,17 @@ def import_outputs(manifest_path: Path, out: Path, *, model: str, upstream_dir: 
     """Match the outputs to the manifest's prompts and write the run folder; returns (folder, count)."""
     from seam_repro.generate import parse_model_spec
     from seam_repro.manifest.prompts import check_prompt_records, render_records
-    from seam_repro.manifest.trust import load_trusted
+    from seam_repro.manifest.trust import check_rendered, load_trusted
     from seam_repro.run.replay import run_generation
 
     if (upstream_dir is None) == (jsonl is None):
         raise InputError("import", "give exactly one of --upstream-dir and --jsonl")
     model_id, revision = parse_model_spec(model)
-    manifest = load_trusted(manifest_path, allow_unfrozen=allow_unfrozen, purpose="import").manifest
+    tm = load_trusted(manifest_path, allow_unfrozen=allow_unfrozen, purpose="import")
+    manifest = tm.manifest
     records = render_records(manifest, data_dir=data_dir, prompts_dir=prompts_dir, base=manifest_path,
                              allow_unfrozen=allow_unfrozen)
+    check_rendered(tm, records)  # outputs are matched by prompt hash: drifted data must not re-key them
     expected = check_prompt_records(records)
     if upstream_dir is not None:
         outputs = read_upstream_dir(Path(upstream_dir), model_id, expected)
@@ -215,6 +220,7 @@ def import_outputs(manifest_path: Path, out: Path, *, model: str, upstream_dir: 
     backend = ImportBackend(model_id, revision, outputs, source)
     settings = GenerationSettings.from_manifest((manifest.get("config") or {}).get("generation"),
                                                 source=str(manifest_path))
-    run_generation(chosen, backend, settings, Path(out), manifest, batch_size=max(1, len(chosen)), progress=False)
+    run_generation(chosen, backend, settings, Path(out), manifest, batch_size=backend.default_batch_size(settings),
+                   progress=False)
     return Path(out), len(chosen)
 

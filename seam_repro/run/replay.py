@@ -44,8 +44,8 @@ class ReplayOptions:
     echo_delay: float = 0.0
     shard: Shard | None = None
     batch_size: int | None = None
-    """None = the backend's measured best for its device where it has one (hf on CPU), else the
-    manifest's batch size (at least the backend's concurrency)."""
+    """None = the backend's ``default_batch_size``: its measured best for its device where it has
+    one (hf on CPU), at least its concurrency (openai), else the manifest's batch size."""
     limit: int | None = None
     data_dir: Path | None = None
     prompts_dir: Path | None = None
@@ -216,11 +216,6 @@ def replay(tm: TrustedManifest, out: Path, options: ReplayOptions) -> ReplaySumm
     engine = make_backend(options.backend, options.model, dtype=options.dtype, quantization=options.quantization,
                           prompt_path=options.prompt_path, truncation=options.truncation,
                           echo_delay=options.echo_delay, model_args=args)
-    # served backends send a batch's requests concurrently: a batch smaller than the concurrency
-    # would cap it (their outputs do not depend on batch composition); a backend may know a
-    # measured best for its device (hf on CPU: generate/hf.py CPU_BATCH_SIZE)
-    default_batch = getattr(engine, "preferred_batch_size", None) or max(settings.batch_size,
-                                                                         int(getattr(engine, "concurrency", 1)))
     return run_generation(records, engine, settings, Path(out), manifest, shard=options.shard,
-                          batch_size=options.batch_size or default_batch, limit=options.limit,
+                          batch_size=options.batch_size or engine.default_batch_size(settings), limit=options.limit,
                           progress=options.progress, model_args=args, display_name=options.name)

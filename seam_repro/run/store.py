@@ -324,38 +324,31 @@ def prepare_run_dir(run_dir: Path, *, manifest: dict[str, Any], prompts: list[di
     anything is replaced, so a refused resume leaves run.json and prompts.jsonl untouched."""
     run_dir = Path(run_dir)
     files.ensure_dir(run_dir)
-    prompts_file = prompts_path(run_dir)
-    tmp_prompts = prompts_file.with_name(prompts_file.name + ".new")
-    write_prompts(tmp_prompts, prompts)
-    prompts_sha = sha256_file(tmp_prompts)
-    current = load_run_json(run_dir)
-    slug = model_slug(model_entry["id"])
-    if current is None:
-        current = {"schema_version": RUN_SCHEMA_VERSION, "manifest_digest": manifest.get("digest"),
-                   "prompt_digest": manifest.get("prompt_digest"), "profile": manifest.get("profile"),
-                   "prompts_sha256": prompts_sha,
-                   "fingerprint": session.get("fingerprint"), "models": {}, "sessions": [], **extra}
-    else:
-        for name, want in (("manifest_digest", manifest.get("digest")), ("prompts_sha256", prompts_sha),
-                           *extra.items()):
-            if current.get(name) != want:
-                tmp_prompts.unlink()
-                raise PredictionsError(f"{run_json_path(run_dir)}: {name} is {current.get(name)!r}, this replay has "
-                                       f"{want!r}; use a new --out directory")
-        old = current["models"].get(slug)
-        if old is not None:
-            for name in ("id", "revision", "backend_name", "generation"):
-                if old.get(name) != model_entry.get(name):
-                    tmp_prompts.unlink()
-                    raise PredictionsError(f"{run_json_path(run_dir)}: model {slug}: {name} was {old.get(name)!r}, "
-                                           f"now {model_entry.get(name)!r}; refusing to mix predictions")
-    if check_existing is not None:
-        try:
+    with files.staged_file(prompts_path(run_dir)) as staged_prompts:  # lands only if every check passes
+        write_prompts(staged_prompts, prompts)
+        prompts_sha = sha256_file(staged_prompts)
+        current = load_run_json(run_dir)
+        slug = model_slug(model_entry["id"])
+        if current is None:
+            current = {"schema_version": RUN_SCHEMA_VERSION, "manifest_digest": manifest.get("digest"),
+                       "prompt_digest": manifest.get("prompt_digest"), "profile": manifest.get("profile"),
+                       "prompts_sha256": prompts_sha,
+                       "fingerprint": session.get("fingerprint"), "models": {}, "sessions": [], **extra}
+        else:
+            for name, want in (("manifest_digest", manifest.get("digest")), ("prompts_sha256", prompts_sha),
+                               *extra.items()):
+                if current.get(name) != want:
+                    raise PredictionsError(f"{run_json_path(run_dir)}: {name} is {current.get(name)!r}, this replay "
+                                           f"has {want!r}; use a new --out directory")
+            old = current["models"].get(slug)
+            if old is not None:
+                for name in ("id", "revision", "backend_name", "generation"):
+                    if old.get(name) != model_entry.get(name):
+                        raise PredictionsError(f"{run_json_path(run_dir)}: model {slug}: {name} was "
+                                               f"{old.get(name)!r}, now {model_entry.get(name)!r}; refusing to mix "
+                                               "predictions")
+        if check_existing is not None:
             check_existing()
-        except BaseException:
-            tmp_prompts.unlink(missing_ok=True)
-            raise
-    os.replace(tmp_prompts, prompts_file)
     current["models"].setdefault(slug, model_entry)
     current["sessions"].append({**session, "model": slug})
     write_json_atomic(run_json_path(run_dir), current)

@@ -38,6 +38,7 @@ from seam_repro.config import PROFILES
 from seam_repro.errors import InputError, PredictionsError, PrerequisiteError, SeamReproError
 from seam_repro.files import guard_outputs, iter_jsonl
 from seam_repro.hashing import digest_of_hashes, sha256_json, sha256_text
+from seam_repro.manifest.prompts import check_prompt_record, require_fields
 from seam_repro.metrics import registry
 from seam_repro.metrics.registry import ScoringContext
 from seam_repro.metrics.unflushed import DEFAULT_BLOCK_SIZE
@@ -69,12 +70,9 @@ def _jsonl(path: Path) -> list[tuple[int, dict[str, Any], bool]]:
     return [(n, obj, n not in flagged) for n, obj in rows]
 
 
-def _require(path: Path, where: str, rec: dict[str, Any], fields: dict[str, type | tuple[type, ...]]) -> None:
-    for name, typ in fields.items():
-        value = rec.get(name)
-        if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
-            names = typ.__name__ if isinstance(typ, type) else "/".join(t.__name__ for t in typ)
-            raise InputError(path, f"missing or not a {names}", record=where, field=name)
+SCORED_FIELDS: dict[str, type] = {"dataset": str, "run": int, "instance_id": str, "prompt": str,
+                                   "prompt_sha256": str, "task": str}
+"""What scoring needs of a prompt record (``gen_seed`` is replay's, not scoring's)."""
 
 
 def load_prompts(path: Path) -> dict[Key, dict[str, Any]]:
@@ -84,10 +82,7 @@ def load_prompts(path: Path) -> dict[Key, dict[str, Any]]:
     out: dict[Key, dict[str, Any]] = {}
     for lineno, rec, _ in _jsonl(path):
         where = f"line {lineno}"
-        _require(path, where, rec, {"dataset": str, "run": int, "instance_id": str, "prompt": str,
-                                    "prompt_sha256": str, "task": str})
-        if sha256_text(rec["prompt"]) != rec["prompt_sha256"]:
-            raise InputError(path, "prompt_sha256 does not match the prompt text", record=where, field="prompt_sha256")
+        check_prompt_record(rec, path, where, SCORED_FIELDS)
         target = rec.get("target")
         if "target_sha256" in rec and rec["target_sha256"] not in (
                 sha256_json(target), sha256_text(target) if isinstance(target, str) else None):
@@ -135,8 +130,8 @@ def load_predictions(model_dir: Path, prompts: dict[Key, dict[str, Any]]) -> tup
         ds = path.parent.name
         for lineno, rec, decodable in _jsonl(path):
             where = f"line {lineno}"
-            _require(path, where, rec, {"dataset": str, "run": int, "instance_id": str, "output": str,
-                                        "prompt_sha256": str, "model": dict})
+            require_fields(rec, {"dataset": str, "run": int, "instance_id": str, "output": str,
+                                 "prompt_sha256": str, "model": dict}, path, where)
             if rec["dataset"] != ds or path.name != f"run_{rec['run']}.jsonl":
                 raise InputError(path, f"record of {rec['dataset']} run {rec['run']} filed under {ds}/{path.name}",
                                  record=where)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,9 @@ from seam_repro.errors import InputError
 from seam_repro.files import parse_json_text, read_text
 
 KINDS: frozenset[str] = frozenset({"url", "hf", "zip", "ecbplus"})
+PACKAGED_LOCK = Path(__file__).parents[1] / "data" / "sources.lock.json"
+"""Found beside the package like the suite files (specs.SUITES_DIR): importlib.resources would cost
+every command that looks up a cache path ~4 ms of imports (tempfile, shutil, zipfile)."""
 _HEX = {"sha256": re.compile(r"^[0-9a-f]{64}$"), "git_blob_sha1": re.compile(r"^[0-9a-f]{40}$")}
 
 
@@ -157,8 +159,7 @@ def parse_lock(obj: Any, path: str) -> Lock:
 def load_lock(path: str | Path | None = None) -> Lock:
     """Read the packaged lock (or ``path``)."""
     if path is None:
-        res = resources.files("seam_repro").joinpath("data/sources.lock.json")
-        text, where = res.read_text(encoding="utf-8"), "seam_repro/data/sources.lock.json"
+        text, where = PACKAGED_LOCK.read_text(encoding="utf-8"), "seam_repro/data/sources.lock.json"
     else:
         text, where = read_text(path, what="sources lock"), str(path)
     return parse_lock(parse_json_text(text, where), where)

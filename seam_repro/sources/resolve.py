@@ -20,7 +20,6 @@ from seam_repro.errors import HashMismatchError, InputError, MissingDataError
 from seam_repro.files import read_json
 from seam_repro.hashing import sha256_file
 from seam_repro.instances import LoadedDataset
-from seam_repro.sources.fetch import cached_source_path
 
 
 @dataclass
@@ -49,6 +48,10 @@ class Sources:
 
 def _cached(kind: str, name: str) -> Path | None:
     """Where ``seam-repro fetch`` put a source, if it is there."""
+    # Only a source with no explicit or recorded path comes to the cache: the fetch and lock modules
+    # (four dataclasses, ~3 ms to define) are imported then, not by every command that resolves one.
+    from seam_repro.sources.fetch import cached_source_path
+
     path = cached_source_path(kind, name)
     return path if path is not None and path.exists() else None
 
