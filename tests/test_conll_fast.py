@@ -304,7 +304,14 @@ def _scipy_choice(weights: dict[tuple[int, int], float], n_rows: int, n_cols: in
     return tuple(sorted((int(i), float(matrix[i, j])) for i, j in picked if matrix[i, j] > 0))
 
 
-def test_own_assignment_lists_what_scipy_chooses() -> None:
+@pytest.fixture
+def own_solver(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kit's own solver for every group it can solve (no work budget, scipy not yet loaded)."""
+    monkeypatch.setattr(coref, "_LSA", None)
+    monkeypatch.setattr(coref, "_SOLVER_WORK_LIMIT", float("inf"))
+
+
+def test_own_assignment_lists_what_scipy_chooses(own_solver: None) -> None:
     """On random matrices full of ties (CEAF-e's similarities 2c/(a+b) of small entities, and
     CEAF-m's counts), scipy's choice is always among the options the kit's own solver lists, and
     with integral weights the one option's total is scipy's; both solvers' sizes are covered."""
@@ -338,7 +345,7 @@ def test_own_assignment_lists_what_scipy_chooses() -> None:
     assert seen["declined"] < seen["certified"] / 20, seen
 
 
-def test_ceaf_with_own_solver_equals_scipy_everywhere(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ceaf_with_own_solver_equals_scipy_everywhere(monkeypatch: pytest.MonkeyPatch, own_solver: None) -> None:
     """CEAF-m/e totals with the kit's own solver are bit-for-bit those of scipy's solver on every
     component (the implementation before it), on random documents with small entities (many
     tied similarities) as well as the bench's kind."""
@@ -366,3 +373,16 @@ def test_ties_whose_totals_differ_go_to_scipy() -> None:
     assert [row for row, value in picked if value > 0] == scipy_rows
     same = [[(1, 0.5)], [(3, 0.5)]]  # 0.1 + 0.5 + 0.3 in either order: one float, no scipy needed
     assert coref._settle_ties([(0, 0.25), (2, 0.25)], [([(1, 5), (3, 5)], same)], {}) == [(1, 0.5)]
+
+
+def test_past_its_work_budget_or_once_scipy_is_loaded_large_groups_go_to_scipy(monkeypatch: pytest.MonkeyPatch) -> None:
+    square = [[1.0 if (i + j) % 3 else 0.5 for j in range(6)] for i in range(6)]
+    monkeypatch.setattr(coref, "_LSA", None)
+    monkeypatch.setattr(coref, "_SOLVER_WORK", [0])
+    assert coref._own_assignment(square, True) is not None
+    monkeypatch.setattr(coref, "_SOLVER_WORK", [coref._SOLVER_WORK_LIMIT + 1])
+    assert coref._own_assignment(square, True) is None
+    assert coref._own_assignment([[1.0, 0.5], [0.5, 1.0]], False) == [((0, 1.0), (1, 1.0))]  # small: still solved
+    monkeypatch.setattr(coref, "_SOLVER_WORK", [0])
+    monkeypatch.setattr(coref, "_LSA", object())
+    assert coref._own_assignment(square, True) is None

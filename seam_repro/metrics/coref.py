@@ -297,6 +297,11 @@ _MARGIN = 1e-9
 """Assignments whose total is within this of the optimum may be what scipy's solver returns
 (far above float rounding, ~1e-15 here): ``_own_assignment`` lists them all."""
 _MAX_OPTIONS = 16
+_SOLVER_WORK_LIMIT = 500_000
+"""How much work (rows x columns^2 per matrix) ``_max_assignment`` may do in one process, about
+what loading scipy's solver costs (~50 ms, five times the bench input's groups); larger groups
+then go to scipy, so a file of many large groups costs little more than before."""
+_SOLVER_WORK = [0]
 
 
 def _own_assignment(m: list[list[float]], integral: bool) -> list[Chosen] | None:
@@ -316,9 +321,10 @@ def _own_assignment(m: list[list[float]], integral: bool) -> list[Chosen] | None
             picks.append([(0, 1), (1, 0)])
     elif perm(len(w[0]), len(w)) <= 60:
         picks = _enumerated_assignment(w, integral)
-    elif len(w[0]) > 40:  # O(n^3) in Python: scipy's compiled solver is the faster one
-        return None
+    elif len(w[0]) > 40 or _LSA is not None or _SOLVER_WORK[0] > _SOLVER_WORK_LIMIT:
+        return None  # scipy's solver: faster on large groups, and once loaded (or worth loading)
     else:
+        _SOLVER_WORK[0] += len(w) * len(w[0]) ** 2
         picks = _certified_assignment(w, integral)
     if picks is None:
         return None
