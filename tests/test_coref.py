@@ -144,6 +144,26 @@ def test_blanc_counting_formula_equals_link_sets() -> None:
         )
 
 
+def test_blanc_with_repeated_ids_equals_link_sets() -> None:
+    """Where an id occurs twice (a key listing a span twice, a repeated twinless response
+    mention) the link sets are built literally; they equal the naive definition here."""
+    from seam_repro.metrics.coref import Counts, _Identified
+
+    rng = random.Random(6)
+    repeated = 0
+    for _ in range(300):
+        k = _random_partition(rng, [rng.randrange(12) for _ in range(rng.randint(1, 12))])
+        r = _random_partition(rng, [rng.randrange(14) for _ in range(rng.randint(1, 12))])
+        got = _blanc(_Identified(k, r, Counts()))
+        kc, kn = _naive_links(k)
+        rc, rn = _naive_links(r)
+        assert (got.coref.recall_num, got.coref.recall_den, got.coref.precision_den) == (len(kc & rc), len(kc), len(rc))
+        assert (got.noncoref.recall_num, got.noncoref.recall_den, got.noncoref.precision_den) == (
+            len(kn & rn), len(kn), len(rn))
+        repeated += len({m for c in k for m in c}) < sum(map(len, k))
+    assert repeated > 100
+
+
 def _textbook(key: list[list[int]], resp: list[list[int]]) -> dict[str, tuple[float, float]]:
     """MUC (Vilain et al. 1995), B3 (Bagga & Baldwin 1998), CEAF-e/m (Luo 2005, brute force) for
     a response over exactly the key's mentions: the textbook definitions all apply unchanged."""

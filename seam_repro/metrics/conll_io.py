@@ -158,6 +158,70 @@ def _odd_label(line: str) -> str | None:
     return None
 
 
+def _memo_labels(
+    info: str, memo: dict[str, tuple[list[str], list[str], list[str], bool]]
+) -> tuple[list[str], list[str], list[str], bool]:
+    """``_labels(info)``, for a field of ``|``-separated parts from its parts' (in ``memo``, as
+    parts repeat more than fields): a plain field's labels are its plain parts' in order."""
+    if "|" in info:
+        parts = []
+        for part in info.split("|"):
+            found = memo.get(part)
+            if found is None:
+                found = memo[part] = _labels(part)
+            if not found[3]:
+                return _labels(info)
+            parts.append(found)
+        return ([label for found in parts for label in found[0]], [label for found in parts for label in found[1]],
+                [label for found in parts for label in found[2]], True)
+    return _labels(info)
+
+
+def _read_plain_document(
+    body: str, name: str, begin_line: int, memo: dict[str, tuple[list[str], list[str], list[str], bool]]
+) -> ConllDocument | None:
+    """``_parse_document`` for the common document, read from the text between its ``#begin`` and
+    ``#end document`` lines; None where that must read it instead. Here a token is a non-empty
+    line and its coreference field what follows its last tab; the cases where that differs from
+    the scorer's reading all give a field that is neither quiet nor plain (``_labels``), so they
+    are declined: a whitespace-only line (a field of spaces, or none), a line ending in a tab (no
+    field), a CR line end (``(1)\\r``). Also declined: any other field that is not plain (where a
+    warning may be due) and a mention closed before it is opened or never closed (errors, with
+    their messages). ``memo`` keeps ``_labels`` of each field seen (fields repeat)."""
+    lines = body.split("\n")
+    if lines[-1] == "":  # the newline that ends the last line
+        lines.pop()
+    if "" in lines:
+        lines = [line for line in lines if line]
+    spans: dict[str, list[Span]] = {}  # entity label -> its spans; labels in order of first use
+    opened: dict[str, list[int]] = {}
+    for token, info in [(t, f) for t, line in enumerate(lines) if (f := line.rpartition("\t")[2]) not in _QUIET]:
+        found = memo.get(info)
+        if found is None:
+            found = memo[info] = _memo_labels(info, memo)
+        singles, opens, closes, plain = found
+        if not plain:
+            return None
+        for label in singles:
+            if label in spans:
+                spans[label].append((token, token))
+            else:
+                spans[label] = [(token, token)]
+        for label in opens:
+            if label in opened:
+                opened[label].append(token)
+            else:
+                opened[label] = [token]
+                spans.setdefault(label, [])
+        for label in closes:
+            if not opened.get(label):
+                return None
+            spans[label].append((opened[label].pop(), token))
+    if any(opened.values()):
+        return None
+    return ConllDocument(name, tuple(map(tuple, spans.values())), len(lines), begin_line)
+
+
 def _parse_document(
     lines: list[str], begin: int, end: int | None, name: str, source: str
 ) -> tuple[ConllDocument, OddLabel | None]:
@@ -235,26 +299,60 @@ def parse_conll_text(
     return parse_conll_file(data, source, require_documents=require_documents).documents
 
 
+def _lines_containing(text: str, needle: str) -> list[tuple[int, str]]:
+    """(start offset, text) of each line of ``text`` that contains ``needle``, in order (string
+    searches instead of a pass over every line)."""
+    out = []
+    at = text.find(needle)
+    while at != -1:
+        start = text.rfind("\n", 0, at) + 1
+        stop = text.find("\n", at)
+        if stop == -1:
+            stop = len(text)
+        out.append((start, text[start:stop]))
+        at = text.find(needle, stop)
+    return out
+
+
 def parse_conll_file(data: bytes | str, source: str = "<text>", *, require_documents: bool = True) -> ConllFile:
-    """``parse_conll_text`` with the names and first skipped label ``conll-score`` warns about."""
+    """``parse_conll_text`` with the names and first skipped label ``conll-score`` warns about.
+
+    The ``begin``/``end document`` lines are found by string search, and each scored document is
+    read from its own slice of the text by ``_read_plain_document``; one it declines is read by
+    ``_parse_document`` from the lines of the whole file, split only then."""
     raw = data.encode("utf-8", errors="surrogateescape") if isinstance(data, str) else data
-    lines = _split_lines(raw)
-    last_begin: dict[str, int] = {}
+    text = raw.decode("utf-8", errors="surrogateescape")
+    last_begin: dict[str, int] = {}  # name -> offset of its last begin line (so in offset order)
     names: list[str] = []
-    for i in [i for i, line in enumerate(lines) if "begin document" in line]:
-        name = _begin_name(lines[i])
+    for start, line in _lines_containing(text, "begin document"):
+        name = _begin_name(line)
         if name is not None:
             names.append(name)
             last_begin.pop(name, None)
-            last_begin[name] = i
+            last_begin[name] = start
     if require_documents and not last_begin:
         raise InputError(source, "no '#begin document <name>' line found; expected a CoNLL coreference file")
-    ends = [i for i, line in enumerate(lines) if "end document" in line and _END.search(line)]
+    ends = [start for start, line in _lines_containing(text, "end document") if _END.search(line)]
     docs = {}
     odd: OddLabel | None = None
-    for name, i in last_begin.items():
-        after = bisect.bisect_right(ends, i)
-        docs[name], found = _parse_document(lines, i, ends[after] if after < len(ends) else None, name, source)
+    lines: list[str] | None = None
+    memo: dict[str, tuple[list[str], list[str], list[str], bool]] = {}
+    begin = counted = 0  # line index of the begin line at offset `counted`
+    for name, start in last_begin.items():
+        begin += text.count("\n", counted, start)
+        counted = start
+        after = bisect.bisect_right(ends, start)
+        end_at = ends[after] if after < len(ends) else None
+        body_start = text.find("\n", start) + 1  # 0: the begin line is the last line
+        body = text[body_start:end_at] if body_start else ""
+        doc = _read_plain_document(body, name, begin + 1, memo)
+        found = None
+        if doc is None:
+            if lines is None:
+                lines = _split_lines(raw)
+            end = None if end_at is None else begin + 1 + body.count("\n")
+            doc, found = _parse_document(lines, begin, end, name, source)
+        docs[name] = doc
         if found is not None and (odd is None or found[0] < odd[0]):
             odd = found
     return ConllFile(docs, tuple(names), odd)
