@@ -211,7 +211,7 @@ def _parse_by_lines(data: str, source: str) -> tuple[dict, tuple[str, ...], obje
 
     from seam_repro.metrics.conll_io import _END, _begin_name, _parse_document, _split_lines
 
-    lines = _split_lines(data.encode("utf-8", errors="surrogateescape"))
+    lines = _split_lines(data.encode("utf-8", errors="surrogateescape").decode("utf-8", errors="surrogateescape"))
     last_begin: dict[str, int] = {}
     names = []
     for i in [i for i, line in enumerate(lines) if "begin document" in line]:
@@ -367,12 +367,11 @@ def test_ties_whose_totals_differ_go_to_scipy() -> None:
     chosen = [(0, 0.2), (2, 0.9)]
     options = [[(3, 0.1)], [(1, 0.1)]]
     assert coref._ceaf_total(chosen + options[0]) != coref._ceaf_total(chosen + options[1])
-    sim = {(1, 5): 0.1, (3, 5): 0.1}
-    picked = coref._settle_ties(chosen, [([(1, 5), (3, 5)], options)], sim)
+    picked = coref._settle_ties(chosen, [([1, 3], [[0.1], [0.1]], options)])  # key rows 1 and 3, response 5
     scipy_rows = [(1, 3)[i] for i, _ in _scipy_choice({(0, 0): 0.1, (1, 0): 0.1}, 2, 1)]
     assert [row for row, value in picked if value > 0] == scipy_rows
     same = [[(1, 0.5)], [(3, 0.5)]]  # 0.1 + 0.5 + 0.3 in either order: one float, no scipy needed
-    assert coref._settle_ties([(0, 0.25), (2, 0.25)], [([(1, 5), (3, 5)], same)], {}) == [(1, 0.5)]
+    assert coref._settle_ties([(0, 0.25), (2, 0.25)], [([1, 3], [[0.5], [0.5]], same)]) == [(1, 0.5)]
 
 
 def test_past_its_work_budget_or_once_scipy_is_loaded_large_groups_go_to_scipy(monkeypatch: pytest.MonkeyPatch) -> None:

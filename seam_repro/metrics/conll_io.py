@@ -80,9 +80,9 @@ class ConllFile:
     """The first label in a scored document that is not a number (the scorer ignores it)."""
 
 
-def _split_lines(data: bytes) -> list[str]:
-    """Lines as perl's ``<F>`` + ``chomp`` see them: split on ``\\n`` only, bytes kept losslessly."""
-    text = data.decode("utf-8", errors="surrogateescape")
+def _split_lines(text: str) -> list[str]:
+    """Lines as perl's ``<F>`` + ``chomp`` see them: split on ``\\n`` only (``text`` is the file's
+    bytes decoded with surrogateescape, so no byte is lost)."""
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -349,7 +349,7 @@ def parse_conll_file(data: bytes | str, source: str = "<text>", *, require_docum
         found = None
         if doc is None:
             if lines is None:
-                lines = _split_lines(raw)
+                lines = _split_lines(text)
             end = None if end_at is None else begin + 1 + body.count("\n")
             doc, found = _parse_document(lines, begin, end, name, source)
         docs[name] = doc

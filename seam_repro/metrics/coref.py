@@ -541,7 +541,7 @@ def _ceaf(ident: _Identified, mention_based: bool) -> Counts:
     else:
         sim = {(i, j): 2 * c / (len(key[i]) + len(resp[j])) for (i, j), c in counts.items()}
     chosen: list[tuple[int, float]] = []
-    tied: list[tuple[list[tuple[int, int]], list[list[tuple[int, float]]] | None]] = []
+    tied: list[tuple[list[int], list[list[float]], list[list[tuple[int, float]]] | None]] = []
     for component in components:
         if len(component) == 1:
             chosen.append((component[0][0], sim[component[0]]))
@@ -559,9 +559,9 @@ def _ceaf(ident: _Identified, mention_based: bool) -> Counts:
         if options is not None and len(options) == 1:
             chosen.extend(options[0])
         else:
-            tied.append((edges, options))
+            tied.append((rows, m, options))
     if tied:
-        chosen.extend(_settle_ties(chosen, tied, sim))
+        chosen.extend(_settle_ties(chosen, tied))
     total = _ceaf_total(chosen)
     return Counts(total, den_rec, total, den_pre)
 
@@ -576,15 +576,15 @@ def _ceaf_total(chosen: list[tuple[int, float]]) -> float:
 
 def _settle_ties(
     chosen: list[tuple[int, float]],
-    tied: list[tuple[list[tuple[int, int]], list[list[tuple[int, float]]] | None]],
-    sim: dict[tuple[int, int], float],
+    tied: list[tuple[list[int], list[list[float]], list[list[tuple[int, float]]] | None]],
 ) -> list[tuple[int, float]]:
     """The pairs to add to ``chosen`` for components whose optimal assignment ``_own_assignment``
-    could not pin down: any of its options where every combination of them gives the same float
-    total (so whichever scipy would choose makes no difference), else scipy's choice."""
+    could not pin down (each given as its key rows, its dense similarity matrix and those options):
+    any of its options where every combination of them gives the same float total (so whichever
+    scipy would choose makes no difference), else scipy's choice on the same matrix."""
     from itertools import product
 
-    options = [found for _, found in tied]
+    options = [found for _, _, found in tied]
     if all(found is not None for found in options) and prod(len(found) for found in options) <= 64:  # type: ignore[arg-type]
         combos = [[pair for part in combo for pair in part] for combo in product(*options)]  # type: ignore[arg-type]
         if len({_ceaf_total(chosen + combo) for combo in combos}) == 1:
@@ -592,13 +592,8 @@ def _settle_ties(
     import numpy as np
 
     out = []
-    for edges, _ in tied:
-        rows = sorted({i for i, _ in edges})
-        cols = sorted({j for _, j in edges})
-        matrix = np.zeros((len(rows), len(cols)))
-        r_at, c_at = {i: n for n, i in enumerate(rows)}, {j: n for n, j in enumerate(cols)}
-        for i, j in edges:
-            matrix[r_at[i], c_at[j]] = sim[(i, j)]
+    for rows, m, _ in tied:
+        matrix = np.array(m)
         picked_r, picked_c = _hungarian()(matrix, maximize=True)
         out.extend((rows[a], float(matrix[a, b])) for a, b in zip(picked_r.tolist(), picked_c.tolist(), strict=True))
     return out
