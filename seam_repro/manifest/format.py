@@ -116,11 +116,11 @@ def write_manifest(manifest: dict[str, Any], path: str | Path) -> None:
     atomic_write_text(path, dump_manifest(manifest))
 
 
-def write_prompt_store(records: list[dict[str, Any]], path: str | Path) -> str:
-    """Gzipped JSONL of prompt records (deterministic bytes: mtime 0); returns its sha256."""
+def write_prompt_store(lines: str, path: str | Path) -> str:
+    """Gzip the prompt records' JSONL (``manifest.prompts.records_jsonl``: the text ``prompts``
+    writes) with deterministic bytes (mtime 0); returns its sha256."""
     import gzip  # only --store-prompts writes one; every manifest reader imports this module
 
-    lines = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in records)
     data = gzip.compress(lines.encode("utf-8"), mtime=0)
     atomic_write_bytes(path, data)
     return sha256_bytes(data)

@@ -26,7 +26,7 @@ from seam_repro.manifest.format import (
     write_manifest,
     write_prompt_store,
 )
-from seam_repro.manifest.prompts import iter_rendered
+from seam_repro.manifest.prompts import iter_rendered_parts, records_jsonl
 from seam_repro.manifest.trust import TrustedManifest
 from seam_repro.sample import RunChoices, draw_all
 from seam_repro.sources.resolve import Sources, load_sources
@@ -35,8 +35,9 @@ from seam_repro.sources.resolve import Sources, load_sources
 def build_manifest(cfg: SeamConfig, profile: str, choices: list[RunChoices], sources: Sources,
                    command: str | None = None, progress: bool = False, relative_to: Path | None = None,
                    frozen_from: str | None = None, config_json: dict[str, Any] | None = None
-                   ) -> tuple[dict[str, Any], list[dict]]:
-    """Render every choice and return (sealed manifest, prompt records).
+                   ) -> tuple[dict[str, Any], list[tuple[dict[str, Any], str, str]]]:
+    """Render every choice and return (sealed manifest, prompt records with their prompt's run
+    prefix and block, as ``records_jsonl`` writes them).
 
     ``relative_to``: folder the recorded data/prompt paths are made relative to (the manifest's
     folder), so the repository can move; they are provenance, not content. ``config_json``: the
@@ -44,8 +45,9 @@ def build_manifest(cfg: SeamConfig, profile: str, choices: list[RunChoices], sou
     freeze equals that of its unfrozen manifest).
     """
     runs = [choices_to_run(c) for c in choices]
-    records = list(_progress(iter_rendered(runs, profile, sources, cfg.suite), sum(len(r["instances"]) for r in runs),
-                             progress))
+    parts = list(_progress(iter_rendered_parts(runs, profile, sources, cfg.suite),
+                           sum(len(r["instances"]) for r in runs), progress))
+    records = [record for record, _, _ in parts]
     by_key = {(r["dataset"], r["run"], r["instance_id"]): r for r in records}
     for run in runs:
         for rec in run["instances"]:
@@ -64,10 +66,10 @@ def build_manifest(cfg: SeamConfig, profile: str, choices: list[RunChoices], sou
         "prompt_digest": digest_of_hashes(r["prompt_sha256"] for r in records),
         "provenance": provenance(command, paths, frozen_from=frozen_from),
     }
-    return seal(manifest), records
+    return seal(manifest), parts
 
 
-def _progress(it: Iterator[dict[str, Any]], total: int, enabled: bool) -> Iterator[dict[str, Any]]:
+def _progress(it: Iterator[Any], total: int, enabled: bool) -> Iterator[Any]:
     if not enabled:
         return it
     from tqdm import tqdm
@@ -137,14 +139,15 @@ def _sample(cfg: SeamConfig, profile: str, base_dir: Path, out: Path, data_dir: 
     _guard(out, store, [*inputs, *_source_inputs(sources)], [])
     choices = draw_all(cfg, profile, sources.data, sources.prompt_files)
     # Paths are recorded relative to the manifest (so the repository can move), in provenance.
-    manifest, records = build_manifest(cfg, profile, choices, sources, progress=sys.stderr.isatty(),
+    manifest, parts = build_manifest(cfg, profile, choices, sources, progress=sys.stderr.isatty(),
                                        relative_to=out.resolve().parent, frozen_from=frozen_from,
                                        config_json=config_json)
     if store:  # provenance only: the digest covers content, and the store's records are hashed in it
         path = store_path(out)
-        manifest["provenance"]["prompt_store"] = {"path": path.name, "sha256": write_prompt_store(records, path)}
+        lines, _ = records_jsonl(parts)
+        manifest["provenance"]["prompt_store"] = {"path": path.name, "sha256": write_prompt_store(lines, path)}
     write_manifest(manifest, out)
-    return Written(out, manifest, len(records), len(choices))
+    return Written(out, manifest, len(parts), len(choices))
 
 
 def sample_manifest(config: Path, out: Path, profile: str, data_dir: Any, prompts_dir: Any, store: bool,

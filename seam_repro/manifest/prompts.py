@@ -41,13 +41,13 @@ def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources,
     unless its dataset is in ``changed`` (its data or prompt file differs from the sealed hash) and
     ``missing`` is given: then ``(dataset, run, instance_id, reason)`` is appended to ``missing``
     and rendering goes on (``verify``). With unchanged sources it is the manifest that is wrong."""
-    for record, _prefix, _block in _iter_parts(runs, profile, sources, suite, where, missing, changed):
+    for record, _prefix, _block in iter_rendered_parts(runs, profile, sources, suite, where, missing, changed):
         yield record
 
 
-def _iter_parts(runs: list[dict[str, Any]], profile: str, sources: Sources, suite: str, where: str,
-                missing: list[tuple[str, int, str, str]] | None = None,
-                changed: frozenset[str] = frozenset()) -> Iterator[tuple[dict[str, Any], str, str]]:
+def iter_rendered_parts(runs: list[dict[str, Any]], profile: str, sources: Sources, suite: str = "seam",
+                        where: str = "manifest", missing: list[tuple[str, int, str, str]] | None = None,
+                        changed: frozenset[str] = frozenset()) -> Iterator[tuple[dict[str, Any], str, str]]:
     """``iter_rendered``'s records with each prompt's two parts: the run's shared prefix (the same
     ``str`` object for every instance of a run) and the instance's block (prompt = prefix + block),
     so hashing and JSON escaping can do the prefix once per run instead of once per prompt."""
@@ -143,7 +143,7 @@ def _render_parts(manifest: dict[str, Any], data_dir: Any, prompts_dir: Any, bas
     runs = manifest["runs"]
     if not manifest["frozen"]:
         runs = [choices_to_run(c) for c in draw_all(cfg, manifest["profile"], sources.data, sources.prompt_files)]
-    return _iter_parts(runs, manifest["profile"], sources, cfg.suite,
+    return iter_rendered_parts(runs, manifest["profile"], sources, cfg.suite,
                        where=str(base) if base is not None else "manifest")
 
 
