@@ -40,6 +40,14 @@ class SamplingPlan:
     demo_key: str
 
 
+@cache
+def _object_at(ref: str) -> Any:
+    """The object a ``module:attr`` reference names, looked up once per process (rendering asks
+    for a dataset's template once per prompt)."""
+    module, attr = ref.split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
 @dataclass(frozen=True)
 class DatasetSpec:
     name: str
@@ -77,8 +85,7 @@ class DatasetSpec:
         return loaded
 
     def template_obj(self) -> Any:
-        module, attr = self.template.split(":")
-        return getattr(importlib.import_module(module), attr)
+        return _object_at(self.template)
 
 
 @dataclass(frozen=True)

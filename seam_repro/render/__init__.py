@@ -14,16 +14,9 @@ from typing import Any
 from seam_repro.instances import Instance
 from seam_repro.render.context import RunContext
 
-_TEMPLATES: dict[str, Any] = {}
-"""Template objects by the spec's ``module:attr`` reference, looked up once per process."""
-
 
 def template_for(ctx: RunContext) -> Any:
-    ref = ctx.spec.template
-    template = _TEMPLATES.get(ref)
-    if template is None:
-        template = _TEMPLATES[ref] = ctx.spec.template_obj()
-    return template
+    return ctx.spec.template_obj()
 
 
 def few_shots(ctx: RunContext) -> str:
