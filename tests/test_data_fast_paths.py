@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import pytest
 
@@ -61,3 +62,72 @@ def test_depth_guard_at_and_past_the_limit(depth: int) -> None:
     for text in ("[" * depth + "]" * depth, '{"a":' * depth + "1" + "}" * depth, "[" * depth,
                  "[" * depth + '"]' + "]" * depth, "[" * depth + "]" * depth + "]", "][" * depth):
         assert _depth_exceeds(text, MAX_JSON_DEPTH) == (_depth_by_hand(text) > MAX_JSON_DEPTH), text[:80]
+
+
+def _outcome(fn, *args):
+    from seam_repro.errors import InputError
+
+    try:
+        out = fn(*args)
+    except InputError as exc:
+        return ("error", str(exc))
+    return ("ok", out, [tuple(map(type, t)) for t in out] if isinstance(out, tuple) else None)
+
+
+def test_ecb_token_rows_column_check_equals_the_row_check() -> None:
+    """``_tokens`` checks columns in C and builds tokens with ``tuple.__new__``; the row-by-row
+    reference gives the same tokens (same value types too) or the same one-line error."""
+    from seam_repro.datasets.ecb import _tokens, _tokens_checked
+
+    path = Path("test.json")
+    good = [[0, 1, "Two", True, True], [0, 2, "leaders", True, False], [1, 3, "x", False, True]]
+    rng = random.Random(7)
+    odd_values = [0, 1, True, False, "s", None, 1.5, [], {}, -3]
+    cases: list[object] = [good, [], None, {}, "rows", [good[0][:4]], [[True, 1, "a", True]], [[0, 1, "a", False]]]
+    for _ in range(3000):
+        rows = [list(r) for r in good[: rng.randint(1, 3)]]
+        for _ in range(rng.randint(0, 2)):
+            i = rng.randrange(len(rows))
+            choice = rng.random()
+            if choice < 0.15:
+                rows[i] = rng.choice([None, "row", (0, 1, "a", True), {"a": 1}, 5])
+            elif choice < 0.3 and isinstance(rows[i], list):
+                rows[i] = rows[i][: rng.randint(0, 4)]
+            elif isinstance(rows[i], list) and rows[i]:
+                rows[i][rng.randrange(len(rows[i]))] = rng.choice(odd_values)
+        cases.append(rows)
+    errors = 0
+    for rows in cases:
+        fast, slow = _outcome(_tokens, path, "d", rows), _outcome(_tokens_checked, path, "d", rows)
+        assert fast == slow, rows
+        errors += fast[0] == "error"
+    assert 500 < errors < len(cases) - 500
+
+
+ROOT = Path(__file__).resolve().parents[1]
+REAL_ECB = ROOT.parent / "shared" / "realdata" / "ecbplus"
+
+
+def _ecb_folders(tmp_path: Path) -> list[Path]:
+    """The shipped ECB+ fixture and, where ../shared/realdata is present, real topics 36-40
+    converted from the ECB+ XML."""
+    folders = [ROOT / "manifests" / "fixtures" / "ecb"]
+    if REAL_ECB.is_dir():
+        from seam_repro.datasets.ecb_xml import convert
+
+        convert(REAL_ECB, REAL_ECB / "ECBplus_coreference_sentences.csv", tmp_path / "ecb")
+        folders.append(tmp_path / "ecb")
+    return folders
+
+
+def test_ecb_load_equals_the_row_by_row_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from seam_repro.datasets import ecb
+
+    for folder in _ecb_folders(tmp_path):
+        fast = ecb.load(folder)
+        with monkeypatch.context() as m:
+            m.setattr(ecb, "_tokens", ecb._tokens_checked)
+            slow = ecb.load(folder)
+        assert fast == slow
+        tokens = [d.tokens for split in fast.splits.values() for i in split for d in i.documents]
+        assert tokens and all(type(t).__name__ == "Token" for doc in tokens for t in doc)
