@@ -131,3 +131,38 @@ def test_ecb_load_equals_the_row_by_row_load(tmp_path: Path, monkeypatch: pytest
         assert fast == slow
         tokens = [d.tokens for split in fast.splits.values() for i in split for d in i.documents]
         assert tokens and all(type(t).__name__ == "Token" for doc in tokens for t in doc)
+
+
+def _layout_by_rows(tokens: tuple) -> tuple:
+    """The ECB+ document layout one row at a time (as first written): texts, first row per token
+    id, the annotated span's texts in token-id order (stable) and each row's place in it."""
+    texts = tuple(t.text for t in tokens)
+    first_row: dict[int, int] = {}
+    for row, tok in enumerate(tokens):
+        first_row.setdefault(tok.token_id, row)
+    annotated = [t.token_id for t in tokens if t.is_annotated]
+    if not annotated:
+        return texts, first_row, None, {}
+    lo, hi = min(annotated), max(annotated)
+    rows = sorted((r for r, tok in enumerate(tokens) if lo <= tok.token_id <= hi), key=lambda r: tokens[r].token_id)
+    return texts, first_row, tuple(texts[r] for r in rows), {r: n for n, r in enumerate(rows)}
+
+
+def test_ecb_layout_equals_the_row_by_row_layout(tmp_path: Path) -> None:
+    """Sorted token ids take the bisection path, others the filter-and-sort path; both give the
+    row-by-row layout (random documents, and every document of the fixture and real topics)."""
+    from seam_repro.datasets import ecb
+    from seam_repro.instances import Token
+    from seam_repro.render.coref import _layout
+
+    rng = random.Random(11)
+    documents = []
+    for _ in range(2000):
+        n = rng.randint(0, 12)
+        ids = sorted(rng.randint(0, 15) for _ in range(n)) if rng.random() < 0.5 else [rng.randint(0, 15) for _ in range(n)]
+        documents.append(tuple(Token(rng.randint(0, 3), tid, f"w{k}", rng.random() < 0.5) for k, tid in enumerate(ids)))
+    for folder in _ecb_folders(tmp_path):
+        documents += [d.tokens for split in ecb.load(folder).splits.values() for i in split for d in i.documents]
+    for tokens in documents:
+        layout = _layout(tokens)
+        assert (layout.texts, layout.first_row, layout.parts, layout.position) == _layout_by_rows(tokens), tokens

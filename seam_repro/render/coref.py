@@ -6,8 +6,11 @@ and ``datasets_classes/cdcr/scico.py::pre_process``; both render with the base t
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import compress, islice
+from operator import le
 from typing import Any
 
 from seam_repro.errors import InputError
@@ -52,22 +55,29 @@ _LAYOUTS: dict[int, tuple[tuple[Any, ...], _DocLayout]] = {}
 
 
 def _layout(tokens: tuple[Any, ...]) -> _DocLayout:
+    """Columns taken by one C transpose of the ``Token`` rows; when token ids never decrease along
+    the rows (the corpus's order), the annotated span is one slice of rows, found by bisection,
+    instead of a filter and a stable sort by id."""
     cached = _LAYOUTS.get(id(tokens))
     if cached is not None and cached[0] is tokens:
         return cached[1]
-    texts = tuple(t.text for t in tokens)
-    first_row: dict[int, int] = {}
-    for row, tok in enumerate(tokens):
-        first_row.setdefault(tok.token_id, row)
-    annotated = [t.token_id for t in tokens if t.is_annotated]
+    _, token_ids, texts, is_annotated = zip(*tokens, strict=True) if tokens else ((), (), (), ())
+    ids = list(token_ids)
+    first_row = dict(zip(reversed(ids), range(len(ids) - 1, -1, -1), strict=True))  # the first row wins
+    annotated = list(compress(ids, is_annotated))
     parts: tuple[str, ...] | None = None
     position: dict[int, int] = {}
     if annotated:
         lo, hi = min(annotated), max(annotated)
-        rows = [r for r, tok in enumerate(tokens) if lo <= tok.token_id <= hi]
-        rows.sort(key=lambda r: tokens[r].token_id)  # stable: equal ids keep file order
-        parts = tuple(texts[r] for r in rows)
-        position = {r: n for n, r in enumerate(rows)}
+        if all(map(le, ids, islice(ids, 1, None))):
+            start, end = bisect_left(ids, lo), bisect_right(ids, hi)
+            parts = texts[start:end]
+            position = dict(zip(range(start, end), range(end - start), strict=True))
+        else:
+            rows = [r for r, tid in enumerate(ids) if lo <= tid <= hi]
+            rows.sort(key=ids.__getitem__)  # stable: equal ids keep file order
+            parts = tuple([texts[r] for r in rows])
+            position = {r: k for k, r in enumerate(rows)}
     if len(_LAYOUTS) > 100_000:
         _LAYOUTS.clear()
     layout = _DocLayout(texts, first_row, parts, position)
