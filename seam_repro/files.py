@@ -61,15 +61,19 @@ def _depth_exceeds(text: str, limit: int) -> bool:
     openers less closers over the text's prefixes); linear, no recursion, and no Python step per
     character or per string: a regex or Python pass over every string of a dataset file was the
     largest cost of reading the datasets in ``sample``."""
-    if text.count("[") + text.count("{") <= limit:  # every opener, even one in a string, bounds the depth
-        return False
     # UTF-8 keeps every ASCII character a byte of its own (multi-byte sequences use bytes >= 0x80),
     # so the bytes' brackets and quotes are the text's; C's translate drops the rest.
+    marks = text.encode("utf-8", "surrogatepass").translate(_AS_PARENS, _NOT_QUOTE_OR_BRACKET)
+    if marks.count(b"(") <= limit:  # every opener, even one in a string, bounds the depth
+        return False
     if "\\" not in text:
-        # no escapes: every quote opens or closes a string, so the pieces between quotes alternate
-        # outside/inside, and a string left open runs to the end (an odd last piece is dropped)
-        marks = text.encode("utf-8", "surrogatepass").translate(_AS_PARENS, _NOT_QUOTE_OR_BRACKET)
-        brackets = b"".join(marks.split(b'"')[::2])
+        # No escapes: every quote opens or closes a string, so the pieces between quotes alternate
+        # outside/inside, and a string left open runs to the end (an odd last piece is dropped).
+        # Strings without brackets are '""' here; when removing those pairs leaves no quote, they
+        # were every string (each quote went with its neighbour) and the rest is outside them.
+        brackets = marks.replace(b'""', b"")
+        if b'"' in brackets:
+            brackets = b"".join(marks.split(b'"')[::2])
     else:
         bare = _JSON_STRING.sub("", text)
         quote = bare.find('"')
