@@ -166,3 +166,28 @@ def test_ecb_layout_equals_the_row_by_row_layout(tmp_path: Path) -> None:
     for tokens in documents:
         layout = _layout(tokens)
         assert (layout.texts, layout.first_row, layout.parts, layout.position) == _layout_by_rows(tokens), tokens
+
+
+@pytest.mark.parametrize("text", ['{"a": [1, 2.5, "x"]}', "\ufeff{}", "NaN", '{"t": -Infinity}', "[1e400]", "[1e5]",
+                                  '{"a": }', "", "  ", "[1] [2]", '"\\ud800"', "0", '{"a": 1, "a": 2}', "[" * 70 + "]" * 70])
+def test_shared_strict_decoder_equals_json_loads_with_hooks(text: str) -> None:
+    """parse_json_text keeps one strict decoder instead of one per ``json.loads`` call: same values,
+    same one-line errors (the BOM check ``json.loads`` makes itself included)."""
+    from seam_repro.errors import InputError
+    from seam_repro.files import _finite_float, _reject_constant, parse_json_text
+
+    def reference() -> object:
+        if _depth_by_hand(text) > 64:
+            return ("error", "JSON nested deeper than 64 levels")
+        try:
+            return ("ok", json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float))
+        except json.JSONDecodeError as exc:
+            return ("error", f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})")
+        except ValueError as exc:
+            return ("error", f"not valid JSON ({exc})")
+
+    try:
+        got: object = ("ok", parse_json_text(text, "f.json"))
+    except InputError as exc:
+        got = ("error", str(exc).removeprefix("f.json: "))
+    assert got == reference()
