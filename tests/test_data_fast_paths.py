@@ -215,3 +215,39 @@ def test_remembered_file_hashes_follow_the_file_not_the_path(tmp_path: Path) -> 
     os.replace(new, f)
     assert f.stat().st_mtime_ns == st.st_mtime_ns and f.stat().st_size == st.st_size
     assert sha256_file(f) == hashlib.sha256(b"bbbb").hexdigest()
+
+
+def test_ecb_mention_fast_check_agrees_with_the_field_by_field_check() -> None:
+    """``_mention_if_valid`` accepts exactly the rows ``_mention`` accepts, with the same result;
+    every other row is left to ``_mention`` (and its one-line error)."""
+    from seam_repro.datasets.ecb import _mention, _mention_if_valid
+    from seam_repro.errors import InputError
+    from seam_repro.instances import Token
+
+    docs = {"d1": (Token(0, 1, "a", True), Token(0, 2, "b", True), Token(0, 5, "c", False)), "d2": (Token(0, 1, "x", True),)}
+    doc_tokens = {d: {t.token_id for t in toks} for d, toks in docs.items()}
+    good = {"doc_id": "d1", "topic": "36", "cluster_id": 17642655532934542, "tokens_ids": [1, 2], "m_id": "16"}
+    odd_values = [None, True, False, 0, 1, 2, 5, 7, -1, 1.0, "36", "d1", "d2", "d9", [], [1], [True], [1, "2"], [2, 1],
+                  [1, 9], [5, 1, 2], {}, {"a": 1}]
+    rng = random.Random(5)
+    rows: list[object] = [good, None, [], "row", 3]
+    for _ in range(4000):
+        row = dict(good)
+        for _ in range(rng.randint(0, 2)):
+            key = rng.choice(["doc_id", "topic", "cluster_id", "tokens_ids", "extra"])
+            if rng.random() < 0.15:
+                row.pop(key, None)
+            else:
+                row[key] = rng.choice(odd_values)
+        rows.append(row)
+    accepted = 0
+    for i, row in enumerate(rows):
+        fast = _mention_if_valid(row, docs, doc_tokens)
+        try:
+            slow = _mention(Path("test_events.json"), i, row, docs, doc_tokens)
+        except InputError:
+            assert fast is None, row
+        else:
+            assert fast == slow and type(fast[0]) is type(slow[0]), row
+            accepted += 1
+    assert 500 < accepted < len(rows) - 500
