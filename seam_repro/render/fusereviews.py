@@ -64,11 +64,33 @@ def _highlighted(text: str, spans: tuple[tuple[int, int], ...], merge_overlaps: 
     return add_highlights(text, spans, merge_overlaps=merge_overlaps, where=where)
 
 
+_REVIEWS: dict[tuple[int, bool], tuple[Instance, dict[str, str]]] = {}
+"""Highlighted reviews by (``id`` of the instance, merge_overlaps); the instance is kept, so the id
+stays its own."""
+
+
+def _highlighted_reviews(instance: Instance, merge_overlaps: bool) -> dict[str, str]:
+    """``review_i -> highlighted text`` of an instance, built once per process (every run renders
+    the same instance again, only the reviews' order changes)."""
+    cached = _REVIEWS.get((id(instance), merge_overlaps))
+    if cached is not None and cached[0] is instance:
+        return cached[1]
+    reviews = {
+        f"review_{i}": _highlighted(d.text, d.highlights, merge_overlaps,
+                                    f"{instance.dataset}: record {instance.instance_id}: review_{i}")
+        for i, d in enumerate(instance.documents)
+    }
+    if len(_REVIEWS) > 100_000:
+        _REVIEWS.clear()
+    _REVIEWS[(id(instance), merge_overlaps)] = (instance, reviews)
+    return reviews
+
+
 def _fill(structure: str, instructions: str, reviews: Mapping[str, str], answer: str) -> tuple[str, str]:
     """One demo or test block; returns (block, highlights listing)."""
     prompt = structure.replace("{INST}", instructions)
     prompt = prompt.replace("{H_REV}", "\n".join(f"{name}: {text}" for name, text in reviews.items()))
-    prompt = prompt.replace("{HS}", HS).replace("{HE}", HE)
+    # upstream then replaces "{HS}" and "{HE}" by HS and HE, which are those same strings: no change
     listing = "\n".join(f"{name}:\n {_numbered_spans(text)}" for name, text in reviews.items())
     prompt = prompt.replace("{HIGHLIGHTS}", listing)
     prompt = prompt.replace("{COT}", "")
@@ -91,11 +113,7 @@ def test_block(instance: Instance, ctx: RunContext, mention_ids: Sequence[int] |
     if len(docs) != ctx.max_num_docs:
         raise InputError(instance.dataset, f"expected {ctx.max_num_docs} reviews, found {len(docs)}",
                          record=instance.instance_id, field="review_i_text")
-    highlighted = {
-        f"review_{i}": _highlighted(d.text, d.highlights, not ctx.upstream,
-                                    f"{instance.dataset}: record {instance.instance_id}: review_{i}")
-        for i, d in enumerate(docs)
-    }
+    highlighted = _highlighted_reviews(instance, not ctx.upstream)
     shuffled = {f"review_{i}": highlighted[f"review_{ctx.doc_order[i]}"] for i in range(len(docs))}
     block, listing = _fill(ctx.prompt_file["prompt_structure"], ctx.instructions, shuffled, "")
     target = {"highlights_concat": listing, "review_side_alignments": list(instance.review_alignments)}
