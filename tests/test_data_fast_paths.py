@@ -251,3 +251,57 @@ def test_ecb_mention_fast_check_agrees_with_the_field_by_field_check() -> None:
             assert fast == slow and type(fast[0]) is type(slow[0]), row
             accepted += 1
     assert 500 < accepted < len(rows) - 500
+
+
+def _ecb_documents_by_parts(instance, mention_ids) -> list[str]:  # type: ignore[no-untyped-def]
+    """The marked documents as first written: copy every part, put the marked ones in, join."""
+    from seam_repro.render.coref import _layout
+
+    docs = {d.doc_id: d for d in instance.documents}
+    marked: dict[str, dict[int, str]] = {}
+    for k, m in enumerate(instance.mentions):
+        layout = _layout(docs[m.doc_id].tokens)
+        texts = marked.setdefault(m.doc_id, {})
+        row = layout.first_row[m.token_ids[0]]
+        texts[row] = f"[{texts.get(row, layout.texts[row])}"
+        row = layout.first_row[m.token_ids[-1]]
+        texts[row] = f"{texts.get(row, layout.texts[row])}]({mention_ids[k]})"
+    used = []
+    for doc_id in dict.fromkeys(m.doc_id for m in instance.mentions):
+        layout = _layout(docs[doc_id].tokens)
+        parts = list(layout.parts)
+        for row, text in marked[doc_id].items():
+            if row in layout.position:
+                parts[layout.position[row]] = text
+        used.append(" ".join(parts))
+    return used
+
+
+def test_ecb_marked_documents_equal_the_part_by_part_join(tmp_path: Path) -> None:
+    """Marked documents are cut from the joined unmarked text; the same strings as replacing parts
+    and joining them, for every topic of the fixture and real topics, with random mention ids, and
+    for random documents (unsorted ids, shared tokens, marks outside the annotated span)."""
+    from seam_repro.datasets import ecb
+    from seam_repro.instances import Document, Instance, Mention, Token
+    from seam_repro.render.coref import ecb_documents
+
+    rng = random.Random(2)
+    instances = [i for folder in _ecb_folders(tmp_path) for split in ecb.load(folder).splits.values() for i in split]
+    for n in range(300):
+        documents = []
+        for d in range(rng.randint(1, 3)):
+            ids = [rng.randint(0, 9) for _ in range(rng.randint(1, 10))]
+            if rng.random() < 0.5:
+                ids.sort()
+            tokens = tuple(Token(0, tid, rng.choice(["a", "bb", "", "é"]), rng.random() < 0.7) for tid in ids)
+            if any(t.is_annotated for t in tokens):
+                documents.append(Document(doc_id=f"d{d}", tokens=tokens))
+        mentions = tuple(Mention(cluster_id=rng.randint(0, 3), doc_id=doc.doc_id,
+                                 token_ids=tuple(rng.choice(doc.tokens).token_id for _ in range(rng.randint(1, 3))))
+                         for doc in documents for _ in range(rng.randint(0, 4)))
+        instances.append(Instance(dataset="ECB", split="test_events", instance_id=str(n), raw_id=n,
+                                  documents=tuple(documents), mentions=mentions))
+    for instance in instances:
+        ids = rng.sample(range(1000), len(instance.mentions))
+        assert ecb_documents(instance, ids) == _ecb_documents_by_parts(instance, ids)
+    assert sum(len(i.mentions) for i in instances) > 1000
