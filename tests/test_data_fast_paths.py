@@ -305,3 +305,18 @@ def test_ecb_marked_documents_equal_the_part_by_part_join(tmp_path: Path) -> Non
         ids = rng.sample(range(1000), len(instance.mentions))
         assert ecb_documents(instance, ids) == _ecb_documents_by_parts(instance, ids)
     assert sum(len(i.mentions) for i in instances) > 1000
+
+
+def test_fusereviews_marked_spans_equal_the_regex() -> None:
+    """The str.find scan for ``{HS}...{HE}`` spans finds what ``re.findall`` with the lazy DOTALL
+    pattern found (markers back to back, nested, unclosed, newlines)."""
+    import re
+
+    from seam_repro.render.fusereviews import _marked_spans
+
+    pattern = re.compile(r"\{HS\}(.*?)\{HE\}", re.DOTALL)
+    rng = random.Random(9)
+    pieces = ["{HS}", "{HE}", "{H", "S}", "E}", "a", "\n", " ", "é", "{", "}"]
+    for _ in range(20000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 14)))
+        assert _marked_spans(text) == pattern.findall(text), text

@@ -11,7 +11,6 @@ the run's permutation (``review_i`` takes the text of ``review_{doc_order[i]}``)
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -21,7 +20,6 @@ from seam_repro.render.context import RunContext
 from seam_repro.render.template import Template
 
 HS, HE = "{HS}", "{HE}"
-_HIGHLIGHT_RE = re.compile(r"\{HS\}(.*?)\{HE\}", re.DOTALL)
 
 
 def add_highlights(text: str, spans: Sequence[tuple[int, int]], *, merge_overlaps: bool, where: str) -> str:
@@ -55,7 +53,17 @@ def add_highlights(text: str, spans: Sequence[tuple[int, int]], *, merge_overlap
 def _numbered_spans(text: str) -> str:
     """``1. span\n 2. span`` of a highlighted review. Cached: a test review is listed again in
     every run (only its slot changes), and its highlighted text is the same cached string."""
-    return "\n ".join(f"{i + 1}. {span}" for i, span in enumerate(_HIGHLIGHT_RE.findall(text)))
+    return "\n ".join([f"{i + 1}. {span}" for i, span in enumerate(_marked_spans(text))])
+
+
+def _marked_spans(text: str) -> list[str]:
+    """The texts between each ``{HS}`` and the first ``{HE}`` after it, left to right (what the
+    regex ``\\{HS\\}(.*?)\\{HE\\}`` with DOTALL finds; str.find needs no regex compiled at import)."""
+    spans, at = [], 0
+    while (start := text.find(HS, at)) >= 0 and (end := text.find(HE, start + len(HS))) >= 0:
+        spans.append(text[start + len(HS):end])
+        at = end + len(HE)
+    return spans
 
 
 @functools.lru_cache(maxsize=8192)
