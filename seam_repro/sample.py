@@ -26,8 +26,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from seam_repro.config import SeamConfig
 from seam_repro.errors import InputError
@@ -41,9 +40,9 @@ def derive_seed(*parts: object) -> int:
     return int.from_bytes(digest[:4], "big")
 
 
-@dataclass(frozen=True)
-class RunChoices:
-    """Everything random about one (dataset, run); rendering needs nothing else."""
+class RunChoices(NamedTuple):
+    """Everything random about one (dataset, run); rendering needs nothing else. A named tuple, as
+    the records of ``instances.py`` are (that module says why)."""
 
     dataset: str
     run: int
@@ -54,9 +53,9 @@ class RunChoices:
     doc_order: tuple[int, ...]
     instance_ids: tuple[str, ...]
     """Evaluated instances in prompt order (upstream: the sampled order)."""
-    mention_ids: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    mention_ids: dict[str, tuple[int, ...]]
     """Coreference: drawn id of each gold mention, in the instance's mention order."""
-    gen_seeds: dict[str, int] = field(default_factory=dict)
+    gen_seeds: dict[str, int]
     sample_seed: int | None = None
     """seam-repro-1: the (dataset, run) sub-seed; None for upstream's shared stream."""
 
