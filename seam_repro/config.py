@@ -10,8 +10,7 @@ Upstream quirks handled here, each reported rather than hidden:
 The config records are named tuples, as the records of ``instances.py`` are (that module says why).
 """
 
-from __future__ import annotations
-
+# Annotations are evaluated (no __future__ import): see instances.py, cheaper for NamedTuple fields.
 import math
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -55,7 +54,7 @@ class GenerationSettings(NamedTuple):
     """A throughput hint only (never recorded with predictions: results do not depend on it)."""
 
     @classmethod
-    def from_manifest(cls, generation: dict[str, Any] | None, source: str = "manifest") -> GenerationSettings:
+    def from_manifest(cls, generation: dict[str, Any] | None, source: str = "manifest") -> "GenerationSettings":
         """Validate ``config.generation``; a missing block means the paper's settings."""
         merged = dict(PAPER_GENERATION)
         if generation is not None:

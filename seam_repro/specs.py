@@ -5,8 +5,7 @@ loader and a template module. A suite file is read once, on first use (``load_su
 Specs are named tuples, as the instance records are (``instances.py`` says why and what it means).
 """
 
-from __future__ import annotations
-
+# Annotations are evaluated (no __future__ import): see instances.py, cheaper for NamedTuple fields.
 import importlib
 import inspect
 from collections.abc import Mapping
