@@ -24,20 +24,30 @@ true document count, so adding a dataset or a training row changes nothing else.
 from __future__ import annotations
 
 import hashlib
-import random
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from seam_repro.config import SeamConfig
 from seam_repro.errors import InputError
 from seam_repro.instances import Instance, LoadedDataset
 from seam_repro.specs import DatasetSpec, SamplingPlan, load_suite
 
+if TYPE_CHECKING:
+    import random
+
 
 def derive_seed(*parts: object) -> int:
     """A 32-bit seed from a hash of the parts (content-derived sub-seeds, as unitxt does)."""
     digest = hashlib.sha256("|".join(str(p) for p in parts).encode("utf-8")).digest()
     return int.from_bytes(digest[:4], "big")
+
+
+def _generator(seed: int) -> random.Random:
+    """A stdlib generator seeded with ``seed``. ``random`` is imported here, not with the module:
+    ``prompts`` imports this module for the checks at its end and never draws (~1 ms of start-up)."""
+    import random
+
+    return random.Random(seed)
 
 
 class RunChoices(NamedTuple):
@@ -177,7 +187,7 @@ def draw_run_corrected(spec: DatasetSpec, split: str, data: LoadedDataset, promp
     """seam-repro-1: an independent generator per (dataset, run); only the evaluated split draws."""
     name, plan = spec.name, spec.sampling
     seed = derive_seed("seam-repro-1", "sample", cfg.random_seed, name, run)
-    rng = random.Random(seed)
+    rng = _generator(seed)
     insts = data.split(split)
     max_docs = _max_docs_corrected(spec, insts, prompt_file)
     doc_order = rng.sample(range(max_docs), k=max_docs)
@@ -217,7 +227,7 @@ def draw_all(cfg: SeamConfig, profile: str, data: dict[str, LoadedDataset],
         check_split_not_empty(data[entry.name], entry.split)
     out: list[RunChoices] = []
     if profile == "upstream":
-        shared = rng if rng is not None else random.Random(cfg.random_seed)
+        shared = rng if rng is not None else _generator(cfg.random_seed)
         for entry in cfg.datasets:
             for run in range(cfg.num_runs):
                 out.append(draw_run_upstream(shared, suite.spec(entry.name), entry.split, data[entry.name],
