@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_startup import PROBE
 
 from seam_repro.config import GenerationSettings
 from seam_repro.datasets import load_dataset
@@ -16,18 +17,6 @@ from seam_repro.specs import parse_suite
 
 REPO = Path(__file__).resolve().parents[1]
 FIX = REPO / "manifests" / "fixtures"
-PROBE = """
-import sys
-sys.argv = ["seam-repro"] + sys.argv[1:]
-from seam_repro.cli import main
-try:
-    main()
-except SystemExit as exc:
-    code = exc.code
-else:
-    code = 0
-print("DATACLASSES", "dataclasses" in sys.modules, code, file=sys.stderr)
-"""
 
 
 @pytest.mark.parametrize("args", [
@@ -37,9 +26,9 @@ print("DATACLASSES", "dataclasses" in sys.modules, code, file=sys.stderr)
 def test_prompt_generation_imports_no_dataclasses(args: list[str], tmp_path: Path) -> None:
     """Each frozen dataclass compiles its methods when defined (0.5-2.7 ms per class per command,
     issue 16); ``sample`` and ``prompts`` define none, so they do not even import the module."""
-    out = subprocess.run([sys.executable, "-c", PROBE, *(a.format(tmp=tmp_path) for a in args)],
-                         capture_output=True, text=True, cwd=REPO).stderr
-    assert "DATACLASSES False 0" in out, out
+    out = subprocess.run([sys.executable, "-c", PROBE.format(heavy=("dataclasses",)),
+                          *(a.format(tmp=tmp_path) for a in args)], capture_output=True, text=True, cwd=REPO).stderr
+    assert "LOADED [] 0" in out, out
 
 
 def test_instance_extra_counts_in_equality_and_loads_stay_equal() -> None:
