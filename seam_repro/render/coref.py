@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass
 from itertools import accumulate, compress, islice
 from operator import le
-from typing import Any
+from typing import Any, NamedTuple
 
 from seam_repro.errors import InputError
 from seam_repro.instances import Instance
@@ -35,10 +34,10 @@ def _clusters_as_upstream(cluster_of: Sequence[Any], mention_ids: Sequence[int])
     return sorted([list(set(ids)) for ids in by_cluster.values()])
 
 
-@dataclass(frozen=True)
-class _DocLayout:
+class _DocLayout(NamedTuple):
     """What rendering needs of one ECB+ document that no run changes: computed once per token
-    tuple, not once per run (10 runs re-cut and re-sorted the same documents)."""
+    tuple, not once per run (10 runs re-cut and re-sorted the same documents). A named tuple, as
+    the records of ``instances.py`` are (that module says why)."""
 
     texts: tuple[str, ...]
     first_row: dict[int, int]
