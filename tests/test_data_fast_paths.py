@@ -8,23 +8,7 @@ import random
 from pathlib import Path
 
 import pytest
-
-
-def _depth_by_hand(text: str) -> int:
-    """Deepest bracket nesting outside JSON strings, one character at a time (the reference)."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for ch in text:
-        if in_string:
-            escaped, in_string = (False, True) if escaped else (ch == "\\", ch != '"')
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif ch in "]}":
-            depth -= 1
-    return deepest
+from test_files import _depth_by_hand
 
 
 def _nested(rng: random.Random, depth: int) -> object:
