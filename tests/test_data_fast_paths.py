@@ -133,7 +133,7 @@ def _layout_by_rows(tokens: tuple) -> tuple:
 
 
 def test_ecb_layout_equals_the_row_by_row_layout(tmp_path: Path) -> None:
-    """Sorted token ids take the bisection path, others the filter-and-sort path; both give the
+    """Sorted token ids take the one-slice path, others the filter-and-sort path; both give the
     row-by-row layout (random documents, and every document of the fixture and real topics)."""
     from seam_repro.datasets import ecb
     from seam_repro.instances import Token

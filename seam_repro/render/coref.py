@@ -6,7 +6,6 @@ and ``datasets_classes/cdcr/scico.py::pre_process``; both render with the base t
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from itertools import accumulate, compress, islice
 from operator import le
@@ -62,8 +61,8 @@ def _layout(tokens: tuple[Any, ...]) -> _DocLayout:
 
 def _entry(tokens: tuple[Any, ...]) -> _Entry:
     """Columns taken by one C transpose of the ``Token`` rows; when token ids never decrease along
-    the rows (the corpus's order), the annotated span is one slice of rows, found by bisection,
-    instead of a filter and a stable sort by id."""
+    the rows (the corpus's order), the annotated span is one slice of rows (from the first row of
+    the lowest annotated id to the last of the highest), instead of a filter and a stable sort by id."""
     cached = _LAYOUTS.get(id(tokens))
     if cached is not None and cached[0] is tokens:
         return cached
@@ -76,7 +75,7 @@ def _entry(tokens: tuple[Any, ...]) -> _Entry:
     if annotated:
         lo, hi = min(annotated), max(annotated)
         if all(map(le, ids, islice(ids, 1, None))):
-            start, end = bisect_left(ids, lo), bisect_right(ids, hi)
+            start, end = ids.index(lo), len(ids) - ids[::-1].index(hi)  # first lo row, past the last hi row
             parts = texts[start:end]
             position = dict(zip(range(start, end), range(end - start), strict=True))
         else:
