@@ -47,58 +47,31 @@ def _finite_float(text: str) -> float:
     return value
 
 
-_STRICT_JSON = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
-"""What ``json.loads(text, parse_constant=..., parse_float=...)`` builds on every call (a decoder
-and its scanner), built once: a command parses hundreds of JSONL lines."""
-
-
 _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 """A complete JSON string literal (escapes paired as a scanner pairs them)."""
-_BRACKET_STEP = {ord("("): 1, ord(")"): -1}
-_AS_PARENS = bytes.maketrans(b"[{]}", b"(())")
-"""Openers become ``(`` and closers ``)``: the depth counts them alike, so one pair to peel."""
-_NOT_QUOTE_OR_BRACKET = bytes(set(range(256)).difference(b'"[]{}'))
-_NOT_BRACKET = bytes(set(range(256)).difference(b"[]{}"))
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_BRACKET_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
 def _depth_exceeds(text: str, limit: int) -> bool:
-    """True when brackets outside strings nest deeper than ``limit`` (the largest count of
-    openers less closers over the text's prefixes); linear, no recursion, and no Python step per
-    character or per string: a regex or Python pass over every string of a dataset file was the
-    largest cost of reading the datasets in ``sample``."""
-    # UTF-8 keeps every ASCII character a byte of its own (multi-byte sequences use bytes >= 0x80),
-    # so the bytes' brackets and quotes are the text's; C's translate drops the rest.
-    marks = text.encode("utf-8", "surrogatepass").translate(_AS_PARENS, _NOT_QUOTE_OR_BRACKET)
-    if marks.count(b"(") <= limit:  # every opener, even one in a string, bounds the depth
+    """True when brackets outside strings nest deeper than ``limit``; linear, no recursion, and
+    no Python step per character (strings and other characters are dropped by regex first: a
+    per-character loop was the largest cost of reading the datasets in ``sample``)."""
+    if text.count("[") + text.count("{") <= limit:  # every opener, even one in a string, bounds the depth
         return False
-    if "\\" not in text:
-        # No escapes: every quote opens or closes a string, so the pieces between quotes alternate
-        # outside/inside, and a string left open runs to the end (an odd last piece is dropped).
-        # Strings without brackets are '""' here; when removing those pairs leaves no quote, they
-        # were every string (each quote went with its neighbour) and the rest is outside them.
-        brackets = marks.replace(b'""', b"")
-        if b'"' in brackets:
-            brackets = b"".join(marks.split(b'"')[::2])
-    else:
-        bare = _JSON_STRING.sub("", text)
-        quote = bare.find('"')
-        if quote >= 0:
-            bare = bare[:quote]  # an unterminated string runs to the end of the text
-        brackets = bare.encode("utf-8", "surrogatepass").translate(_AS_PARENS, _NOT_BRACKET)
+    bare = _JSON_STRING.sub("", text)
+    quote = bare.find('"')
+    if quote >= 0:
+        bare = bare[:quote]  # an unterminated string runs to the end of the text
+    brackets = _NOT_BRACKET.sub("", bare)
     if len(brackets) <= limit:
         return False
-    # Peel innermost pairs: "()" holds nothing between its parens, and removing it leaves every
-    # other prefix's count as it was, so a text that is empty after k <= limit peels nests at
-    # most k deep. Anything else (unbalanced, or deeper) is counted exactly.
-    rest = brackets
-    for _ in range(limit):
-        peeled = rest.replace(b"()", b"")
-        if not peeled:
-            return False
-        if len(peeled) == len(rest):
-            break  # nothing left to peel: count
-        rest = peeled
     return max(accumulate(map(_BRACKET_STEP.__getitem__, brackets))) > limit
+
+
+_STRICT_JSON = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+"""What ``json.loads(text, parse_constant=..., parse_float=...)`` builds on every call (a decoder
+and its scanner), built once: a command parses hundreds of JSONL lines."""
 
 
 def parse_json_text(text: str, where: object, *, record: object | None = None,

@@ -36,16 +36,14 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-_READ: dict[tuple[int, int, int, int], str] = {}
-"""sha256 of files already read whole, keyed by (device, inode, size, mtime_ns), so a loader that
-parses a file and then records its hash reads it once, and the recorded hash is that of the very
-bytes that were parsed (see :func:`read_bytes_hashed` and :func:`remember_sha256`)."""
+_READ: dict[tuple[str, int, int], str] = {}
+"""sha256 of files already read whole, keyed by (real path, size, mtime_ns), so a loader that parses
+a file and then records its hash reads it once, and the recorded hash is that of the very bytes
+that were parsed (see :func:`read_bytes_hashed` and :func:`remember_sha256`)."""
 
 
-def _key(path: str | Path, st: os.stat_result) -> tuple[int, int, int, int]:
-    """The file itself, from its stat alone: device and inode name it whatever the path (links,
-    ``..``), with no ``realpath`` walk (a ``lstat`` per path component, twice per file read)."""
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+def _key(path: str | Path, st: os.stat_result) -> tuple[str, int, int]:
+    return (os.path.realpath(path), st.st_size, st.st_mtime_ns)
 
 
 def remember_sha256(path: str | Path, st: os.stat_result, digest: str) -> None:

@@ -177,30 +177,6 @@ def test_shared_strict_decoder_equals_json_loads_with_hooks(text: str) -> None:
     assert got == reference()
 
 
-def test_remembered_file_hashes_follow_the_file_not_the_path(tmp_path: Path) -> None:
-    """Hashes remembered from a read are keyed by the file's device, inode, size and mtime (no
-    realpath walk): a link reads as the same file, and a file replaced under the same name, size and
-    mtime is hashed afresh."""
-    import hashlib
-    import os
-
-    from seam_repro.hashing import read_bytes_hashed, sha256_file
-
-    f = tmp_path / "data.json"
-    f.write_bytes(b"aaaa")
-    link = tmp_path / "link.json"
-    link.symlink_to(f)
-    assert read_bytes_hashed(link) == b"aaaa"
-    assert sha256_file(f) == sha256_file(link) == hashlib.sha256(b"aaaa").hexdigest()
-    st = f.stat()
-    new = tmp_path / "new.json"
-    new.write_bytes(b"bbbb")
-    os.utime(new, ns=(st.st_atime_ns, st.st_mtime_ns))
-    os.replace(new, f)
-    assert f.stat().st_mtime_ns == st.st_mtime_ns and f.stat().st_size == st.st_size
-    assert sha256_file(f) == hashlib.sha256(b"bbbb").hexdigest()
-
-
 def test_ecb_mention_fast_check_agrees_with_the_field_by_field_check() -> None:
     """``_mention_if_valid`` accepts exactly the rows ``_mention`` accepts, with the same result;
     every other row is left to ``_mention`` (and its one-line error)."""
