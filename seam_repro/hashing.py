@@ -76,11 +76,16 @@ def sha256_file(path: str | Path) -> str:
     return h.hexdigest()
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+"""The encoder ``json.dumps`` would build with these options on every call (it reuses one only for
+default options), built once: a target hash per prompt made that a measurable part of ``prompts``.
+Same class, same options, so the same text as ``json.dumps(obj, sort_keys=True, separators=(",",
+":"), ensure_ascii=False, allow_nan=False)``."""
+
+
 def canonical_json(obj: Any) -> bytes:
     """Canonical serialization: sorted keys, no insignificant whitespace, UTF-8, no NaN."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode(
-        "utf-8"
-    )
+    return _CANONICAL.encode(obj).encode("utf-8")
 
 
 def sha256_json(obj: Any) -> str:

@@ -116,12 +116,12 @@ def write_manifest(manifest: dict[str, Any], path: str | Path) -> None:
     atomic_write_text(path, dump_manifest(manifest))
 
 
-def write_prompt_store(lines: str, path: str | Path) -> str:
-    """Gzip the prompt records' JSONL (``manifest.prompts.records_jsonl``: the text ``prompts``
+def write_prompt_store(lines: bytes, path: str | Path) -> str:
+    """Gzip the prompt records' JSONL (``manifest.prompts.records_jsonl``: the bytes ``prompts``
     writes) with deterministic bytes (mtime 0); returns its sha256."""
     import gzip  # only --store-prompts writes one; every manifest reader imports this module
 
-    data = gzip.compress(lines.encode("utf-8"), mtime=0)
+    data = gzip.compress(lines, mtime=0)
     atomic_write_bytes(path, data)
     return sha256_bytes(data)
 
