@@ -270,8 +270,8 @@ def ensure_dir(path: str | Path) -> Path:
 def _file_mode(path: Path) -> int:
     """The mode a plain ``open(path, "w")`` would give: the existing file's, else 0666 less the umask.
 
-    mkstemp creates 0600 files; a manifest or bundle written that way is unreadable to the container
-    user or a colleague, so the temporary file gets the mode the final file should have.
+    A private temporary is created 0600; a manifest or bundle written that way is unreadable to the
+    container user or a colleague, so the temporary file gets the mode the final file should have.
     """
     try:
         return path.stat().st_mode & 0o7777
@@ -279,6 +279,23 @@ def _file_mode(path: Path) -> int:
         mask = os.umask(0)
         os.umask(mask)
         return 0o666 & ~mask
+
+
+_CREATE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) \
+    | getattr(os, "O_BINARY", 0)
+
+
+def _new_sibling(p: Path) -> tuple[int, str]:
+    """Create a new private file ``.<name>.<random>.tmp`` beside ``p`` (exclusive, no symlink
+    followed, mode 0600, not inherited by child processes): what ``tempfile.mkstemp`` does, without
+    its imports (shutil with bz2 and lzma: ~4 ms of every writing command)."""
+    for _ in range(100):
+        tmp = os.path.join(p.parent, f".{p.name}.{os.urandom(6).hex()}.tmp")
+        try:
+            return os.open(tmp, _CREATE_NEW, 0o600), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no unused temporary name", str(p.parent))
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
@@ -291,9 +308,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     ensure_dir(p.parent)
     tmp: str | None = None
     try:
-        import tempfile  # stdlib's exclusive, private creation; only writing commands pay its import
-
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+        fd, tmp = _new_sibling(p)
         os.fchmod(fd, _file_mode(p))
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)

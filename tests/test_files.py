@@ -140,6 +140,24 @@ def test_atomic_write_gives_the_mode_open_would(tmp_path):
         os.umask(mask)
 
 
+def test_atomic_write_never_uses_a_sibling_that_exists(tmp_path, monkeypatch):
+    """The temporary sibling is created exclusively: a file or a symlink already at a drawn name is
+    left alone (never followed, never truncated) and another name is drawn."""
+    import seam_repro.files as files
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep")
+    (tmp_path / ".out.txt.000000000000.tmp").write_text("keep too")
+    (tmp_path / ".out.txt.010101010101.tmp").symlink_to(victim)
+    draws = iter([b"\0" * 6, b"\1" * 6, b"\2" * 6])
+    monkeypatch.setattr(files.os, "urandom", lambda n: next(draws))
+    atomic_write_text(tmp_path / "out.txt", "new")
+    assert (tmp_path / "out.txt").read_text() == "new" and victim.read_text() == "keep"
+    assert (tmp_path / ".out.txt.000000000000.tmp").read_text() == "keep too"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".out.txt.000000000000.tmp", ".out.txt.010101010101.tmp",
+                                                          "out.txt", "victim.txt"]
+
+
 def _depth_by_characters(text: str, limit: int) -> bool:
     """The nesting check as first written: one step per character, strings skipped."""
     depth, in_string, escaped = 0, False, False

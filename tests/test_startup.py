@@ -57,17 +57,17 @@ extraction (fetch), fastjsonschema (only a manifest that fails the precompiled c
 a prompt mismatch is diffed), numpy (scoring), decimal (the precompiled check's stand-in, see
 schema_check)."""
 WRITE_ONLY = ("gzip", "tempfile", "shutil", "seam_repro.sources.fetch")
-"""Only a .gz input, a written file (tempfile: files.atomic_write_bytes's sibling), a folder written
-whole (atomic_dir) or a fetch needs these; a source with a path needs no cache."""
+"""Only a .gz input, a folder written whole (atomic_dir: tempfile) or a fetch needs these; a source
+with a path needs no cache, and a written file's temporary sibling is created by files.py itself."""
 
 
 @pytest.mark.parametrize(("args", "allowed"), [
     (["--version"], ()),
     (["--help"], ("shutil",)),  # click asks shutil for the terminal width
     (["verify", "manifests/smoke.json"], ("gzip",)),  # its prompt store is a .gz
-    (["prompts", "manifests/smoke.json", "--out", "{tmp}/p.jsonl"], ("tempfile", "shutil")),
+    (["prompts", "manifests/smoke.json", "--out", "{tmp}/p.jsonl"], ()),
     (["sample", "manifests/smoke.config.json", "--out", "{tmp}/m.json", "--prompts-dir", "manifests/fixtures/prompts"],
-     ("tempfile", "shutil")),
+     ()),
 ])
 def test_start_up_imports_only_what_the_command_uses(args: list[str], allowed: tuple[str, ...], tmp_path: Path) -> None:
     """The fixed cost every kit process pays before its work (issue 16: sample + prompts must stay
