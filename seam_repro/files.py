@@ -19,6 +19,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator
 from itertools import accumulate
+from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any
 
@@ -228,6 +229,89 @@ def read_jsonl(path: str | Path, **kwargs: Any) -> list[Any]:
 def dumps_json(obj: Any, *, indent: int | None = 1, sort_keys: bool = False) -> str:
     """The kit's JSON text form: UTF-8, no NaN, newline-terminated."""
     return json.dumps(obj, indent=indent, sort_keys=sort_keys, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+class _Unusual(Exception):
+    """A value :func:`dumps_indented` leaves to ``json.dumps`` (see there)."""
+
+
+_MAX_INDENTED_DEPTH = 64
+
+
+def dumps_indented(obj: Any) -> str:
+    """``json.dumps(obj, sort_keys=True, indent=1, ensure_ascii=False)``, the same text ~3x faster.
+
+    With an indent, ``json`` encodes in pure Python through nested generators (~1 us per value;
+    a 680-prompt manifest is ~6,000 values). This writes dicts with ``str`` keys, lists, tuples,
+    ``str``, ``int``, ``bool``, ``None`` and finite ``float`` values of exactly those types into one
+    list, a scalar inline in its container's loop, each string through the same C escaper.
+    Anything else (another key or value type, a subclass, NaN, nesting deeper than 64, which is
+    also how a circular structure ends) goes to ``json.dumps`` itself, which decides the text or
+    the error.
+    """
+    out: list[str] = []
+    try:
+        _indented(obj, "", out)
+    except (_Unusual, TypeError, ValueError):
+        return json.dumps(obj, sort_keys=True, indent=1, ensure_ascii=False)
+    return "".join(out)
+
+
+def _scalar(value: Any) -> str:
+    t = type(value)
+    if t is str:
+        return encode_basestring(value)
+    if t is int:
+        return int.__repr__(value)
+    if value is None:
+        return "null"
+    if t is bool:
+        return "true" if value else "false"
+    if t is float and math.isfinite(value):
+        return float.__repr__(value)
+    raise _Unusual
+
+
+def _indented(obj: Any, ind: str, out: list[str]) -> None:
+    """Append ``obj``'s text (see :func:`dumps_indented`) to ``out``; ``ind`` is its line's indent."""
+    t = type(obj)
+    if t is not dict and t is not list and t is not tuple:
+        out.append(_scalar(obj))
+        return
+    if not obj:
+        out.append("{}" if t is dict else "[]")
+        return
+    if len(ind) >= _MAX_INDENTED_DEPTH:
+        raise _Unusual
+    inner = ind + " "
+    sep, nxt = ("{\n" if t is dict else "[\n") + inner, ",\n" + inner
+    if t is dict:
+        for key in sorted(obj):
+            if type(key) is not str:
+                raise _Unusual
+            value = obj[key]
+            vt = type(value)
+            if vt is str:
+                out += (sep, encode_basestring(key), ": ", encode_basestring(value))
+            elif vt is int:
+                out += (sep, encode_basestring(key), ": ", int.__repr__(value))
+            else:
+                out += (sep, encode_basestring(key), ": ")
+                _indented(value, inner, out)
+            sep = nxt
+        out.append("\n" + ind + "}")
+        return
+    for value in obj:
+        vt = type(value)
+        if vt is int:
+            out += (sep, int.__repr__(value))
+        elif vt is str:
+            out += (sep, encode_basestring(value))
+        else:
+            out.append(sep)
+            _indented(value, inner, out)
+        sep = nxt
+    out.append("\n" + ind + "]")
 
 
 def dumps_jsonl(records: Iterable[Any]) -> str:
