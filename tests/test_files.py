@@ -250,3 +250,23 @@ def test_json_depth_guard_matches_a_character_walk() -> None:
         assert _depth_exceeds(text, limit) == (_depth_by_hand(text) > limit)
 
     check()
+
+
+def test_json_depth_guard_without_backslashes_matches_a_character_walk() -> None:
+    """Without a backslash the guard drops adjacent quote pairs and works on UTF-8 bytes: checked
+    on quote-heavy texts with non-ASCII characters and lone surrogates, and on deep valid JSON."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from seam_repro.files import _depth_exceeds
+
+    @settings(max_examples=1000, deadline=None)
+    @given(st.lists(st.sampled_from(['[', ']', '{', '}', '"', '""', '"["', '"]"', 'é', '\ud800', '😀', 'a', ',']),
+                    max_size=80), st.integers(0, 10))
+    def check(parts: list[str], limit: int) -> None:
+        text = "".join(parts)
+        assert _depth_exceeds(text, limit) == (_depth_by_hand(text) > limit)
+
+    check()
+    deep = '{"k": ' * 40 + '["[[[", "", "]"]' + "}" * 40
+    assert [_depth_exceeds(deep, n) for n in (40, 41)] == [True, False] and _depth_by_hand(deep) == 41
