@@ -17,7 +17,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate
 from json.encoder import encode_basestring
 from pathlib import Path
@@ -398,8 +398,27 @@ def _new_sibling(p: Path) -> tuple[int, str]:
     raise FileExistsError(errno.EEXIST, "no unused temporary name", str(p.parent))
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary sibling + fsync + rename.
+_IOV_MAX = 1024
+"""Buffers per ``writev`` call (Linux's IOV_MAX)."""
+
+
+def _write_all(fd: int, chunks: Sequence[bytes]) -> None:
+    """Write the chunks' concatenation through ``writev`` in batches, without joining them: for
+    the ~8 MB of ``prompts`` the joined copy and its fresh pages cost ~4 ms of CPU. A short write
+    (and a system without ``writev``) finishes a batch with ``write``."""
+    writev = getattr(os, "writev", None)
+    for i in range(0, len(chunks), _IOV_MAX):
+        batch = chunks[i:i + _IOV_MAX]
+        done = writev(fd, batch) if writev is not None else 0
+        if done < sum(map(len, batch)):
+            rest = memoryview(b"".join(batch))[done:]
+            while rest:
+                rest = rest[os.write(fd, rest):]
+
+
+def atomic_write_bytes(path: str | Path, data: bytes | Sequence[bytes]) -> None:
+    """Write ``data`` (bytes, or a sequence of byte chunks: their concatenation) to ``path``
+    through a temporary sibling + fsync + rename.
 
     On any failure the temporary file is removed and the previous content of ``path`` (if any) is
     left exactly as it was; the failure becomes an :class:`OutputError` naming ``path``.
@@ -409,11 +428,12 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     tmp: str | None = None
     try:
         fd, tmp = _new_sibling(p)
-        os.fchmod(fd, _file_mode(p))
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+        try:
+            os.fchmod(fd, _file_mode(p))
+            _write_all(fd, [data] if isinstance(data, (bytes, bytearray, memoryview)) else data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, p)
         tmp = None
         _fsync_dir(p.parent)

@@ -140,6 +140,27 @@ def test_atomic_write_gives_the_mode_open_would(tmp_path):
         os.umask(mask)
 
 
+@pytest.mark.parametrize("writev", ["real", "short", "absent"])
+def test_atomic_write_of_chunks_writes_their_concatenation(tmp_path, monkeypatch, writev):
+    """Chunks go out by writev in batches of 1024, unjoined; a short writev (as a signal or a
+    file-size limit gives) and a system without writev finish with write."""
+    import random
+
+    import seam_repro.files as files
+
+    rng = random.Random(7)
+    chunks = [rng.randbytes(rng.choice([0, 1, 5, 300, 9000])) for _ in range(2600)]
+    real = os.writev
+    if writev == "short":
+        monkeypatch.setattr(files.os, "writev", lambda fd, bufs: real(fd, [b"".join(bufs)[:rng.randint(0, 5000)]]))
+    elif writev == "absent":
+        monkeypatch.delattr(files.os, "writev")
+    for data in (chunks, [], [b""], chunks[:3], b"plain bytes"):
+        files.atomic_write_bytes(tmp_path / "out.bin", data)
+        assert (tmp_path / "out.bin").read_bytes() == (data if isinstance(data, bytes) else b"".join(data))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bin"]
+
+
 def test_atomic_write_never_uses_a_sibling_that_exists(tmp_path, monkeypatch):
     """The temporary sibling is created exclusively: a file or a symlink already at a drawn name is
     left alone (never followed, never truncated) and another name is drawn."""

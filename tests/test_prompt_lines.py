@@ -49,22 +49,22 @@ def test_records_jsonl_is_json_dumps(runs: list) -> None:
     for prefix, instances in runs:
         for block, instance_id, target, aliases in instances:
             parts.append((_record(prefix, block, instance_id, target, aliases), prefix, block))
-    data, n = records_jsonl(parts)
+    chunks, n = records_jsonl(parts)
     assert n == len(parts)
-    assert data == "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r, _, _ in parts).encode()
+    assert b"".join(chunks) == "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r, _, _ in parts).encode()
 
 
 def test_records_jsonl_writes_the_parts_not_the_records_prompt() -> None:
     # iter_rendered_parts leaves "prompt" empty (prefix + block is never joined for writing)
     record = _record("P\n", "B", "i", None, [])
-    data, _ = records_jsonl([({**record, "prompt": ""}, "P\n", "B")])
-    assert data == (json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode()
+    chunks, _ = records_jsonl([({**record, "prompt": ""}, "P\n", "B")])
+    assert b"".join(chunks) == (json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode()
 
 
 def test_records_jsonl_splices_the_key_not_a_value_that_spells_it() -> None:
     # sorted keys put answer_aliases and instance_id before prompt: both spell the key the splice finds
     record = _record('P"', '"prompt": ""', '"prompt": ""', '"prompt": ""', ['"prompt": ""'])
-    data, _ = records_jsonl([(record, 'P"', '"prompt": ""')])
+    data = b"".join(records_jsonl([(record, 'P"', '"prompt": ""')])[0])
     assert json.loads(data) == record
     assert data == (json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode()
 

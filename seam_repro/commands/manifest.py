@@ -84,11 +84,11 @@ def prompts(manifest: Path, out: Path, data_dir, prompts_dir) -> None:
     from seam_repro.files import atomic_write_bytes
     from seam_repro.manifest.prompts import prompts_jsonl
 
-    data, n = prompts_jsonl(manifest, out, data_dir=data_dir, prompts_dir=prompts_dir)
+    chunks, n = prompts_jsonl(manifest, out, data_dir=data_dir, prompts_dir=prompts_dir)
     if str(out) == "-":
-        click.echo(data, nl=False)  # UTF-8 bytes to the binary stream, after flushing the text one
+        click.echo(b"".join(chunks), nl=False)  # UTF-8 bytes to the binary stream, after flushing the text one
     else:
-        atomic_write_bytes(out, data)
+        atomic_write_bytes(out, chunks)
         click.echo(f"wrote {n} prompts to {out}", err=True)
 
 
