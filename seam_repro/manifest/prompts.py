@@ -157,8 +157,9 @@ def _render_parts(manifest: dict[str, Any], data_dir: Any, prompts_dir: Any, bas
 
 _RECORD_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
 """The encoder ``json.dumps(record, ensure_ascii=False, sort_keys=True)`` builds on every call, built once."""
-_CONTROLS_TO_NUL = bytes.maketrans(bytes(range(0x20)), bytes(0x0A) + b"\n" + bytes(0x20 - 0x0B))
-"""Maps every control byte but the newline to NUL (for spotting one with a C-speed ``in``)."""
+_ALL_BUT_RARE_CONTROLS = bytes(c for c in range(0x100) if c >= 0x20 or c == 0x0A)
+"""``bytes.translate`` deletes these, leaving the control bytes other than the newline: usually
+none, so nothing is written (twice as fast as mapping them and searching the copy)."""
 
 
 def json_string_utf8(text: str) -> bytes:
@@ -170,7 +171,7 @@ def json_string_utf8(text: str) -> bytes:
     replacing characters. Any other control character takes ``encode_basestring`` itself. A lone
     surrogate raises ``UnicodeEncodeError``, as encoding ``json.dumps``'s text would."""
     data = text.encode("utf-8")
-    if b"\0" in data.translate(_CONTROLS_TO_NUL):
+    if data.translate(None, _ALL_BUT_RARE_CONTROLS):
         return encode_basestring(text)[1:-1].encode("utf-8")
     return data.replace(b"\\", b"\\\\").replace(b'"', b'\\"').replace(b"\n", b"\\n")
 
