@@ -46,7 +46,7 @@ def main() -> None:
     records = render_records(manifest, base=smoke)
     settings = GenerationSettings.from_manifest(manifest["config"].get("generation"))
     if args.new_tokens:
-        settings = GenerationSettings(**{**settings.__dict__, "max_new_tokens": args.new_tokens})
+        settings = settings._replace(max_new_tokens=args.new_tokens)
     by_length = sorted(records, key=lambda r: len(r["prompt"]))
     step = len(by_length) / min(args.prompts, len(by_length))
     chosen = [by_length[int(i * step)] for i in range(min(args.prompts, len(by_length)))]

@@ -6,14 +6,14 @@ Upstream quirks handled here, each reported rather than hidden:
   with SEAM@6ad83f4) and says so; ``seam-repro-1`` honours either key.
 * The paper's Listing 1 spells MuSiQue as ``Musique``, which upstream's dispatcher rejects; names
   are matched case-insensitively and the canonical spelling is recorded.
+
+The config records are named tuples, as the records of ``instances.py`` are (that module says why).
 """
 
-from __future__ import annotations
-
+# Annotations are evaluated (no __future__ import): see instances.py, cheaper for NamedTuple fields.
 import math
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from seam_repro.errors import InputError
 from seam_repro.files import read_json
@@ -39,8 +39,7 @@ def _known_generation_keys(raw: Any, source: str, field: str) -> dict[str, Any]:
     return raw
 
 
-@dataclass(frozen=True)
-class GenerationSettings:
+class GenerationSettings(NamedTuple):
     """Sampling settings from the manifest's ``config.generation`` (paper values by default)."""
 
     temperature: float = 0.8
@@ -55,7 +54,7 @@ class GenerationSettings:
     """A throughput hint only (never recorded with predictions: results do not depend on it)."""
 
     @classmethod
-    def from_manifest(cls, generation: dict[str, Any] | None, source: str = "manifest") -> GenerationSettings:
+    def from_manifest(cls, generation: dict[str, Any] | None, source: str = "manifest") -> "GenerationSettings":
         """Validate ``config.generation``; a missing block means the paper's settings."""
         merged = dict(PAPER_GENERATION)
         if generation is not None:
@@ -87,13 +86,12 @@ class GenerationSettings:
 
     def as_dict(self) -> dict[str, Any]:
         """The result-relevant settings (recorded with every prediction; batch size is not)."""
-        d = asdict(self)
+        d = self._asdict()
         del d["batch_size"]
         return d
 
 
-@dataclass(frozen=True)
-class DatasetEntry:
+class DatasetEntry(NamedTuple):
     name: str
     """Canonical upstream name (prompt-file stem)."""
     split: str
@@ -102,8 +100,7 @@ class DatasetEntry:
     name_as_written: str = ""
 
 
-@dataclass(frozen=True)
-class SeamConfig:
+class SeamConfig(NamedTuple):
     random_seed: int
     num_runs: int
     num_demos: int
@@ -112,7 +109,8 @@ class SeamConfig:
     max_instances_key: str | None
     notes: tuple[str, ...]
     datasets: tuple[DatasetEntry, ...]
-    generation: dict[str, Any] = field(default_factory=lambda: dict(PAPER_GENERATION))
+    generation: dict[str, Any]
+    """The generation block, every key of ``PAPER_GENERATION`` filled (``validate_generation``)."""
     models: tuple[str, ...] = ()
     suite: str = "seam"
     """The suite declaring the datasets (``data/suites/<suite>.json``)."""

@@ -24,15 +24,16 @@ true document count, so adding a dataset or a training row changes nothing else.
 from __future__ import annotations
 
 import hashlib
-import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from seam_repro.config import SeamConfig
 from seam_repro.errors import InputError
 from seam_repro.instances import Instance, LoadedDataset
 from seam_repro.specs import DatasetSpec, SamplingPlan, load_suite
+
+if TYPE_CHECKING:
+    import random
 
 
 def derive_seed(*parts: object) -> int:
@@ -41,9 +42,17 @@ def derive_seed(*parts: object) -> int:
     return int.from_bytes(digest[:4], "big")
 
 
-@dataclass(frozen=True)
-class RunChoices:
-    """Everything random about one (dataset, run); rendering needs nothing else."""
+def _generator(seed: int) -> random.Random:
+    """A stdlib generator seeded with ``seed``. ``random`` is imported here, not with the module:
+    ``prompts`` imports this module for the checks at its end and never draws (~1 ms of start-up)."""
+    import random
+
+    return random.Random(seed)
+
+
+class RunChoices(NamedTuple):
+    """Everything random about one (dataset, run); rendering needs nothing else. A named tuple, as
+    the records of ``instances.py`` are (that module says why)."""
 
     dataset: str
     run: int
@@ -54,9 +63,9 @@ class RunChoices:
     doc_order: tuple[int, ...]
     instance_ids: tuple[str, ...]
     """Evaluated instances in prompt order (upstream: the sampled order)."""
-    mention_ids: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    mention_ids: dict[str, tuple[int, ...]]
     """Coreference: drawn id of each gold mention, in the instance's mention order."""
-    gen_seeds: dict[str, int] = field(default_factory=dict)
+    gen_seeds: dict[str, int]
     sample_seed: int | None = None
     """seam-repro-1: the (dataset, run) sub-seed; None for upstream's shared stream."""
 
@@ -178,7 +187,7 @@ def draw_run_corrected(spec: DatasetSpec, split: str, data: LoadedDataset, promp
     """seam-repro-1: an independent generator per (dataset, run); only the evaluated split draws."""
     name, plan = spec.name, spec.sampling
     seed = derive_seed("seam-repro-1", "sample", cfg.random_seed, name, run)
-    rng = random.Random(seed)
+    rng = _generator(seed)
     insts = data.split(split)
     max_docs = _max_docs_corrected(spec, insts, prompt_file)
     doc_order = rng.sample(range(max_docs), k=max_docs)
@@ -218,7 +227,7 @@ def draw_all(cfg: SeamConfig, profile: str, data: dict[str, LoadedDataset],
         check_split_not_empty(data[entry.name], entry.split)
     out: list[RunChoices] = []
     if profile == "upstream":
-        shared = rng if rng is not None else random.Random(cfg.random_seed)
+        shared = rng if rng is not None else _generator(cfg.random_seed)
         for entry in cfg.datasets:
             for run in range(cfg.num_runs):
                 out.append(draw_run_upstream(shared, suite.spec(entry.name), entry.split, data[entry.name],

@@ -2,16 +2,17 @@
 loader, template, metrics and the random factors its sampler draws. The pipeline core reads these
 specs instead of branching on dataset names, so another benchmark plugs in with a data file plus a
 loader and a template module. A suite file is read once, on first use (``load_suite`` is cached).
+Specs are named tuples, as the instance records are (``instances.py`` says why and what it means).
 """
 
-from __future__ import annotations
-
+# Annotations are evaluated (no __future__ import): see instances.py, cheaper for NamedTuple fields.
 import importlib
 import inspect
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from seam_repro.errors import InputError, MissingDataError
 from seam_repro.files import read_json
@@ -23,8 +24,7 @@ PROMPT_DRAWS = ("before_rows", "first_row", "after_first_row_mentions", "after_m
 UNITS = ("instance", "document")
 
 
-@dataclass(frozen=True)
-class SamplingPlan:
+class SamplingPlan(NamedTuple):
     """Which random factors a dataset draws and when upstream draws them (see ``sample.py``)."""
 
     doc_slots: str
@@ -48,8 +48,7 @@ def _object_at(ref: str) -> Any:
     return getattr(importlib.import_module(module), attr)
 
 
-@dataclass(frozen=True)
-class DatasetSpec:
+class DatasetSpec(NamedTuple):
     name: str
     task: str
     default_split: str
@@ -58,9 +57,9 @@ class DatasetSpec:
     prompt_file: str
     metrics: dict[str, str]
     sampling: SamplingPlan
-    template_options: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    template_options: Mapping[str, Any] = MappingProxyType({})
     """Settings the template reads through ``RunContext.options`` (e.g. a ZeroSCROLLS token budget).
-    Optional; SEAM's templates take none."""
+    Optional; SEAM's templates take none. Part of ``==``: specs that render differently differ."""
     units: str = "instance"
     """``instance`` (one prompt per instance) or ``document``: the loader's ``document_units``
     splits every instance into one unit per document, ids ``<id>#doc<k>`` (IGCS document-level
@@ -88,8 +87,7 @@ class DatasetSpec:
         return _object_at(self.template)
 
 
-@dataclass(frozen=True)
-class Suite:
+class Suite(NamedTuple):
     name: str
     version: int
     description: str

@@ -186,15 +186,13 @@ def test_unknown_profile_and_dataset_are_rejected():
 
 
 def test_grouped_units_are_subsampled_by_group_and_plain_instances_as_before():
-    from dataclasses import replace
-
     from seam_repro.sample import _subsample
 
     plain = _musique(5)
     picked = _subsample(random.Random(3), {"val": plain}, 2, "val")
     ref = random.Random(3).sample(range(5), k=2)
     assert [i.instance_id for i in picked] == [f"q{j}" for j in ref]
-    units = [replace(inst, instance_id=f"{inst.instance_id}#doc{k}", extra={"group": inst.instance_id})
+    units = [inst._replace(instance_id=f"{inst.instance_id}#doc{k}", extra={"group": inst.instance_id})
              for inst in plain for k in range(3)]
     picked = _subsample(random.Random(3), {"val": units}, 2, "val")
     assert [i.instance_id for i in picked] == [f"q{j}#doc{k}" for j in ref for k in range(3)]

@@ -3,7 +3,6 @@ scorers v8.01) on CoNLL-2012 files, printing the scorer's TOTALS blocks plus the
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import sys
@@ -154,16 +153,10 @@ def conll_score(key: Path, response: Path, metric: str, as_json: bool) -> None:
         # thread instead of one per core halves numpy's start-up CPU in this single-purpose process
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     metrics = list(METRICS) if metric == "all" else [metric]
-    # Reading and scoring build hundreds of thousands of spans, lists and dicts that refer to no
-    # cycle (reference counting frees them); the cyclic collector's passes over the growing
-    # documents cost ~10 ms on the bench input, so it waits until they are done.
-    gc.disable()
-    try:
-        key_file = read_conll_file(key)
-        resp_file = read_conll_file(response, require_documents=False)
-        scores = score_conll(key_file.documents, resp_file.documents, metrics, response)
-    finally:
-        gc.enable()
+    # the cyclic collector is paused for the whole command (cli.BOUNDED_COMMANDS)
+    key_file = read_conll_file(key)
+    resp_file = read_conll_file(response, require_documents=False)
+    scores = score_conll(key_file.documents, resp_file.documents, metrics, response)
     for warning in mismatch_warnings(key, response, key_file, resp_file):
         click.echo(warning, err=True)
     if as_json:

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from seam_repro import files
 from seam_repro.errors import InputError
@@ -21,9 +20,9 @@ from seam_repro.hashing import sha256_file
 from seam_repro.instances import Instance, LoadedDataset
 
 
-@dataclass(frozen=True)
-class DatasetInfo:
-    """Static facts about one dataset (what ``seam-repro datasets list`` prints)."""
+class DatasetInfo(NamedTuple):
+    """Static facts about one dataset (what ``seam-repro datasets list`` prints); a named tuple, as
+    the records of ``instances.py`` are (that module says why)."""
 
     name: str
     task: str

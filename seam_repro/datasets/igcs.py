@@ -27,7 +27,6 @@ scoring concatenates the units' selections, each grounded hinted to its own docu
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +84,7 @@ def document_units(data: LoadedDataset) -> LoadedDataset:
         for inst in insts:
             for k, doc in enumerate(inst.documents):
                 target = {**inst.target, "doc_index": k, "parent": inst.instance_id}
-                units.append(replace(inst, instance_id=f"{inst.instance_id}#doc{k}", documents=(doc,), target=target,
-                                     extra={**inst.extra, "group": inst.instance_id}))
+                units.append(inst._replace(instance_id=f"{inst.instance_id}#doc{k}", documents=(doc,), target=target,
+                                           extra={**inst.extra, "group": inst.instance_id}))
         splits[split] = units
-    return replace(data, splits=splits)
+    return data._replace(splits=splits)

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from seam_repro.config import SeamConfig, read_config
 from seam_repro.errors import ManifestError
@@ -27,9 +26,11 @@ from seam_repro.manifest.format import (
     write_prompt_store,
 )
 from seam_repro.manifest.prompts import iter_rendered_parts, records_jsonl
-from seam_repro.manifest.trust import TrustedManifest
 from seam_repro.sample import RunChoices, draw_all
 from seam_repro.sources.resolve import Sources, load_sources
+
+if TYPE_CHECKING:  # sample never reads a trusted manifest: trust.py and its dataclass stay unloaded
+    from seam_repro.manifest.trust import TrustedManifest
 
 
 def build_manifest(cfg: SeamConfig, profile: str, choices: list[RunChoices], sources: Sources,
@@ -80,10 +81,10 @@ def _progress(it: Iterator[Any], total: int, enabled: bool) -> Iterator[Any]:
 LOCK_PATH = Path(__file__).parents[1] / "data" / "sources.lock.json"
 
 
-@dataclass(frozen=True)
-class Written:
+class Written(NamedTuple):
     """What ``sample``/``freeze`` wrote: the sealed manifest and how many prompts and (dataset, run)
-    pairs it records (``frozen`` False for ``sample --unfrozen``)."""
+    pairs it records (``frozen`` False for ``sample --unfrozen``). A named tuple, as the records of
+    ``instances.py`` are: with it, ``sample`` imports no ``dataclasses`` at all."""
 
     path: Path
     manifest: dict[str, Any]

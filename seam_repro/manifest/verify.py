@@ -10,7 +10,6 @@ stop verification: everything that can still be rendered is rendered, so the rep
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,7 +105,7 @@ def _load_each(cfg: Any, data_dir: Any, prompts_dir: Any, base_dir: Path,
     listed and the others are still verified."""
     merged = Sources()
     for entry in cfg.datasets:
-        sub = dataclasses.replace(cfg, datasets=(entry,))
+        sub = cfg._replace(datasets=(entry,))
         try:
             one = load_sources(sub, data_dir=data_dir, prompts_dir=prompts_dir, base_dir=base_dir,
                                recorded=_unchecked(recorded))

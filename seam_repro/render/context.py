@@ -1,17 +1,17 @@
 """What a renderer needs to know about one (dataset, run): the dataset's spec, the recorded choices
 and the prompt file they index. Rendering reads only these recorded choices, never a random
-generator, and never looks a dataset up by name: the spec travels in the context."""
+generator, and never looks a dataset up by name: the spec travels in the context. A named tuple,
+as the records of ``instances.py`` are (that module says why)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 from seam_repro.specs import DatasetSpec
 
 
-@dataclass(frozen=True)
-class RunContext:
+class RunContext(NamedTuple):
     """Choices of one (dataset, run), as frozen in the manifest, plus the prompt file content."""
 
     spec: DatasetSpec
@@ -41,7 +41,7 @@ class RunContext:
         return self.paraphrase["instructions"]
 
     @property
-    def options(self) -> dict[str, Any]:
+    def options(self) -> Mapping[str, Any]:
         """The dataset's ``template_options`` from its suite file (empty for SEAM's datasets).
 
         Taken from the spec rather than recorded in the manifest: the options are part of the

@@ -7,8 +7,7 @@ and ``datasets_classes/cdcr/scico.py::pre_process``; both render with the base t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from seam_repro.errors import InputError
 from seam_repro.instances import Instance
@@ -32,10 +31,10 @@ def _clusters_as_upstream(cluster_of: Sequence[Any], mention_ids: Sequence[int])
     return sorted([list(set(ids)) for ids in by_cluster.values()])
 
 
-@dataclass(frozen=True)
-class _DocLayout:
+class _DocLayout(NamedTuple):
     """What rendering needs of one ECB+ document that no run changes: computed once per token
-    tuple, not once per run (10 runs re-cut and re-sorted the same documents)."""
+    tuple, not once per run (10 runs re-cut and re-sorted the same documents). A named tuple, as
+    the records of ``instances.py`` are (that module says why)."""
 
     texts: tuple[str, ...]
     first_row: dict[int, int]

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from seam_repro.instances import Instance
 from seam_repro.render.common import shuffle_documents
@@ -13,8 +12,9 @@ from seam_repro.render.context import RunContext
 TestBlock = Callable[[Instance, RunContext, Sequence[int] | None], tuple[str, Any]]
 
 
-@dataclass(frozen=True)
-class Template:
+class Template(NamedTuple):
+    """A dataset's renderer (a named tuple, as the records of ``instances.py`` are)."""
+
     few_shots: Callable[[RunContext], str]
     """The demonstrations block of a run (identical for every instance of the run)."""
     test_block: TestBlock

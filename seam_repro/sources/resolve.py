@@ -11,7 +11,6 @@ them and a mismatch stops with both hashes named.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +21,19 @@ from seam_repro.hashing import sha256_file
 from seam_repro.instances import LoadedDataset
 
 
-@dataclass
 class Sources:
-    """Loaded inputs plus where they came from (absolute paths) and their hashes."""
+    """Loaded inputs plus where they came from (absolute paths) and their hashes, each keyed by
+    dataset name and filled as the datasets load. A plain class rather than a dataclass: every
+    command that loads data makes one, and a dataclass compiles its methods when defined."""
 
-    data: dict[str, LoadedDataset] = field(default_factory=dict)
-    data_paths: dict[str, Path] = field(default_factory=dict)
-    prompt_files: dict[str, dict[str, Any]] = field(default_factory=dict)
-    prompt_paths: dict[str, Path] = field(default_factory=dict)
-    prompt_hashes: dict[str, str] = field(default_factory=dict)
+    __slots__ = ("data", "data_paths", "prompt_files", "prompt_paths", "prompt_hashes")
+
+    def __init__(self) -> None:
+        self.data: dict[str, LoadedDataset] = {}
+        self.data_paths: dict[str, Path] = {}
+        self.prompt_files: dict[str, dict[str, Any]] = {}
+        self.prompt_paths: dict[str, Path] = {}
+        self.prompt_hashes: dict[str, str] = {}
 
     def as_json(self, relative_to: Path | None = None) -> dict[str, Any]:
         def rel(p: Path) -> str:
