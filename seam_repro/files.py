@@ -206,7 +206,7 @@ def iter_jsonl(path: str | Path, *, what: str = "JSONL file", expect: type | Non
 
         yield from _parse_lines(p, hashed(fh), complete_only=complete_only, **opts)
         if not fh.read(1):  # read to the end: remember the hash so provenance needs no second read
-            remember_sha256(p, st, digest.hexdigest())
+            remember_sha256(st, digest.hexdigest())
 
 
 def _parse_lines(p: Path, lines: Iterable[bytes], *, expect: type | None, skip_blank: bool, complete_only: bool,

@@ -161,6 +161,32 @@ def test_atomic_write_of_chunks_writes_their_concatenation(tmp_path, monkeypatch
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bin"]
 
 
+def test_a_file_read_whole_is_hashed_once_under_any_of_its_names(tmp_path, monkeypatch):
+    """sha256_file reuses the hash of the bytes read_bytes_hashed parsed, found by the file's inode
+    (through a symlink or another spelling of the path too), and hashes afresh once the file is
+    replaced or rewritten."""
+    import hashlib
+
+    import seam_repro.hashing as hashing
+
+    data = tmp_path / "d" / "data.json"
+    data.parent.mkdir()
+    data.write_bytes(b'{"a": 1}')
+    (tmp_path / "link.json").symlink_to(data)
+    assert hashing.read_bytes_hashed(data) == b'{"a": 1}'
+    monkeypatch.setattr(hashing, "open", lambda *a: pytest.fail("read a second time"), raising=False)
+    want = hashlib.sha256(b'{"a": 1}').hexdigest()
+    for name in (data, tmp_path / "link.json", tmp_path / "d" / ".." / "d" / "data.json"):
+        assert hashing.sha256_file(name) == want
+    monkeypatch.undo()
+    atomic_write_text(data, '{"a": 2}')  # a new inode
+    assert hashing.sha256_file(tmp_path / "link.json") == hashlib.sha256(b'{"a": 2}').hexdigest()
+    hashing.read_bytes_hashed(data)
+    with open(data, "ab") as fh:  # the same inode, another size
+        fh.write(b" ")
+    assert hashing.sha256_file(data) == hashlib.sha256(b'{"a": 2} ').hexdigest()
+
+
 def test_atomic_write_never_uses_a_sibling_that_exists(tmp_path, monkeypatch):
     """The temporary sibling is created exclusively: a file or a symlink already at a drawn name is
     left alone (never followed, never truncated) and another name is drawn."""
