@@ -41,7 +41,12 @@ def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources,
     unless its dataset is in ``changed`` (its data or prompt file differs from the sealed hash) and
     ``missing`` is given: then ``(dataset, run, instance_id, reason)`` is appended to ``missing``
     and rendering goes on (``verify``). With unchanged sources it is the manifest that is wrong."""
-    for record, prefix, block in iter_rendered_parts(runs, profile, sources, suite, where, missing, changed):
+    return _joined(iter_rendered_parts(runs, profile, sources, suite, where, missing, changed))
+
+
+def _joined(parts: Iterable[tuple[dict[str, Any], str, str]]) -> Iterator[dict[str, Any]]:
+    """Each record with its prompt text (prefix + block), for readers that keep it."""
+    for record, prefix, block in parts:
         record["prompt"] = prefix + block
         yield record
 
@@ -130,11 +135,7 @@ def render_records(manifest: dict[str, Any], data_dir: Any = None, prompts_dir: 
     An unfrozen manifest has no recorded choices; with ``allow_unfrozen`` they are drawn now from
     its config (same code as ``freeze``), which gives a usable but uncitable run.
     """
-    records = []
-    for record, prefix, block in _render_parts(manifest, data_dir, prompts_dir, base, allow_unfrozen):
-        record["prompt"] = prefix + block
-        records.append(record)
-    return records
+    return list(_joined(_render_parts(manifest, data_dir, prompts_dir, base, allow_unfrozen)))
 
 
 def _render_parts(manifest: dict[str, Any], data_dir: Any, prompts_dir: Any, base: Any,
