@@ -86,7 +86,7 @@ def main() -> None:
     t1 = time.perf_counter()
     _, records = build_manifest(cfg, "upstream", choices, sources, command="bench")
     t2 = time.perf_counter()
-    blobs = [r["prompt"].encode("utf-8") for r in records]
+    blobs = [(prefix + block).encode("utf-8") for _, prefix, block in records]
     t3 = time.perf_counter()
     for b in blobs:
         hashlib.sha256(b).hexdigest()

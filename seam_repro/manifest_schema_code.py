@@ -2,7 +2,8 @@
 # ruff: noqa
 SCHEMA_SHA256 = "3cf1c0022930668aaa13272717fb34b109923556d8f9b1ec93ec5f22adc84be8"
 VERSION = "2.22.2"
-from decimal import Decimal
+class Decimal:  # stand-in, see seam_repro.schema_check
+    pass
 import re
 from seam_repro.errors import SchemaRejection as JsonSchemaValueException, SchemaRejection as JsonSchemaValuesException
 
@@ -316,7 +317,7 @@ def validate_https___seam_repro_invalid_manifest_schema_json(data, custom_format
                                     if "sha256" in data__sources__prompts_value_keys:
                                         data__sources__prompts_value_keys.remove("sha256")
                                         data__sources__prompts_value__sha256 = data__sources__prompts_value["sha256"]
-                                        validate_https___seam_repro_invalid_manifest_schema_json___defs_sha256(data__sources__prompts_value__sha256, custom_formats, (name_prefix or "data") + ".sources.prompts.{data__sources__prompts_key}.sha256".format(**locals()))
+                                        validate_https___seam_repro_invalid_manifest_schema_json___defs_sha256(data__sources__prompts_value__sha256, custom_formats, (name_prefix or "data") + ".sources.prompts.{data__sources__prompts_key}.sha256")
                                     if "url" in data__sources__prompts_value_keys:
                                         data__sources__prompts_value_keys.remove("url")
                                         data__sources__prompts_value__url = data__sources__prompts_value["url"]
@@ -354,7 +355,7 @@ def validate_https___seam_repro_invalid_manifest_schema_json(data, custom_format
                                             for data__sources__data_value__files_key in data__sources__data_value__files_keys:
                                                 if data__sources__data_value__files_key not in []:
                                                     data__sources__data_value__files_value = data__sources__data_value__files.get(data__sources__data_value__files_key)
-                                                    validate_https___seam_repro_invalid_manifest_schema_json___defs_sha256(data__sources__data_value__files_value, custom_formats, (name_prefix or "data") + ".sources.data.{data__sources__data_key}.files.{data__sources__data_value__files_key}".format(**locals()))
+                                                    validate_https___seam_repro_invalid_manifest_schema_json___defs_sha256(data__sources__data_value__files_value, custom_formats, (name_prefix or "data") + ".sources.data.{data__sources__data_key}.files.{data__sources__data_value__files_key}")
                                     if data__sources__data_value_keys:
                                         raise JsonSchemaValueException("" + (name_prefix or "data") + ".sources.data.{data__sources__data_key}".format(**locals()) + " must not contain "+str(data__sources__data_value_keys)+" properties", value=data__sources__data_value, name="" + (name_prefix or "data") + ".sources.data.{data__sources__data_key}".format(**locals()) + "", definition={'type': 'object', 'required': ['files'], 'additionalProperties': False, 'properties': {'files': {'type': 'object', 'additionalProperties': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}}}, rule='additionalProperties')
                 if data__sources_keys:
@@ -446,7 +447,7 @@ def validate_https___seam_repro_invalid_manifest_schema_json(data, custom_format
                         if "prompt_digest" in data__runs_item_keys:
                             data__runs_item_keys.remove("prompt_digest")
                             data__runs_item__promptdigest = data__runs_item["prompt_digest"]
-                            validate_https___seam_repro_invalid_manifest_schema_json___defs_sha256(data__runs_item__promptdigest, custom_formats, (name_prefix or "data") + ".runs[{data__runs_x}].prompt_digest".format(**locals()))
+                            validate_https___seam_repro_invalid_manifest_schema_json___defs_sha256(data__runs_item__promptdigest, custom_formats, (name_prefix or "data") + ".runs[{data__runs_x}].prompt_digest")
                         if "instances" in data__runs_item_keys:
                             data__runs_item_keys.remove("instances")
                             data__runs_item__instances = data__runs_item["instances"]
@@ -495,11 +496,11 @@ def validate_https___seam_repro_invalid_manifest_schema_json(data, custom_format
                                         if "prompt_sha256" in data__runs_item__instances_item_keys:
                                             data__runs_item__instances_item_keys.remove("prompt_sha256")
                                             data__runs_item__instances_item__promptsha256 = data__runs_item__instances_item["prompt_sha256"]
-                                            validate_https___seam_repro_invalid_manifest_schema_json___defs_sha256(data__runs_item__instances_item__promptsha256, custom_formats, (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}].prompt_sha256".format(**locals()))
+                                            validate_https___seam_repro_invalid_manifest_schema_json___defs_sha256(data__runs_item__instances_item__promptsha256, custom_formats, (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}].prompt_sha256")
                                         if "target_sha256" in data__runs_item__instances_item_keys:
                                             data__runs_item__instances_item_keys.remove("target_sha256")
                                             data__runs_item__instances_item__targetsha256 = data__runs_item__instances_item["target_sha256"]
-                                            validate_https___seam_repro_invalid_manifest_schema_json___defs_sha256(data__runs_item__instances_item__targetsha256, custom_formats, (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}].target_sha256".format(**locals()))
+                                            validate_https___seam_repro_invalid_manifest_schema_json___defs_sha256(data__runs_item__instances_item__targetsha256, custom_formats, (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}].target_sha256")
                                         if data__runs_item__instances_item_keys:
                                             raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}]".format(**locals()) + " must not contain "+str(data__runs_item__instances_item_keys)+" properties", value=data__runs_item__instances_item, name="" + (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}]".format(**locals()) + "", definition={'type': 'object', 'required': ['id', 'gen_seed', 'prompt_sha256', 'target_sha256'], 'additionalProperties': False, 'properties': {'id': {'type': 'string', 'minLength': 1}, 'gen_seed': {'type': 'integer', 'minimum': 0}, 'mention_ids': {'type': 'array', 'items': {'type': 'integer'}}, 'prompt_sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, 'target_sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}}, rule='additionalProperties')
                         if data__runs_item_keys:

@@ -140,6 +140,71 @@ def test_atomic_write_gives_the_mode_open_would(tmp_path):
         os.umask(mask)
 
 
+@pytest.mark.parametrize("writev", ["real", "short", "absent"])
+def test_atomic_write_of_chunks_writes_their_concatenation(tmp_path, monkeypatch, writev):
+    """Chunks go out by writev in batches of 1024, unjoined; a short writev (as a signal or a
+    file-size limit gives) and a system without writev finish with write."""
+    import random
+
+    import seam_repro.files as files
+
+    rng = random.Random(7)
+    chunks = [rng.randbytes(rng.choice([0, 1, 5, 300, 9000])) for _ in range(2600)]
+    real = os.writev
+    if writev == "short":
+        monkeypatch.setattr(files.os, "writev", lambda fd, bufs: real(fd, [b"".join(bufs)[:rng.randint(0, 5000)]]))
+    elif writev == "absent":
+        monkeypatch.delattr(files.os, "writev")
+    for data in (chunks, [], [b""], chunks[:3], b"plain bytes"):
+        files.atomic_write_bytes(tmp_path / "out.bin", data)
+        assert (tmp_path / "out.bin").read_bytes() == (data if isinstance(data, bytes) else b"".join(data))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bin"]
+
+
+def test_a_file_read_whole_is_hashed_once_under_any_of_its_names(tmp_path, monkeypatch):
+    """sha256_file reuses the hash of the bytes read_bytes_hashed parsed, found by the file's inode
+    (through a symlink or another spelling of the path too), and hashes afresh once the file is
+    replaced or rewritten."""
+    import hashlib
+
+    import seam_repro.hashing as hashing
+
+    data = tmp_path / "d" / "data.json"
+    data.parent.mkdir()
+    data.write_bytes(b'{"a": 1}')
+    (tmp_path / "link.json").symlink_to(data)
+    assert hashing.read_bytes_hashed(data) == b'{"a": 1}'
+    monkeypatch.setattr(hashing, "open", lambda *a: pytest.fail("read a second time"), raising=False)
+    want = hashlib.sha256(b'{"a": 1}').hexdigest()
+    for name in (data, tmp_path / "link.json", tmp_path / "d" / ".." / "d" / "data.json"):
+        assert hashing.sha256_file(name) == want
+    monkeypatch.undo()
+    atomic_write_text(data, '{"a": 2}')  # a new inode
+    assert hashing.sha256_file(tmp_path / "link.json") == hashlib.sha256(b'{"a": 2}').hexdigest()
+    hashing.read_bytes_hashed(data)
+    with open(data, "ab") as fh:  # the same inode, another size
+        fh.write(b" ")
+    assert hashing.sha256_file(data) == hashlib.sha256(b'{"a": 2} ').hexdigest()
+
+
+def test_atomic_write_never_uses_a_sibling_that_exists(tmp_path, monkeypatch):
+    """The temporary sibling is created exclusively: a file or a symlink already at a drawn name is
+    left alone (never followed, never truncated) and another name is drawn."""
+    import seam_repro.files as files
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep")
+    (tmp_path / ".out.txt.000000000000.tmp").write_text("keep too")
+    (tmp_path / ".out.txt.010101010101.tmp").symlink_to(victim)
+    draws = iter([b"\0" * 6, b"\1" * 6, b"\2" * 6])
+    monkeypatch.setattr(files.os, "urandom", lambda n: next(draws))
+    atomic_write_text(tmp_path / "out.txt", "new")
+    assert (tmp_path / "out.txt").read_text() == "new" and victim.read_text() == "keep"
+    assert (tmp_path / ".out.txt.000000000000.tmp").read_text() == "keep too"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".out.txt.000000000000.tmp", ".out.txt.010101010101.tmp",
+                                                          "out.txt", "victim.txt"]
+
+
 def _depth_by_characters(text: str, limit: int) -> bool:
     """The nesting check as first written: one step per character, strings skipped."""
     depth, in_string, escaped = 0, False, False
@@ -232,3 +297,23 @@ def test_json_depth_guard_matches_a_character_walk() -> None:
         assert _depth_exceeds(text, limit) == (_depth_by_hand(text) > limit)
 
     check()
+
+
+def test_json_depth_guard_without_backslashes_matches_a_character_walk() -> None:
+    """Without a backslash the guard drops adjacent quote pairs and works on UTF-8 bytes: checked
+    on quote-heavy texts with non-ASCII characters and lone surrogates, and on deep valid JSON."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from seam_repro.files import _depth_exceeds
+
+    @settings(max_examples=1000, deadline=None)
+    @given(st.lists(st.sampled_from(['[', ']', '{', '}', '"', '""', '"["', '"]"', 'é', '\ud800', '😀', 'a', ',']),
+                    max_size=80), st.integers(0, 10))
+    def check(parts: list[str], limit: int) -> None:
+        text = "".join(parts)
+        assert _depth_exceeds(text, limit) == (_depth_by_hand(text) > limit)
+
+    check()
+    deep = '{"k": ' * 40 + '["[[[", "", "]"]' + "}" * 40
+    assert [_depth_exceeds(deep, n) for n in (40, 41)] == [True, False] and _depth_by_hand(deep) == 41

@@ -291,6 +291,24 @@ def test_prompts_command_writes_records(sampled, tmp_path):
         assert sha256_text(r["prompt"]) == r["prompt_sha256"]
 
 
+def test_prompts_bytes_are_json_dumps_of_the_rendered_records(sampled, tmp_path):
+    """The spliced UTF-8 writer (records_jsonl) against the plain way: json.dumps of each record
+    render_records gives (prompt joined as text), in the file, on stdout and in the prompt store."""
+    import gzip
+
+    from seam_repro.manifest.prompts import render_records
+
+    out, dd = sampled
+    records = render_records(load_manifest(out), data_dir=dd, prompts_dir=FIX / "prompts", base=out)
+    plain = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in records).encode("utf-8")
+    code, _ = run("prompts", out, "-o", tmp_path / "p.jsonl", "--data-dir", dd, "--prompts-dir", FIX / "prompts")
+    assert code == 0 and (tmp_path / "p.jsonl").read_bytes() == plain
+    res = CliRunner().invoke(cli, ["prompts", str(out), "-o", "-", "--data-dir", str(dd),
+                                   "--prompts-dir", str(FIX / "prompts")])
+    assert res.exit_code == 0 and res.stdout_bytes == plain
+    assert gzip.decompress(out.with_name("m.prompts.jsonl.gz").read_bytes()) == plain
+
+
 def test_allow_unfrozen_renders_what_freeze_would_freeze(tmp_path):
     if not SHARED_PROMPTS.exists():
         pytest.skip("upstream prompt files absent")

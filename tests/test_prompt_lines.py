@@ -1,23 +1,30 @@
-"""The prompt writers' shortcuts give exactly what the plain code gives.
+"""The prompt and manifest writers' shortcuts give exactly what the plain code gives.
 
 ``records_jsonl`` escapes a run's shared prompt prefix once and splices it into ``json.dumps``
-output; ``PrefixHasher`` hashes the prefix once. Both are checked against the plain
-``json.dumps(record, ensure_ascii=False, sort_keys=True)`` and ``sha256_text(prompt)`` on hostile
-texts: quotes, backslashes, every control character, non-ASCII, lone surrogates' neighbours, and
-field values that spell the very key the splice looks for.
+output, as UTF-8 bytes (``json_string_utf8``: three byte replacements unless a control character
+other than the newline is present); ``PrefixHasher`` hashes the prefix once. All are checked
+against the plain ``json.dumps(record, ensure_ascii=False, sort_keys=True)`` encoded to UTF-8 and
+``sha256_text(prompt)`` on hostile texts: quotes, backslashes, every control character, non-ASCII,
+lone surrogates' neighbours, and field values that spell the very key the splice looks for.
+``canonical_json`` (the hashes) and ``dumps_indented`` (the manifest file) are held to the
+``json.dumps`` calls they replace, errors included.
 """
 
 from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seam_repro.hashing import PrefixHasher, sha256_text
-from seam_repro.manifest.prompts import records_jsonl
+from seam_repro.files import dumps_indented
+from seam_repro.hashing import PrefixHasher, canonical_json, sha256_text
+from seam_repro.manifest.prompts import json_string_utf8, records_jsonl
 
-TRICKY = ['"prompt": ""', '", "prompt": "', "\\", '"', "\n", "\t", "\x00", "\x1f", "\x7f", "é", "\u2028", "😀", ""]
+TRICKY = ['"prompt": ""', '", "prompt": "', "\\", '"', "\n", "\t", "\x00", "\x1f", "\x7f", "é", "\u2028", "😀", "",
+          "\r", "\x08", "\x0c", "\x0b", "ǅ", "\u0100", "\x80", "\\n", "\\u0000", "\n\n"]
+CONTROLS = [chr(c) for c in range(0x20)]
 texts = st.one_of(st.sampled_from(TRICKY), st.text(st.characters(exclude_categories=("Cs",)), max_size=40),
                   st.lists(st.sampled_from(TRICKY), max_size=6).map("".join))
 targets = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), texts),
@@ -42,17 +49,48 @@ def test_records_jsonl_is_json_dumps(runs: list) -> None:
     for prefix, instances in runs:
         for block, instance_id, target, aliases in instances:
             parts.append((_record(prefix, block, instance_id, target, aliases), prefix, block))
-    text, n = records_jsonl(parts)
+    chunks, n = records_jsonl(parts)
     assert n == len(parts)
-    assert text == "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r, _, _ in parts)
+    assert b"".join(chunks) == "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r, _, _ in parts).encode()
+
+
+def test_records_jsonl_writes_the_parts_not_the_records_prompt() -> None:
+    # iter_rendered_parts leaves "prompt" empty (prefix + block is never joined for writing)
+    record = _record("P\n", "B", "i", None, [])
+    chunks, _ = records_jsonl([({**record, "prompt": ""}, "P\n", "B")])
+    assert b"".join(chunks) == (json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode()
 
 
 def test_records_jsonl_splices_the_key_not_a_value_that_spells_it() -> None:
     # sorted keys put answer_aliases and instance_id before prompt: both spell the key the splice finds
     record = _record('P"', '"prompt": ""', '"prompt": ""', '"prompt": ""', ['"prompt": ""'])
-    text, _ = records_jsonl([(record, 'P"', '"prompt": ""')])
-    assert json.loads(text) == record
-    assert text == json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
+    data = b"".join(records_jsonl([(record, 'P"', '"prompt": ""')])[0])
+    assert json.loads(data) == record
+    assert data == (json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode()
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(texts, st.lists(st.sampled_from(TRICKY + CONTROLS), max_size=12).map("".join),
+                 st.text(st.characters(exclude_categories=("Cs",)), max_size=200)))
+def test_json_string_utf8_is_json_dumps(text: str) -> None:
+    assert json_string_utf8(text) == json.dumps(text, ensure_ascii=False)[1:-1].encode()
+
+
+def test_json_string_utf8_every_ascii_character_alone_and_in_text() -> None:
+    for c in map(chr, range(0x80)):
+        for text in (c, f"a\n{c}\"b\\", f"é{c}😀\n"):
+            assert json_string_utf8(text) == json.dumps(text, ensure_ascii=False)[1:-1].encode(), repr(text)
+
+
+@pytest.mark.parametrize("text", ["\ud800", "a\n\udfff", "\x01\ud83d"])
+def test_lone_surrogate_fails_as_encoding_json_dumps_does(text: str) -> None:
+    with pytest.raises(UnicodeEncodeError):
+        json.dumps(text, ensure_ascii=False).encode()
+    with pytest.raises(UnicodeEncodeError):
+        json_string_utf8(text)
+    record = {"dataset": "D", "instance_id": "i", "prompt": "", "target": None}
+    with pytest.raises(UnicodeEncodeError):
+        records_jsonl([(record, "P", text)])
 
 
 @settings(max_examples=200, deadline=None)
@@ -60,3 +98,85 @@ def test_records_jsonl_splices_the_key_not_a_value_that_spells_it() -> None:
 def test_prefix_hasher_is_sha256_of_the_whole_text(prefix: str, blocks: list[str]) -> None:
     hasher = PrefixHasher(prefix)
     assert [hasher.hexdigest(b) for b in blocks] == [sha256_text(prefix + b) for b in blocks]
+
+
+def _canonical_plain(obj: object) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+
+
+json_values = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False,
+                                                                                        allow_infinity=False), texts),
+                           lambda inner: st.one_of(st.lists(inner, max_size=4), st.tuples(inner, inner),
+                                                   st.dictionaries(texts, inner, max_size=4)), max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values)
+def test_canonical_json_is_json_dumps(obj: object) -> None:
+    assert canonical_json(obj) == _canonical_plain(obj)
+
+
+@pytest.mark.parametrize("obj", [float("nan"), [float("inf")], {"a": {1: 2, "b": 3}}, {"k": object()}])
+def test_canonical_json_refuses_what_json_dumps_refuses(obj: object) -> None:
+    with pytest.raises((ValueError, TypeError)) as plain:
+        _canonical_plain(obj)
+    with pytest.raises(plain.type):
+        canonical_json(obj)
+
+
+def _indented_plain(obj: object) -> str:
+    return json.dumps(obj, sort_keys=True, indent=1, ensure_ascii=False)
+
+
+any_keys = st.one_of(texts, st.integers(), st.floats(), st.booleans(), st.none())
+any_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), texts),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.tuples(inner, inner),
+                            st.dictionaries(texts, inner, max_size=4), st.dictionaries(any_keys, inner, max_size=3)),
+    max_leaves=16)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(json_values, any_values))
+def test_dumps_indented_is_json_dumps(obj: object) -> None:
+    try:
+        plain = _indented_plain(obj)
+    except (TypeError, ValueError) as exc:  # mixed key types cannot be sorted
+        with pytest.raises(type(exc)):
+            dumps_indented(obj)
+        return
+    assert dumps_indented(obj) == plain
+
+
+def _circular() -> list:
+    loop: list = [1]
+    loop.append({"a": loop})
+    return loop
+
+
+def _deep(n: int) -> object:
+    obj: object = {"x": [1, "y"]}
+    for i in range(n):
+        obj = {"k": obj, "l": [i, "s"]} if i % 2 else [obj, {}]
+    return obj
+
+
+class _Str(str):
+    pass
+
+
+@pytest.mark.parametrize("obj", [
+    _deep(70), _deep(20), {"z": 1, "a": {"é\n": [None, True, False, 1.5, -0.0, 1e300, 10**40]}},
+    {"n": float("nan"), "i": [float("inf"), float("-inf")]}, {1: "a", 2.5: "b", 0: "c"}, {True: 1, False: 0}, {None: 1},
+    {"e": _Str("x"), _Str("k"): 1}, [(), {}, [], ((),)], "\u2028\x7f\x00",
+])
+def test_dumps_indented_on_edge_values(obj: object) -> None:
+    assert dumps_indented(obj) == _indented_plain(obj)
+
+
+@pytest.mark.parametrize("obj", [_circular(), {"a": 1, 2: 3}, {"k": object()}, [10**5000], {"s": {1, 2}}])
+def test_dumps_indented_refuses_what_json_dumps_refuses(obj: object) -> None:
+    with pytest.raises((TypeError, ValueError)) as plain:
+        _indented_plain(obj)
+    with pytest.raises(plain.type):
+        dumps_indented(obj)

@@ -50,23 +50,24 @@ def test_conll_score_imports_nothing_heavy(tmp_path: Path) -> None:
 
 
 FIXED_COST = ("socket", "http.client", "urllib.request", "zipfile", "importlib.resources", "fastjsonschema",
-              "difflib", "numpy", "ssl")
+              "difflib", "numpy", "ssl", "decimal")
 """Standard-library and small third-party modules that the prompt-generation and start-up paths do
 not need (each 1-25 ms of CPU at start-up): the network stack (only fetch and a Hub probe), zip
 extraction (fetch), fastjsonschema (only a manifest that fails the precompiled check), difflib (only
-a prompt mismatch is diffed), numpy (scoring)."""
+a prompt mismatch is diffed), numpy (scoring), decimal (the precompiled check's stand-in, see
+schema_check)."""
 WRITE_ONLY = ("gzip", "tempfile", "shutil", "seam_repro.sources.fetch")
-"""Only a .gz input, a written file (tempfile: files.atomic_write_bytes's sibling), a folder written
-whole (atomic_dir) or a fetch needs these; a source with a path needs no cache."""
+"""Only a .gz input, a folder written whole (atomic_dir: tempfile) or a fetch needs these; a source
+with a path needs no cache, and a written file's temporary sibling is created by files.py itself."""
 
 
 @pytest.mark.parametrize(("args", "allowed"), [
     (["--version"], ()),
     (["--help"], ("shutil",)),  # click asks shutil for the terminal width
     (["verify", "manifests/smoke.json"], ("gzip",)),  # its prompt store is a .gz
-    (["prompts", "manifests/smoke.json", "--out", "{tmp}/p.jsonl"], ("tempfile", "shutil")),
+    (["prompts", "manifests/smoke.json", "--out", "{tmp}/p.jsonl"], ()),
     (["sample", "manifests/smoke.config.json", "--out", "{tmp}/m.json", "--prompts-dir", "manifests/fixtures/prompts"],
-     ("tempfile", "shutil")),
+     ()),
 ])
 def test_start_up_imports_only_what_the_command_uses(args: list[str], allowed: tuple[str, ...], tmp_path: Path) -> None:
     """The fixed cost every kit process pays before its work (issue 16: sample + prompts must stay
@@ -210,6 +211,18 @@ def test_precompiled_schema_check_is_current_and_used() -> None:
     assert schema_check.PRECOMPILED.read_text(encoding="utf-8") == schema_check._schema_code(text)
     schema_check._compiled.cache_clear()
     assert schema_check._compiled(str(SCHEMA_PATH)) is manifest_schema_code.validate
+
+
+def test_precompiled_check_refuses_what_it_no_longer_imports_and_jsonschema_judges() -> None:
+    """The precompiled module has a stand-in for decimal.Decimal (never imported): a Decimal, which
+    the kit's JSON reader never makes, is refused by the fast check and left to jsonschema."""
+    from decimal import Decimal
+
+    m = json.loads((REPO / "manifests" / "smoke.json").read_text(encoding="utf-8"))
+    m["config"]["generation"]["temperature"] = Decimal("0.5")
+    assert not conforms(m, SCHEMA_PATH) and _jsonschema_ok(m)
+    m["config"]["generation"]["temperature"] = Decimal("-1")
+    assert not conforms(m, SCHEMA_PATH) and not _jsonschema_ok(m)
 
 
 def test_edited_schema_is_compiled_afresh(tmp_path: Path) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import click
@@ -82,14 +81,14 @@ def freeze(manifest: Path, out: Path | None, data_dir, prompts_dir, store_prompt
 @prompts_dir_option
 def prompts(manifest: Path, out: Path, data_dir, prompts_dir) -> None:
     """Write the exact prompt of every instance of MANIFEST, rendered from its recorded choices."""
-    from seam_repro.files import atomic_write_text
+    from seam_repro.files import atomic_write_bytes
     from seam_repro.manifest.prompts import prompts_jsonl
 
-    lines, n = prompts_jsonl(manifest, out, data_dir=data_dir, prompts_dir=prompts_dir)
+    chunks, n = prompts_jsonl(manifest, out, data_dir=data_dir, prompts_dir=prompts_dir)
     if str(out) == "-":
-        sys.stdout.write(lines)
+        click.echo(b"".join(chunks), nl=False)  # UTF-8 bytes to the binary stream, after flushing the text one
     else:
-        atomic_write_text(out, lines)
+        atomic_write_bytes(out, chunks)
         click.echo(f"wrote {n} prompts to {out}", err=True)
 
 

@@ -12,7 +12,6 @@ give the same digest in any folder. The file is written with sorted keys and a f
 
 from __future__ import annotations
 
-import json
 import platform
 import sys
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Any
 from seam_repro import __version__
 from seam_repro.config import SeamConfig, parse_config
 from seam_repro.errors import InputError, ManifestError
-from seam_repro.files import atomic_write_bytes, atomic_write_text, iter_jsonl, read_json
+from seam_repro.files import atomic_write_bytes, atomic_write_text, dumps_indented, iter_jsonl, read_json
 from seam_repro.hashing import canonical_json, sha256_bytes, sha256_json
 from seam_repro.sample import RunChoices
 
@@ -108,7 +107,9 @@ def seal(manifest: dict[str, Any]) -> dict[str, Any]:
 
 
 def dump_manifest(manifest: dict[str, Any]) -> str:
-    return json.dumps(manifest, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+    """The file's text: ``json.dumps(manifest, sort_keys=True, indent=1, ensure_ascii=False)`` and a
+    newline (written by ``files.dumps_indented``, the same text faster)."""
+    return dumps_indented(manifest) + "\n"
 
 
 def write_manifest(manifest: dict[str, Any], path: str | Path) -> None:
@@ -116,12 +117,12 @@ def write_manifest(manifest: dict[str, Any], path: str | Path) -> None:
     atomic_write_text(path, dump_manifest(manifest))
 
 
-def write_prompt_store(lines: str, path: str | Path) -> str:
-    """Gzip the prompt records' JSONL (``manifest.prompts.records_jsonl``: the text ``prompts``
+def write_prompt_store(lines: bytes, path: str | Path) -> str:
+    """Gzip the prompt records' JSONL (``manifest.prompts.records_jsonl``: the bytes ``prompts``
     writes) with deterministic bytes (mtime 0); returns its sha256."""
     import gzip  # only --store-prompts writes one; every manifest reader imports this module
 
-    data = gzip.compress(lines.encode("utf-8"), mtime=0)
+    data = gzip.compress(lines, mtime=0)
     atomic_write_bytes(path, data)
     return sha256_bytes(data)
 

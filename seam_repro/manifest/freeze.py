@@ -145,8 +145,9 @@ def _sample(cfg: SeamConfig, profile: str, base_dir: Path, out: Path, data_dir: 
                                        config_json=config_json)
     if store:  # provenance only: the digest covers content, and the store's records are hashed in it
         path = store_path(out)
-        lines, _ = records_jsonl(parts)
-        manifest["provenance"]["prompt_store"] = {"path": path.name, "sha256": write_prompt_store(lines, path)}
+        chunks, _ = records_jsonl(parts)
+        manifest["provenance"]["prompt_store"] = {"path": path.name,
+                                                  "sha256": write_prompt_store(b"".join(chunks), path)}
     write_manifest(manifest, out)
     return Written(out, manifest, len(parts), len(choices))
 

@@ -41,7 +41,13 @@ def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources,
     unless its dataset is in ``changed`` (its data or prompt file differs from the sealed hash) and
     ``missing`` is given: then ``(dataset, run, instance_id, reason)`` is appended to ``missing``
     and rendering goes on (``verify``). With unchanged sources it is the manifest that is wrong."""
-    for record, _prefix, _block in iter_rendered_parts(runs, profile, sources, suite, where, missing, changed):
+    return _joined(iter_rendered_parts(runs, profile, sources, suite, where, missing, changed))
+
+
+def _joined(parts: Iterable[tuple[dict[str, Any], str, str]]) -> Iterator[dict[str, Any]]:
+    """Each record with its prompt text (prefix + block), for readers that keep it."""
+    for record, prefix, block in parts:
+        record["prompt"] = prefix + block
         yield record
 
 
@@ -50,7 +56,10 @@ def iter_rendered_parts(runs: list[dict[str, Any]], profile: str, sources: Sourc
                         changed: frozenset[str] = frozenset()) -> Iterator[tuple[dict[str, Any], str, str]]:
     """``iter_rendered``'s records with each prompt's two parts: the run's shared prefix (the same
     ``str`` object for every instance of a run) and the instance's block (prompt = prefix + block),
-    so hashing and JSON escaping can do the prefix once per run instead of once per prompt."""
+    so hashing and JSON escaping can do the prefix once per run instead of once per prompt. The
+    record's ``"prompt"`` is ``""`` (in its place among the keys): the joined text, a new ~11 KB
+    string per prompt, is made only by readers that keep it (``iter_rendered``, ``render_records``),
+    not by ``sample`` and ``prompts``, which hash and write the parts."""
     from seam_repro.sample import check_instance_choices, check_run_choices
     from seam_repro.specs import load_suite
 
@@ -95,7 +104,7 @@ def iter_rendered_parts(runs: list[dict[str, Any]], profile: str, sources: Sourc
                 continue
             record = {
                 "dataset": name, "task": spec.task, "run": run["run"], "split": split,
-                "instance_id": rec["id"], "prompt": prefix + block, "prompt_sha256": hasher.hexdigest(block),
+                "instance_id": rec["id"], "prompt": "", "prompt_sha256": hasher.hexdigest(block),
                 "target": target, "target_sha256": sha256_json(target), "gen_seed": rec["gen_seed"],
             }
             if profile in spec.metrics:  # the suite's metric for this profile; scoring dispatches on it
@@ -126,7 +135,7 @@ def render_records(manifest: dict[str, Any], data_dir: Any = None, prompts_dir: 
     An unfrozen manifest has no recorded choices; with ``allow_unfrozen`` they are drawn now from
     its config (same code as ``freeze``), which gives a usable but uncitable run.
     """
-    return [record for record, _, _ in _render_parts(manifest, data_dir, prompts_dir, base, allow_unfrozen)]
+    return list(_joined(_render_parts(manifest, data_dir, prompts_dir, base, allow_unfrozen)))
 
 
 def _render_parts(manifest: dict[str, Any], data_dir: Any, prompts_dir: Any, base: Any,
@@ -147,22 +156,49 @@ def _render_parts(manifest: dict[str, Any], data_dir: Any, prompts_dir: Any, bas
                        where=str(base) if base is not None else "manifest")
 
 
-def records_jsonl(parts: Iterable[tuple[dict[str, Any], str, str]]) -> tuple[str, int]:
-    """The records as JSONL, each line ``json.dumps(record, ensure_ascii=False, sort_keys=True)``
-    (the same text), and how many. The run's shared prompt prefix is escaped once per run instead
-    of once per prompt (the prompt is most of a record, and the prefix most of a prompt), and the
-    text is joined once. The other fields go through ``json.dumps`` itself with an empty prompt;
-    its ``"prompt": ""`` is a key (a string value cannot hold an unescaped quote), split there."""
-    pieces: list[str] = []
-    last_prefix, escaped_prefix, n = None, "", 0
+_RECORD_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
+"""The encoder ``json.dumps(record, ensure_ascii=False, sort_keys=True)`` builds on every call, built once."""
+_ALL_BUT_RARE_CONTROLS = bytes(c for c in range(0x100) if c >= 0x20 or c == 0x0A)
+"""``bytes.translate`` deletes these, leaving the control bytes other than the newline: usually
+none, so nothing is written (twice as fast as mapping them and searching the copy)."""
+
+
+def json_string_utf8(text: str) -> bytes:
+    """The UTF-8 bytes of ``json.dumps(text, ensure_ascii=False)`` without its two quotes.
+
+    Prompt text holds newlines but rarely another control character: then escaping is three byte
+    replacements (``\\``, ``"``, newline), ~3x faster than ``encode_basestring`` and no UCS-2
+    intermediate. In UTF-8 a byte below 0x80 is always that ASCII character, so replacing bytes is
+    replacing characters. Any other control character takes ``encode_basestring`` itself. A lone
+    surrogate raises ``UnicodeEncodeError``, as encoding ``json.dumps``'s text would."""
+    data = text.encode("utf-8")
+    if data.translate(None, _ALL_BUT_RARE_CONTROLS):
+        return encode_basestring(text)[1:-1].encode("utf-8")
+    return data.replace(b"\\", b"\\\\").replace(b'"', b'\\"').replace(b"\n", b"\\n")
+
+
+def records_jsonl(parts: Iterable[tuple[dict[str, Any], str, str]]) -> tuple[list[bytes], int]:
+    """The records as UTF-8 JSONL, each line ``json.dumps(record, ensure_ascii=False, sort_keys=True)``
+    with ``"prompt"`` = prefix + block (the same bytes), and how many. The JSONL is returned as
+    chunks, ``b"".join(chunks)``, for ``files.atomic_write_bytes`` to write unjoined (~8 MB of
+    ``prompts``: a joined copy cost ~4 ms of CPU). The run's shared prompt prefix
+    is escaped once per run instead of once per prompt (the prompt is most of a record, and the
+    prefix most of a prompt), and the prompt text is never joined as ``str``: a prefix with one
+    character beyond Latin-1 would make all ~8 MB of it UCS-2, then encoded again. The other
+    fields go through the encoder with an empty prompt; its ``"prompt": ""`` is a key (a string
+    value cannot hold an unescaped quote, and in UTF-8 an ASCII byte is always that character),
+    split there."""
+    pieces: list[bytes] = []
+    last_prefix, escaped_prefix, n = None, b"", 0
+    encode = _RECORD_JSON.encode
     for record, prefix, block in parts:
         if prefix is not last_prefix:
-            last_prefix, escaped_prefix = prefix, encode_basestring(prefix)[:-1]
-        line = json.dumps({**record, "prompt": ""}, ensure_ascii=False, sort_keys=True)
-        at = line.index('"prompt": ""') + 10
-        pieces += (line[:at], escaped_prefix, encode_basestring(block)[1:], line[at + 2:], "\n")
+            last_prefix, escaped_prefix = prefix, json_string_utf8(prefix)
+        line = encode({**record, "prompt": ""}).encode("utf-8")
+        at = line.index(b'"prompt": ""') + 11  # after the value's opening quote
+        pieces += (line[:at], escaped_prefix, json_string_utf8(block), line[at:], b"\n")
         n += 1
-    return "".join(pieces), n
+    return pieces, n
 
 
 def _recorded_inputs(m: dict[str, Any], base: Path) -> list[Path]:
@@ -180,8 +216,9 @@ def _recorded_inputs(m: dict[str, Any], base: Path) -> list[Path]:
     return out
 
 
-def prompts_jsonl(manifest: Path, out: Path, data_dir: Any = None, prompts_dir: Any = None) -> tuple[str, int]:
-    """``seam-repro prompts``: the JSONL text of every prompt record of a manifest and how many there
+def prompts_jsonl(manifest: Path, out: Path, data_dir: Any = None, prompts_dir: Any = None
+                  ) -> tuple[list[bytes], int]:
+    """``seam-repro prompts``: the JSONL (as ``records_jsonl``'s chunks) of every prompt record of a manifest and how many there
     are, after refusing an ``out`` that would overwrite anything the rendering reads."""
     guard_outputs([("-o", out)], inputs=[manifest], read_dirs=[data_dir, prompts_dir])
     m = load_manifest(manifest)
