@@ -56,6 +56,8 @@ _BRACKETS, _QUOTE = b"[]{}", b'"'
 _ALL_BUT_BRACKETS = bytes(c for c in range(256) if c not in _BRACKETS)
 _ALL_BUT_BRACKETS_AND_QUOTES = bytes(c for c in range(256) if c not in _BRACKETS + _QUOTE)
 _BRACKET_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+_AS_PARENS = bytes.maketrans(b"[{]}", b"(())")
+"""Openers to ``(``, closers to ``)``: the depth counts them alike."""
 
 
 def _depth_exceeds(text: str, limit: int) -> bool:
@@ -83,6 +85,17 @@ def _depth_exceeds(text: str, limit: int) -> bool:
     brackets = bare.translate(None, _ALL_BUT_BRACKETS)
     if len(brackets) <= limit:
         return False
+    # Peel innermost pairs first (C replaces, not a Python step per bracket): removing an adjacent
+    # opener-closer pair leaves every other prefix's count as it was, so brackets that vanish in
+    # k <= limit peels nest at most k deep. Anything else (unbalanced, or deeper) is counted.
+    rest = brackets.translate(_AS_PARENS)
+    for _ in range(limit):
+        peeled = rest.replace(b"()", b"")
+        if not peeled:
+            return False
+        if len(peeled) == len(rest):
+            break
+        rest = peeled
     return max(accumulate(map(_BRACKET_STEP.__getitem__, brackets))) > limit
 
 
