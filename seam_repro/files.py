@@ -56,6 +56,8 @@ _BRACKETS, _QUOTE = b"[]{}", b'"'
 _ALL_BUT_BRACKETS = bytes(c for c in range(256) if c not in _BRACKETS)
 _ALL_BUT_BRACKETS_AND_QUOTES = bytes(c for c in range(256) if c not in _BRACKETS + _QUOTE)
 _BRACKET_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+_AS_PARENS = bytes.maketrans(b"[{]}", b"(())")
+"""Openers to ``(``, closers to ``)``: the depth counts them alike."""
 
 
 def _depth_exceeds(text: str, limit: int) -> bool:
@@ -83,7 +85,23 @@ def _depth_exceeds(text: str, limit: int) -> bool:
     brackets = bare.translate(None, _ALL_BUT_BRACKETS)
     if len(brackets) <= limit:
         return False
+    # Peel innermost pairs first (C replaces, not a Python step per bracket): removing an adjacent
+    # opener-closer pair leaves every other prefix's count as it was, so brackets that vanish in
+    # k <= limit peels nest at most k deep. Anything else (unbalanced, or deeper) is counted.
+    rest = brackets.translate(_AS_PARENS)
+    for _ in range(limit):
+        peeled = rest.replace(b"()", b"")
+        if not peeled:
+            return False
+        if len(peeled) == len(rest):
+            break
+        rest = peeled
     return max(accumulate(map(_BRACKET_STEP.__getitem__, brackets))) > limit
+
+
+_STRICT_JSON = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+"""What ``json.loads(text, parse_constant=..., parse_float=...)`` builds on every call (a decoder
+and its scanner), built once: a command parses hundreds of JSONL lines."""
 
 
 def parse_json_text(text: str, where: object, *, record: object | None = None,
@@ -100,6 +118,8 @@ def parse_json_text(text: str, where: object, *, record: object | None = None,
     try:
         if allow_nan:
             return json.loads(text)
+        if type(text) is str and not text.startswith("\ufeff"):  # json.loads refuses a BOM itself
+            return _STRICT_JSON.decode(text)
         return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         raise InputError(where, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})",

@@ -34,7 +34,7 @@ def shuffle_documents(documents: Sequence[str], max_num_docs: int, doc_order: Se
 
 def number_documents(documents: Sequence[str]) -> str:
     """``Document j: ```text``` `` lines joined by newlines (upstream numbering starts at 1)."""
-    return "\n".join(f"Document {j}: ```{doc}```" for j, doc in enumerate(documents, start=1))
+    return "\n".join([f"Document {j}: ```{doc}```" for j, doc in enumerate(documents, start=1)])
 
 
 def base_block(instructions: str, documents: Sequence[str], target: Any = "") -> str:

@@ -7,6 +7,8 @@ and ``datasets_classes/cdcr/scico.py::pre_process``; both render with the base t
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import accumulate, compress, islice
+from operator import le
 from typing import Any, NamedTuple
 
 from seam_repro.errors import InputError
@@ -46,32 +48,46 @@ class _DocLayout(NamedTuple):
     """Row -> its index in ``parts``."""
 
 
-_LAYOUTS: dict[int, tuple[tuple[Any, ...], _DocLayout]] = {}
-"""Layouts by ``id`` of the token tuple (the tuple is kept, so the id stays its own)."""
+_Entry = tuple[tuple[Any, ...], _DocLayout, str, list[int]]
+_LAYOUTS: dict[int, _Entry] = {}
+"""By ``id`` of the token tuple (the tuple is kept, so the id stays its own): the tokens, their
+layout, the unmarked document (``parts`` joined by spaces) and the cumulative lengths of ``parts``
+(part ``k`` starts at ``cum[k] + k`` in that text)."""
 
 
 def _layout(tokens: tuple[Any, ...]) -> _DocLayout:
+    return _entry(tokens)[1]
+
+
+def _entry(tokens: tuple[Any, ...]) -> _Entry:
+    """Columns taken by one C transpose of the ``Token`` rows; when token ids never decrease along
+    the rows (the corpus's order), the annotated span is one slice of rows (from the first row of
+    the lowest annotated id to the last of the highest), instead of a filter and a stable sort by id."""
     cached = _LAYOUTS.get(id(tokens))
     if cached is not None and cached[0] is tokens:
-        return cached[1]
-    texts = tuple(t.text for t in tokens)
-    first_row: dict[int, int] = {}
-    for row, tok in enumerate(tokens):
-        first_row.setdefault(tok.token_id, row)
-    annotated = [t.token_id for t in tokens if t.is_annotated]
+        return cached
+    _, token_ids, texts, is_annotated = zip(*tokens, strict=True) if tokens else ((), (), (), ())
+    ids = list(token_ids)
+    first_row = dict(zip(reversed(ids), range(len(ids) - 1, -1, -1), strict=True))  # the first row wins
+    annotated = list(compress(ids, is_annotated))
     parts: tuple[str, ...] | None = None
     position: dict[int, int] = {}
     if annotated:
         lo, hi = min(annotated), max(annotated)
-        rows = [r for r, tok in enumerate(tokens) if lo <= tok.token_id <= hi]
-        rows.sort(key=lambda r: tokens[r].token_id)  # stable: equal ids keep file order
-        parts = tuple(texts[r] for r in rows)
-        position = {r: n for n, r in enumerate(rows)}
+        if all(map(le, ids, islice(ids, 1, None))):
+            start, end = ids.index(lo), len(ids) - ids[::-1].index(hi)  # first lo row, past the last hi row
+            parts = texts[start:end]
+            position = dict(zip(range(start, end), range(end - start), strict=True))
+        else:
+            rows = [r for r, tid in enumerate(ids) if lo <= tid <= hi]
+            rows.sort(key=ids.__getitem__)  # stable: equal ids keep file order
+            parts = tuple([texts[r] for r in rows])
+            position = {r: k for k, r in enumerate(rows)}
     if len(_LAYOUTS) > 100_000:
         _LAYOUTS.clear()
     layout = _DocLayout(texts, first_row, parts, position)
-    _LAYOUTS[id(tokens)] = (tokens, layout)
-    return layout
+    entry = _LAYOUTS[id(tokens)] = (tokens, layout, " ".join(parts or ()), list(accumulate(map(len, parts or ()), initial=0)))
+    return entry
 
 
 def ecb_documents(instance: Instance, mention_ids: Sequence[int]) -> list[str]:
@@ -82,7 +98,7 @@ def ecb_documents(instance: Instance, mention_ids: Sequence[int]) -> list[str]:
     so marks on shared tokens nest exactly as upstream's successive ``DataFrame.loc`` edits do.
     """
     docs = {d.doc_id: d for d in instance.documents}
-    layouts: dict[str, _DocLayout] = {}
+    entries: dict[str, _Entry] = {}
     marked: dict[str, dict[int, str]] = {}
     for k, mention in enumerate(instance.mentions):
         if mention.doc_id not in docs:
@@ -91,9 +107,10 @@ def ecb_documents(instance: Instance, mention_ids: Sequence[int]) -> list[str]:
         if not mention.token_ids:
             raise InputError(instance.dataset, f"mention {k} has no tokens", record=instance.instance_id,
                              field="tokens_ids")
-        layout = layouts.get(mention.doc_id)
-        if layout is None:
-            layout = layouts[mention.doc_id] = _layout(docs[mention.doc_id].tokens)
+        entry = entries.get(mention.doc_id)
+        if entry is None:
+            entry = entries[mention.doc_id] = _entry(docs[mention.doc_id].tokens)
+        layout = entry[1]
         index = layout.first_row
         start, end = mention.token_ids[0], mention.token_ids[-1]
         if start not in index or end not in index:
@@ -108,16 +125,20 @@ def ecb_documents(instance: Instance, mention_ids: Sequence[int]) -> list[str]:
     # strings are sorted afterwards.
     used = []
     for doc_id in dict.fromkeys(m.doc_id for m in instance.mentions):
-        layout = layouts[doc_id]
+        _, layout, text, cum = entries[doc_id]
         if layout.parts is None:
             raise InputError(instance.dataset, f"document '{doc_id}' has no annotated token",
                              record=instance.instance_id, field="is_annotated")
-        parts = list(layout.parts)
-        for row, text in marked[doc_id].items():
-            at = layout.position.get(row)
-            if at is not None:
-                parts[at] = text
-        used.append(" ".join(parts))
+        # " ".join(parts with the marked ones replaced), as slices of the joined unmarked text
+        position = layout.position
+        changes = sorted((position[row], marked_text) for row, marked_text in marked[doc_id].items() if row in position)
+        pieces, done = [], 0
+        for at, marked_text in changes:
+            begin = cum[at] + at
+            pieces += (text[done:begin], marked_text)
+            done = cum[at + 1] + at  # the end of part ``at``
+        pieces.append(text[done:])
+        used.append("".join(pieces))
     return used
 
 

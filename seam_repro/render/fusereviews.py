@@ -11,7 +11,6 @@ the run's permutation (``review_i`` takes the text of ``review_{doc_order[i]}``)
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -21,7 +20,6 @@ from seam_repro.render.context import RunContext
 from seam_repro.render.template import Template
 
 HS, HE = "{HS}", "{HE}"
-_HIGHLIGHT_RE = re.compile(r"\{HS\}(.*?)\{HE\}", re.DOTALL)
 
 
 def add_highlights(text: str, spans: Sequence[tuple[int, int]], *, merge_overlaps: bool, where: str) -> str:
@@ -55,7 +53,17 @@ def add_highlights(text: str, spans: Sequence[tuple[int, int]], *, merge_overlap
 def _numbered_spans(text: str) -> str:
     """``1. span\n 2. span`` of a highlighted review. Cached: a test review is listed again in
     every run (only its slot changes), and its highlighted text is the same cached string."""
-    return "\n ".join(f"{i + 1}. {span}" for i, span in enumerate(_HIGHLIGHT_RE.findall(text)))
+    return "\n ".join([f"{i + 1}. {span}" for i, span in enumerate(_marked_spans(text))])
+
+
+def _marked_spans(text: str) -> list[str]:
+    """The texts between each ``{HS}`` and the first ``{HE}`` after it, left to right (what the
+    regex ``\\{HS\\}(.*?)\\{HE\\}`` with DOTALL finds; str.find needs no regex compiled at import)."""
+    spans, at = [], 0
+    while (start := text.find(HS, at)) >= 0 and (end := text.find(HE, start + len(HS))) >= 0:
+        spans.append(text[start + len(HS):end])
+        at = end + len(HE)
+    return spans
 
 
 @functools.lru_cache(maxsize=8192)
@@ -64,11 +72,33 @@ def _highlighted(text: str, spans: tuple[tuple[int, int], ...], merge_overlaps: 
     return add_highlights(text, spans, merge_overlaps=merge_overlaps, where=where)
 
 
+_REVIEWS: dict[tuple[int, bool], tuple[Instance, dict[str, str]]] = {}
+"""Highlighted reviews by (``id`` of the instance, merge_overlaps); the instance is kept, so the id
+stays its own."""
+
+
+def _highlighted_reviews(instance: Instance, merge_overlaps: bool) -> dict[str, str]:
+    """``review_i -> highlighted text`` of an instance, built once per process (every run renders
+    the same instance again, only the reviews' order changes)."""
+    cached = _REVIEWS.get((id(instance), merge_overlaps))
+    if cached is not None and cached[0] is instance:
+        return cached[1]
+    reviews = {
+        f"review_{i}": _highlighted(d.text, d.highlights, merge_overlaps,
+                                    f"{instance.dataset}: record {instance.instance_id}: review_{i}")
+        for i, d in enumerate(instance.documents)
+    }
+    if len(_REVIEWS) > 100_000:
+        _REVIEWS.clear()
+    _REVIEWS[(id(instance), merge_overlaps)] = (instance, reviews)
+    return reviews
+
+
 def _fill(structure: str, instructions: str, reviews: Mapping[str, str], answer: str) -> tuple[str, str]:
     """One demo or test block; returns (block, highlights listing)."""
     prompt = structure.replace("{INST}", instructions)
     prompt = prompt.replace("{H_REV}", "\n".join(f"{name}: {text}" for name, text in reviews.items()))
-    prompt = prompt.replace("{HS}", HS).replace("{HE}", HE)
+    # upstream then replaces "{HS}" and "{HE}" by HS and HE, which are those same strings: no change
     listing = "\n".join(f"{name}:\n {_numbered_spans(text)}" for name, text in reviews.items())
     prompt = prompt.replace("{HIGHLIGHTS}", listing)
     prompt = prompt.replace("{COT}", "")
@@ -91,11 +121,7 @@ def test_block(instance: Instance, ctx: RunContext, mention_ids: Sequence[int] |
     if len(docs) != ctx.max_num_docs:
         raise InputError(instance.dataset, f"expected {ctx.max_num_docs} reviews, found {len(docs)}",
                          record=instance.instance_id, field="review_i_text")
-    highlighted = {
-        f"review_{i}": _highlighted(d.text, d.highlights, not ctx.upstream,
-                                    f"{instance.dataset}: record {instance.instance_id}: review_{i}")
-        for i, d in enumerate(docs)
-    }
+    highlighted = _highlighted_reviews(instance, not ctx.upstream)
     shuffled = {f"review_{i}": highlighted[f"review_{ctx.doc_order[i]}"] for i in range(len(docs))}
     block, listing = _fill(ctx.prompt_file["prompt_structure"], ctx.instructions, shuffled, "")
     target = {"highlights_concat": listing, "review_side_alignments": list(instance.review_alignments)}
