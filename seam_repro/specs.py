@@ -10,8 +10,6 @@ import importlib
 import inspect
 from collections.abc import Mapping
 from functools import cache
-from inspect import CO_VARARGS as VARARGS
-from inspect import CO_VARKEYWORDS as VARKEYWORDS
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple
@@ -50,18 +48,6 @@ def _object_at(ref: str) -> Any:
     return getattr(importlib.import_module(module), attr)
 
 
-def _takes_name(load: Any) -> bool:
-    """Whether a loader's ``load`` has a ``name`` parameter. A plain function's code object says so
-    directly; anything else (a partial, a wrapper, a set ``__signature__``) asks ``inspect``, whose
-    ``signature`` costs more than the rest of a small dataset's load."""
-    code = getattr(load, "__code__", None)
-    if code is None or hasattr(load, "__wrapped__") or hasattr(load, "__signature__"):
-        return "name" in inspect.signature(load).parameters
-    # the parameters lead co_varnames: positional, keyword-only, then *args and **kwargs if present
-    count = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & VARARGS) + bool(code.co_flags & VARKEYWORDS)
-    return "name" in code.co_varnames[:count]
-
-
 class DatasetSpec(NamedTuple):
     name: str
     task: str
@@ -87,7 +73,7 @@ class DatasetSpec(NamedTuple):
             raise MissingDataError(f"{self.name}: data path {p} does not exist; run `seam-repro fetch --only {self.name}`")
         module = importlib.import_module(self.loader)
         # Family loaders (one module, several datasets) take the dataset name; SEAM's do not.
-        takes_name = _takes_name(module.load)
+        takes_name = "name" in inspect.signature(module.load).parameters
         loaded = module.load(p, name=self.name) if takes_name else module.load(p)
         if self.units == "document":
             split_units = getattr(module, "document_units", None)

@@ -280,29 +280,3 @@ def test_fusereviews_marked_spans_equal_the_regex() -> None:
     for _ in range(20000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 14)))
         assert _marked_spans(text) == pattern.findall(text), text
-
-
-def test_loader_name_parameter_read_from_the_code_object_as_inspect_reads_it() -> None:
-    import functools
-    import inspect
-
-    from seam_repro.datasets import ecb, igcs, zeroscrolls
-    from seam_repro.specs import _takes_name
-
-    def plain(path): ...  # type: ignore[no-untyped-def]
-    def named(path, name="x"): ...  # type: ignore[no-untyped-def]
-    def keyword(path, *, name): ...  # type: ignore[no-untyped-def]
-    def positional(path, name, /): ...  # type: ignore[no-untyped-def]
-    def var(path, *name, **kwargs): ...  # type: ignore[no-untyped-def]
-    def local(path): name = 1; return name  # type: ignore[no-untyped-def]  # noqa: E702
-
-    @functools.wraps(named)
-    def wrapper(*args, **kwargs): ...  # type: ignore[no-untyped-def]
-
-    def signed(path, **kwargs): ...  # type: ignore[no-untyped-def]
-    signed.__signature__ = inspect.signature(named)  # type: ignore[attr-defined]
-    loaders = [plain, named, keyword, positional, var, local, wrapper, signed, functools.partial(named, name="y"),
-               lambda path, name=None: None, ecb.load, igcs.load, zeroscrolls.load]
-    for load in loaders:
-        assert _takes_name(load) == ("name" in inspect.signature(load).parameters), load
-    assert _takes_name(igcs.load) and not _takes_name(ecb.load) and _takes_name(wrapper) and _takes_name(signed)

@@ -6,8 +6,30 @@ Port of upstream SEAM ``datasets_classes/base.py`` (``get_shuffled_documents``, 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+IDENTITY_CACHE_LIMIT = 100_000
+"""Entries an identity cache holds before it starts over (a bound on memory, never on results)."""
+
+
+def by_identity(cache: dict[tuple[Any, ...], tuple[Any, Any]], obj: Any, build: Callable[[], T],
+                *options: Any) -> T:
+    """``build()`` once per process for the object ``obj`` itself (and ``options``), for values
+    derived from records that cannot be hashed (an ``Instance`` holds a mapping) or whose hash
+    would walk thousands of tokens on every run. The object is kept with its value, so its ``id``
+    is never another object's while the entry lives."""
+    key = (id(obj), *options)
+    hit = cache.get(key)
+    if hit is not None and hit[0] is obj:
+        return hit[1]
+    value = build()
+    if len(cache) > IDENTITY_CACHE_LIMIT:
+        cache.clear()
+    cache[key] = (obj, value)
+    return value
 
 
 def shuffle_documents(documents: Sequence[str], max_num_docs: int, doc_order: Sequence[int]) -> list[str]:

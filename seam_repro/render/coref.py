@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from seam_repro.errors import InputError
 from seam_repro.instances import Instance
-from seam_repro.render.common import base_block, shuffle_documents
+from seam_repro.render.common import base_block, by_identity, shuffle_documents
 from seam_repro.render.context import RunContext
 from seam_repro.render.multinews import few_shots
 from seam_repro.render.template import Template
@@ -48,24 +48,26 @@ class _DocLayout(NamedTuple):
     """Row -> its index in ``parts``."""
 
 
-_Entry = tuple[tuple[Any, ...], _DocLayout, str, list[int]]
-_LAYOUTS: dict[int, _Entry] = {}
-"""By ``id`` of the token tuple (the tuple is kept, so the id stays its own): the tokens, their
-layout, the unmarked document (``parts`` joined by spaces) and the cumulative lengths of ``parts``
-(part ``k`` starts at ``cum[k] + k`` in that text)."""
+_Entry = tuple[_DocLayout, str, list[int]]
+"""A document's layout, its unmarked text (``parts`` joined by spaces) and the cumulative lengths
+of ``parts`` (part ``k`` starts at ``cum[k] + k`` in that text)."""
+_LAYOUTS: dict[tuple[Any, ...], tuple[Any, _Entry]] = {}
+"""``_Entry`` by token tuple (``common.by_identity``)."""
 
 
 def _layout(tokens: tuple[Any, ...]) -> _DocLayout:
-    return _entry(tokens)[1]
+    return _entry(tokens)[0]
 
 
 def _entry(tokens: tuple[Any, ...]) -> _Entry:
+    """The document's ``_Entry``, computed once per token tuple, not once per run."""
+    return by_identity(_LAYOUTS, tokens, lambda: _new_entry(tokens))
+
+
+def _new_entry(tokens: tuple[Any, ...]) -> _Entry:
     """Columns taken by one C transpose of the ``Token`` rows; when token ids never decrease along
     the rows (the corpus's order), the annotated span is one slice of rows (from the first row of
     the lowest annotated id to the last of the highest), instead of a filter and a stable sort by id."""
-    cached = _LAYOUTS.get(id(tokens))
-    if cached is not None and cached[0] is tokens:
-        return cached
     _, token_ids, texts, is_annotated = zip(*tokens, strict=True) if tokens else ((), (), (), ())
     ids = list(token_ids)
     first_row = dict(zip(reversed(ids), range(len(ids) - 1, -1, -1), strict=True))  # the first row wins
@@ -83,11 +85,8 @@ def _entry(tokens: tuple[Any, ...]) -> _Entry:
             rows.sort(key=ids.__getitem__)  # stable: equal ids keep file order
             parts = tuple([texts[r] for r in rows])
             position = {r: k for k, r in enumerate(rows)}
-    if len(_LAYOUTS) > 100_000:
-        _LAYOUTS.clear()
     layout = _DocLayout(texts, first_row, parts, position)
-    entry = _LAYOUTS[id(tokens)] = (tokens, layout, " ".join(parts or ()), list(accumulate(map(len, parts or ()), initial=0)))
-    return entry
+    return layout, " ".join(parts or ()), list(accumulate(map(len, parts or ()), initial=0))
 
 
 def ecb_documents(instance: Instance, mention_ids: Sequence[int]) -> list[str]:
@@ -110,7 +109,7 @@ def ecb_documents(instance: Instance, mention_ids: Sequence[int]) -> list[str]:
         entry = entries.get(mention.doc_id)
         if entry is None:
             entry = entries[mention.doc_id] = _entry(docs[mention.doc_id].tokens)
-        layout = entry[1]
+        layout = entry[0]
         index = layout.first_row
         start, end = mention.token_ids[0], mention.token_ids[-1]
         if start not in index or end not in index:
@@ -125,7 +124,7 @@ def ecb_documents(instance: Instance, mention_ids: Sequence[int]) -> list[str]:
     # strings are sorted afterwards.
     used = []
     for doc_id in dict.fromkeys(m.doc_id for m in instance.mentions):
-        _, layout, text, cum = entries[doc_id]
+        layout, text, cum = entries[doc_id]
         if layout.parts is None:
             raise InputError(instance.dataset, f"document '{doc_id}' has no annotated token",
                              record=instance.instance_id, field="is_annotated")

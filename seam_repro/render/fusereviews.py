@@ -16,6 +16,7 @@ from typing import Any
 
 from seam_repro.errors import InputError
 from seam_repro.instances import Instance
+from seam_repro.render.common import by_identity
 from seam_repro.render.context import RunContext
 from seam_repro.render.template import Template
 
@@ -66,32 +67,18 @@ def _marked_spans(text: str) -> list[str]:
     return spans
 
 
-@functools.lru_cache(maxsize=8192)
-def _highlighted(text: str, spans: tuple[tuple[int, int], ...], merge_overlaps: bool, where: str) -> str:
-    """``add_highlights`` once per review per process, not once per run (it is pure)."""
-    return add_highlights(text, spans, merge_overlaps=merge_overlaps, where=where)
-
-
-_REVIEWS: dict[tuple[int, bool], tuple[Instance, dict[str, str]]] = {}
-"""Highlighted reviews by (``id`` of the instance, merge_overlaps); the instance is kept, so the id
-stays its own."""
+_REVIEWS: dict[tuple[Any, ...], tuple[Any, dict[str, str]]] = {}
+"""Highlighted reviews by instance and merge_overlaps (``common.by_identity``)."""
 
 
 def _highlighted_reviews(instance: Instance, merge_overlaps: bool) -> dict[str, str]:
     """``review_i -> highlighted text`` of an instance, built once per process (every run renders
-    the same instance again, only the reviews' order changes)."""
-    cached = _REVIEWS.get((id(instance), merge_overlaps))
-    if cached is not None and cached[0] is instance:
-        return cached[1]
-    reviews = {
-        f"review_{i}": _highlighted(d.text, d.highlights, merge_overlaps,
-                                    f"{instance.dataset}: record {instance.instance_id}: review_{i}")
+    the same instance again, only the reviews' order changes; ``add_highlights`` is pure)."""
+    return by_identity(_REVIEWS, instance, lambda: {
+        f"review_{i}": add_highlights(d.text, d.highlights, merge_overlaps=merge_overlaps,
+                                      where=f"{instance.dataset}: record {instance.instance_id}: review_{i}")
         for i, d in enumerate(instance.documents)
-    }
-    if len(_REVIEWS) > 100_000:
-        _REVIEWS.clear()
-    _REVIEWS[(id(instance), merge_overlaps)] = (instance, reviews)
-    return reviews
+    }, merge_overlaps)
 
 
 def _fill(structure: str, instructions: str, reviews: Mapping[str, str], answer: str) -> tuple[str, str]:
