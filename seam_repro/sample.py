@@ -44,15 +44,15 @@ def derive_seed(*parts: object) -> int:
 
 def derive_seeds(parts: Sequence[object], lasts: Sequence[str]) -> dict[str, int]:
     """``{x: derive_seed(*parts, x) for x in lasts}``, the shared ``parts`` joined once: one
-    generation seed per instance of a run (~3x faster than 680 separate calls)."""
+    generation seed per instance of a run (680 of them: ~0.6 ms less than separate calls)."""
     prefix = "|".join([*(str(p) for p in parts), ""])
     sha256 = hashlib.sha256
     return {x: int.from_bytes(sha256((prefix + x).encode("utf-8")).digest()[:4], "big") for x in lasts}
 
 
 def _generator(seed: int) -> random.Random:
-    """A stdlib generator seeded with ``seed``. ``random`` is imported here, not with the module:
-    ``prompts`` imports this module for the checks at its end and never draws (~1 ms of start-up)."""
+    """A stdlib generator seeded with ``seed``. ``random`` is imported here, on the first draw, not
+    with the module: an importer that never draws saves ~1 ms of start-up."""
     import random
 
     return random.Random(seed)
