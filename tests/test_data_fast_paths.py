@@ -375,3 +375,50 @@ def test_type_tests_by_map_equal_the_isinstance_tests() -> None:
         values = [rng.choice(pool) for _ in range(rng.randint(0, 4))]
         assert all_str(values) == all(isinstance(v, str) for v in values), values
         assert all_int(values) == all(isinstance(v, int) and not isinstance(v, bool) for v in values), values
+
+
+def _dict_reader_rows(data: bytes) -> list[dict]:
+    import csv
+    import io
+
+    csv.field_size_limit(1 << 30)
+    return list(csv.DictReader(io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline="")))
+
+
+def test_plain_csv_rows_equal_the_csv_module() -> None:
+    """FuseReviews' CSV reader without the csv module gives DictReader's rows whenever it reads a
+    text at all (quoted fields with doubled quotes and line breaks, blank lines, short and long
+    rows, CRLF/CR/LF); anything else is left to the csv module (None)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from seam_repro.datasets.fusereviews import _plain_csv_rows
+
+    read = [0, 0]
+
+    @settings(max_examples=3000, deadline=None)
+    @given(st.lists(st.sampled_from(["a", "b", ",", '"', '""', "\n", "\r", "\r\n", " ", "\0", "é", '"x,\n""y"', ',""']),
+                    max_size=30))
+    def check(parts: list[str]) -> None:
+        data = "".join(parts).encode("utf-8")
+        fast = _plain_csv_rows(data)
+        read[fast is None] += 1
+        if fast is not None:
+            assert fast == _dict_reader_rows(data), data
+
+    check()
+    assert read[0] > 500 and read[1] > 500, read
+    assert _plain_csv_rows(b"\xff,a\n") is None
+
+
+def test_fusereviews_files_take_the_plain_csv_reader() -> None:
+    """The shipped fixture and the authors' real rows are plain CSV, read as the csv module reads them."""
+    from seam_repro.datasets.fusereviews import _plain_csv_rows
+
+    files = sorted((ROOT / "manifests" / "fixtures" / "fusereviews").glob("*.csv"))
+    files += sorted((ROOT.parent / "shared" / "realdata" / "fusereviews").glob("*.csv"))
+    assert files
+    for f in files:
+        data = f.read_bytes()
+        rows = _plain_csv_rows(data)
+        assert rows is not None and rows == _dict_reader_rows(data), f
