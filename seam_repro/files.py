@@ -149,7 +149,10 @@ def parse_json_text(text: str, where: object, *, record: object | None = None,
     NaN/Infinity are refused (the kit's files are canonical JSON) unless ``allow_nan``: third-party
     files written by pandas (the FuseReviews authors' CSV) hold bare ``NaN`` for missing cells.
     Nesting deeper than ``max_depth`` is refused before parsing, so a hostile file cannot exhaust
-    the stack.
+    the stack. The quick check (:func:`_depth_may_exceed`) is exact on JSON; on a text that is not,
+    the parse stops at its first error, no deeper than the quick check counted for the text before
+    it (and ``json`` raises ``RecursionError`` rather than overflow), and the exact check then
+    decides between the two errors, so each text gets the error it always got.
     """
     if _depth_may_exceed(text, max_depth) and _depth_exceeds(text, max_depth):
         raise _too_deep(where, max_depth, record)
