@@ -60,62 +60,35 @@ _AS_PARENS = bytes.maketrans(b"[{]}", b"(())")
 """Openers to ``(``, closers to ``)``: the depth counts them alike."""
 
 
+_LONG_TEXT = 1 << 16
+"""Characters from which an ASCII text skips the opener count (see :func:`_depth_exceeds`)."""
+
+
 def _depth_exceeds(text: str, limit: int) -> bool:
-    """True when brackets outside strings nest deeper than ``limit``, exactly as a character walk
-    finds them on any text, valid JSON or not; linear, no recursion, and no Python step per
-    character: a per-character loop was the largest cost of reading the datasets in ``sample``,
-    then the regexes that replaced it (~5 ms of a 220 KB ECB+ file).
+    """True when brackets outside strings nest deeper than ``limit``; linear, no recursion, and
+    no Python step per character: a per-character loop was the largest cost of reading the
+    datasets in ``sample``, then the regexes that replaced it (~5 ms of a 220 KB ECB+ file).
 
-    A text with a backslash has its strings removed first, escapes paired by the exact pattern;
-    one without goes to :func:`_unescaped_depth_exceeds`. :func:`parse_json_text` runs the faster
-    :func:`_depth_may_exceed` first and this one where the two may differ.
+    Characters other than brackets and quotes are deleted by ``bytes.translate`` (in UTF-8 a byte
+    below 0x80 is always that ASCII character; a lone surrogate passes as three high bytes). In a
+    text without a backslash every quote opens or closes a string, so quotes may be dropped in
+    adjacent pairs (an empty string, or the end of one string and the start of the next) before
+    the strings left are removed; a text with a backslash has its strings removed first, escapes
+    paired by the exact pattern.
     """
-    if text.count("[") + text.count("{") <= limit:  # every opener, even one in a string, bounds the depth
+    # Every opener, even one in a string, bounds the depth: two counts settle most texts (a JSONL
+    # line, a CSV cell, a prompt file). A long ASCII text (a token file, a manifest) seldom passes
+    # them, and ~140 us of counting a 200 KB one bought nothing: it goes straight to the bytes.
+    if (len(text) < _LONG_TEXT or not text.isascii()) and text.count("[") + text.count("{") <= limit:
         return False
-    if "\\" not in text:
-        return _unescaped_depth_exceeds(text.encode("utf-8", "surrogatepass"), limit)
-    return _brackets_exceed(_JSON_STRING.sub("", text).encode("utf-8", "surrogatepass"), limit)
-
-
-def _depth_may_exceed(text: str, limit: int) -> bool:
-    """:func:`_depth_exceeds` for a JSON text, with escapes paired by two C replaces instead of
-    the string pattern (~100 us of each prompt file, whose instructions are long escaped strings).
-
-    In valid JSON every backslash is inside a string and each run of them starts an escape, so
-    deleting ``\\\\`` pairs, then ``\\"`` pairs, left to right pairs them as a scanner does and
-    leaves exactly the quotes that open and close strings: on valid JSON the answer is the exact
-    one. Elsewhere (a backslash outside any string) it may differ, so :func:`parse_json_text`
-    takes the exact answer whenever this one is True or the text does not parse. Without a
-    backslash the two compute the same thing.
-    """
-    if not text.isascii() and text.count("[") + text.count("{") <= limit:
-        return False  # settled without encoding (a pass over non-ASCII text; the prompt files)
-    data = text.encode("utf-8", "surrogatepass")
-    if b"\\" in data:
-        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
-    return _unescaped_depth_exceeds(data, limit)
-
-
-def _unescaped_depth_exceeds(data: bytes, limit: int) -> bool:
-    """:func:`_depth_exceeds` for UTF-8 bytes in which every quote opens or closes a string.
-
-    Bytes other than brackets and quotes are deleted by ``bytes.translate`` (in UTF-8 a byte below
-    0x80 is always that ASCII character; a lone surrogate passes as three high bytes); quotes may
-    then be dropped in adjacent pairs (an empty string, or the end of one string and the start of
-    the next) before the strings left are removed.
-    """
-    bare = data.translate(None, _ALL_BUT_BRACKETS_AND_QUOTES)
-    if bare.count(b"[") + bare.count(b"{") <= limit:
-        return False
-    return _brackets_exceed(_PLAIN_STRING.sub(b"", bare.replace(b'""', b"")), limit)
-
-
-def _brackets_exceed(bare: bytes, limit: int) -> bool:
-    """Whether the brackets of ``bare`` (a text whose complete strings are gone) nest deeper than
-    ``limit``; a quote left opens a string that runs to the end of the text."""
+    if "\\" in text:
+        bare = _JSON_STRING.sub("", text).encode("utf-8", "surrogatepass")
+    else:
+        bare = text.encode("utf-8", "surrogatepass").translate(None, _ALL_BUT_BRACKETS_AND_QUOTES)
+        bare = _PLAIN_STRING.sub(b"", bare.replace(b'""', b""))
     quote = bare.find(_QUOTE)
     if quote >= 0:
-        bare = bare[:quote]
+        bare = bare[:quote]  # an unterminated string runs to the end of the text
     brackets = bare.translate(None, _ALL_BUT_BRACKETS)
     if len(brackets) <= limit:
         return False
@@ -138,10 +111,6 @@ _STRICT_JSON = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_fi
 and its scanner), built once: a command parses hundreds of JSONL lines."""
 
 
-def _too_deep(where: object, max_depth: int, record: object | None) -> InputError:
-    return InputError(where, f"JSON nested deeper than {max_depth} levels", record=record)
-
-
 def parse_json_text(text: str, where: object, *, record: object | None = None,
                     max_depth: int = MAX_JSON_DEPTH, allow_nan: bool = False) -> Any:
     """Parse one JSON document; any problem becomes an :class:`InputError` naming ``where`` and ``record``.
@@ -149,13 +118,10 @@ def parse_json_text(text: str, where: object, *, record: object | None = None,
     NaN/Infinity are refused (the kit's files are canonical JSON) unless ``allow_nan``: third-party
     files written by pandas (the FuseReviews authors' CSV) hold bare ``NaN`` for missing cells.
     Nesting deeper than ``max_depth`` is refused before parsing, so a hostile file cannot exhaust
-    the stack. The quick check (:func:`_depth_may_exceed`) is exact on JSON; on a text that is not,
-    the parse stops at its first error, no deeper than the quick check counted for the text before
-    it (and ``json`` raises ``RecursionError`` rather than overflow), and the exact check then
-    decides between the two errors, so each text gets the error it always got.
+    the stack.
     """
-    if _depth_may_exceed(text, max_depth) and _depth_exceeds(text, max_depth):
-        raise _too_deep(where, max_depth, record)
+    if _depth_exceeds(text, max_depth):
+        raise InputError(where, f"JSON nested deeper than {max_depth} levels", record=record)
     try:
         if allow_nan:
             return json.loads(text)
@@ -163,13 +129,9 @@ def parse_json_text(text: str, where: object, *, record: object | None = None,
             return _STRICT_JSON.decode(text)
         return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
-        if _depth_exceeds(text, max_depth):  # not JSON, so the quick check may have missed it
-            raise _too_deep(where, max_depth, record) from None
         raise InputError(where, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})",
                          record=record) from None
     except (ValueError, RecursionError) as exc:
-        if _depth_exceeds(text, max_depth):
-            raise _too_deep(where, max_depth, record) from None
         raise InputError(where, f"not valid JSON ({exc})", record=record) from None
 
 
