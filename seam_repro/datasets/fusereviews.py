@@ -24,16 +24,13 @@ Highlights keep file order; upstream sorts them when inserting ``{HS}``/``{HE}``
 
 from __future__ import annotations
 
-import io
+import csv
 import json
 import math
-import re
-from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from seam_repro import files
-from seam_repro.datasets import all_int, file_hashes
+from seam_repro.datasets import all_int, file_hashes, open_text
 from seam_repro.errors import InputError
 from seam_repro.files import parse_json_text
 from seam_repro.instances import Document, Instance, LoadedDataset
@@ -162,73 +159,13 @@ def _instance(path: Path, index: int, row: dict[str, str], split: str) -> Instan
     )
 
 
-_CSV_FIELD = re.compile(r'("[^"]*(?:""[^"]*)*"|[^",\r\n]*)(,|\r\n|\n|\r|\Z)')
-"""One CSV field, wholly quoted (quotes inside doubled) or bare, and what ends it."""
-
-
-def _plain_csv_rows(data: bytes) -> list[dict[str | None, Any]] | None:
-    """``list(csv.DictReader(...))`` of UTF-8 CSV in the plain form, where every field is bare
-    (no quote, comma or line break) or wholly quoted, without the csv module (~0.7 ms of imports
-    per command, a shared library among them). None for anything else (text that is not UTF-8, a
-    quote inside a bare field, text after a closing quote, a blank first line): the csv module
-    reads those, and words their errors.
-
-    Read as the csv reader reads the plain form: rows end at ``\\r\\n``, ``\\n`` or ``\\r``
-    outside quotes, a blank line is no row, and the first row names the fields; a longer row
-    keeps its extra fields under ``None``, a shorter one gets ``None`` for the missing ones.
-    """
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    parts = _CSV_FIELD.findall(text)
-    if sum(map(len, chain.from_iterable(parts))) != len(text):
-        return None  # a stretch the pattern skipped: not the plain form
-    rows: list[list[str]] = []
-    row: list[str] = []
-    for raw, end in parts:
-        if not end and not raw and not row:
-            break  # the empty match at the end of the text
-        row.append(raw[1:-1].replace('""', '"') if raw.startswith('"') else raw)
-        if end != ",":
-            rows.append(row if row != [""] or raw else [])  # a blank line: no field at all
-            row = []
-            if not end:
-                break
-    if not rows:
-        return []
-    header = rows[0]
-    if not header:
-        return None
-    out = []
-    for row in rows[1:]:
-        if not row:
-            continue
-        record: dict[str | None, Any] = dict(zip(header, row, strict=False))
-        if len(row) > len(header):
-            record[None] = row[len(header):]
-        for key in header[len(row):]:
-            record[key] = None
-        out.append(record)
-    return out
-
-
-def _csv_module_rows(path: Path, data: bytes) -> list[dict[str | None, Any]]:
-    """``csv.DictReader`` over the file's text, for CSV beyond :func:`_plain_csv_rows`."""
-    import csv
-
+def _read_csv(path: Path, split: str) -> list[Instance]:
     csv.field_size_limit(1 << 30)
     try:
-        return list(csv.DictReader(io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline="")))
+        with open_text(path, newline="") as fh:
+            rows = list(csv.DictReader(fh))
     except (csv.Error, UnicodeDecodeError) as exc:
         raise InputError(path, f"cannot read as a UTF-8 CSV: {exc}") from None
-
-
-def _read_csv(path: Path, split: str) -> list[Instance]:
-    data = files.read_bytes(path, what="dataset file")  # gunzipped if .gz; its hash is remembered
-    rows = _plain_csv_rows(data)
-    if rows is None:
-        rows = _csv_module_rows(path, data)
     return [_instance(path, i, row, split) for i, row in enumerate(rows)]
 
 
