@@ -114,24 +114,9 @@ def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
     return kind if isinstance(kind, tuple) else (kind,)
 
 
-_STR, _INT = {str}, {int}
-
-
-def all_str(values: list[Any]) -> bool:
-    """``all(isinstance(v, str) for v in values)``, tested by type in C: parsed JSON (and parquet
-    rows) hold exact ``str`` values, and a Python step per sentence or token was a visible part of
-    loading OpenASP and SciCo. Anything else (a subclass, or not a string) takes the exact test."""
-    return _STR.issuperset(map(type, values)) or all(isinstance(v, str) for v in values)
-
-
-def all_int(values: list[Any]) -> bool:
-    """``all(isinstance(v, int) and not isinstance(v, bool) for v in values)`` (see :func:`all_str`)."""
-    return _INT.issuperset(map(type, values)) or all(isinstance(v, int) and not isinstance(v, bool) for v in values)
-
-
 def str_list(value: Any, path: Path, record: object, field: str, form: str = "a list of strings") -> list[str]:
     """Check that ``value`` is a list of strings (sentences, tokens, aliases)."""
-    if not isinstance(value, list) or not all_str(value):
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise InputError(path, f"expected {form}", record=record, field=field)
     return value
 

@@ -30,7 +30,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from seam_repro.datasets import all_int, file_hashes, open_text
+from seam_repro.datasets import file_hashes, open_text
 from seam_repro.errors import InputError
 from seam_repro.files import parse_json_text
 from seam_repro.instances import Document, Instance, LoadedDataset
@@ -57,7 +57,7 @@ def _spans(path: Path, rec: str, col: str, value: Any, text_len: int) -> tuple[t
         raise InputError(path, "expected a JSON list of [start, end] pairs", record=rec, field=col)
     out = []
     for pair in value:
-        if not (isinstance(pair, list) and len(pair) == 2 and all_int(pair)):
+        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in pair)):
             raise InputError(path, f"span {pair!r}: expected [start, end] ints", record=rec, field=col)
         s, e = pair
         if not 0 <= s <= e <= text_len:
