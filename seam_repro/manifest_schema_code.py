@@ -16,33 +16,33 @@ NoneType = type(None)
 
 def validate_https___seam_repro_invalid_manifest_schema_json(data, custom_formats={}, name_prefix=None):
     if not isinstance(data, (dict)):
-        raise JsonSchemaValueException("" + (name_prefix or "data") + " must be object")
+        raise JsonSchemaValueException("" + (name_prefix or "data") + " must be object", value=data, name="" + (name_prefix or "data") + "", definition={'$schema': 'https://json-schema.org/draft/2020-12/schema', '$id': 'https://seam-repro.invalid/manifest.schema.json', 'title': 'seam-repro manifest, schema_version 2', 'type': 'object', 'required': ['schema_version', 'profile', 'frozen', 'config', 'sources', 'runs', 'prompt_digest', 'digest'], 'additionalProperties': False, 'properties': {'schema_version': {'const': 2}, 'profile': {'enum': ['upstream', 'seam-repro-1']}, 'frozen': {'type': 'boolean'}, 'provenance': {'description': "Unsealed: how, where and when this file was written. Not covered by 'digest'.", 'type': 'object', 'properties': {'kit_version': {'type': 'string'}, 'command': {'type': 'string'}, 'host': {'type': 'string'}, 'frozen_from': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, 'paths': {'type': 'object', 'properties': {'data': {'type': 'object', 'additionalProperties': {'type': ['string', 'null']}}, 'prompts': {'type': 'object', 'additionalProperties': {'type': ['string', 'null']}}}}, 'prompt_store': {'type': 'object', 'required': ['path', 'sha256'], 'properties': {'path': {'type': 'string'}, 'sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}}}}, 'config': {'type': 'object', 'required': ['random_seed', 'num_different_runs', 'num_demonstrations', 'max_instances', 'max_instances_key', 'datasets', 'generation', 'models'], 'properties': {'random_seed': {'type': 'integer'}, 'num_different_runs': {'type': 'integer', 'minimum': 1}, 'num_demonstrations': {'type': 'integer', 'minimum': 0}, 'max_instances': {'type': 'integer', 'minimum': -1}, 'max_instances_key': {'enum': ['max_num_samples', 'max_num_instances', None]}, 'notes': {'type': 'array', 'items': {'type': 'string'}}, 'datasets': {'type': 'array', 'minItems': 1, 'items': {'type': 'object', 'required': ['name', 'split_name'], 'not': {'required': ['path']}, 'properties': {'name': {'type': 'string', 'minLength': 1}, 'split_name': {'type': 'string'}}}}, 'generation': {'type': 'object', 'required': ['temperature', 'do_sample', 'max_new_tokens'], 'properties': {'temperature': {'type': 'number', 'minimum': 0}, 'do_sample': {'type': 'boolean'}, 'max_new_tokens': {'type': 'integer', 'minimum': 1}, 'top_p': {'type': ['number', 'null']}, 'truncation': {'type': ['string', 'null']}, 'batch_size': {'type': 'integer', 'minimum': 1}}}, 'models': {'type': 'array', 'items': {'type': 'string'}}, 'suite': {'type': 'string', 'minLength': 1}}}, 'sources': {'description': 'Sealed hashes of every prompt and data file read (paths are in provenance).', 'type': 'object', 'required': ['prompts', 'data'], 'additionalProperties': False, 'properties': {'prompts': {'type': 'object', 'additionalProperties': {'type': 'object', 'additionalProperties': False, 'properties': {'sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, 'url': {'type': 'string'}}}}, 'data': {'type': 'object', 'additionalProperties': {'type': 'object', 'required': ['files'], 'additionalProperties': False, 'properties': {'files': {'type': 'object', 'additionalProperties': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}}}}}}, 'runs': {'type': 'array', 'items': {'type': 'object', 'required': ['dataset', 'run', 'split', 'paraphrase_index', 'demo_indices', 'max_num_docs', 'doc_order', 'instances', 'prompt_digest'], 'additionalProperties': False, 'properties': {'dataset': {'type': 'string'}, 'run': {'type': 'integer', 'minimum': 0}, 'split': {'type': 'string'}, 'sample_seed': {'type': ['integer', 'null']}, 'paraphrase_index': {'type': 'integer', 'minimum': -1}, 'demo_indices': {'type': 'array', 'items': {'type': 'integer', 'minimum': 0}}, 'max_num_docs': {'type': 'integer', 'minimum': 0}, 'doc_order': {'type': 'array', 'items': {'type': 'integer', 'minimum': 0}}, 'prompt_digest': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, 'instances': {'type': 'array', 'items': {'type': 'object', 'required': ['id', 'gen_seed', 'prompt_sha256', 'target_sha256'], 'additionalProperties': False, 'properties': {'id': {'type': 'string', 'minLength': 1}, 'gen_seed': {'type': 'integer', 'minimum': 0}, 'mention_ids': {'type': 'array', 'items': {'type': 'integer'}}, 'prompt_sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, 'target_sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}}}}}}, 'prompt_digest': {'anyOf': [{'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, {'type': 'null'}]}, 'digest': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}, '$defs': {'sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}}, rule='type')
     data_is_dict = isinstance(data, dict)
     if data_is_dict:
         data__missing_keys = set(['schema_version', 'profile', 'frozen', 'config', 'sources', 'runs', 'prompt_digest', 'digest']) - data.keys()
         if data__missing_keys:
-            raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain " + (str(sorted(data__missing_keys)) + " properties"))
+            raise JsonSchemaValueException("" + (name_prefix or "data") + " must contain " + (str(sorted(data__missing_keys)) + " properties"), value=data, name="" + (name_prefix or "data") + "", definition={'$schema': 'https://json-schema.org/draft/2020-12/schema', '$id': 'https://seam-repro.invalid/manifest.schema.json', 'title': 'seam-repro manifest, schema_version 2', 'type': 'object', 'required': ['schema_version', 'profile', 'frozen', 'config', 'sources', 'runs', 'prompt_digest', 'digest'], 'additionalProperties': False, 'properties': {'schema_version': {'const': 2}, 'profile': {'enum': ['upstream', 'seam-repro-1']}, 'frozen': {'type': 'boolean'}, 'provenance': {'description': "Unsealed: how, where and when this file was written. Not covered by 'digest'.", 'type': 'object', 'properties': {'kit_version': {'type': 'string'}, 'command': {'type': 'string'}, 'host': {'type': 'string'}, 'frozen_from': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, 'paths': {'type': 'object', 'properties': {'data': {'type': 'object', 'additionalProperties': {'type': ['string', 'null']}}, 'prompts': {'type': 'object', 'additionalProperties': {'type': ['string', 'null']}}}}, 'prompt_store': {'type': 'object', 'required': ['path', 'sha256'], 'properties': {'path': {'type': 'string'}, 'sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}}}}, 'config': {'type': 'object', 'required': ['random_seed', 'num_different_runs', 'num_demonstrations', 'max_instances', 'max_instances_key', 'datasets', 'generation', 'models'], 'properties': {'random_seed': {'type': 'integer'}, 'num_different_runs': {'type': 'integer', 'minimum': 1}, 'num_demonstrations': {'type': 'integer', 'minimum': 0}, 'max_instances': {'type': 'integer', 'minimum': -1}, 'max_instances_key': {'enum': ['max_num_samples', 'max_num_instances', None]}, 'notes': {'type': 'array', 'items': {'type': 'string'}}, 'datasets': {'type': 'array', 'minItems': 1, 'items': {'type': 'object', 'required': ['name', 'split_name'], 'not': {'required': ['path']}, 'properties': {'name': {'type': 'string', 'minLength': 1}, 'split_name': {'type': 'string'}}}}, 'generation': {'type': 'object', 'required': ['temperature', 'do_sample', 'max_new_tokens'], 'properties': {'temperature': {'type': 'number', 'minimum': 0}, 'do_sample': {'type': 'boolean'}, 'max_new_tokens': {'type': 'integer', 'minimum': 1}, 'top_p': {'type': ['number', 'null']}, 'truncation': {'type': ['string', 'null']}, 'batch_size': {'type': 'integer', 'minimum': 1}}}, 'models': {'type': 'array', 'items': {'type': 'string'}}, 'suite': {'type': 'string', 'minLength': 1}}}, 'sources': {'description': 'Sealed hashes of every prompt and data file read (paths are in provenance).', 'type': 'object', 'required': ['prompts', 'data'], 'additionalProperties': False, 'properties': {'prompts': {'type': 'object', 'additionalProperties': {'type': 'object', 'additionalProperties': False, 'properties': {'sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, 'url': {'type': 'string'}}}}, 'data': {'type': 'object', 'additionalProperties': {'type': 'object', 'required': ['files'], 'additionalProperties': False, 'properties': {'files': {'type': 'object', 'additionalProperties': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}}}}}}, 'runs': {'type': 'array', 'items': {'type': 'object', 'required': ['dataset', 'run', 'split', 'paraphrase_index', 'demo_indices', 'max_num_docs', 'doc_order', 'instances', 'prompt_digest'], 'additionalProperties': False, 'properties': {'dataset': {'type': 'string'}, 'run': {'type': 'integer', 'minimum': 0}, 'split': {'type': 'string'}, 'sample_seed': {'type': ['integer', 'null']}, 'paraphrase_index': {'type': 'integer', 'minimum': -1}, 'demo_indices': {'type': 'array', 'items': {'type': 'integer', 'minimum': 0}}, 'max_num_docs': {'type': 'integer', 'minimum': 0}, 'doc_order': {'type': 'array', 'items': {'type': 'integer', 'minimum': 0}}, 'prompt_digest': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, 'instances': {'type': 'array', 'items': {'type': 'object', 'required': ['id', 'gen_seed', 'prompt_sha256', 'target_sha256'], 'additionalProperties': False, 'properties': {'id': {'type': 'string', 'minLength': 1}, 'gen_seed': {'type': 'integer', 'minimum': 0}, 'mention_ids': {'type': 'array', 'items': {'type': 'integer'}}, 'prompt_sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, 'target_sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}}}}}}, 'prompt_digest': {'anyOf': [{'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, {'type': 'null'}]}, 'digest': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}, '$defs': {'sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}}, rule='required')
         data_keys = set(data.keys())
         if "schema_version" in data_keys:
             data_keys.remove("schema_version")
             data__schemaversion = data["schema_version"]
             if not (isinstance(data__schemaversion, (int, float)) and not isinstance(data__schemaversion, bool) and data__schemaversion == 2):
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".schema_version must be same as const definition: 2")
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".schema_version must be same as const definition: 2", value=data__schemaversion, name="" + (name_prefix or "data") + ".schema_version", definition={'const': 2}, rule='const')
         if "profile" in data_keys:
             data_keys.remove("profile")
             data__profile = data["profile"]
             if not (isinstance(data__profile, str) and data__profile == 'upstream' or isinstance(data__profile, str) and data__profile == 'seam-repro-1'):
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".profile must be one of ['upstream', 'seam-repro-1']")
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".profile must be one of ['upstream', 'seam-repro-1']", value=data__profile, name="" + (name_prefix or "data") + ".profile", definition={'enum': ['upstream', 'seam-repro-1']}, rule='enum')
         if "frozen" in data_keys:
             data_keys.remove("frozen")
             data__frozen = data["frozen"]
             if not isinstance(data__frozen, (bool)):
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".frozen must be boolean")
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".frozen must be boolean", value=data__frozen, name="" + (name_prefix or "data") + ".frozen", definition={'type': 'boolean'}, rule='type')
         if "provenance" in data_keys:
             data_keys.remove("provenance")
             data__provenance = data["provenance"]
             if not isinstance(data__provenance, (dict)):
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".provenance must be object")
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".provenance must be object", value=data__provenance, name="" + (name_prefix or "data") + ".provenance", definition={'description': "Unsealed: how, where and when this file was written. Not covered by 'digest'.", 'type': 'object', 'properties': {'kit_version': {'type': 'string'}, 'command': {'type': 'string'}, 'host': {'type': 'string'}, 'frozen_from': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, 'paths': {'type': 'object', 'properties': {'data': {'type': 'object', 'additionalProperties': {'type': ['string', 'null']}}, 'prompts': {'type': 'object', 'additionalProperties': {'type': ['string', 'null']}}}}, 'prompt_store': {'type': 'object', 'required': ['path', 'sha256'], 'properties': {'path': {'type': 'string'}, 'sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}}}}, rule='type')
             data__provenance_is_dict = isinstance(data__provenance, dict)
             if data__provenance_is_dict:
                 data__provenance_keys = set(data__provenance.keys())
@@ -50,30 +50,26 @@ def validate_https___seam_repro_invalid_manifest_schema_json(data, custom_format
                     data__provenance_keys.remove("kit_version")
                     data__provenance__kitversion = data__provenance["kit_version"]
                     if not isinstance(data__provenance__kitversion, (str)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".provenance.kit_version must be string")
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".provenance.kit_version must be string", value=data__provenance__kitversion, name="" + (name_prefix or "data") + ".provenance.kit_version", definition={'type': 'string'}, rule='type')
                 if "command" in data__provenance_keys:
                     data__provenance_keys.remove("command")
                     data__provenance__command = data__provenance["command"]
                     if not isinstance(data__provenance__command, (str)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".provenance.command must be string")
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".provenance.command must be string", value=data__provenance__command, name="" + (name_prefix or "data") + ".provenance.command", definition={'type': 'string'}, rule='type')
                 if "host" in data__provenance_keys:
                     data__provenance_keys.remove("host")
                     data__provenance__host = data__provenance["host"]
                     if not isinstance(data__provenance__host, (str)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".provenance.host must be string")
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".provenance.host must be string", value=data__provenance__host, name="" + (name_prefix or "data") + ".provenance.host", definition={'type': 'string'}, rule='type')
                 if "frozen_from" in data__provenance_keys:
                     data__provenance_keys.remove("frozen_from")
                     data__provenance__frozenfrom = data__provenance["frozen_from"]
-                    if not isinstance(data__provenance__frozenfrom, (str)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".provenance.frozen_from must be string")
-                    if isinstance(data__provenance__frozenfrom, str):
-                        if not REGEX_PATTERNS['^[0-9a-f]{64}$'].search(data__provenance__frozenfrom):
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".provenance.frozen_from must match pattern ^[0-9a-f]{64}$")
+                    validate_https___seam_repro_invalid_manifest_schema_json___defs_sha256(data__provenance__frozenfrom, custom_formats, (name_prefix or "data") + ".provenance.frozen_from")
                 if "paths" in data__provenance_keys:
                     data__provenance_keys.remove("paths")
                     data__provenance__paths = data__provenance["paths"]
                     if not isinstance(data__provenance__paths, (dict)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".provenance.paths must be object")
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".provenance.paths must be object", value=data__provenance__paths, name="" + (name_prefix or "data") + ".provenance.paths", definition={'type': 'object', 'properties': {'data': {'type': 'object', 'additionalProperties': {'type': ['string', 'null']}}, 'prompts': {'type': 'object', 'additionalProperties': {'type': ['string', 'null']}}}}, rule='type')
                     data__provenance__paths_is_dict = isinstance(data__provenance__paths, dict)
                     if data__provenance__paths_is_dict:
                         data__provenance__paths_keys = set(data__provenance__paths.keys())
@@ -81,7 +77,7 @@ def validate_https___seam_repro_invalid_manifest_schema_json(data, custom_format
                             data__provenance__paths_keys.remove("data")
                             data__provenance__paths__data = data__provenance__paths["data"]
                             if not isinstance(data__provenance__paths__data, (dict)):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".provenance.paths.data must be object")
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".provenance.paths.data must be object", value=data__provenance__paths__data, name="" + (name_prefix or "data") + ".provenance.paths.data", definition={'type': 'object', 'additionalProperties': {'type': ['string', 'null']}}, rule='type')
                             data__provenance__paths__data_is_dict = isinstance(data__provenance__paths__data, dict)
                             if data__provenance__paths__data_is_dict:
                                 data__provenance__paths__data_keys = set(data__provenance__paths__data.keys())
@@ -89,12 +85,12 @@ def validate_https___seam_repro_invalid_manifest_schema_json(data, custom_format
                                     if data__provenance__paths__data_key not in []:
                                         data__provenance__paths__data_value = data__provenance__paths__data.get(data__provenance__paths__data_key)
                                         if not isinstance(data__provenance__paths__data_value, (str, NoneType)):
-                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".provenance.paths.data.{data__provenance__paths__data_key}".format(**locals()) + " must be string or null")
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".provenance.paths.data.{data__provenance__paths__data_key}".format(**locals()) + " must be string or null", value=data__provenance__paths__data_value, name="" + (name_prefix or "data") + ".provenance.paths.data.{data__provenance__paths__data_key}".format(**locals()) + "", definition={'type': ['string', 'null']}, rule='type')
                         if "prompts" in data__provenance__paths_keys:
                             data__provenance__paths_keys.remove("prompts")
                             data__provenance__paths__prompts = data__provenance__paths["prompts"]
                             if not isinstance(data__provenance__paths__prompts, (dict)):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".provenance.paths.prompts must be object")
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".provenance.paths.prompts must be object", value=data__provenance__paths__prompts, name="" + (name_prefix or "data") + ".provenance.paths.prompts", definition={'type': 'object', 'additionalProperties': {'type': ['string', 'null']}}, rule='type')
                             data__provenance__paths__prompts_is_dict = isinstance(data__provenance__paths__prompts, dict)
                             if data__provenance__paths__prompts_is_dict:
                                 data__provenance__paths__prompts_keys = set(data__provenance__paths__prompts.keys())
@@ -102,215 +98,211 @@ def validate_https___seam_repro_invalid_manifest_schema_json(data, custom_format
                                     if data__provenance__paths__prompts_key not in []:
                                         data__provenance__paths__prompts_value = data__provenance__paths__prompts.get(data__provenance__paths__prompts_key)
                                         if not isinstance(data__provenance__paths__prompts_value, (str, NoneType)):
-                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".provenance.paths.prompts.{data__provenance__paths__prompts_key}".format(**locals()) + " must be string or null")
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".provenance.paths.prompts.{data__provenance__paths__prompts_key}".format(**locals()) + " must be string or null", value=data__provenance__paths__prompts_value, name="" + (name_prefix or "data") + ".provenance.paths.prompts.{data__provenance__paths__prompts_key}".format(**locals()) + "", definition={'type': ['string', 'null']}, rule='type')
                 if "prompt_store" in data__provenance_keys:
                     data__provenance_keys.remove("prompt_store")
                     data__provenance__promptstore = data__provenance["prompt_store"]
                     if not isinstance(data__provenance__promptstore, (dict)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".provenance.prompt_store must be object")
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".provenance.prompt_store must be object", value=data__provenance__promptstore, name="" + (name_prefix or "data") + ".provenance.prompt_store", definition={'type': 'object', 'required': ['path', 'sha256'], 'properties': {'path': {'type': 'string'}, 'sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}}, rule='type')
                     data__provenance__promptstore_is_dict = isinstance(data__provenance__promptstore, dict)
                     if data__provenance__promptstore_is_dict:
                         data__provenance__promptstore__missing_keys = set(['path', 'sha256']) - data__provenance__promptstore.keys()
                         if data__provenance__promptstore__missing_keys:
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".provenance.prompt_store must contain " + (str(sorted(data__provenance__promptstore__missing_keys)) + " properties"))
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".provenance.prompt_store must contain " + (str(sorted(data__provenance__promptstore__missing_keys)) + " properties"), value=data__provenance__promptstore, name="" + (name_prefix or "data") + ".provenance.prompt_store", definition={'type': 'object', 'required': ['path', 'sha256'], 'properties': {'path': {'type': 'string'}, 'sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}}, rule='required')
                         data__provenance__promptstore_keys = set(data__provenance__promptstore.keys())
                         if "path" in data__provenance__promptstore_keys:
                             data__provenance__promptstore_keys.remove("path")
                             data__provenance__promptstore__path = data__provenance__promptstore["path"]
                             if not isinstance(data__provenance__promptstore__path, (str)):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".provenance.prompt_store.path must be string")
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".provenance.prompt_store.path must be string", value=data__provenance__promptstore__path, name="" + (name_prefix or "data") + ".provenance.prompt_store.path", definition={'type': 'string'}, rule='type')
                         if "sha256" in data__provenance__promptstore_keys:
                             data__provenance__promptstore_keys.remove("sha256")
                             data__provenance__promptstore__sha256 = data__provenance__promptstore["sha256"]
-                            if not isinstance(data__provenance__promptstore__sha256, (str)):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".provenance.prompt_store.sha256 must be string")
-                            if isinstance(data__provenance__promptstore__sha256, str):
-                                if not REGEX_PATTERNS['^[0-9a-f]{64}$'].search(data__provenance__promptstore__sha256):
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".provenance.prompt_store.sha256 must match pattern ^[0-9a-f]{64}$")
+                            validate_https___seam_repro_invalid_manifest_schema_json___defs_sha256(data__provenance__promptstore__sha256, custom_formats, (name_prefix or "data") + ".provenance.prompt_store.sha256")
         if "config" in data_keys:
             data_keys.remove("config")
             data__config = data["config"]
             if not isinstance(data__config, (dict)):
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".config must be object")
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".config must be object", value=data__config, name="" + (name_prefix or "data") + ".config", definition={'type': 'object', 'required': ['random_seed', 'num_different_runs', 'num_demonstrations', 'max_instances', 'max_instances_key', 'datasets', 'generation', 'models'], 'properties': {'random_seed': {'type': 'integer'}, 'num_different_runs': {'type': 'integer', 'minimum': 1}, 'num_demonstrations': {'type': 'integer', 'minimum': 0}, 'max_instances': {'type': 'integer', 'minimum': -1}, 'max_instances_key': {'enum': ['max_num_samples', 'max_num_instances', None]}, 'notes': {'type': 'array', 'items': {'type': 'string'}}, 'datasets': {'type': 'array', 'minItems': 1, 'items': {'type': 'object', 'required': ['name', 'split_name'], 'not': {'required': ['path']}, 'properties': {'name': {'type': 'string', 'minLength': 1}, 'split_name': {'type': 'string'}}}}, 'generation': {'type': 'object', 'required': ['temperature', 'do_sample', 'max_new_tokens'], 'properties': {'temperature': {'type': 'number', 'minimum': 0}, 'do_sample': {'type': 'boolean'}, 'max_new_tokens': {'type': 'integer', 'minimum': 1}, 'top_p': {'type': ['number', 'null']}, 'truncation': {'type': ['string', 'null']}, 'batch_size': {'type': 'integer', 'minimum': 1}}}, 'models': {'type': 'array', 'items': {'type': 'string'}}, 'suite': {'type': 'string', 'minLength': 1}}}, rule='type')
             data__config_is_dict = isinstance(data__config, dict)
             if data__config_is_dict:
                 data__config__missing_keys = set(['random_seed', 'num_different_runs', 'num_demonstrations', 'max_instances', 'max_instances_key', 'datasets', 'generation', 'models']) - data__config.keys()
                 if data__config__missing_keys:
-                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".config must contain " + (str(sorted(data__config__missing_keys)) + " properties"))
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".config must contain " + (str(sorted(data__config__missing_keys)) + " properties"), value=data__config, name="" + (name_prefix or "data") + ".config", definition={'type': 'object', 'required': ['random_seed', 'num_different_runs', 'num_demonstrations', 'max_instances', 'max_instances_key', 'datasets', 'generation', 'models'], 'properties': {'random_seed': {'type': 'integer'}, 'num_different_runs': {'type': 'integer', 'minimum': 1}, 'num_demonstrations': {'type': 'integer', 'minimum': 0}, 'max_instances': {'type': 'integer', 'minimum': -1}, 'max_instances_key': {'enum': ['max_num_samples', 'max_num_instances', None]}, 'notes': {'type': 'array', 'items': {'type': 'string'}}, 'datasets': {'type': 'array', 'minItems': 1, 'items': {'type': 'object', 'required': ['name', 'split_name'], 'not': {'required': ['path']}, 'properties': {'name': {'type': 'string', 'minLength': 1}, 'split_name': {'type': 'string'}}}}, 'generation': {'type': 'object', 'required': ['temperature', 'do_sample', 'max_new_tokens'], 'properties': {'temperature': {'type': 'number', 'minimum': 0}, 'do_sample': {'type': 'boolean'}, 'max_new_tokens': {'type': 'integer', 'minimum': 1}, 'top_p': {'type': ['number', 'null']}, 'truncation': {'type': ['string', 'null']}, 'batch_size': {'type': 'integer', 'minimum': 1}}}, 'models': {'type': 'array', 'items': {'type': 'string'}}, 'suite': {'type': 'string', 'minLength': 1}}}, rule='required')
                 data__config_keys = set(data__config.keys())
                 if "random_seed" in data__config_keys:
                     data__config_keys.remove("random_seed")
                     data__config__randomseed = data__config["random_seed"]
                     if not isinstance(data__config__randomseed, (int)) and not (isinstance(data__config__randomseed, float) and data__config__randomseed.is_integer()) or isinstance(data__config__randomseed, bool):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.random_seed must be integer")
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.random_seed must be integer", value=data__config__randomseed, name="" + (name_prefix or "data") + ".config.random_seed", definition={'type': 'integer'}, rule='type')
                 if "num_different_runs" in data__config_keys:
                     data__config_keys.remove("num_different_runs")
                     data__config__numdifferentruns = data__config["num_different_runs"]
                     if not isinstance(data__config__numdifferentruns, (int)) and not (isinstance(data__config__numdifferentruns, float) and data__config__numdifferentruns.is_integer()) or isinstance(data__config__numdifferentruns, bool):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.num_different_runs must be integer")
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.num_different_runs must be integer", value=data__config__numdifferentruns, name="" + (name_prefix or "data") + ".config.num_different_runs", definition={'type': 'integer', 'minimum': 1}, rule='type')
                     if isinstance(data__config__numdifferentruns, (int, float, Decimal)):
                         if data__config__numdifferentruns < 1:
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.num_different_runs must be bigger than or equal to 1")
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.num_different_runs must be bigger than or equal to 1", value=data__config__numdifferentruns, name="" + (name_prefix or "data") + ".config.num_different_runs", definition={'type': 'integer', 'minimum': 1}, rule='minimum')
                 if "num_demonstrations" in data__config_keys:
                     data__config_keys.remove("num_demonstrations")
                     data__config__numdemonstrations = data__config["num_demonstrations"]
                     if not isinstance(data__config__numdemonstrations, (int)) and not (isinstance(data__config__numdemonstrations, float) and data__config__numdemonstrations.is_integer()) or isinstance(data__config__numdemonstrations, bool):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.num_demonstrations must be integer")
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.num_demonstrations must be integer", value=data__config__numdemonstrations, name="" + (name_prefix or "data") + ".config.num_demonstrations", definition={'type': 'integer', 'minimum': 0}, rule='type')
                     if isinstance(data__config__numdemonstrations, (int, float, Decimal)):
                         if data__config__numdemonstrations < 0:
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.num_demonstrations must be bigger than or equal to 0")
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.num_demonstrations must be bigger than or equal to 0", value=data__config__numdemonstrations, name="" + (name_prefix or "data") + ".config.num_demonstrations", definition={'type': 'integer', 'minimum': 0}, rule='minimum')
                 if "max_instances" in data__config_keys:
                     data__config_keys.remove("max_instances")
                     data__config__maxinstances = data__config["max_instances"]
                     if not isinstance(data__config__maxinstances, (int)) and not (isinstance(data__config__maxinstances, float) and data__config__maxinstances.is_integer()) or isinstance(data__config__maxinstances, bool):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.max_instances must be integer")
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.max_instances must be integer", value=data__config__maxinstances, name="" + (name_prefix or "data") + ".config.max_instances", definition={'type': 'integer', 'minimum': -1}, rule='type')
                     if isinstance(data__config__maxinstances, (int, float, Decimal)):
                         if data__config__maxinstances < -1:
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.max_instances must be bigger than or equal to -1")
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.max_instances must be bigger than or equal to -1", value=data__config__maxinstances, name="" + (name_prefix or "data") + ".config.max_instances", definition={'type': 'integer', 'minimum': -1}, rule='minimum')
                 if "max_instances_key" in data__config_keys:
                     data__config_keys.remove("max_instances_key")
                     data__config__maxinstanceskey = data__config["max_instances_key"]
                     if not (isinstance(data__config__maxinstanceskey, str) and data__config__maxinstanceskey == 'max_num_samples' or isinstance(data__config__maxinstanceskey, str) and data__config__maxinstanceskey == 'max_num_instances' or data__config__maxinstanceskey is None):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.max_instances_key must be one of ['max_num_samples', 'max_num_instances', None]")
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.max_instances_key must be one of ['max_num_samples', 'max_num_instances', None]", value=data__config__maxinstanceskey, name="" + (name_prefix or "data") + ".config.max_instances_key", definition={'enum': ['max_num_samples', 'max_num_instances', None]}, rule='enum')
                 if "notes" in data__config_keys:
                     data__config_keys.remove("notes")
                     data__config__notes = data__config["notes"]
                     if not isinstance(data__config__notes, (list, tuple)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.notes must be array")
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.notes must be array", value=data__config__notes, name="" + (name_prefix or "data") + ".config.notes", definition={'type': 'array', 'items': {'type': 'string'}}, rule='type')
                     data__config__notes_is_list = isinstance(data__config__notes, (list, tuple))
                     if data__config__notes_is_list:
                         data__config__notes_len = len(data__config__notes)
                         for data__config__notes_x, data__config__notes_item in enumerate(data__config__notes):
                             if not isinstance(data__config__notes_item, (str)):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.notes[{data__config__notes_x}]".format(**locals()) + " must be string")
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.notes[{data__config__notes_x}]".format(**locals()) + " must be string", value=data__config__notes_item, name="" + (name_prefix or "data") + ".config.notes[{data__config__notes_x}]".format(**locals()) + "", definition={'type': 'string'}, rule='type')
                 if "datasets" in data__config_keys:
                     data__config_keys.remove("datasets")
                     data__config__datasets = data__config["datasets"]
                     if not isinstance(data__config__datasets, (list, tuple)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.datasets must be array")
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.datasets must be array", value=data__config__datasets, name="" + (name_prefix or "data") + ".config.datasets", definition={'type': 'array', 'minItems': 1, 'items': {'type': 'object', 'required': ['name', 'split_name'], 'not': {'required': ['path']}, 'properties': {'name': {'type': 'string', 'minLength': 1}, 'split_name': {'type': 'string'}}}}, rule='type')
                     data__config__datasets_is_list = isinstance(data__config__datasets, (list, tuple))
                     if data__config__datasets_is_list:
                         data__config__datasets_len = len(data__config__datasets)
                         if data__config__datasets_len < 1:
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.datasets must contain at least 1 items")
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.datasets must contain at least 1 items", value=data__config__datasets, name="" + (name_prefix or "data") + ".config.datasets", definition={'type': 'array', 'minItems': 1, 'items': {'type': 'object', 'required': ['name', 'split_name'], 'not': {'required': ['path']}, 'properties': {'name': {'type': 'string', 'minLength': 1}, 'split_name': {'type': 'string'}}}}, rule='minItems')
                         for data__config__datasets_x, data__config__datasets_item in enumerate(data__config__datasets):
                             if not isinstance(data__config__datasets_item, (dict)):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.datasets[{data__config__datasets_x}]".format(**locals()) + " must be object")
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.datasets[{data__config__datasets_x}]".format(**locals()) + " must be object", value=data__config__datasets_item, name="" + (name_prefix or "data") + ".config.datasets[{data__config__datasets_x}]".format(**locals()) + "", definition={'type': 'object', 'required': ['name', 'split_name'], 'not': {'required': ['path']}, 'properties': {'name': {'type': 'string', 'minLength': 1}, 'split_name': {'type': 'string'}}}, rule='type')
                             try:
                                 data__config__datasets_item_is_dict = isinstance(data__config__datasets_item, dict)
                                 if data__config__datasets_item_is_dict:
                                     data__config__datasets_item__missing_keys = set(['path']) - data__config__datasets_item.keys()
                                     if data__config__datasets_item__missing_keys:
-                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.datasets[{data__config__datasets_x}]".format(**locals()) + " must contain " + (str(sorted(data__config__datasets_item__missing_keys)) + " properties"))
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.datasets[{data__config__datasets_x}]".format(**locals()) + " must contain " + (str(sorted(data__config__datasets_item__missing_keys)) + " properties"), value=data__config__datasets_item, name="" + (name_prefix or "data") + ".config.datasets[{data__config__datasets_x}]".format(**locals()) + "", definition={'required': ['path']}, rule='required')
                             except (JsonSchemaValueException, JsonSchemaValuesException): pass
                             else:
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.datasets[{data__config__datasets_x}]".format(**locals()) + " must NOT match a disallowed definition")
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.datasets[{data__config__datasets_x}]".format(**locals()) + " must NOT match a disallowed definition", value=data__config__datasets_item, name="" + (name_prefix or "data") + ".config.datasets[{data__config__datasets_x}]".format(**locals()) + "", definition={'type': 'object', 'required': ['name', 'split_name'], 'not': {'required': ['path']}, 'properties': {'name': {'type': 'string', 'minLength': 1}, 'split_name': {'type': 'string'}}}, rule='not')
                             data__config__datasets_item_is_dict = isinstance(data__config__datasets_item, dict)
                             if data__config__datasets_item_is_dict:
                                 data__config__datasets_item__missing_keys = set(['name', 'split_name']) - data__config__datasets_item.keys()
                                 if data__config__datasets_item__missing_keys:
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.datasets[{data__config__datasets_x}]".format(**locals()) + " must contain " + (str(sorted(data__config__datasets_item__missing_keys)) + " properties"))
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.datasets[{data__config__datasets_x}]".format(**locals()) + " must contain " + (str(sorted(data__config__datasets_item__missing_keys)) + " properties"), value=data__config__datasets_item, name="" + (name_prefix or "data") + ".config.datasets[{data__config__datasets_x}]".format(**locals()) + "", definition={'type': 'object', 'required': ['name', 'split_name'], 'not': {'required': ['path']}, 'properties': {'name': {'type': 'string', 'minLength': 1}, 'split_name': {'type': 'string'}}}, rule='required')
                                 data__config__datasets_item_keys = set(data__config__datasets_item.keys())
                                 if "name" in data__config__datasets_item_keys:
                                     data__config__datasets_item_keys.remove("name")
                                     data__config__datasets_item__name = data__config__datasets_item["name"]
                                     if not isinstance(data__config__datasets_item__name, (str)):
-                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.datasets[{data__config__datasets_x}].name".format(**locals()) + " must be string")
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.datasets[{data__config__datasets_x}].name".format(**locals()) + " must be string", value=data__config__datasets_item__name, name="" + (name_prefix or "data") + ".config.datasets[{data__config__datasets_x}].name".format(**locals()) + "", definition={'type': 'string', 'minLength': 1}, rule='type')
                                     if isinstance(data__config__datasets_item__name, str):
                                         data__config__datasets_item__name_len = len(data__config__datasets_item__name)
                                         if data__config__datasets_item__name_len < 1:
-                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.datasets[{data__config__datasets_x}].name".format(**locals()) + " must be longer than or equal to 1 characters")
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.datasets[{data__config__datasets_x}].name".format(**locals()) + " must be longer than or equal to 1 characters", value=data__config__datasets_item__name, name="" + (name_prefix or "data") + ".config.datasets[{data__config__datasets_x}].name".format(**locals()) + "", definition={'type': 'string', 'minLength': 1}, rule='minLength')
                                 if "split_name" in data__config__datasets_item_keys:
                                     data__config__datasets_item_keys.remove("split_name")
                                     data__config__datasets_item__splitname = data__config__datasets_item["split_name"]
                                     if not isinstance(data__config__datasets_item__splitname, (str)):
-                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.datasets[{data__config__datasets_x}].split_name".format(**locals()) + " must be string")
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.datasets[{data__config__datasets_x}].split_name".format(**locals()) + " must be string", value=data__config__datasets_item__splitname, name="" + (name_prefix or "data") + ".config.datasets[{data__config__datasets_x}].split_name".format(**locals()) + "", definition={'type': 'string'}, rule='type')
                 if "generation" in data__config_keys:
                     data__config_keys.remove("generation")
                     data__config__generation = data__config["generation"]
                     if not isinstance(data__config__generation, (dict)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.generation must be object")
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.generation must be object", value=data__config__generation, name="" + (name_prefix or "data") + ".config.generation", definition={'type': 'object', 'required': ['temperature', 'do_sample', 'max_new_tokens'], 'properties': {'temperature': {'type': 'number', 'minimum': 0}, 'do_sample': {'type': 'boolean'}, 'max_new_tokens': {'type': 'integer', 'minimum': 1}, 'top_p': {'type': ['number', 'null']}, 'truncation': {'type': ['string', 'null']}, 'batch_size': {'type': 'integer', 'minimum': 1}}}, rule='type')
                     data__config__generation_is_dict = isinstance(data__config__generation, dict)
                     if data__config__generation_is_dict:
                         data__config__generation__missing_keys = set(['temperature', 'do_sample', 'max_new_tokens']) - data__config__generation.keys()
                         if data__config__generation__missing_keys:
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.generation must contain " + (str(sorted(data__config__generation__missing_keys)) + " properties"))
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.generation must contain " + (str(sorted(data__config__generation__missing_keys)) + " properties"), value=data__config__generation, name="" + (name_prefix or "data") + ".config.generation", definition={'type': 'object', 'required': ['temperature', 'do_sample', 'max_new_tokens'], 'properties': {'temperature': {'type': 'number', 'minimum': 0}, 'do_sample': {'type': 'boolean'}, 'max_new_tokens': {'type': 'integer', 'minimum': 1}, 'top_p': {'type': ['number', 'null']}, 'truncation': {'type': ['string', 'null']}, 'batch_size': {'type': 'integer', 'minimum': 1}}}, rule='required')
                         data__config__generation_keys = set(data__config__generation.keys())
                         if "temperature" in data__config__generation_keys:
                             data__config__generation_keys.remove("temperature")
                             data__config__generation__temperature = data__config__generation["temperature"]
                             if not isinstance(data__config__generation__temperature, (int, float, Decimal)) or isinstance(data__config__generation__temperature, bool):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.generation.temperature must be number")
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.generation.temperature must be number", value=data__config__generation__temperature, name="" + (name_prefix or "data") + ".config.generation.temperature", definition={'type': 'number', 'minimum': 0}, rule='type')
                             if isinstance(data__config__generation__temperature, (int, float, Decimal)):
                                 if data__config__generation__temperature < 0:
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.generation.temperature must be bigger than or equal to 0")
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.generation.temperature must be bigger than or equal to 0", value=data__config__generation__temperature, name="" + (name_prefix or "data") + ".config.generation.temperature", definition={'type': 'number', 'minimum': 0}, rule='minimum')
                         if "do_sample" in data__config__generation_keys:
                             data__config__generation_keys.remove("do_sample")
                             data__config__generation__dosample = data__config__generation["do_sample"]
                             if not isinstance(data__config__generation__dosample, (bool)):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.generation.do_sample must be boolean")
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.generation.do_sample must be boolean", value=data__config__generation__dosample, name="" + (name_prefix or "data") + ".config.generation.do_sample", definition={'type': 'boolean'}, rule='type')
                         if "max_new_tokens" in data__config__generation_keys:
                             data__config__generation_keys.remove("max_new_tokens")
                             data__config__generation__maxnewtokens = data__config__generation["max_new_tokens"]
                             if not isinstance(data__config__generation__maxnewtokens, (int)) and not (isinstance(data__config__generation__maxnewtokens, float) and data__config__generation__maxnewtokens.is_integer()) or isinstance(data__config__generation__maxnewtokens, bool):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.generation.max_new_tokens must be integer")
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.generation.max_new_tokens must be integer", value=data__config__generation__maxnewtokens, name="" + (name_prefix or "data") + ".config.generation.max_new_tokens", definition={'type': 'integer', 'minimum': 1}, rule='type')
                             if isinstance(data__config__generation__maxnewtokens, (int, float, Decimal)):
                                 if data__config__generation__maxnewtokens < 1:
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.generation.max_new_tokens must be bigger than or equal to 1")
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.generation.max_new_tokens must be bigger than or equal to 1", value=data__config__generation__maxnewtokens, name="" + (name_prefix or "data") + ".config.generation.max_new_tokens", definition={'type': 'integer', 'minimum': 1}, rule='minimum')
                         if "top_p" in data__config__generation_keys:
                             data__config__generation_keys.remove("top_p")
                             data__config__generation__topp = data__config__generation["top_p"]
                             if not isinstance(data__config__generation__topp, (int, float, Decimal, NoneType)) or isinstance(data__config__generation__topp, bool):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.generation.top_p must be number or null")
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.generation.top_p must be number or null", value=data__config__generation__topp, name="" + (name_prefix or "data") + ".config.generation.top_p", definition={'type': ['number', 'null']}, rule='type')
                         if "truncation" in data__config__generation_keys:
                             data__config__generation_keys.remove("truncation")
                             data__config__generation__truncation = data__config__generation["truncation"]
                             if not isinstance(data__config__generation__truncation, (str, NoneType)):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.generation.truncation must be string or null")
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.generation.truncation must be string or null", value=data__config__generation__truncation, name="" + (name_prefix or "data") + ".config.generation.truncation", definition={'type': ['string', 'null']}, rule='type')
                         if "batch_size" in data__config__generation_keys:
                             data__config__generation_keys.remove("batch_size")
                             data__config__generation__batchsize = data__config__generation["batch_size"]
                             if not isinstance(data__config__generation__batchsize, (int)) and not (isinstance(data__config__generation__batchsize, float) and data__config__generation__batchsize.is_integer()) or isinstance(data__config__generation__batchsize, bool):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.generation.batch_size must be integer")
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.generation.batch_size must be integer", value=data__config__generation__batchsize, name="" + (name_prefix or "data") + ".config.generation.batch_size", definition={'type': 'integer', 'minimum': 1}, rule='type')
                             if isinstance(data__config__generation__batchsize, (int, float, Decimal)):
                                 if data__config__generation__batchsize < 1:
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.generation.batch_size must be bigger than or equal to 1")
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.generation.batch_size must be bigger than or equal to 1", value=data__config__generation__batchsize, name="" + (name_prefix or "data") + ".config.generation.batch_size", definition={'type': 'integer', 'minimum': 1}, rule='minimum')
                 if "models" in data__config_keys:
                     data__config_keys.remove("models")
                     data__config__models = data__config["models"]
                     if not isinstance(data__config__models, (list, tuple)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.models must be array")
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.models must be array", value=data__config__models, name="" + (name_prefix or "data") + ".config.models", definition={'type': 'array', 'items': {'type': 'string'}}, rule='type')
                     data__config__models_is_list = isinstance(data__config__models, (list, tuple))
                     if data__config__models_is_list:
                         data__config__models_len = len(data__config__models)
                         for data__config__models_x, data__config__models_item in enumerate(data__config__models):
                             if not isinstance(data__config__models_item, (str)):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.models[{data__config__models_x}]".format(**locals()) + " must be string")
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.models[{data__config__models_x}]".format(**locals()) + " must be string", value=data__config__models_item, name="" + (name_prefix or "data") + ".config.models[{data__config__models_x}]".format(**locals()) + "", definition={'type': 'string'}, rule='type')
                 if "suite" in data__config_keys:
                     data__config_keys.remove("suite")
                     data__config__suite = data__config["suite"]
                     if not isinstance(data__config__suite, (str)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.suite must be string")
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.suite must be string", value=data__config__suite, name="" + (name_prefix or "data") + ".config.suite", definition={'type': 'string', 'minLength': 1}, rule='type')
                     if isinstance(data__config__suite, str):
                         data__config__suite_len = len(data__config__suite)
                         if data__config__suite_len < 1:
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.suite must be longer than or equal to 1 characters")
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".config.suite must be longer than or equal to 1 characters", value=data__config__suite, name="" + (name_prefix or "data") + ".config.suite", definition={'type': 'string', 'minLength': 1}, rule='minLength')
         if "sources" in data_keys:
             data_keys.remove("sources")
             data__sources = data["sources"]
             if not isinstance(data__sources, (dict)):
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".sources must be object")
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".sources must be object", value=data__sources, name="" + (name_prefix or "data") + ".sources", definition={'description': 'Sealed hashes of every prompt and data file read (paths are in provenance).', 'type': 'object', 'required': ['prompts', 'data'], 'additionalProperties': False, 'properties': {'prompts': {'type': 'object', 'additionalProperties': {'type': 'object', 'additionalProperties': False, 'properties': {'sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, 'url': {'type': 'string'}}}}, 'data': {'type': 'object', 'additionalProperties': {'type': 'object', 'required': ['files'], 'additionalProperties': False, 'properties': {'files': {'type': 'object', 'additionalProperties': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}}}}}}, rule='type')
             data__sources_is_dict = isinstance(data__sources, dict)
             if data__sources_is_dict:
                 data__sources__missing_keys = set(['prompts', 'data']) - data__sources.keys()
                 if data__sources__missing_keys:
-                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".sources must contain " + (str(sorted(data__sources__missing_keys)) + " properties"))
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".sources must contain " + (str(sorted(data__sources__missing_keys)) + " properties"), value=data__sources, name="" + (name_prefix or "data") + ".sources", definition={'description': 'Sealed hashes of every prompt and data file read (paths are in provenance).', 'type': 'object', 'required': ['prompts', 'data'], 'additionalProperties': False, 'properties': {'prompts': {'type': 'object', 'additionalProperties': {'type': 'object', 'additionalProperties': False, 'properties': {'sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, 'url': {'type': 'string'}}}}, 'data': {'type': 'object', 'additionalProperties': {'type': 'object', 'required': ['files'], 'additionalProperties': False, 'properties': {'files': {'type': 'object', 'additionalProperties': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}}}}}}, rule='required')
                 data__sources_keys = set(data__sources.keys())
                 if "prompts" in data__sources_keys:
                     data__sources_keys.remove("prompts")
                     data__sources__prompts = data__sources["prompts"]
                     if not isinstance(data__sources__prompts, (dict)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".sources.prompts must be object")
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".sources.prompts must be object", value=data__sources__prompts, name="" + (name_prefix or "data") + ".sources.prompts", definition={'type': 'object', 'additionalProperties': {'type': 'object', 'additionalProperties': False, 'properties': {'sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, 'url': {'type': 'string'}}}}, rule='type')
                     data__sources__prompts_is_dict = isinstance(data__sources__prompts, dict)
                     if data__sources__prompts_is_dict:
                         data__sources__prompts_keys = set(data__sources__prompts.keys())
@@ -318,30 +310,26 @@ def validate_https___seam_repro_invalid_manifest_schema_json(data, custom_format
                             if data__sources__prompts_key not in []:
                                 data__sources__prompts_value = data__sources__prompts.get(data__sources__prompts_key)
                                 if not isinstance(data__sources__prompts_value, (dict)):
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".sources.prompts.{data__sources__prompts_key}".format(**locals()) + " must be object")
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".sources.prompts.{data__sources__prompts_key}".format(**locals()) + " must be object", value=data__sources__prompts_value, name="" + (name_prefix or "data") + ".sources.prompts.{data__sources__prompts_key}".format(**locals()) + "", definition={'type': 'object', 'additionalProperties': False, 'properties': {'sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, 'url': {'type': 'string'}}}, rule='type')
                                 data__sources__prompts_value_is_dict = isinstance(data__sources__prompts_value, dict)
                                 if data__sources__prompts_value_is_dict:
                                     data__sources__prompts_value_keys = set(data__sources__prompts_value.keys())
                                     if "sha256" in data__sources__prompts_value_keys:
                                         data__sources__prompts_value_keys.remove("sha256")
                                         data__sources__prompts_value__sha256 = data__sources__prompts_value["sha256"]
-                                        if not isinstance(data__sources__prompts_value__sha256, (str)):
-                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".sources.prompts.{data__sources__prompts_key}.sha256".format(**locals()) + " must be string")
-                                        if isinstance(data__sources__prompts_value__sha256, str):
-                                            if not REGEX_PATTERNS['^[0-9a-f]{64}$'].search(data__sources__prompts_value__sha256):
-                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".sources.prompts.{data__sources__prompts_key}.sha256".format(**locals()) + " must match pattern ^[0-9a-f]{64}$")
+                                        validate_https___seam_repro_invalid_manifest_schema_json___defs_sha256(data__sources__prompts_value__sha256, custom_formats, (name_prefix or "data") + ".sources.prompts.{data__sources__prompts_key}.sha256")
                                     if "url" in data__sources__prompts_value_keys:
                                         data__sources__prompts_value_keys.remove("url")
                                         data__sources__prompts_value__url = data__sources__prompts_value["url"]
                                         if not isinstance(data__sources__prompts_value__url, (str)):
-                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".sources.prompts.{data__sources__prompts_key}.url".format(**locals()) + " must be string")
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".sources.prompts.{data__sources__prompts_key}.url".format(**locals()) + " must be string", value=data__sources__prompts_value__url, name="" + (name_prefix or "data") + ".sources.prompts.{data__sources__prompts_key}.url".format(**locals()) + "", definition={'type': 'string'}, rule='type')
                                     if data__sources__prompts_value_keys:
-                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".sources.prompts.{data__sources__prompts_key}".format(**locals()) + " must not contain "+str(data__sources__prompts_value_keys)+" properties")
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".sources.prompts.{data__sources__prompts_key}".format(**locals()) + " must not contain "+str(data__sources__prompts_value_keys)+" properties", value=data__sources__prompts_value, name="" + (name_prefix or "data") + ".sources.prompts.{data__sources__prompts_key}".format(**locals()) + "", definition={'type': 'object', 'additionalProperties': False, 'properties': {'sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, 'url': {'type': 'string'}}}, rule='additionalProperties')
                 if "data" in data__sources_keys:
                     data__sources_keys.remove("data")
                     data__sources__data = data__sources["data"]
                     if not isinstance(data__sources__data, (dict)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".sources.data must be object")
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".sources.data must be object", value=data__sources__data, name="" + (name_prefix or "data") + ".sources.data", definition={'type': 'object', 'additionalProperties': {'type': 'object', 'required': ['files'], 'additionalProperties': False, 'properties': {'files': {'type': 'object', 'additionalProperties': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}}}}, rule='type')
                     data__sources__data_is_dict = isinstance(data__sources__data, dict)
                     if data__sources__data_is_dict:
                         data__sources__data_keys = set(data__sources__data.keys())
@@ -349,221 +337,205 @@ def validate_https___seam_repro_invalid_manifest_schema_json(data, custom_format
                             if data__sources__data_key not in []:
                                 data__sources__data_value = data__sources__data.get(data__sources__data_key)
                                 if not isinstance(data__sources__data_value, (dict)):
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".sources.data.{data__sources__data_key}".format(**locals()) + " must be object")
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".sources.data.{data__sources__data_key}".format(**locals()) + " must be object", value=data__sources__data_value, name="" + (name_prefix or "data") + ".sources.data.{data__sources__data_key}".format(**locals()) + "", definition={'type': 'object', 'required': ['files'], 'additionalProperties': False, 'properties': {'files': {'type': 'object', 'additionalProperties': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}}}, rule='type')
                                 data__sources__data_value_is_dict = isinstance(data__sources__data_value, dict)
                                 if data__sources__data_value_is_dict:
                                     data__sources__data_value__missing_keys = set(['files']) - data__sources__data_value.keys()
                                     if data__sources__data_value__missing_keys:
-                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".sources.data.{data__sources__data_key}".format(**locals()) + " must contain " + (str(sorted(data__sources__data_value__missing_keys)) + " properties"))
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".sources.data.{data__sources__data_key}".format(**locals()) + " must contain " + (str(sorted(data__sources__data_value__missing_keys)) + " properties"), value=data__sources__data_value, name="" + (name_prefix or "data") + ".sources.data.{data__sources__data_key}".format(**locals()) + "", definition={'type': 'object', 'required': ['files'], 'additionalProperties': False, 'properties': {'files': {'type': 'object', 'additionalProperties': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}}}, rule='required')
                                     data__sources__data_value_keys = set(data__sources__data_value.keys())
                                     if "files" in data__sources__data_value_keys:
                                         data__sources__data_value_keys.remove("files")
                                         data__sources__data_value__files = data__sources__data_value["files"]
                                         if not isinstance(data__sources__data_value__files, (dict)):
-                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".sources.data.{data__sources__data_key}.files".format(**locals()) + " must be object")
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".sources.data.{data__sources__data_key}.files".format(**locals()) + " must be object", value=data__sources__data_value__files, name="" + (name_prefix or "data") + ".sources.data.{data__sources__data_key}.files".format(**locals()) + "", definition={'type': 'object', 'additionalProperties': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}, rule='type')
                                         data__sources__data_value__files_is_dict = isinstance(data__sources__data_value__files, dict)
                                         if data__sources__data_value__files_is_dict:
                                             data__sources__data_value__files_keys = set(data__sources__data_value__files.keys())
                                             for data__sources__data_value__files_key in data__sources__data_value__files_keys:
                                                 if data__sources__data_value__files_key not in []:
                                                     data__sources__data_value__files_value = data__sources__data_value__files.get(data__sources__data_value__files_key)
-                                                    if not isinstance(data__sources__data_value__files_value, (str)):
-                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".sources.data.{data__sources__data_key}.files.{data__sources__data_value__files_key}".format(**locals()) + " must be string")
-                                                    if isinstance(data__sources__data_value__files_value, str):
-                                                        if not REGEX_PATTERNS['^[0-9a-f]{64}$'].search(data__sources__data_value__files_value):
-                                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".sources.data.{data__sources__data_key}.files.{data__sources__data_value__files_key}".format(**locals()) + " must match pattern ^[0-9a-f]{64}$")
+                                                    validate_https___seam_repro_invalid_manifest_schema_json___defs_sha256(data__sources__data_value__files_value, custom_formats, (name_prefix or "data") + ".sources.data.{data__sources__data_key}.files.{data__sources__data_value__files_key}")
                                     if data__sources__data_value_keys:
-                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".sources.data.{data__sources__data_key}".format(**locals()) + " must not contain "+str(data__sources__data_value_keys)+" properties")
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".sources.data.{data__sources__data_key}".format(**locals()) + " must not contain "+str(data__sources__data_value_keys)+" properties", value=data__sources__data_value, name="" + (name_prefix or "data") + ".sources.data.{data__sources__data_key}".format(**locals()) + "", definition={'type': 'object', 'required': ['files'], 'additionalProperties': False, 'properties': {'files': {'type': 'object', 'additionalProperties': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}}}, rule='additionalProperties')
                 if data__sources_keys:
-                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".sources must not contain "+str(data__sources_keys)+" properties")
+                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".sources must not contain "+str(data__sources_keys)+" properties", value=data__sources, name="" + (name_prefix or "data") + ".sources", definition={'description': 'Sealed hashes of every prompt and data file read (paths are in provenance).', 'type': 'object', 'required': ['prompts', 'data'], 'additionalProperties': False, 'properties': {'prompts': {'type': 'object', 'additionalProperties': {'type': 'object', 'additionalProperties': False, 'properties': {'sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, 'url': {'type': 'string'}}}}, 'data': {'type': 'object', 'additionalProperties': {'type': 'object', 'required': ['files'], 'additionalProperties': False, 'properties': {'files': {'type': 'object', 'additionalProperties': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}}}}}}, rule='additionalProperties')
         if "runs" in data_keys:
             data_keys.remove("runs")
             data__runs = data["runs"]
             if not isinstance(data__runs, (list, tuple)):
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs must be array")
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs must be array", value=data__runs, name="" + (name_prefix or "data") + ".runs", definition={'type': 'array', 'items': {'type': 'object', 'required': ['dataset', 'run', 'split', 'paraphrase_index', 'demo_indices', 'max_num_docs', 'doc_order', 'instances', 'prompt_digest'], 'additionalProperties': False, 'properties': {'dataset': {'type': 'string'}, 'run': {'type': 'integer', 'minimum': 0}, 'split': {'type': 'string'}, 'sample_seed': {'type': ['integer', 'null']}, 'paraphrase_index': {'type': 'integer', 'minimum': -1}, 'demo_indices': {'type': 'array', 'items': {'type': 'integer', 'minimum': 0}}, 'max_num_docs': {'type': 'integer', 'minimum': 0}, 'doc_order': {'type': 'array', 'items': {'type': 'integer', 'minimum': 0}}, 'prompt_digest': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, 'instances': {'type': 'array', 'items': {'type': 'object', 'required': ['id', 'gen_seed', 'prompt_sha256', 'target_sha256'], 'additionalProperties': False, 'properties': {'id': {'type': 'string', 'minLength': 1}, 'gen_seed': {'type': 'integer', 'minimum': 0}, 'mention_ids': {'type': 'array', 'items': {'type': 'integer'}}, 'prompt_sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, 'target_sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}}}}}}, rule='type')
             data__runs_is_list = isinstance(data__runs, (list, tuple))
             if data__runs_is_list:
                 data__runs_len = len(data__runs)
                 for data__runs_x, data__runs_item in enumerate(data__runs):
                     if not isinstance(data__runs_item, (dict)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}]".format(**locals()) + " must be object")
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}]".format(**locals()) + " must be object", value=data__runs_item, name="" + (name_prefix or "data") + ".runs[{data__runs_x}]".format(**locals()) + "", definition={'type': 'object', 'required': ['dataset', 'run', 'split', 'paraphrase_index', 'demo_indices', 'max_num_docs', 'doc_order', 'instances', 'prompt_digest'], 'additionalProperties': False, 'properties': {'dataset': {'type': 'string'}, 'run': {'type': 'integer', 'minimum': 0}, 'split': {'type': 'string'}, 'sample_seed': {'type': ['integer', 'null']}, 'paraphrase_index': {'type': 'integer', 'minimum': -1}, 'demo_indices': {'type': 'array', 'items': {'type': 'integer', 'minimum': 0}}, 'max_num_docs': {'type': 'integer', 'minimum': 0}, 'doc_order': {'type': 'array', 'items': {'type': 'integer', 'minimum': 0}}, 'prompt_digest': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, 'instances': {'type': 'array', 'items': {'type': 'object', 'required': ['id', 'gen_seed', 'prompt_sha256', 'target_sha256'], 'additionalProperties': False, 'properties': {'id': {'type': 'string', 'minLength': 1}, 'gen_seed': {'type': 'integer', 'minimum': 0}, 'mention_ids': {'type': 'array', 'items': {'type': 'integer'}}, 'prompt_sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, 'target_sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}}}}}, rule='type')
                     data__runs_item_is_dict = isinstance(data__runs_item, dict)
                     if data__runs_item_is_dict:
                         data__runs_item__missing_keys = set(['dataset', 'run', 'split', 'paraphrase_index', 'demo_indices', 'max_num_docs', 'doc_order', 'instances', 'prompt_digest']) - data__runs_item.keys()
                         if data__runs_item__missing_keys:
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}]".format(**locals()) + " must contain " + (str(sorted(data__runs_item__missing_keys)) + " properties"))
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}]".format(**locals()) + " must contain " + (str(sorted(data__runs_item__missing_keys)) + " properties"), value=data__runs_item, name="" + (name_prefix or "data") + ".runs[{data__runs_x}]".format(**locals()) + "", definition={'type': 'object', 'required': ['dataset', 'run', 'split', 'paraphrase_index', 'demo_indices', 'max_num_docs', 'doc_order', 'instances', 'prompt_digest'], 'additionalProperties': False, 'properties': {'dataset': {'type': 'string'}, 'run': {'type': 'integer', 'minimum': 0}, 'split': {'type': 'string'}, 'sample_seed': {'type': ['integer', 'null']}, 'paraphrase_index': {'type': 'integer', 'minimum': -1}, 'demo_indices': {'type': 'array', 'items': {'type': 'integer', 'minimum': 0}}, 'max_num_docs': {'type': 'integer', 'minimum': 0}, 'doc_order': {'type': 'array', 'items': {'type': 'integer', 'minimum': 0}}, 'prompt_digest': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, 'instances': {'type': 'array', 'items': {'type': 'object', 'required': ['id', 'gen_seed', 'prompt_sha256', 'target_sha256'], 'additionalProperties': False, 'properties': {'id': {'type': 'string', 'minLength': 1}, 'gen_seed': {'type': 'integer', 'minimum': 0}, 'mention_ids': {'type': 'array', 'items': {'type': 'integer'}}, 'prompt_sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, 'target_sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}}}}}, rule='required')
                         data__runs_item_keys = set(data__runs_item.keys())
                         if "dataset" in data__runs_item_keys:
                             data__runs_item_keys.remove("dataset")
                             data__runs_item__dataset = data__runs_item["dataset"]
                             if not isinstance(data__runs_item__dataset, (str)):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].dataset".format(**locals()) + " must be string")
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].dataset".format(**locals()) + " must be string", value=data__runs_item__dataset, name="" + (name_prefix or "data") + ".runs[{data__runs_x}].dataset".format(**locals()) + "", definition={'type': 'string'}, rule='type')
                         if "run" in data__runs_item_keys:
                             data__runs_item_keys.remove("run")
                             data__runs_item__run = data__runs_item["run"]
                             if not isinstance(data__runs_item__run, (int)) and not (isinstance(data__runs_item__run, float) and data__runs_item__run.is_integer()) or isinstance(data__runs_item__run, bool):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].run".format(**locals()) + " must be integer")
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].run".format(**locals()) + " must be integer", value=data__runs_item__run, name="" + (name_prefix or "data") + ".runs[{data__runs_x}].run".format(**locals()) + "", definition={'type': 'integer', 'minimum': 0}, rule='type')
                             if isinstance(data__runs_item__run, (int, float, Decimal)):
                                 if data__runs_item__run < 0:
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].run".format(**locals()) + " must be bigger than or equal to 0")
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].run".format(**locals()) + " must be bigger than or equal to 0", value=data__runs_item__run, name="" + (name_prefix or "data") + ".runs[{data__runs_x}].run".format(**locals()) + "", definition={'type': 'integer', 'minimum': 0}, rule='minimum')
                         if "split" in data__runs_item_keys:
                             data__runs_item_keys.remove("split")
                             data__runs_item__split = data__runs_item["split"]
                             if not isinstance(data__runs_item__split, (str)):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].split".format(**locals()) + " must be string")
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].split".format(**locals()) + " must be string", value=data__runs_item__split, name="" + (name_prefix or "data") + ".runs[{data__runs_x}].split".format(**locals()) + "", definition={'type': 'string'}, rule='type')
                         if "sample_seed" in data__runs_item_keys:
                             data__runs_item_keys.remove("sample_seed")
                             data__runs_item__sampleseed = data__runs_item["sample_seed"]
                             if not isinstance(data__runs_item__sampleseed, (int, NoneType)) and not (isinstance(data__runs_item__sampleseed, float) and data__runs_item__sampleseed.is_integer()) or isinstance(data__runs_item__sampleseed, bool):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].sample_seed".format(**locals()) + " must be integer or null")
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].sample_seed".format(**locals()) + " must be integer or null", value=data__runs_item__sampleseed, name="" + (name_prefix or "data") + ".runs[{data__runs_x}].sample_seed".format(**locals()) + "", definition={'type': ['integer', 'null']}, rule='type')
                         if "paraphrase_index" in data__runs_item_keys:
                             data__runs_item_keys.remove("paraphrase_index")
                             data__runs_item__paraphraseindex = data__runs_item["paraphrase_index"]
                             if not isinstance(data__runs_item__paraphraseindex, (int)) and not (isinstance(data__runs_item__paraphraseindex, float) and data__runs_item__paraphraseindex.is_integer()) or isinstance(data__runs_item__paraphraseindex, bool):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].paraphrase_index".format(**locals()) + " must be integer")
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].paraphrase_index".format(**locals()) + " must be integer", value=data__runs_item__paraphraseindex, name="" + (name_prefix or "data") + ".runs[{data__runs_x}].paraphrase_index".format(**locals()) + "", definition={'type': 'integer', 'minimum': -1}, rule='type')
                             if isinstance(data__runs_item__paraphraseindex, (int, float, Decimal)):
                                 if data__runs_item__paraphraseindex < -1:
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].paraphrase_index".format(**locals()) + " must be bigger than or equal to -1")
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].paraphrase_index".format(**locals()) + " must be bigger than or equal to -1", value=data__runs_item__paraphraseindex, name="" + (name_prefix or "data") + ".runs[{data__runs_x}].paraphrase_index".format(**locals()) + "", definition={'type': 'integer', 'minimum': -1}, rule='minimum')
                         if "demo_indices" in data__runs_item_keys:
                             data__runs_item_keys.remove("demo_indices")
                             data__runs_item__demoindices = data__runs_item["demo_indices"]
                             if not isinstance(data__runs_item__demoindices, (list, tuple)):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].demo_indices".format(**locals()) + " must be array")
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].demo_indices".format(**locals()) + " must be array", value=data__runs_item__demoindices, name="" + (name_prefix or "data") + ".runs[{data__runs_x}].demo_indices".format(**locals()) + "", definition={'type': 'array', 'items': {'type': 'integer', 'minimum': 0}}, rule='type')
                             data__runs_item__demoindices_is_list = isinstance(data__runs_item__demoindices, (list, tuple))
                             if data__runs_item__demoindices_is_list:
                                 data__runs_item__demoindices_len = len(data__runs_item__demoindices)
                                 for data__runs_item__demoindices_x, data__runs_item__demoindices_item in enumerate(data__runs_item__demoindices):
                                     if not isinstance(data__runs_item__demoindices_item, (int)) and not (isinstance(data__runs_item__demoindices_item, float) and data__runs_item__demoindices_item.is_integer()) or isinstance(data__runs_item__demoindices_item, bool):
-                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].demo_indices[{data__runs_item__demoindices_x}]".format(**locals()) + " must be integer")
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].demo_indices[{data__runs_item__demoindices_x}]".format(**locals()) + " must be integer", value=data__runs_item__demoindices_item, name="" + (name_prefix or "data") + ".runs[{data__runs_x}].demo_indices[{data__runs_item__demoindices_x}]".format(**locals()) + "", definition={'type': 'integer', 'minimum': 0}, rule='type')
                                     if isinstance(data__runs_item__demoindices_item, (int, float, Decimal)):
                                         if data__runs_item__demoindices_item < 0:
-                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].demo_indices[{data__runs_item__demoindices_x}]".format(**locals()) + " must be bigger than or equal to 0")
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].demo_indices[{data__runs_item__demoindices_x}]".format(**locals()) + " must be bigger than or equal to 0", value=data__runs_item__demoindices_item, name="" + (name_prefix or "data") + ".runs[{data__runs_x}].demo_indices[{data__runs_item__demoindices_x}]".format(**locals()) + "", definition={'type': 'integer', 'minimum': 0}, rule='minimum')
                         if "max_num_docs" in data__runs_item_keys:
                             data__runs_item_keys.remove("max_num_docs")
                             data__runs_item__maxnumdocs = data__runs_item["max_num_docs"]
                             if not isinstance(data__runs_item__maxnumdocs, (int)) and not (isinstance(data__runs_item__maxnumdocs, float) and data__runs_item__maxnumdocs.is_integer()) or isinstance(data__runs_item__maxnumdocs, bool):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].max_num_docs".format(**locals()) + " must be integer")
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].max_num_docs".format(**locals()) + " must be integer", value=data__runs_item__maxnumdocs, name="" + (name_prefix or "data") + ".runs[{data__runs_x}].max_num_docs".format(**locals()) + "", definition={'type': 'integer', 'minimum': 0}, rule='type')
                             if isinstance(data__runs_item__maxnumdocs, (int, float, Decimal)):
                                 if data__runs_item__maxnumdocs < 0:
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].max_num_docs".format(**locals()) + " must be bigger than or equal to 0")
+                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].max_num_docs".format(**locals()) + " must be bigger than or equal to 0", value=data__runs_item__maxnumdocs, name="" + (name_prefix or "data") + ".runs[{data__runs_x}].max_num_docs".format(**locals()) + "", definition={'type': 'integer', 'minimum': 0}, rule='minimum')
                         if "doc_order" in data__runs_item_keys:
                             data__runs_item_keys.remove("doc_order")
                             data__runs_item__docorder = data__runs_item["doc_order"]
                             if not isinstance(data__runs_item__docorder, (list, tuple)):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].doc_order".format(**locals()) + " must be array")
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].doc_order".format(**locals()) + " must be array", value=data__runs_item__docorder, name="" + (name_prefix or "data") + ".runs[{data__runs_x}].doc_order".format(**locals()) + "", definition={'type': 'array', 'items': {'type': 'integer', 'minimum': 0}}, rule='type')
                             data__runs_item__docorder_is_list = isinstance(data__runs_item__docorder, (list, tuple))
                             if data__runs_item__docorder_is_list:
                                 data__runs_item__docorder_len = len(data__runs_item__docorder)
                                 for data__runs_item__docorder_x, data__runs_item__docorder_item in enumerate(data__runs_item__docorder):
                                     if not isinstance(data__runs_item__docorder_item, (int)) and not (isinstance(data__runs_item__docorder_item, float) and data__runs_item__docorder_item.is_integer()) or isinstance(data__runs_item__docorder_item, bool):
-                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].doc_order[{data__runs_item__docorder_x}]".format(**locals()) + " must be integer")
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].doc_order[{data__runs_item__docorder_x}]".format(**locals()) + " must be integer", value=data__runs_item__docorder_item, name="" + (name_prefix or "data") + ".runs[{data__runs_x}].doc_order[{data__runs_item__docorder_x}]".format(**locals()) + "", definition={'type': 'integer', 'minimum': 0}, rule='type')
                                     if isinstance(data__runs_item__docorder_item, (int, float, Decimal)):
                                         if data__runs_item__docorder_item < 0:
-                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].doc_order[{data__runs_item__docorder_x}]".format(**locals()) + " must be bigger than or equal to 0")
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].doc_order[{data__runs_item__docorder_x}]".format(**locals()) + " must be bigger than or equal to 0", value=data__runs_item__docorder_item, name="" + (name_prefix or "data") + ".runs[{data__runs_x}].doc_order[{data__runs_item__docorder_x}]".format(**locals()) + "", definition={'type': 'integer', 'minimum': 0}, rule='minimum')
                         if "prompt_digest" in data__runs_item_keys:
                             data__runs_item_keys.remove("prompt_digest")
                             data__runs_item__promptdigest = data__runs_item["prompt_digest"]
-                            if not isinstance(data__runs_item__promptdigest, (str)):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].prompt_digest".format(**locals()) + " must be string")
-                            if isinstance(data__runs_item__promptdigest, str):
-                                if not REGEX_PATTERNS['^[0-9a-f]{64}$'].search(data__runs_item__promptdigest):
-                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].prompt_digest".format(**locals()) + " must match pattern ^[0-9a-f]{64}$")
+                            validate_https___seam_repro_invalid_manifest_schema_json___defs_sha256(data__runs_item__promptdigest, custom_formats, (name_prefix or "data") + ".runs[{data__runs_x}].prompt_digest")
                         if "instances" in data__runs_item_keys:
                             data__runs_item_keys.remove("instances")
                             data__runs_item__instances = data__runs_item["instances"]
                             if not isinstance(data__runs_item__instances, (list, tuple)):
-                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].instances".format(**locals()) + " must be array")
+                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].instances".format(**locals()) + " must be array", value=data__runs_item__instances, name="" + (name_prefix or "data") + ".runs[{data__runs_x}].instances".format(**locals()) + "", definition={'type': 'array', 'items': {'type': 'object', 'required': ['id', 'gen_seed', 'prompt_sha256', 'target_sha256'], 'additionalProperties': False, 'properties': {'id': {'type': 'string', 'minLength': 1}, 'gen_seed': {'type': 'integer', 'minimum': 0}, 'mention_ids': {'type': 'array', 'items': {'type': 'integer'}}, 'prompt_sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, 'target_sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}}}, rule='type')
                             data__runs_item__instances_is_list = isinstance(data__runs_item__instances, (list, tuple))
                             if data__runs_item__instances_is_list:
                                 data__runs_item__instances_len = len(data__runs_item__instances)
                                 for data__runs_item__instances_x, data__runs_item__instances_item in enumerate(data__runs_item__instances):
                                     if not isinstance(data__runs_item__instances_item, (dict)):
-                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}]".format(**locals()) + " must be object")
+                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}]".format(**locals()) + " must be object", value=data__runs_item__instances_item, name="" + (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}]".format(**locals()) + "", definition={'type': 'object', 'required': ['id', 'gen_seed', 'prompt_sha256', 'target_sha256'], 'additionalProperties': False, 'properties': {'id': {'type': 'string', 'minLength': 1}, 'gen_seed': {'type': 'integer', 'minimum': 0}, 'mention_ids': {'type': 'array', 'items': {'type': 'integer'}}, 'prompt_sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, 'target_sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}}, rule='type')
                                     data__runs_item__instances_item_is_dict = isinstance(data__runs_item__instances_item, dict)
                                     if data__runs_item__instances_item_is_dict:
                                         data__runs_item__instances_item__missing_keys = set(['id', 'gen_seed', 'prompt_sha256', 'target_sha256']) - data__runs_item__instances_item.keys()
                                         if data__runs_item__instances_item__missing_keys:
-                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}]".format(**locals()) + " must contain " + (str(sorted(data__runs_item__instances_item__missing_keys)) + " properties"))
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}]".format(**locals()) + " must contain " + (str(sorted(data__runs_item__instances_item__missing_keys)) + " properties"), value=data__runs_item__instances_item, name="" + (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}]".format(**locals()) + "", definition={'type': 'object', 'required': ['id', 'gen_seed', 'prompt_sha256', 'target_sha256'], 'additionalProperties': False, 'properties': {'id': {'type': 'string', 'minLength': 1}, 'gen_seed': {'type': 'integer', 'minimum': 0}, 'mention_ids': {'type': 'array', 'items': {'type': 'integer'}}, 'prompt_sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, 'target_sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}}, rule='required')
                                         data__runs_item__instances_item_keys = set(data__runs_item__instances_item.keys())
                                         if "id" in data__runs_item__instances_item_keys:
                                             data__runs_item__instances_item_keys.remove("id")
                                             data__runs_item__instances_item__id = data__runs_item__instances_item["id"]
                                             if not isinstance(data__runs_item__instances_item__id, (str)):
-                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}].id".format(**locals()) + " must be string")
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}].id".format(**locals()) + " must be string", value=data__runs_item__instances_item__id, name="" + (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}].id".format(**locals()) + "", definition={'type': 'string', 'minLength': 1}, rule='type')
                                             if isinstance(data__runs_item__instances_item__id, str):
                                                 data__runs_item__instances_item__id_len = len(data__runs_item__instances_item__id)
                                                 if data__runs_item__instances_item__id_len < 1:
-                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}].id".format(**locals()) + " must be longer than or equal to 1 characters")
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}].id".format(**locals()) + " must be longer than or equal to 1 characters", value=data__runs_item__instances_item__id, name="" + (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}].id".format(**locals()) + "", definition={'type': 'string', 'minLength': 1}, rule='minLength')
                                         if "gen_seed" in data__runs_item__instances_item_keys:
                                             data__runs_item__instances_item_keys.remove("gen_seed")
                                             data__runs_item__instances_item__genseed = data__runs_item__instances_item["gen_seed"]
                                             if not isinstance(data__runs_item__instances_item__genseed, (int)) and not (isinstance(data__runs_item__instances_item__genseed, float) and data__runs_item__instances_item__genseed.is_integer()) or isinstance(data__runs_item__instances_item__genseed, bool):
-                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}].gen_seed".format(**locals()) + " must be integer")
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}].gen_seed".format(**locals()) + " must be integer", value=data__runs_item__instances_item__genseed, name="" + (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}].gen_seed".format(**locals()) + "", definition={'type': 'integer', 'minimum': 0}, rule='type')
                                             if isinstance(data__runs_item__instances_item__genseed, (int, float, Decimal)):
                                                 if data__runs_item__instances_item__genseed < 0:
-                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}].gen_seed".format(**locals()) + " must be bigger than or equal to 0")
+                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}].gen_seed".format(**locals()) + " must be bigger than or equal to 0", value=data__runs_item__instances_item__genseed, name="" + (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}].gen_seed".format(**locals()) + "", definition={'type': 'integer', 'minimum': 0}, rule='minimum')
                                         if "mention_ids" in data__runs_item__instances_item_keys:
                                             data__runs_item__instances_item_keys.remove("mention_ids")
                                             data__runs_item__instances_item__mentionids = data__runs_item__instances_item["mention_ids"]
                                             if not isinstance(data__runs_item__instances_item__mentionids, (list, tuple)):
-                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}].mention_ids".format(**locals()) + " must be array")
+                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}].mention_ids".format(**locals()) + " must be array", value=data__runs_item__instances_item__mentionids, name="" + (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}].mention_ids".format(**locals()) + "", definition={'type': 'array', 'items': {'type': 'integer'}}, rule='type')
                                             data__runs_item__instances_item__mentionids_is_list = isinstance(data__runs_item__instances_item__mentionids, (list, tuple))
                                             if data__runs_item__instances_item__mentionids_is_list:
                                                 data__runs_item__instances_item__mentionids_len = len(data__runs_item__instances_item__mentionids)
                                                 for data__runs_item__instances_item__mentionids_x, data__runs_item__instances_item__mentionids_item in enumerate(data__runs_item__instances_item__mentionids):
                                                     if not isinstance(data__runs_item__instances_item__mentionids_item, (int)) and not (isinstance(data__runs_item__instances_item__mentionids_item, float) and data__runs_item__instances_item__mentionids_item.is_integer()) or isinstance(data__runs_item__instances_item__mentionids_item, bool):
-                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}].mention_ids[{data__runs_item__instances_item__mentionids_x}]".format(**locals()) + " must be integer")
+                                                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}].mention_ids[{data__runs_item__instances_item__mentionids_x}]".format(**locals()) + " must be integer", value=data__runs_item__instances_item__mentionids_item, name="" + (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}].mention_ids[{data__runs_item__instances_item__mentionids_x}]".format(**locals()) + "", definition={'type': 'integer'}, rule='type')
                                         if "prompt_sha256" in data__runs_item__instances_item_keys:
                                             data__runs_item__instances_item_keys.remove("prompt_sha256")
                                             data__runs_item__instances_item__promptsha256 = data__runs_item__instances_item["prompt_sha256"]
-                                            if not isinstance(data__runs_item__instances_item__promptsha256, (str)):
-                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}].prompt_sha256".format(**locals()) + " must be string")
-                                            if isinstance(data__runs_item__instances_item__promptsha256, str):
-                                                if not REGEX_PATTERNS['^[0-9a-f]{64}$'].search(data__runs_item__instances_item__promptsha256):
-                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}].prompt_sha256".format(**locals()) + " must match pattern ^[0-9a-f]{64}$")
+                                            validate_https___seam_repro_invalid_manifest_schema_json___defs_sha256(data__runs_item__instances_item__promptsha256, custom_formats, (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}].prompt_sha256")
                                         if "target_sha256" in data__runs_item__instances_item_keys:
                                             data__runs_item__instances_item_keys.remove("target_sha256")
                                             data__runs_item__instances_item__targetsha256 = data__runs_item__instances_item["target_sha256"]
-                                            if not isinstance(data__runs_item__instances_item__targetsha256, (str)):
-                                                raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}].target_sha256".format(**locals()) + " must be string")
-                                            if isinstance(data__runs_item__instances_item__targetsha256, str):
-                                                if not REGEX_PATTERNS['^[0-9a-f]{64}$'].search(data__runs_item__instances_item__targetsha256):
-                                                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}].target_sha256".format(**locals()) + " must match pattern ^[0-9a-f]{64}$")
+                                            validate_https___seam_repro_invalid_manifest_schema_json___defs_sha256(data__runs_item__instances_item__targetsha256, custom_formats, (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}].target_sha256")
                                         if data__runs_item__instances_item_keys:
-                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}]".format(**locals()) + " must not contain "+str(data__runs_item__instances_item_keys)+" properties")
+                                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}]".format(**locals()) + " must not contain "+str(data__runs_item__instances_item_keys)+" properties", value=data__runs_item__instances_item, name="" + (name_prefix or "data") + ".runs[{data__runs_x}].instances[{data__runs_item__instances_x}]".format(**locals()) + "", definition={'type': 'object', 'required': ['id', 'gen_seed', 'prompt_sha256', 'target_sha256'], 'additionalProperties': False, 'properties': {'id': {'type': 'string', 'minLength': 1}, 'gen_seed': {'type': 'integer', 'minimum': 0}, 'mention_ids': {'type': 'array', 'items': {'type': 'integer'}}, 'prompt_sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, 'target_sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}}, rule='additionalProperties')
                         if data__runs_item_keys:
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}]".format(**locals()) + " must not contain "+str(data__runs_item_keys)+" properties")
+                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".runs[{data__runs_x}]".format(**locals()) + " must not contain "+str(data__runs_item_keys)+" properties", value=data__runs_item, name="" + (name_prefix or "data") + ".runs[{data__runs_x}]".format(**locals()) + "", definition={'type': 'object', 'required': ['dataset', 'run', 'split', 'paraphrase_index', 'demo_indices', 'max_num_docs', 'doc_order', 'instances', 'prompt_digest'], 'additionalProperties': False, 'properties': {'dataset': {'type': 'string'}, 'run': {'type': 'integer', 'minimum': 0}, 'split': {'type': 'string'}, 'sample_seed': {'type': ['integer', 'null']}, 'paraphrase_index': {'type': 'integer', 'minimum': -1}, 'demo_indices': {'type': 'array', 'items': {'type': 'integer', 'minimum': 0}}, 'max_num_docs': {'type': 'integer', 'minimum': 0}, 'doc_order': {'type': 'array', 'items': {'type': 'integer', 'minimum': 0}}, 'prompt_digest': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, 'instances': {'type': 'array', 'items': {'type': 'object', 'required': ['id', 'gen_seed', 'prompt_sha256', 'target_sha256'], 'additionalProperties': False, 'properties': {'id': {'type': 'string', 'minLength': 1}, 'gen_seed': {'type': 'integer', 'minimum': 0}, 'mention_ids': {'type': 'array', 'items': {'type': 'integer'}}, 'prompt_sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, 'target_sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}}}}}, rule='additionalProperties')
         if "prompt_digest" in data_keys:
             data_keys.remove("prompt_digest")
             data__promptdigest = data["prompt_digest"]
             data__promptdigest_any_of_count1 = 0
             if not data__promptdigest_any_of_count1:
                 try:
-                    if not isinstance(data__promptdigest, (str)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".prompt_digest must be string")
-                    if isinstance(data__promptdigest, str):
-                        if not REGEX_PATTERNS['^[0-9a-f]{64}$'].search(data__promptdigest):
-                            raise JsonSchemaValueException("" + (name_prefix or "data") + ".prompt_digest must match pattern ^[0-9a-f]{64}$")
+                    validate_https___seam_repro_invalid_manifest_schema_json___defs_sha256(data__promptdigest, custom_formats, (name_prefix or "data") + ".prompt_digest")
                     data__promptdigest_any_of_count1 += 1
                 except (JsonSchemaValueException, JsonSchemaValuesException): pass
             if not data__promptdigest_any_of_count1:
                 try:
                     if not isinstance(data__promptdigest, (NoneType)):
-                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".prompt_digest must be null")
+                        raise JsonSchemaValueException("" + (name_prefix or "data") + ".prompt_digest must be null", value=data__promptdigest, name="" + (name_prefix or "data") + ".prompt_digest", definition={'type': 'null'}, rule='type')
                     data__promptdigest_any_of_count1 += 1
                 except (JsonSchemaValueException, JsonSchemaValuesException): pass
             if not data__promptdigest_any_of_count1:
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".prompt_digest cannot be validated by any definition")
+                raise JsonSchemaValueException("" + (name_prefix or "data") + ".prompt_digest cannot be validated by any definition", value=data__promptdigest, name="" + (name_prefix or "data") + ".prompt_digest", definition={'anyOf': [{'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, {'type': 'null'}]}, rule='anyOf')
         if "digest" in data_keys:
             data_keys.remove("digest")
             data__digest = data["digest"]
-            if not isinstance(data__digest, (str)):
-                raise JsonSchemaValueException("" + (name_prefix or "data") + ".digest must be string")
-            if isinstance(data__digest, str):
-                if not REGEX_PATTERNS['^[0-9a-f]{64}$'].search(data__digest):
-                    raise JsonSchemaValueException("" + (name_prefix or "data") + ".digest must match pattern ^[0-9a-f]{64}$")
+            validate_https___seam_repro_invalid_manifest_schema_json___defs_sha256(data__digest, custom_formats, (name_prefix or "data") + ".digest")
         if data_keys:
-            raise JsonSchemaValueException("" + (name_prefix or "data") + " must not contain "+str(data_keys)+" properties")
+            raise JsonSchemaValueException("" + (name_prefix or "data") + " must not contain "+str(data_keys)+" properties", value=data, name="" + (name_prefix or "data") + "", definition={'$schema': 'https://json-schema.org/draft/2020-12/schema', '$id': 'https://seam-repro.invalid/manifest.schema.json', 'title': 'seam-repro manifest, schema_version 2', 'type': 'object', 'required': ['schema_version', 'profile', 'frozen', 'config', 'sources', 'runs', 'prompt_digest', 'digest'], 'additionalProperties': False, 'properties': {'schema_version': {'const': 2}, 'profile': {'enum': ['upstream', 'seam-repro-1']}, 'frozen': {'type': 'boolean'}, 'provenance': {'description': "Unsealed: how, where and when this file was written. Not covered by 'digest'.", 'type': 'object', 'properties': {'kit_version': {'type': 'string'}, 'command': {'type': 'string'}, 'host': {'type': 'string'}, 'frozen_from': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, 'paths': {'type': 'object', 'properties': {'data': {'type': 'object', 'additionalProperties': {'type': ['string', 'null']}}, 'prompts': {'type': 'object', 'additionalProperties': {'type': ['string', 'null']}}}}, 'prompt_store': {'type': 'object', 'required': ['path', 'sha256'], 'properties': {'path': {'type': 'string'}, 'sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}}}}, 'config': {'type': 'object', 'required': ['random_seed', 'num_different_runs', 'num_demonstrations', 'max_instances', 'max_instances_key', 'datasets', 'generation', 'models'], 'properties': {'random_seed': {'type': 'integer'}, 'num_different_runs': {'type': 'integer', 'minimum': 1}, 'num_demonstrations': {'type': 'integer', 'minimum': 0}, 'max_instances': {'type': 'integer', 'minimum': -1}, 'max_instances_key': {'enum': ['max_num_samples', 'max_num_instances', None]}, 'notes': {'type': 'array', 'items': {'type': 'string'}}, 'datasets': {'type': 'array', 'minItems': 1, 'items': {'type': 'object', 'required': ['name', 'split_name'], 'not': {'required': ['path']}, 'properties': {'name': {'type': 'string', 'minLength': 1}, 'split_name': {'type': 'string'}}}}, 'generation': {'type': 'object', 'required': ['temperature', 'do_sample', 'max_new_tokens'], 'properties': {'temperature': {'type': 'number', 'minimum': 0}, 'do_sample': {'type': 'boolean'}, 'max_new_tokens': {'type': 'integer', 'minimum': 1}, 'top_p': {'type': ['number', 'null']}, 'truncation': {'type': ['string', 'null']}, 'batch_size': {'type': 'integer', 'minimum': 1}}}, 'models': {'type': 'array', 'items': {'type': 'string'}}, 'suite': {'type': 'string', 'minLength': 1}}}, 'sources': {'description': 'Sealed hashes of every prompt and data file read (paths are in provenance).', 'type': 'object', 'required': ['prompts', 'data'], 'additionalProperties': False, 'properties': {'prompts': {'type': 'object', 'additionalProperties': {'type': 'object', 'additionalProperties': False, 'properties': {'sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, 'url': {'type': 'string'}}}}, 'data': {'type': 'object', 'additionalProperties': {'type': 'object', 'required': ['files'], 'additionalProperties': False, 'properties': {'files': {'type': 'object', 'additionalProperties': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}}}}}}, 'runs': {'type': 'array', 'items': {'type': 'object', 'required': ['dataset', 'run', 'split', 'paraphrase_index', 'demo_indices', 'max_num_docs', 'doc_order', 'instances', 'prompt_digest'], 'additionalProperties': False, 'properties': {'dataset': {'type': 'string'}, 'run': {'type': 'integer', 'minimum': 0}, 'split': {'type': 'string'}, 'sample_seed': {'type': ['integer', 'null']}, 'paraphrase_index': {'type': 'integer', 'minimum': -1}, 'demo_indices': {'type': 'array', 'items': {'type': 'integer', 'minimum': 0}}, 'max_num_docs': {'type': 'integer', 'minimum': 0}, 'doc_order': {'type': 'array', 'items': {'type': 'integer', 'minimum': 0}}, 'prompt_digest': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, 'instances': {'type': 'array', 'items': {'type': 'object', 'required': ['id', 'gen_seed', 'prompt_sha256', 'target_sha256'], 'additionalProperties': False, 'properties': {'id': {'type': 'string', 'minLength': 1}, 'gen_seed': {'type': 'integer', 'minimum': 0}, 'mention_ids': {'type': 'array', 'items': {'type': 'integer'}}, 'prompt_sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, 'target_sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}}}}}}, 'prompt_digest': {'anyOf': [{'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, {'type': 'null'}]}, 'digest': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}, '$defs': {'sha256': {'type': 'string', 'pattern': '^[0-9a-f]{64}$'}}}, rule='additionalProperties')
+    return data
+
+def validate_https___seam_repro_invalid_manifest_schema_json___defs_sha256(data, custom_formats={}, name_prefix=None):
+    if not isinstance(data, (str)):
+        raise JsonSchemaValueException("" + (name_prefix or "data") + " must be string", value=data, name="" + (name_prefix or "data") + "", definition={'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, rule='type')
+    if isinstance(data, str):
+        if not REGEX_PATTERNS['^[0-9a-f]{64}$'].search(data):
+            raise JsonSchemaValueException("" + (name_prefix or "data") + " must match pattern ^[0-9a-f]{64}$", value=data, name="" + (name_prefix or "data") + "", definition={'type': 'string', 'pattern': '^[0-9a-f]{64}$'}, rule='pattern')
     return data
 
 validate = validate_https___seam_repro_invalid_manifest_schema_json
