@@ -48,6 +48,18 @@ def test_depth_guard_at_and_past_the_limit(depth: int) -> None:
         assert _depth_exceeds(text, MAX_JSON_DEPTH) == (_depth_by_hand(text) > MAX_JSON_DEPTH), text[:80]
 
 
+def test_depth_guard_on_long_ascii_texts_skips_no_check() -> None:
+    """Long ASCII texts skip the opener count: shallow, deep, unbalanced and in-string brackets
+    past 64 KiB of filler get the character walk's answer."""
+    from seam_repro.files import MAX_JSON_DEPTH, _depth_exceeds
+
+    filler = "a" * 70_000
+    for core in ("[]", "[" * 65 + "]" * 65, '["' + "[" * 80 + '"]', "{" * 64 + "}" * 64, "]" * 70 + "[" * 64,
+                 '"' + "[" * 70, "[" * 70 + '"\\"]' + "]" * 70):
+        for text in (filler + core, core + filler, '"' + filler + '"' + core):
+            assert _depth_exceeds(text, MAX_JSON_DEPTH) == (_depth_by_hand(text) > MAX_JSON_DEPTH), core
+
+
 def _outcome(fn, *args):
     from seam_repro.errors import InputError
 
@@ -58,12 +70,18 @@ def _outcome(fn, *args):
     return ("ok", out, [tuple(map(type, t)) for t in out] if isinstance(out, tuple) else None)
 
 
+def _tokens_and_ids(fn, rows: object) -> tuple:
+    """``fn``'s tokens (the ``_outcome`` form: checked with their field types) and token id set."""
+    tokens, ids = fn(Path("test.json"), "d", rows)
+    assert ids == {t.token_id for t in tokens}
+    return tokens
+
+
 def test_ecb_token_rows_column_check_equals_the_row_check() -> None:
     """``_tokens`` checks columns in C and builds tokens with ``tuple.__new__``; the row-by-row
     reference gives the same tokens (same value types too) or the same one-line error."""
     from seam_repro.datasets.ecb import _tokens, _tokens_checked
 
-    path = Path("test.json")
     good = [[0, 1, "Two", True, True], [0, 2, "leaders", True, False], [1, 3, "x", False, True]]
     rng = random.Random(7)
     odd_values = [0, 1, True, False, "s", None, 1.5, [], {}, -3]
@@ -82,7 +100,7 @@ def test_ecb_token_rows_column_check_equals_the_row_check() -> None:
         cases.append(rows)
     errors = 0
     for rows in cases:
-        fast, slow = _outcome(_tokens, path, "d", rows), _outcome(_tokens_checked, path, "d", rows)
+        fast, slow = _outcome(_tokens_and_ids, _tokens, rows), _outcome(_tokens_and_ids, _tokens_checked, rows)
         assert fast == slow, rows
         errors += fast[0] == "error"
     assert 500 < errors < len(cases) - 500

@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from seam_repro import files
 from seam_repro.errors import InputError
@@ -20,42 +20,20 @@ from seam_repro.hashing import sha256_file
 from seam_repro.instances import Instance, LoadedDataset
 
 
-class DatasetInfo(NamedTuple):
-    """Static facts about one dataset (what ``seam-repro datasets list`` prints); a named tuple, as
-    the records of ``instances.py`` are (that module says why)."""
+def __getattr__(name: str) -> Any:
+    """``DATASET_INFO`` and ``DatasetInfo`` (``datasets/info.py``), built on first use: only
+    ``datasets list`` and :func:`load_dataset` need them, while every command that loads data
+    imports this package (the table and its named tuple were ~0.4 ms of each such command)."""
+    if name in ("DATASET_INFO", "DatasetInfo"):
+        from seam_repro.datasets import info
 
-    name: str
-    task: str
-    default_split: str
-    source_kind: str
-    """``hf`` (Hugging Face dataset), ``drive`` (upstream Google Drive zip) or ``xml`` (raw corpus)."""
-    source: str
-    """Lock-file source name that provides the data (see ``data/sources.lock.json``)."""
-    module: str
-
-
-_SEAM_SOURCES: dict[str, tuple[str, str]] = {
-    "ECB": ("drive", "seam-drive-zip"), "FuseReviews": ("hf", "hf-fusereviews"), "SciCo": ("hf", "hf-scico"),
-    "MultiNews": ("hf", "hf-multinews"), "MusiQue": ("drive", "seam-drive-zip"), "OpenASP": ("drive", "seam-drive-zip"),
-}
-"""Where each SEAM dataset comes from (lock-file source names); everything else is in the suite file."""
-
-
-def _seam_info() -> dict[str, DatasetInfo]:
-    from seam_repro.specs import load_suite
-
-    specs = load_suite("seam").datasets
-    return {name: DatasetInfo(name, spec.task, spec.default_split, *_SEAM_SOURCES[name], spec.loader.rsplit(".", 1)[-1])
-            for name, spec in specs.items()}
-
-
-DATASET_INFO: dict[str, DatasetInfo] = _seam_info()
-"""Keyed by the upstream dataset name, in upstream ``generate.json`` order; task, split and loader
-come from ``data/suites/seam.json`` so the two cannot disagree."""
+        return getattr(info, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load_dataset(name: str, path: str | Path) -> LoadedDataset:
     """Load every split of dataset ``name`` from ``path`` (a folder or file in the source format)."""
+    from seam_repro.datasets.info import DATASET_INFO
     from seam_repro.specs import load_suite
 
     if name not in DATASET_INFO:

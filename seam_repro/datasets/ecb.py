@@ -19,7 +19,6 @@ the category, in order of their first mention; upstream iterates a ``set`` there
 from __future__ import annotations
 
 from itertools import islice, repeat
-from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +41,11 @@ def _row_ok(row: Any) -> bool:
 
 _LIST, _SENT_ID, _INT, _STR, _BOOL = {list}, {int, bool}, {int}, {str}, {bool}
 _TOPIC = (str, int)
-_TOKEN_ID = attrgetter("token_id")
 
 
-def _tokens(path: Path, doc_id: str, rows: Any) -> tuple[Token, ...]:
-    """Validate one document's token rows and turn them into ``Token`` objects.
+def _tokens(path: Path, doc_id: str, rows: Any) -> tuple[tuple[Token, ...], set[int]]:
+    """Validate one document's token rows; its ``Token`` objects and the set of its token ids
+    (what mentions are checked against; taken from the checked column, not from the tokens).
 
     Checked column by column in C (the type of every row, then of each of the first four
     columns): the same test as ``_row_ok`` per row, without a Python step per token (a corpus has
@@ -60,11 +59,12 @@ def _tokens(path: Path, doc_id: str, rows: Any) -> tuple[Token, ...]:
         if (_SENT_ID.issuperset(map(type, sent_ids)) and _INT.issuperset(map(type, token_ids))
                 and _STR.issuperset(map(type, texts)) and _BOOL.issuperset(map(type, annotated)) and any(annotated)):
             # Token(*row[:4]) built by tuple.__new__ (a named tuple's own __new__ is a Python call)
-            return tuple(map(tuple.__new__, repeat(Token), zip(sent_ids, token_ids, texts, annotated, strict=True)))
+            tokens = tuple(map(tuple.__new__, repeat(Token), zip(sent_ids, token_ids, texts, annotated, strict=True)))
+            return tokens, set(token_ids)
     return _tokens_checked(path, doc_id, rows)
 
 
-def _tokens_checked(path: Path, doc_id: str, rows: Any) -> tuple[Token, ...]:
+def _tokens_checked(path: Path, doc_id: str, rows: Any) -> tuple[tuple[Token, ...], set[int]]:
     """``_tokens`` one row at a time: the reference, and the path that words the error."""
     if not isinstance(rows, list):
         raise InputError(path, f"expected a list of token rows ({ROW_FORM})", record=f"document '{doc_id}'")
@@ -75,7 +75,7 @@ def _tokens_checked(path: Path, doc_id: str, rows: Any) -> tuple[Token, ...]:
     if not any(row[3] for row in rows):
         # upstream cuts each document to its annotated span; without one it has no text at all
         raise InputError(path, "no token has is_annotated = true; expected at least one", record=f"document '{doc_id}'")
-    return out
+    return out, {t.token_id for t in out}
 
 
 def _mention(path: Path, i: int, row: Any, docs: dict[str, Any], doc_tokens: dict[str, set[int]]) -> tuple[Any, Mention]:
@@ -157,8 +157,10 @@ def load(path: Path) -> LoadedDataset:
         raw = read_json(tokens_path)
         if not isinstance(raw, dict):
             raise InputError(tokens_path, "expected a JSON object mapping doc_id -> token rows")
-        docs = {doc_id: _tokens(tokens_path, doc_id, rows) for doc_id, rows in raw.items()}
-        doc_tokens = {d: set(map(_TOKEN_ID, toks)) for d, toks in docs.items()}
+        docs: dict[str, tuple[Token, ...]] = {}
+        doc_tokens: dict[str, set[int]] = {}
+        for doc_id, rows in raw.items():
+            docs[doc_id], doc_tokens[doc_id] = _tokens(tokens_path, doc_id, rows)
         for category in CATEGORIES:
             splits[f"{split}_{category}"] = _split(folder, split, category, docs, doc_tokens, tokens_path)
     return LoadedDataset(name=DATASET, splits=splits, files=file_hashes(folder, needed))
