@@ -6,9 +6,9 @@ and ``datasets_classes/cdcr/scico.py::pre_process``; both render with the base t
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from itertools import accumulate, compress, islice
-from operator import le
+from itertools import accumulate, compress
 from typing import Any, NamedTuple
 
 from seam_repro.errors import InputError
@@ -36,16 +36,41 @@ def _clusters_as_upstream(cluster_of: Sequence[Any], mention_ids: Sequence[int])
 class _DocLayout(NamedTuple):
     """What rendering needs of one ECB+ document that no run changes: computed once per token
     tuple, not once per run (10 runs re-cut and re-sorted the same documents). A named tuple, as
-    the records of ``instances.py`` are (that module says why)."""
+    the records of ``instances.py`` are (that module says why).
+
+    When token ids never decrease along the rows (the corpus's order) no per-row map is built
+    (two dicts of every row were half of the layout's cost, and a run looks up a few rows): a token
+    id's first row is found by bisection and the annotated span is rows ``start..`` in row order."""
 
     texts: tuple[str, ...]
-    first_row: dict[int, int]
-    """Token id -> first row carrying it (where a mark goes)."""
+    ids: list[int]
+    """Token id of every row."""
+    first_row: dict[int, int] | None
+    """Token id -> first row carrying it; None when ``ids`` never decrease (see ``row``)."""
     parts: tuple[str, ...] | None
     """Texts of the rows between the first and last annotated token id, in token-id order (rows
     with equal ids in file order); None when no token is annotated."""
-    position: dict[int, int]
-    """Row -> its index in ``parts``."""
+    position: dict[int, int] | None
+    """Row -> its index in ``parts``; None when ``parts`` are the rows ``start..`` in order."""
+    start: int = 0
+
+    def row(self, token_id: int) -> int | None:
+        """The first row carrying ``token_id`` (where a mark goes), None when no row does."""
+        if self.first_row is not None:
+            return self.first_row.get(token_id)
+        ids = self.ids
+        try:
+            k = bisect_left(ids, token_id)
+        except TypeError:  # not a number: no row carries it (as the dict lookup finds none)
+            return None
+        return k if k < len(ids) and ids[k] == token_id else None
+
+    def place(self, row: int) -> int | None:
+        """The index of ``row`` in ``parts``, None when the row is outside the annotated span."""
+        if self.position is not None:
+            return self.position.get(row)
+        k = row - self.start
+        return k if self.parts is not None and 0 <= k < len(self.parts) else None
 
 
 _Entry = tuple[_DocLayout, str, list[int]]
@@ -70,22 +95,26 @@ def _new_entry(tokens: tuple[Any, ...]) -> _Entry:
     the lowest annotated id to the last of the highest), instead of a filter and a stable sort by id."""
     _, token_ids, texts, is_annotated = zip(*tokens, strict=True) if tokens else ((), (), (), ())
     ids = list(token_ids)
-    first_row = dict(zip(reversed(ids), range(len(ids) - 1, -1, -1), strict=True))  # the first row wins
-    annotated = list(compress(ids, is_annotated))
-    parts: tuple[str, ...] | None = None
-    position: dict[int, int] = {}
-    if annotated:
-        lo, hi = min(annotated), max(annotated)
-        if all(map(le, ids, islice(ids, 1, None))):
-            start, end = ids.index(lo), len(ids) - ids[::-1].index(hi)  # first lo row, past the last hi row
+    if ids == sorted(ids):
+        n = len(ids)
+        first = next(compress(range(n), is_annotated), None)  # the first annotated row holds the lowest id
+        parts, start = None, 0
+        if first is not None:
+            last = n - 1 - next(compress(range(n), reversed(is_annotated)))  # and the last the highest
+            start, end = bisect_left(ids, ids[first]), bisect_right(ids, ids[last])
             parts = texts[start:end]
-            position = dict(zip(range(start, end), range(end - start), strict=True))
-        else:
+        layout = _DocLayout(texts, ids, None, parts, None, start)
+    else:
+        first_row = dict(zip(reversed(ids), range(len(ids) - 1, -1, -1), strict=True))  # the first row wins
+        annotated = list(compress(ids, is_annotated))
+        parts, position = None, {}
+        if annotated:
+            lo, hi = min(annotated), max(annotated)
             rows = [r for r, tid in enumerate(ids) if lo <= tid <= hi]
             rows.sort(key=ids.__getitem__)  # stable: equal ids keep file order
             parts = tuple([texts[r] for r in rows])
             position = {r: k for k, r in enumerate(rows)}
-    layout = _DocLayout(texts, first_row, parts, position)
+        layout = _DocLayout(texts, ids, first_row, parts, position)
     return layout, " ".join(parts or ()), list(accumulate(map(len, parts or ()), initial=0))
 
 
@@ -110,16 +139,14 @@ def ecb_documents(instance: Instance, mention_ids: Sequence[int]) -> list[str]:
         if entry is None:
             entry = entries[mention.doc_id] = _entry(docs[mention.doc_id].tokens)
         layout = entry[0]
-        index = layout.first_row
         start, end = mention.token_ids[0], mention.token_ids[-1]
-        if start not in index or end not in index:
+        first, last = layout.row(start), layout.row(end)
+        if first is None or last is None:
             raise InputError(instance.dataset, f"mention {k} token ids {start}..{end} not in document "
                              f"'{mention.doc_id}'", record=instance.instance_id, field="tokens_ids")
         texts = marked.setdefault(mention.doc_id, {})
-        row = index[start]
-        texts[row] = f"[{texts.get(row, layout.texts[row])}"
-        row = index[end]
-        texts[row] = f"{texts.get(row, layout.texts[row])}]({mention_ids[k]})"
+        texts[first] = f"[{texts.get(first, layout.texts[first])}"
+        texts[last] = f"{texts.get(last, layout.texts[last])}]({mention_ids[k]})"
     # Upstream builds the topic's documents from a set of doc ids; order is irrelevant because the
     # strings are sorted afterwards.
     used = []
@@ -129,8 +156,9 @@ def ecb_documents(instance: Instance, mention_ids: Sequence[int]) -> list[str]:
             raise InputError(instance.dataset, f"document '{doc_id}' has no annotated token",
                              record=instance.instance_id, field="is_annotated")
         # " ".join(parts with the marked ones replaced), as slices of the joined unmarked text
-        position = layout.position
-        changes = sorted((position[row], marked_text) for row, marked_text in marked[doc_id].items() if row in position)
+        place = layout.place
+        changes = sorted((at, marked_text) for row, marked_text in marked[doc_id].items()
+                         if (at := place(row)) is not None)
         pieces, done = [], 0
         for at, marked_text in changes:
             begin = cum[at] + at
