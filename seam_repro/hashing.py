@@ -19,16 +19,22 @@ def sha256_text(text: str) -> str:
 
 class PrefixHasher:
     """``sha256_text(prefix + text)`` for many texts after one shared prefix, hashing the prefix
-    once: every prompt of a run starts with the same demonstrations, most of its length."""
+    once: every prompt of a run starts with the same demonstrations, most of its length. The
+    prefix's UTF-8 bytes stay in ``prefix_utf8`` for a writer that needs them too."""
 
-    __slots__ = ("_state",)
+    __slots__ = ("_state", "prefix_utf8")
 
     def __init__(self, prefix: str) -> None:
-        self._state = hashlib.sha256(prefix.encode("utf-8"))
+        self.prefix_utf8 = prefix.encode("utf-8")
+        self._state = hashlib.sha256(self.prefix_utf8)
 
     def hexdigest(self, text: str) -> str:
+        return self.hexdigest_utf8(text.encode("utf-8"))
+
+    def hexdigest_utf8(self, data: bytes) -> str:
+        """``hexdigest`` of the text whose UTF-8 bytes are ``data``."""
         h = self._state.copy()
-        h.update(text.encode("utf-8"))
+        h.update(data)
         return h.hexdigest()
 
 
