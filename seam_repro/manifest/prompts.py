@@ -87,7 +87,7 @@ def iter_rendered_parts(runs: list[dict[str, Any]], profile: str, sources: Sourc
             continue
         hasher = PrefixHasher(prefix)
         prefix_utf8, digest = hasher.prefix_utf8, hasher.hexdigest_utf8
-        test_block = template_for(ctx).test_block  # render_block's work, its lookup done once per run
+        test_block = template_for(ctx).test_block  # looked up once per run, not once per prompt
         task, run_number, has_metric = spec.task, run["run"], profile in spec.metrics
         for rec in run["instances"]:
             inst = by_id.get(rec["id"])
