@@ -6,7 +6,6 @@ and ``datasets_classes/cdcr/scico.py::pre_process``; both render with the base t
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from itertools import accumulate, compress
 from typing import Any, NamedTuple
@@ -38,15 +37,15 @@ class _DocLayout(NamedTuple):
     tuple, not once per run (10 runs re-cut and re-sorted the same documents). A named tuple, as
     the records of ``instances.py`` are (that module says why).
 
-    When token ids never decrease along the rows (the corpus's order) no per-row map is built
-    (two dicts of every row were half of the layout's cost, and a run looks up a few rows): a token
-    id's first row is found by bisection and the annotated span is rows ``start..`` in row order."""
+    When the rows' token ids are consecutive (the corpus's numbering) no per-row map is built (two
+    dicts of every row were half of the layout's cost, and a run looks up a few rows): a token
+    id's row is its offset from the first id, and the annotated span is rows ``start..`` in order."""
 
     texts: tuple[str, ...]
     ids: list[int]
     """Token id of every row."""
     first_row: dict[int, int] | None
-    """Token id -> first row carrying it; None when ``ids`` never decrease (see ``row``)."""
+    """Token id -> first row carrying it; None when ``ids`` are consecutive (see ``row``)."""
     parts: tuple[str, ...] | None
     """Texts of the rows between the first and last annotated token id, in token-id order (rows
     with equal ids in file order); None when no token is annotated."""
@@ -58,12 +57,10 @@ class _DocLayout(NamedTuple):
         """The first row carrying ``token_id`` (where a mark goes), None when no row does."""
         if self.first_row is not None:
             return self.first_row.get(token_id)
-        ids = self.ids
-        try:
-            k = bisect_left(ids, token_id)
-        except TypeError:  # not a number: no row carries it (as the dict lookup finds none)
-            return None
-        return k if k < len(ids) and ids[k] == token_id else None
+        if type(token_id) is int:
+            k = token_id - self.ids[0]
+            return k if 0 <= k < len(self.ids) else None
+        return self.ids.index(token_id) if token_id in self.ids else None  # 3.0 is 3, as a dict key
 
     def place(self, row: int) -> int | None:
         """The index of ``row`` in ``parts``, None when the row is outside the annotated span."""
@@ -90,19 +87,18 @@ def _entry(tokens: tuple[Any, ...]) -> _Entry:
 
 
 def _new_entry(tokens: tuple[Any, ...]) -> _Entry:
-    """Columns taken by one C transpose of the ``Token`` rows; when token ids never decrease along
-    the rows (the corpus's order), the annotated span is one slice of rows (from the first row of
-    the lowest annotated id to the last of the highest), instead of a filter and a stable sort by id."""
+    """Columns taken by one C transpose of the ``Token`` rows; when token ids are consecutive along
+    the rows (the corpus's numbering), the annotated span is one slice of rows (from the lowest
+    annotated id to the highest), instead of a filter and a stable sort by id."""
     _, token_ids, texts, is_annotated = zip(*tokens, strict=True) if tokens else ((), (), (), ())
     ids = list(token_ids)
-    if ids == sorted(ids):
+    if ids and ids == list(range(ids[0], ids[0] + len(ids))):
         n = len(ids)
         first = next(compress(range(n), is_annotated), None)  # the first annotated row holds the lowest id
         parts, start = None, 0
         if first is not None:
-            last = n - 1 - next(compress(range(n), reversed(is_annotated)))  # and the last the highest
-            start, end = bisect_left(ids, ids[first]), bisect_right(ids, ids[last])
-            parts = texts[start:end]
+            start = first
+            parts = texts[first:n - next(compress(range(n), reversed(is_annotated)))]  # to the last one
         layout = _DocLayout(texts, ids, None, parts, None, start)
     else:
         first_row = dict(zip(reversed(ids), range(len(ids) - 1, -1, -1), strict=True))  # the first row wins
