@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seam_repro.files import dumps_indented
-from seam_repro.hashing import PrefixHasher, canonical_json, sha256_text
+from seam_repro.hashing import PrefixHasher, ReusedEncoder, canonical_json, sha256_text
 from seam_repro.manifest.prompts import json_string_utf8, records_jsonl
 
 TRICKY = ['"prompt": ""', '", "prompt": "', "\\", '"', "\n", "\t", "\x00", "\x1f", "\x7f", "é", "\u2028", "😀", "",
@@ -180,12 +180,41 @@ def test_canonical_json_is_json_dumps(obj: object) -> None:
     assert canonical_json(obj) == _canonical_plain(obj)
 
 
-@pytest.mark.parametrize("obj", [float("nan"), [float("inf")], {"a": {1: 2, "b": 3}}, {"k": object()}])
+def _circular_dict() -> dict:
+    loop: dict = {"a": 1}
+    loop["b"] = [loop]
+    return loop
+
+
+def _nested(depth: int) -> list:
+    deep: list = []
+    for _ in range(depth):
+        deep = [deep]
+    return deep
+
+
+@pytest.mark.parametrize("obj", [float("nan"), [float("inf")], {"a": {1: 2, "b": 3}}, {"k": object()},
+                                 _circular_dict(), [1, _circular_dict()], _nested(5000)])
 def test_canonical_json_refuses_what_json_dumps_refuses(obj: object) -> None:
-    with pytest.raises((ValueError, TypeError)) as plain:
+    with pytest.raises((ValueError, TypeError, RecursionError)) as plain:
         _canonical_plain(obj)
-    with pytest.raises(plain.type):
+    with pytest.raises(plain.type, match=str(plain.value)[:20] or None):
         canonical_json(obj)
+    assert canonical_json({"after": [1, "a"]}) == b'{"after":[1,"a"]}'  # a failure leaves nothing behind
+
+
+@settings(max_examples=200, deadline=None)
+@given(json_values, st.sampled_from([{}, {"ensure_ascii": False}, {"sort_keys": True, "separators": (",", ":")},
+                                     {"indent": 2}, {"skipkeys": True}, {"allow_nan": False}]))
+def test_reused_encoder_is_the_encoder(obj: object, options: dict) -> None:
+    encoder = json.JSONEncoder(**options)
+    try:
+        expected = encoder.encode(obj)
+    except ValueError:
+        with pytest.raises(ValueError):
+            ReusedEncoder(encoder).encode(obj)
+        return
+    assert ReusedEncoder(encoder).encode(obj) == expected == json.dumps(obj, **options)
 
 
 def _indented_plain(obj: object) -> str:

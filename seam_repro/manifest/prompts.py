@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from json.encoder import c_make_encoder, encode_basestring
+from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any
 
 from seam_repro.errors import InputError, ManifestError, SeamReproError
 from seam_repro.files import guard_outputs
-from seam_repro.hashing import PrefixHasher, sha256_json, sha256_text
+from seam_repro.hashing import PrefixHasher, ReusedEncoder, sha256_json, sha256_text
 from seam_repro.instances import Instance
 from seam_repro.manifest.format import choices_to_run, load_manifest, manifest_config, recorded_sources
 from seam_repro.render import few_shots, message_prefix, template_for
@@ -187,28 +187,13 @@ _RENDERED_KEYS = _ALWAYS_KEYS | {"answer_aliases", "mention_ids", "metric"}
 """The keys of the records ``iter_rendered_parts`` makes: always, and all it may add."""
 
 
-_VALUE_JSON = c_make_encoder and c_make_encoder(None, _RECORD_JSON.default, encode_basestring, None, ": ", ", ",
-                                                True, False, True)
-"""``_RECORD_JSON``'s C encoder (same options) built once instead of once a value (~1 µs each, for
-two values of most records), without the circular-reference check (a circular value fails with
-``RecursionError`` instead, and ``_json_value`` asks ``_RECORD_JSON`` itself for its error)."""
-
-
-def _json_value(value: Any) -> str:
-    """``value`` as the record encoder writes it inside a record: JSON text of a value does not
-    depend on where it sits (no indent), and a string is the encoder's own escaping of it."""
-    if type(value) is str:
-        return encode_basestring(value)
-    if _VALUE_JSON is None:  # no C encoder (not CPython)
-        return _RECORD_JSON.encode(value)
-    try:
-        return "".join(_VALUE_JSON(value, 0))
-    except RecursionError:  # circular or too deep: the checked encoder raises what json.dumps raises
-        return _RECORD_JSON.encode(value)
+_VALUE_JSON = ReusedEncoder(_RECORD_JSON)
+"""``_RECORD_JSON`` for one value at a time: JSON text of a value does not depend on where it sits
+(no indent), so a record's line can be written a field at a time."""
 
 
 def _optional_field(record: dict[str, Any], key: str) -> str:
-    return f'"{key}": {_json_value(record[key])}, ' if key in record else ""
+    return f'"{key}": {_VALUE_JSON.encode(record[key])}, ' if key in record else ""
 
 
 def _around_prompt(record: dict[str, Any]) -> tuple[str, str] | None:
@@ -227,7 +212,7 @@ def _around_prompt(record: dict[str, Any]) -> tuple[str, str] | None:
                 f'"gen_seed": {seed}, "instance_id": {encode_basestring(record["instance_id"])}, '
                 f'{_optional_field(record, "mention_ids")}{_optional_field(record, "metric")}"prompt": "',
                 f'", "prompt_sha256": {encode_basestring(record["prompt_sha256"])}, "run": {run}, '
-                f'"split": {encode_basestring(record["split"])}, "target": {_json_value(record["target"])}, '
+                f'"split": {encode_basestring(record["split"])}, "target": {_VALUE_JSON.encode(record["target"])}, '
                 f'"target_sha256": {encode_basestring(record["target_sha256"])}, '
                 f'"task": {encode_basestring(record["task"])}}}\n')
     except TypeError:  # a string field that is no str (or a value no encoder takes): the encoder says
