@@ -114,16 +114,24 @@ def _new_entry(tokens: tuple[Any, ...]) -> _Entry:
     return layout, " ".join(parts or ()), list(accumulate(map(len, parts or ()), initial=0))
 
 
-def ecb_documents(instance: Instance, mention_ids: Sequence[int]) -> list[str]:
-    """Marked document strings of one ECB+ topic, before sorting and permutation.
+_Mark = tuple[int, int, str, tuple[int, ...]]
+"""Where a marked row's text lies in its document's unmarked text (begin, end), that text with
+the ``[`` of every mention opening there, and the mentions (by index, in mention order) whose
+``](id)`` closes there."""
+_PLANS: dict[tuple[Any, ...], tuple[Any, list[tuple[str, list[_Mark]]]]] = {}
+"""``_marking_plan`` by instance (``common.by_identity``)."""
 
-    Each document is cut to the tokens between its first and last annotated token (by token id),
-    marks are applied in mention order to the first row carrying the mention's first/last token id,
-    so marks on shared tokens nest exactly as upstream's successive ``DataFrame.loc`` edits do.
-    """
+
+def _marking_plan(instance: Instance) -> list[tuple[str, list[_Mark]]]:
+    """Each used document's unmarked text and its marks in text order: everything of
+    ``ecb_documents`` but the mention ids, the one thing a run changes (once per instance, not once
+    per run). A row's marks commute: each opening prepends the same ``[``, and the closings append
+    in mention order, so the marked row is ``[`` * openings + text + closings. Marks on rows outside
+    the annotated span are checked and dropped, as upstream's cut drops them."""
     docs = {d.doc_id: d for d in instance.documents}
     entries: dict[str, _Entry] = {}
-    marked: dict[str, dict[int, str]] = {}
+    opened: dict[str, dict[int, int]] = {}
+    closed: dict[str, dict[int, list[int]]] = {}
     for k, mention in enumerate(instance.mentions):
         if mention.doc_id not in docs:
             raise InputError(instance.dataset, f"mention {k} names document '{mention.doc_id}' not in topic",
@@ -140,26 +148,45 @@ def ecb_documents(instance: Instance, mention_ids: Sequence[int]) -> list[str]:
         if first is None or last is None:
             raise InputError(instance.dataset, f"mention {k} token ids {start}..{end} not in document "
                              f"'{mention.doc_id}'", record=instance.instance_id, field="tokens_ids")
-        texts = marked.setdefault(mention.doc_id, {})
-        texts[first] = f"[{texts.get(first, layout.texts[first])}"
-        texts[last] = f"{texts.get(last, layout.texts[last])}]({mention_ids[k]})"
+        opens = opened.setdefault(mention.doc_id, {})
+        opens[first] = opens.get(first, 0) + 1
+        closed.setdefault(mention.doc_id, {}).setdefault(last, []).append(k)
     # Upstream builds the topic's documents from a set of doc ids; order is irrelevant because the
     # strings are sorted afterwards.
-    used = []
-    for doc_id in dict.fromkeys(m.doc_id for m in instance.mentions):
+    plan = []
+    for doc_id in entries:
         layout, text, cum = entries[doc_id]
         if layout.parts is None:
             raise InputError(instance.dataset, f"document '{doc_id}' has no annotated token",
                              record=instance.instance_id, field="is_annotated")
+        marks = []
+        for row in opened[doc_id].keys() | closed[doc_id].keys():
+            at = layout.place(row)
+            if at is not None:  # part ``at`` starts at cum[at] + at in the space-joined text
+                marks.append((cum[at] + at, cum[at + 1] + at, "[" * opened[doc_id].get(row, 0) + layout.texts[row],
+                              tuple(closed[doc_id].get(row, ()))))
+        plan.append((text, sorted(marks)))
+    return plan
+
+
+def ecb_documents(instance: Instance, mention_ids: Sequence[int]) -> list[str]:
+    """Marked document strings of one ECB+ topic, before sorting and permutation.
+
+    Each document is cut to the tokens between its first and last annotated token (by token id),
+    marks are applied in mention order to the first row carrying the mention's first/last token id,
+    so marks on shared tokens nest exactly as upstream's successive ``DataFrame.loc`` edits do.
+    Fewer ids than mentions is an ``IndexError`` (once the mentions are found valid).
+    """
+    plan = by_identity(_PLANS, instance, lambda: _marking_plan(instance))
+    if len(mention_ids) < len(instance.mentions):
+        raise IndexError(f"{len(mention_ids)} mention ids for {len(instance.mentions)} mentions")
+    used = []
+    for text, marks in plan:
         # " ".join(parts with the marked ones replaced), as slices of the joined unmarked text
-        place = layout.place
-        changes = sorted((at, marked_text) for row, marked_text in marked[doc_id].items()
-                         if (at := place(row)) is not None)
         pieces, done = [], 0
-        for at, marked_text in changes:
-            begin = cum[at] + at
-            pieces += (text[done:begin], marked_text)
-            done = cum[at + 1] + at  # the end of part ``at``
+        for begin, end, head, closing in marks:
+            pieces += (text[done:begin], head, *[f"]({mention_ids[k]})" for k in closing])
+            done = end
         pieces.append(text[done:])
         used.append("".join(pieces))
     return used
