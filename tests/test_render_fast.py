@@ -1,6 +1,7 @@
 """The renderers' shortcuts give exactly what the plain upstream-shaped code gives.
 
-FuseReviews fills its structure with one join where upstream's successive ``str.replace`` calls
+Numbered documents are one join of cached fences and the texts, held to upstream's f-strings (any
+document type, any count). FuseReviews fills its structure with one join where upstream's successive ``str.replace`` calls
 provably give the same text; held here to those replaces on hostile structures and values: values
 that spell a later placeholder, stray braces, markers next to placeholders, placeholders repeated.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from seam_repro.render.common import number_documents
 from seam_repro.render.fusereviews import _fill, _fill_by_replaces, _markers_only, _structure_parts
 
 PIECES = ["{", "}", "{A}", "{COT}", "{INST}", "{H_REV}", "{HIGHLIGHTS}", "{HS}", "{HE}", "A", "HS", "COT}", "{H",
@@ -45,3 +47,12 @@ def test_fusereviews_structure_parts() -> None:
     assert _structure_parts("a{INST}b{A}{A}") == ("a", 0, "b", 4, "", 4, "")
     assert _structure_parts("{HS}{A}") is None and _structure_parts("a}{A}") is None and _structure_parts("{A}}") is None
     assert _markers_only("{HS}a{HE}") and not _markers_only("{HS}a}") and not _markers_only("{H{HS}")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(texts, st.integers(), st.none(), st.lists(st.integers(), max_size=2)), max_size=25),
+       st.one_of(plain, pieces), st.one_of(plain, pieces))
+def test_number_documents_is_upstreams_f_strings(documents: list, before: str, after: str) -> None:
+    numbered = "\n".join([f"Document {j}: ```{doc}```" for j, doc in enumerate(documents, start=1)])
+    assert number_documents(documents, before, after) == before + numbered + after
+    assert number_documents(tuple(documents)) == numbered
