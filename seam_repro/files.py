@@ -547,6 +547,28 @@ def _resolved(path: str | Path) -> Path:
     return Path(os.path.realpath(os.path.abspath(path)))
 
 
+_UNKNOWN = (-1, -1)
+
+
+def _file_id(path: str | Path) -> tuple[int, int] | None:
+    """``(device, inode)`` of the file ``path`` names (symlinks followed), ``None`` when nothing is
+    there, ``_UNKNOWN`` when it cannot be told (no permission, say).
+
+    It spares :func:`guard_output` resolving every input (``realpath`` takes an ``lstat`` per path
+    component: ~1 ms of ``sample``'s and ``prompts``' 35 data and prompt files). ``realpath`` of a
+    normalized path (``abspath``: no ``..`` left) that exists is the path of the very file the
+    kernel finds there, so where that file is not the one at the resolved output path (or nothing
+    is there), the two resolved paths differ. Every other input (missing, unknown, or the same
+    file: a hard link perhaps) is compared by resolved path, as before."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except (OSError, ValueError):
+        return _UNKNOWN
+    return st.st_dev, st.st_ino
+
+
 def guard_output(output: str | Path, *, inputs: Iterable[str | Path] = (),
                  read_dirs: Iterable[str | Path] = (), option: str = "--out") -> None:
     """Refuse an output path that resolves to one of the command's inputs, or that lies inside a
@@ -555,9 +577,14 @@ def guard_output(output: str | Path, *, inputs: Iterable[str | Path] = (),
     Symlinks and ``..`` are resolved first, so ``-o ./x/../config.json`` is caught too.
     """
     out = _resolved(output)
+    out_id = _file_id(out)
     for item in inputs:
         if item is None:
             continue
+        if out_id is not _UNKNOWN:
+            item_id = _file_id(os.path.abspath(item))
+            if item_id is not None and item_id is not _UNKNOWN and item_id != out_id:
+                continue  # another existing file than the resolved output names (see _file_id)
         if out == _resolved(item):
             raise OutputError(f"{option} {output}: is one of this command's inputs ({item}); "
                               "choose another output path")

@@ -42,9 +42,17 @@ def derive_seed(*parts: object) -> int:
     return int.from_bytes(digest[:4], "big")
 
 
+def derive_seeds(parts: Sequence[object], lasts: Sequence[str]) -> dict[str, int]:
+    """``{x: derive_seed(*parts, x) for x in lasts}``, the shared ``parts`` joined once: one
+    generation seed per instance of a run (680 of them: ~0.6 ms less than separate calls)."""
+    prefix = "|".join([*(str(p) for p in parts), ""])
+    sha256 = hashlib.sha256
+    return {x: int.from_bytes(sha256((prefix + x).encode("utf-8")).digest()[:4], "big") for x in lasts}
+
+
 def _generator(seed: int) -> random.Random:
-    """A stdlib generator seeded with ``seed``. ``random`` is imported here, not with the module:
-    ``prompts`` imports this module for the checks at its end and never draws (~1 ms of start-up)."""
+    """A stdlib generator seeded with ``seed``. ``random`` is imported here, on the first draw, not
+    with the module: an importer that never draws saves ~1 ms of start-up."""
     import random
 
     return random.Random(seed)
@@ -214,7 +222,7 @@ def _choices(name: str, run: int, split: str, prompt: _PromptDraw, max_docs: int
         demo_indices=prompt.demos, max_num_docs=max_docs, doc_order=tuple(doc_order),
         instance_ids=tuple(ids),
         mention_ids={i: mention_ids[i] for i in ids if i in mention_ids},
-        gen_seeds={i: derive_seed("generate", cfg.random_seed, name, run, i) for i in ids},
+        gen_seeds=derive_seeds(("generate", cfg.random_seed, name, run), ids),
         sample_seed=seed,
     )
 
@@ -247,53 +255,3 @@ def check_split_not_empty(data: LoadedDataset, split: str) -> None:
         files = ", ".join(sorted(data.files)) or "no files"
         raise InputError(data.name, f"split '{split}' has no instances (read {files}); expected at least one",
                          field="split_name")
-
-
-# --- recorded choices: checked before rendering -----------------------------------------------------
-MAX_DOC_SLOTS = 10_000
-"""More document slots than any dataset has documents per instance (SEAM's largest: 20 in MuSiQue)."""
-
-
-def _strict_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def check_run_choices(run: dict[str, Any], prompt_file: dict[str, Any], demo_key: str, where: str) -> None:
-    """Refuse recorded choices that cannot come from :func:`draw_all` for this prompt file: an index
-    past the paraphrase or demonstration pool, a document order that is not a permutation of the
-    slots, or numbers of the wrong type (``1e30`` is a float, not an index). Shared by every command
-    that renders a manifest, so what ``sample`` writes is exactly what the loaders accept."""
-    field = f"runs[{run.get('dataset')} run {run.get('run')}]"
-    n_prompts = len(prompt_file.get("prompts", []))
-    pool = prompt_file.get(demo_key, [])
-    p = run.get("paraphrase_index")
-    if not _strict_int(p) or not -1 <= p < n_prompts:
-        raise InputError(where, f"expected an integer in -1..{n_prompts - 1} (the prompt file has {n_prompts} "
-                         f"paraphrases), got {p!r}", field=f"{field}.paraphrase_index")
-    demos = run.get("demo_indices")
-    if (not isinstance(demos, list) or not all(_strict_int(d) and 0 <= d < len(pool) for d in demos)
-            or len(set(demos)) != len(demos)):
-        raise InputError(where, f"expected distinct integers in 0..{len(pool) - 1} (the prompt file has "
-                         f"{len(pool)} demonstrations), got {str(demos)[:80]}", field=f"{field}.demo_indices")
-    m, order = run.get("max_num_docs"), run.get("doc_order")
-    if not _strict_int(m) or not 0 <= m <= MAX_DOC_SLOTS:
-        raise InputError(where, f"expected an integer in 0..{MAX_DOC_SLOTS}, got {str(m)[:40]}",
-                         field=f"{field}.max_num_docs")
-    if not isinstance(order, list) or len(order) != m or not all(_strict_int(d) for d in order) \
-            or sorted(order) != list(range(m)):
-        raise InputError(where, f"expected a permutation of 0..{m - 1} (max_num_docs {m}), got {str(order)[:80]}",
-                         field=f"{field}.doc_order")
-
-
-def check_instance_choices(rec: dict[str, Any], inst: Instance, spec: DatasetSpec, where: str) -> None:
-    """A coreference instance needs one recorded mention id per gold mention, all distinct integers."""
-    ids = rec.get("mention_ids")
-    if spec.sampling.mention_population is None:
-        return
-    n = len(inst.mentions)
-    if ids is None and n == 0:
-        return
-    if (not isinstance(ids, list) or len(ids) != n or not all(_strict_int(i) for i in ids)
-            or len(set(ids)) != len(ids)):
-        raise InputError(where, f"expected {n} distinct integer mention ids (one per gold mention), got "
-                         f"{str(ids)[:80]}", record=rec.get("id"), field="mention_ids")

@@ -125,6 +125,40 @@ def test_guard_output(tmp_path):
     guard_output(tmp_path / "other.json", inputs=[cfg], read_dirs=[run])
 
 
+def test_guard_output_refuses_exactly_what_resolved_paths_compare_equal(tmp_path, monkeypatch):
+    """The inode shortcut (files._file_id) decides as comparing every input's resolved path does,
+    through symlinks, ``..`` after a symlinked folder, hard links, dangling links and missing files."""
+    import itertools
+
+    import seam_repro.files as files
+
+    (tmp_path / "real" / "deep").mkdir(parents=True)
+    (tmp_path / "real" / "a.json").write_text("{}")
+    (tmp_path / "real" / "deep" / "b.json").write_text("{}")
+    (tmp_path / "link").symlink_to(tmp_path / "real" / "deep")  # link/.. is real/, not tmp_path
+    (tmp_path / "a-link.json").symlink_to(tmp_path / "real" / "a.json")
+    (tmp_path / "dangling.json").symlink_to(tmp_path / "nowhere.json")
+    os.link(tmp_path / "real" / "a.json", tmp_path / "hard.json")
+    names = ["real/a.json", "real/deep/b.json", "link/b.json", "link/../a.json", "a-link.json", "hard.json",
+             "dangling.json", "nowhere.json", "missing/../real/a.json", "real/deep/../a.json", "real", "link",
+             "real/./a.json", "new.json"]
+    monkeypatch.chdir(tmp_path)
+
+    def verdict(output, item):
+        try:
+            guard_output(output, inputs=[item])
+        except OutputError:
+            return "refused"
+        return "ok"
+
+    def reference(output, item):  # the guard before the shortcut: resolved paths compared
+        return "refused" if files._resolved(output) == files._resolved(item) else "ok"
+
+    for output, item in itertools.product(names, repeat=2):
+        for o, i in [(output, item), (tmp_path / output, item), (output, str(tmp_path / item))]:
+            assert verdict(o, i) == reference(o, i), (o, i)
+
+
 def test_atomic_write_gives_the_mode_open_would(tmp_path):
     mask = os.umask(0o022)
     try:

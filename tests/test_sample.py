@@ -10,7 +10,7 @@ import pytest
 from seam_repro.config import parse_config
 from seam_repro.errors import InputError
 from seam_repro.instances import Document, Instance, LoadedDataset, Mention
-from seam_repro.sample import draw_all
+from seam_repro.sample import derive_seed, derive_seeds, draw_all
 
 
 class RecordingRandom(random.Random):
@@ -143,6 +143,17 @@ def test_generation_seeds_are_per_instance_and_stable():
     mus = [r for r in runs if r.dataset == "MusiQue"]
     assert mus[0].gen_seeds != mus[1].gen_seeds  # run index is part of the seed
     assert mus[0].gen_seeds == draw_all(cfg, "upstream", DATA, PROMPTS)[4].gen_seeds
+
+
+def test_generation_seeds_are_derive_seed_of_each_instance():
+    """derive_seeds (the run's parts joined once) gives exactly derive_seed(*parts, id) per id."""
+    cfg = parse_config({**RAW, "max_num_samples": -1}, "upstream")
+    for r in draw_all(cfg, "upstream", DATA, PROMPTS):
+        assert r.gen_seeds == {i: derive_seed("generate", cfg.random_seed, r.dataset, r.run, i)
+                               for i in r.instance_ids}
+    ids = ["", "a|b", "é✓", "x" * 300, "12", "ünï|"]
+    for parts in [("generate", 42, "ECB", 0), ("generate", -1, "näme", 3), ("one",)]:
+        assert derive_seeds(parts, ids) == {i: derive_seed(*parts, i) for i in ids}
 
 
 def test_scico_with_more_than_99_mentions_is_a_clear_error():

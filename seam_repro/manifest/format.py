@@ -15,14 +15,18 @@ from __future__ import annotations
 import platform
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seam_repro import __version__
 from seam_repro.config import SeamConfig, parse_config
 from seam_repro.errors import InputError, ManifestError
 from seam_repro.files import atomic_write_bytes, atomic_write_text, dumps_indented, iter_jsonl, read_json
 from seam_repro.hashing import canonical_json, sha256_bytes, sha256_json
-from seam_repro.sample import RunChoices
+
+if TYPE_CHECKING:  # `prompts` reads a manifest and draws nothing: seam_repro.sample stays unloaded (~0.5 ms)
+    from seam_repro.instances import Instance
+    from seam_repro.sample import RunChoices
+    from seam_repro.specs import DatasetSpec
 
 SCHEMA_VERSION = 2
 UNSEALED = ("digest", "provenance")
@@ -212,3 +216,53 @@ def manifest_config(manifest: dict[str, Any], where: str = "manifest config") ->
         raw[c["max_instances_key"]] = c["max_instances"]
     cfg = parse_config(raw, manifest["profile"], where=f"{where}: config" if where != "manifest config" else where)
     return cfg
+
+
+# --- recorded choices: checked before rendering (here, not in sample.py: only `sample` draws) -------
+MAX_DOC_SLOTS = 10_000
+"""More document slots than any dataset has documents per instance (SEAM's largest: 20 in MuSiQue)."""
+
+
+def _strict_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_run_choices(run: dict[str, Any], prompt_file: dict[str, Any], demo_key: str, where: str) -> None:
+    """Refuse recorded choices that cannot come from ``sample.draw_all`` for this prompt file: an index
+    past the paraphrase or demonstration pool, a document order that is not a permutation of the
+    slots, or numbers of the wrong type (``1e30`` is a float, not an index). Shared by every command
+    that renders a manifest, so what ``sample`` writes is exactly what the loaders accept."""
+    field = f"runs[{run.get('dataset')} run {run.get('run')}]"
+    n_prompts = len(prompt_file.get("prompts", []))
+    pool = prompt_file.get(demo_key, [])
+    p = run.get("paraphrase_index")
+    if not _strict_int(p) or not -1 <= p < n_prompts:
+        raise InputError(where, f"expected an integer in -1..{n_prompts - 1} (the prompt file has {n_prompts} "
+                         f"paraphrases), got {p!r}", field=f"{field}.paraphrase_index")
+    demos = run.get("demo_indices")
+    if (not isinstance(demos, list) or not all(_strict_int(d) and 0 <= d < len(pool) for d in demos)
+            or len(set(demos)) != len(demos)):
+        raise InputError(where, f"expected distinct integers in 0..{len(pool) - 1} (the prompt file has "
+                         f"{len(pool)} demonstrations), got {str(demos)[:80]}", field=f"{field}.demo_indices")
+    m, order = run.get("max_num_docs"), run.get("doc_order")
+    if not _strict_int(m) or not 0 <= m <= MAX_DOC_SLOTS:
+        raise InputError(where, f"expected an integer in 0..{MAX_DOC_SLOTS}, got {str(m)[:40]}",
+                         field=f"{field}.max_num_docs")
+    if not isinstance(order, list) or len(order) != m or not all(_strict_int(d) for d in order) \
+            or sorted(order) != list(range(m)):
+        raise InputError(where, f"expected a permutation of 0..{m - 1} (max_num_docs {m}), got {str(order)[:80]}",
+                         field=f"{field}.doc_order")
+
+
+def check_instance_choices(rec: dict[str, Any], inst: Instance, spec: DatasetSpec, where: str) -> None:
+    """A coreference instance needs one recorded mention id per gold mention, all distinct integers."""
+    ids = rec.get("mention_ids")
+    if spec.sampling.mention_population is None:
+        return
+    n = len(inst.mentions)
+    if ids is None and n == 0:
+        return
+    if (not isinstance(ids, list) or len(ids) != n or not all(_strict_int(i) for i in ids)
+            or len(set(ids)) != len(ids)):
+        raise InputError(where, f"expected {n} distinct integer mention ids (one per gold mention), got "
+                         f"{str(ids)[:80]}", record=rec.get("id"), field="mention_ids")

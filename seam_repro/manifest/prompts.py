@@ -13,7 +13,14 @@ from seam_repro.errors import InputError, ManifestError, SeamReproError
 from seam_repro.files import guard_outputs
 from seam_repro.hashing import PrefixHasher, ReusedEncoder, sha256_json, sha256_text
 from seam_repro.instances import Instance
-from seam_repro.manifest.format import choices_to_run, load_manifest, manifest_config, recorded_sources
+from seam_repro.manifest.format import (
+    check_instance_choices,
+    check_run_choices,
+    choices_to_run,
+    load_manifest,
+    manifest_config,
+    recorded_sources,
+)
 from seam_repro.render import few_shots, message_prefix, template_for
 from seam_repro.render.context import RunContext
 from seam_repro.sources.resolve import Sources
@@ -61,7 +68,6 @@ def iter_rendered_parts(runs: list[dict[str, Any]], profile: str, sources: Sourc
     (in its place among the keys): the joined text, a new ~11 KB string per prompt, is made only by
     readers that keep it (``iter_rendered``, ``render_records``), not by ``sample`` and
     ``prompts``, which hash and write the parts."""
-    from seam_repro.sample import check_instance_choices, check_run_choices
     from seam_repro.specs import load_suite
 
     specs = load_suite(suite)
@@ -145,7 +151,6 @@ def render_records(manifest: dict[str, Any], data_dir: Any = None, prompts_dir: 
 
 def _render_parts(manifest: dict[str, Any], data_dir: Any, prompts_dir: Any, base: Any,
                   allow_unfrozen: bool = False) -> Iterator[tuple[dict[str, Any], str, str]]:
-    from seam_repro.sample import draw_all
     from seam_repro.sources.resolve import load_sources
 
     if not manifest["frozen"] and not allow_unfrozen:
@@ -156,6 +161,8 @@ def _render_parts(manifest: dict[str, Any], data_dir: Any, prompts_dir: Any, bas
                            base_dir=base_dir, recorded=recorded_sources(manifest))
     runs = manifest["runs"]
     if not manifest["frozen"]:
+        from seam_repro.sample import draw_all  # a frozen manifest draws nothing (~0.5 ms of imports)
+
         runs = [choices_to_run(c) for c in draw_all(cfg, manifest["profile"], sources.data, sources.prompt_files)]
     return iter_rendered_parts(runs, manifest["profile"], sources, cfg.suite,
                        where=str(base) if base is not None else "manifest")
