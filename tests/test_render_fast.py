@@ -1,13 +1,17 @@
 """The renderers' shortcuts give exactly what the plain upstream-shaped code gives.
 
 Numbered documents are one join of cached fences and the texts, held to upstream's f-strings (any
-document type, any count). FuseReviews fills its structure with one join where upstream's successive ``str.replace`` calls
-provably give the same text; held here to those replaces on hostile structures and values: values
-that spell a later placeholder, stray braces, markers next to placeholders, placeholders repeated.
+document type, any count). FuseReviews fills its structure with one join where upstream's
+successive ``str.replace`` calls provably give the same text; held here to those replaces on
+hostile structures and values: values that spell a later placeholder, stray braces, markers next
+to placeholders, placeholders repeated, values of other types (the same errors).
 """
 
 from __future__ import annotations
 
+import re
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -41,6 +45,14 @@ def test_fusereviews_fill_is_the_successive_replaces(structure: str, instruction
     assert _fill(structure, instructions, revs, answer) == expected
     known = all(map(_markers_only, revs.values()))
     assert _fill(structure, instructions, revs, answer, known) == expected
+
+
+@pytest.mark.parametrize(("structure", "answer"), [("{INST}{A}", 5), (7, "a"), ("{A}", None)])
+def test_fusereviews_fill_of_other_types_fails_as_the_replaces_do(structure: object, answer: object) -> None:
+    with pytest.raises((TypeError, AttributeError)) as plain:
+        _reference(structure, "i", {"review_0": "{HS}a{HE}"}, answer)  # type: ignore[arg-type]
+    with pytest.raises(plain.type, match=re.escape(str(plain.value))):
+        _fill(structure, "i", {"review_0": "{HS}a{HE}"}, answer)  # type: ignore[arg-type]
 
 
 def test_fusereviews_structure_parts() -> None:

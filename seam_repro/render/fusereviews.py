@@ -134,8 +134,9 @@ def _fill(structure: str, instructions: str, reviews: Mapping[str, str], answer:
     h_rev = "\n".join(f"{name}: {text}" for name, text in reviews.items())
     # upstream also replaces "{HS}" and "{HE}" by HS and HE, which are those same strings: no change
     listing = "\n".join(f"{name}:\n {_numbered_spans(text)}" for name, text in reviews.items())
-    parts = _structure_parts(structure)
-    if markers_only is None:
+    # a structure or answer of another type (a user's prompt file) fails in the replaces, as upstream's does
+    parts = _structure_parts(structure) if type(structure) is str and type(answer) is str else None
+    if parts is not None and markers_only is None:
         markers_only = all(map(_markers_only, reviews.values()))
     if parts is not None and markers_only and _markers_only(instructions) and all(map(_markers_only, reviews)):
         values = (instructions, h_rev, listing, "", answer)
