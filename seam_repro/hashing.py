@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterable
+from json.encoder import c_make_encoder, encode_basestring, encode_basestring_ascii
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +20,22 @@ def sha256_text(text: str) -> str:
 
 class PrefixHasher:
     """``sha256_text(prefix + text)`` for many texts after one shared prefix, hashing the prefix
-    once: every prompt of a run starts with the same demonstrations, most of its length."""
+    once: every prompt of a run starts with the same demonstrations, most of its length. The
+    prefix's UTF-8 bytes stay in ``prefix_utf8`` for a writer that needs them too."""
 
-    __slots__ = ("_state",)
+    __slots__ = ("_state", "prefix_utf8")
 
     def __init__(self, prefix: str) -> None:
-        self._state = hashlib.sha256(prefix.encode("utf-8"))
+        self.prefix_utf8 = prefix.encode("utf-8")
+        self._state = hashlib.sha256(self.prefix_utf8)
 
     def hexdigest(self, text: str) -> str:
+        return self.hexdigest_utf8(text.encode("utf-8"))
+
+    def hexdigest_utf8(self, data: bytes) -> str:
+        """``hexdigest`` of the text whose UTF-8 bytes are ``data``."""
         h = self._state.copy()
-        h.update(text.encode("utf-8"))
+        h.update(data)
         return h.hexdigest()
 
 
@@ -78,7 +85,37 @@ def sha256_file(path: str | Path) -> str:
     return h.hexdigest()
 
 
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+class ReusedEncoder:
+    """``encoder.encode(obj)`` without what ``JSONEncoder.encode`` does on every call: for any value
+    but a string it builds a new C encoder (~1 µs, more than encoding a small value takes). Built
+    once here, the C encoder runs without the circular-reference check; a circular value fails
+    with ``RecursionError`` instead, and then ``encoder.encode`` itself says what ``json.dumps``
+    says (``ValueError``). Same class, same options, so the same text."""
+
+    __slots__ = ("_encoder", "_c_encoder", "_string")
+
+    def __init__(self, encoder: json.JSONEncoder) -> None:
+        self._encoder = encoder
+        self._string = encode_basestring_ascii if encoder.ensure_ascii else encode_basestring
+        self._c_encoder = None
+        if c_make_encoder is not None and encoder.indent is None:  # what JSONEncoder.iterencode requires too
+            self._c_encoder = c_make_encoder(None, encoder.default, self._string, None, encoder.key_separator,
+                                             encoder.item_separator, encoder.sort_keys, encoder.skipkeys,
+                                             encoder.allow_nan)
+
+    def encode(self, obj: Any) -> str:
+        if type(obj) is str:
+            return self._string(obj)  # type: ignore[no-any-return]
+        if self._c_encoder is None:
+            return self._encoder.encode(obj)
+        try:
+            return "".join(self._c_encoder(obj, 0))
+        except RecursionError:  # circular or too deep: the checked encoder raises what json.dumps raises
+            return self._encoder.encode(obj)
+
+
+_CANONICAL = ReusedEncoder(json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                                            allow_nan=False))
 """The encoder ``json.dumps`` would build with these options on every call (it reuses one only for
 default options), built once: a target hash per prompt made that a measurable part of ``prompts``.
 Same class, same options, so the same text as ``json.dumps(obj, sort_keys=True, separators=(",",
@@ -92,7 +129,7 @@ def canonical_json(obj: Any) -> bytes:
 
 def sha256_json(obj: Any) -> str:
     """sha256 of the canonical JSON form of ``obj`` (gold targets that are not strings)."""
-    return sha256_bytes(canonical_json(obj))
+    return hashlib.sha256(canonical_json(obj)).hexdigest()
 
 
 def digest_of_hashes(hashes: Iterable[str]) -> str:

@@ -151,7 +151,7 @@ def _layout_by_rows(tokens: tuple) -> tuple:
 
 
 def test_ecb_layout_equals_the_row_by_row_layout(tmp_path: Path) -> None:
-    """Sorted token ids take the one-slice path, others the filter-and-sort path; both give the
+    """Consecutive token ids take the one-slice path, others the filter-and-sort path; both give the
     row-by-row layout (random documents, and every document of the fixture and real topics)."""
     from seam_repro.datasets import ecb
     from seam_repro.instances import Token
@@ -161,13 +161,22 @@ def test_ecb_layout_equals_the_row_by_row_layout(tmp_path: Path) -> None:
     documents = []
     for _ in range(2000):
         n = rng.randint(0, 12)
-        ids = sorted(rng.randint(0, 15) for _ in range(n)) if rng.random() < 0.5 else [rng.randint(0, 15) for _ in range(n)]
+        kind = rng.random()
+        if kind < 0.4:  # consecutive ids, the corpus's numbering
+            first_id = rng.randint(0, 3)
+            ids = list(range(first_id, first_id + n))
+        else:
+            ids = sorted(rng.randint(0, 15) for _ in range(n)) if kind < 0.7 else [rng.randint(0, 15) for _ in range(n)]
         documents.append(tuple(Token(rng.randint(0, 3), tid, f"w{k}", rng.random() < 0.5) for k, tid in enumerate(ids)))
     for folder in _ecb_folders(tmp_path):
         documents += [d.tokens for split in ecb.load(folder).splits.values() for i in split for d in i.documents]
     for tokens in documents:
         layout = _layout(tokens)
-        assert (layout.texts, layout.first_row, layout.parts, layout.position) == _layout_by_rows(tokens), tokens
+        texts, first_row, parts, position = _layout_by_rows(tokens)
+        assert (layout.texts, layout.parts) == (texts, parts), tokens
+        probes = [t.token_id + d for t in tokens for d in (-1, 0, 1)] + [-1, 0, 16, 1.0, 2.5, True, "3", None]
+        assert [layout.row(tid) for tid in probes] == [first_row.get(tid) for tid in probes], tokens
+        assert [layout.place(r) for r in range(-1, len(tokens) + 2)] == [position.get(r) for r in range(-1, len(tokens) + 2)]
 
 
 @pytest.mark.parametrize("text", ['{"a": [1, 2.5, "x"]}', "\ufeff{}", "NaN", '{"t": -Infinity}', "[1e400]", "[1e5]",
@@ -240,17 +249,17 @@ def _ecb_documents_by_parts(instance, mention_ids) -> list[str]:  # type: ignore
     for k, m in enumerate(instance.mentions):
         layout = _layout(docs[m.doc_id].tokens)
         texts = marked.setdefault(m.doc_id, {})
-        row = layout.first_row[m.token_ids[0]]
+        row = layout.row(m.token_ids[0])
         texts[row] = f"[{texts.get(row, layout.texts[row])}"
-        row = layout.first_row[m.token_ids[-1]]
+        row = layout.row(m.token_ids[-1])
         texts[row] = f"{texts.get(row, layout.texts[row])}]({mention_ids[k]})"
     used = []
     for doc_id in dict.fromkeys(m.doc_id for m in instance.mentions):
         layout = _layout(docs[doc_id].tokens)
         parts = list(layout.parts)
         for row, text in marked[doc_id].items():
-            if row in layout.position:
-                parts[layout.position[row]] = text
+            if layout.place(row) is not None:
+                parts[layout.place(row)] = text
         used.append(" ".join(parts))
     return used
 

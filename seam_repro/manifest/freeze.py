@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # sample never reads a trusted manifest: trust.py and its dat
 def build_manifest(cfg: SeamConfig, profile: str, choices: list[RunChoices], sources: Sources,
                    command: str | None = None, progress: bool = False, relative_to: Path | None = None,
                    frozen_from: str | None = None, config_json: dict[str, Any] | None = None
-                   ) -> tuple[dict[str, Any], list[tuple[dict[str, Any], str, str]]]:
+                   ) -> tuple[dict[str, Any], list[tuple[dict[str, Any], bytes, bytes]]]:
     """Render every choice and return (sealed manifest, prompt records with their prompt's run
     prefix and block, as ``records_jsonl`` writes them).
 

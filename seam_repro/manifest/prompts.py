@@ -11,7 +11,7 @@ from typing import Any
 
 from seam_repro.errors import InputError, ManifestError, SeamReproError
 from seam_repro.files import guard_outputs
-from seam_repro.hashing import PrefixHasher, sha256_json, sha256_text
+from seam_repro.hashing import PrefixHasher, ReusedEncoder, sha256_json, sha256_text
 from seam_repro.instances import Instance
 from seam_repro.manifest.format import (
     check_instance_choices,
@@ -21,7 +21,7 @@ from seam_repro.manifest.format import (
     manifest_config,
     recorded_sources,
 )
-from seam_repro.render import few_shots, message_prefix, render_block
+from seam_repro.render import few_shots, message_prefix, template_for
 from seam_repro.render.context import RunContext
 from seam_repro.sources.resolve import Sources
 from seam_repro.specs import DatasetSpec
@@ -51,22 +51,23 @@ def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources,
     return _joined(iter_rendered_parts(runs, profile, sources, suite, where, missing, changed))
 
 
-def _joined(parts: Iterable[tuple[dict[str, Any], str, str]]) -> Iterator[dict[str, Any]]:
+def _joined(parts: Iterable[tuple[dict[str, Any], bytes, bytes]]) -> Iterator[dict[str, Any]]:
     """Each record with its prompt text (prefix + block), for readers that keep it."""
     for record, prefix, block in parts:
-        record["prompt"] = prefix + block
+        record["prompt"] = (prefix + block).decode("utf-8")
         yield record
 
 
 def iter_rendered_parts(runs: list[dict[str, Any]], profile: str, sources: Sources, suite: str = "seam",
                         where: str = "manifest", missing: list[tuple[str, int, str, str]] | None = None,
-                        changed: frozenset[str] = frozenset()) -> Iterator[tuple[dict[str, Any], str, str]]:
-    """``iter_rendered``'s records with each prompt's two parts: the run's shared prefix (the same
-    ``str`` object for every instance of a run) and the instance's block (prompt = prefix + block),
-    so hashing and JSON escaping can do the prefix once per run instead of once per prompt. The
-    record's ``"prompt"`` is ``""`` (in its place among the keys): the joined text, a new ~11 KB
-    string per prompt, is made only by readers that keep it (``iter_rendered``, ``render_records``),
-    not by ``sample`` and ``prompts``, which hash and write the parts."""
+                        changed: frozenset[str] = frozenset()) -> Iterator[tuple[dict[str, Any], bytes, bytes]]:
+    """``iter_rendered``'s records with the UTF-8 bytes of each prompt's two parts: the run's
+    shared prefix (the same ``bytes`` object for every instance of a run) and the instance's block
+    (prompt = prefix + block), so hashing and JSON escaping can do the prefix once per run instead
+    of once per prompt, and share one encoding of the block. The record's ``"prompt"`` is ``""``
+    (in its place among the keys): the joined text, a new ~11 KB string per prompt, is made only by
+    readers that keep it (``iter_rendered``, ``render_records``), not by ``sample`` and
+    ``prompts``, which hash and write the parts."""
     from seam_repro.specs import load_suite
 
     specs = load_suite(suite)
@@ -91,35 +92,39 @@ def iter_rendered_parts(runs: list[dict[str, Any]], profile: str, sources: Sourc
                         for rec in run["instances"]]
             continue
         hasher = PrefixHasher(prefix)
+        prefix_utf8, digest = hasher.prefix_utf8, hasher.hexdigest_utf8
+        test_block = template_for(ctx).test_block  # looked up once per run, not once per prompt
+        task, run_number, has_metric = spec.task, run["run"], profile in spec.metrics
         for rec in run["instances"]:
             inst = by_id.get(rec["id"])
             if inst is None and missing is not None and name in changed:
-                missing.append((name, run["run"], rec["id"], f"not in split '{split}' of the data given"))
+                missing.append((name, run_number, rec["id"], f"not in split '{split}' of the data given"))
                 continue
             if inst is None:
-                raise ManifestError(f"{name} run {run['run']}: instance '{rec['id']}' is not in split "
+                raise ManifestError(f"{name} run {run_number}: instance '{rec['id']}' is not in split "
                                     f"'{split}' of the data given")
             mention_ids = rec.get("mention_ids")
             try:
                 check_instance_choices(rec, inst, spec, where)
-                block, target = render_block(inst, ctx, mention_ids)
+                block, target = test_block(inst, ctx, mention_ids)
             except SeamReproError as exc:
                 if missing is None or name not in changed:
                     raise
-                missing.append((name, run["run"], rec["id"], f"recorded choices no longer fit the data ({exc})"))
+                missing.append((name, run_number, rec["id"], f"recorded choices no longer fit the data ({exc})"))
                 continue
+            block_utf8 = block.encode("utf-8")
             record = {
-                "dataset": name, "task": spec.task, "run": run["run"], "split": split,
-                "instance_id": rec["id"], "prompt": "", "prompt_sha256": hasher.hexdigest(block),
+                "dataset": name, "task": task, "run": run_number, "split": split,
+                "instance_id": rec["id"], "prompt": "", "prompt_sha256": digest(block_utf8),
                 "target": target, "target_sha256": sha256_json(target), "gen_seed": rec["gen_seed"],
             }
-            if profile in spec.metrics:  # the suite's metric for this profile; scoring dispatches on it
+            if has_metric:  # the suite's metric for this profile; scoring dispatches on it
                 record["metric"] = spec.metrics[profile]
             if inst.answer_aliases:
                 record["answer_aliases"] = list(inst.answer_aliases)
             if mention_ids is not None:
                 record["mention_ids"] = sorted(mention_ids)
-            yield record, prefix, block
+            yield record, prefix_utf8, block_utf8
 
 
 def _few_shots_checked(ctx: RunContext, sources: Sources, name: str, demo_key: str) -> str:
@@ -170,40 +175,80 @@ _ALL_BUT_RARE_CONTROLS = bytes(c for c in range(0x100) if c >= 0x20 or c == 0x0A
 none, so nothing is written (twice as fast as mapping them and searching the copy)."""
 
 
-def json_string_utf8(text: str) -> bytes:
-    """The UTF-8 bytes of ``json.dumps(text, ensure_ascii=False)`` without its two quotes.
+def json_string_utf8(data: bytes) -> bytes:
+    """For the UTF-8 bytes of a text, the UTF-8 bytes of ``json.dumps(text, ensure_ascii=False)``
+    without its two quotes.
 
     Prompt text holds newlines but rarely another control character: then escaping is three byte
     replacements (``\\``, ``"``, newline), ~3x faster than ``encode_basestring`` and no UCS-2
     intermediate. In UTF-8 a byte below 0x80 is always that ASCII character, so replacing bytes is
-    replacing characters. Any other control character takes ``encode_basestring`` itself. A lone
-    surrogate raises ``UnicodeEncodeError``, as encoding ``json.dumps``'s text would."""
-    data = text.encode("utf-8")
+    replacing characters. Any other control character takes ``encode_basestring`` itself."""
     if data.translate(None, _ALL_BUT_RARE_CONTROLS):
-        return encode_basestring(text)[1:-1].encode("utf-8")
+        return encode_basestring(data.decode("utf-8"))[1:-1].encode("utf-8")
     return data.replace(b"\\", b"\\\\").replace(b'"', b'\\"').replace(b"\n", b"\\n")
 
 
-def records_jsonl(parts: Iterable[tuple[dict[str, Any], str, str]]) -> tuple[list[bytes], int]:
+_ALWAYS_KEYS = frozenset(("dataset", "gen_seed", "instance_id", "prompt", "prompt_sha256", "run", "split", "target",
+                          "target_sha256", "task"))
+_RENDERED_KEYS = _ALWAYS_KEYS | {"answer_aliases", "mention_ids", "metric"}
+"""The keys of the records ``iter_rendered_parts`` makes: always, and all it may add."""
+
+
+_VALUE_JSON = ReusedEncoder(_RECORD_JSON)
+"""``_RECORD_JSON`` for one value at a time: JSON text of a value does not depend on where it sits
+(no indent), so a record's line can be written a field at a time."""
+
+
+def _optional_field(record: dict[str, Any], key: str) -> str:
+    return f'"{key}": {_VALUE_JSON.encode(record[key])}, ' if key in record else ""
+
+
+def _around_prompt(record: dict[str, Any]) -> tuple[str, str] | None:
+    """The record's line as ``json.dumps(record, ensure_ascii=False, sort_keys=True) + "\\n"``
+    writes it, before and after the prompt's value (its quotes excluded), for a record of the shape
+    ``iter_rendered_parts`` makes: written field by field in sorted key order, which is most of
+    what the C encoder took ~3 µs a record for. None for a record of any other shape (a key
+    unknown or missing, a number field not exactly an ``int``, a string field not a ``str``)."""
+    if not _ALWAYS_KEYS <= record.keys() <= _RENDERED_KEYS:
+        return None
+    run, seed = record["run"], record["gen_seed"]
+    if type(run) is not int or type(seed) is not int:  # a bool is no int here: the encoder writes true
+        return None
+    try:
+        return (f'{{{_optional_field(record, "answer_aliases")}"dataset": {encode_basestring(record["dataset"])}, '
+                f'"gen_seed": {seed}, "instance_id": {encode_basestring(record["instance_id"])}, '
+                f'{_optional_field(record, "mention_ids")}{_optional_field(record, "metric")}"prompt": "',
+                f'", "prompt_sha256": {encode_basestring(record["prompt_sha256"])}, "run": {run}, '
+                f'"split": {encode_basestring(record["split"])}, "target": {_VALUE_JSON.encode(record["target"])}, '
+                f'"target_sha256": {encode_basestring(record["target_sha256"])}, '
+                f'"task": {encode_basestring(record["task"])}}}\n')
+    except TypeError:  # a string field that is no str (or a value no encoder takes): the encoder says
+        return None
+
+
+def records_jsonl(parts: Iterable[tuple[dict[str, Any], bytes, bytes]]) -> tuple[list[bytes], int]:
     """The records as UTF-8 JSONL, each line ``json.dumps(record, ensure_ascii=False, sort_keys=True)``
-    with ``"prompt"`` = prefix + block (the same bytes), and how many. The JSONL is returned as
-    chunks, ``b"".join(chunks)``, for ``files.atomic_write_bytes`` to write unjoined (~8 MB of
-    ``prompts``: a joined copy cost ~4 ms of CPU). The run's shared prompt prefix
-    is escaped once per run instead of once per prompt (the prompt is most of a record, and the
-    prefix most of a prompt), and the prompt text is never joined as ``str``: a prefix with one
-    character beyond Latin-1 would make all ~8 MB of it UCS-2, then encoded again. The other
-    fields go through the encoder with an empty prompt; its ``"prompt": ""`` is a key (a string
-    value cannot hold an unescaped quote, and in UTF-8 an ASCII byte is always that character),
-    split there."""
+    with ``"prompt"`` = prefix + block (``iter_rendered_parts``'s UTF-8 bytes; the same bytes), and
+    how many. The JSONL is returned as chunks, ``b"".join(chunks)``, for
+    ``files.atomic_write_bytes`` to write unjoined (~8 MB of ``prompts``: a joined copy cost ~4 ms
+    of CPU). The run's shared prompt prefix is escaped once per run instead of once per prompt (the
+    prompt is most of a record, and the prefix most of a prompt), and the prompt text is never
+    joined as ``str``: a prefix with one character beyond Latin-1 would make all ~8 MB of it UCS-2,
+    then encoded again. The other fields are written around the prompt by ``_around_prompt``; a
+    record of another shape goes through the encoder with an empty prompt, whose ``"prompt": ""``
+    is a key (a string value cannot hold an unescaped quote, and sorted keys put no other value
+    that could spell it before it), split there."""
     pieces: list[bytes] = []
     last_prefix, escaped_prefix, n = None, b"", 0
-    encode = _RECORD_JSON.encode
     for record, prefix, block in parts:
         if prefix is not last_prefix:
             last_prefix, escaped_prefix = prefix, json_string_utf8(prefix)
-        line = encode({**record, "prompt": ""}).encode("utf-8")
-        at = line.index(b'"prompt": ""') + 11  # after the value's opening quote
-        pieces += (line[:at], escaped_prefix, json_string_utf8(block), line[at:], b"\n")
+        around = _around_prompt(record)
+        if around is None:
+            line = _RECORD_JSON.encode({**record, "prompt": ""})
+            at = line.index('"prompt": ""') + 11  # after the value's opening quote
+            around = line[:at], line[at:] + "\n"
+        pieces += (around[0].encode("utf-8"), escaped_prefix, json_string_utf8(block), around[1].encode("utf-8"))
         n += 1
     return pieces, n
 

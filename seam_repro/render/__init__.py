@@ -29,13 +29,6 @@ def message_prefix(ctx: RunContext, demos: str) -> str:
     return template_for(ctx).prefix(demos)
 
 
-def render_block(
-    instance: Instance, ctx: RunContext, mention_ids: Sequence[int] | None = None
-) -> tuple[str, Any]:
-    """The instance's own part of the message (what follows ``message_prefix``) and its gold target."""
-    return template_for(ctx).test_block(instance, ctx, mention_ids)  # type: ignore[no-any-return]
-
-
 def render_instance(
     instance: Instance, ctx: RunContext, demos: str, mention_ids: Sequence[int] | None = None
 ) -> tuple[str, Any]:

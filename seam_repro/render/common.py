@@ -6,6 +6,7 @@ Port of upstream SEAM ``datasets_classes/base.py`` (``get_shuffled_documents``, 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -54,9 +55,28 @@ def shuffle_documents(documents: Sequence[str], max_num_docs: int, doc_order: Se
     return [d for d in picked if d is not None]
 
 
-def number_documents(documents: Sequence[str]) -> str:
-    """``Document j: ```text``` `` lines joined by newlines (upstream numbering starts at 1)."""
-    return "\n".join([f"Document {j}: ```{doc}```" for j, doc in enumerate(documents, start=1)])
+@functools.cache
+def _openings(n: int) -> tuple[str, ...]:
+    """What precedes each of ``n`` documents' text in ``number_documents``: its numbered opening
+    fence and, from the second on, the previous document's closing fence and a newline."""
+    return tuple(f"```\nDocument {j}: ```"[4 if j == 1 else 0:] for j in range(1, n + 1))
+
+
+def number_documents(documents: Sequence[str], before: str = "", after: str = "") -> str:
+    """``before`` + ``Document j: ```text``` `` lines joined by newlines (upstream numbering starts
+    at 1) + ``after``, as one join of the texts and the cached fences: one f-string a document,
+    their join and the caller's f-string around it copied every ~4 KB block three times."""
+    n = len(documents)
+    if not n:
+        return before + after
+    pieces = [before] * (2 * n + 2)  # before, opening 1, document 1, ..., opening n, document n, closing
+    pieces[1:2 * n:2] = _openings(n)
+    pieces[2:2 * n + 1:2] = documents
+    pieces[-1] = "```" + after
+    try:
+        return "".join(pieces)
+    except TypeError:  # a document that is no str (a prompt file's demo, say): formatted as upstream's f-string does
+        return before + "\n".join([f"Document {j}: ```{doc}```" for j, doc in enumerate(documents, start=1)]) + after
 
 
 def base_block(instructions: str, documents: Sequence[str], target: Any = "") -> str:
@@ -66,9 +86,5 @@ def base_block(instructions: str, documents: Sequence[str], target: Any = "") ->
     lists render as Python list reprs (``[[25], [75, 3]]``); the test instance passes ``""`` so the
     prompt ends with ``"*Answer*: "`` (trailing space).
     """
-    return (
-        f"*Instructions*: {instructions}\n"
-        f"*The documents*:\n{number_documents(documents)}\n"
-        f"*Answer*: {target}"
-    )
+    return number_documents(documents, f"*Instructions*: {instructions}\n*The documents*:\n", f"\n*Answer*: {target}")
 

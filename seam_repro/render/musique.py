@@ -20,24 +20,15 @@ from seam_repro.render.template import Template, demo_blocks
 
 
 def _block(ctx: RunContext, question: str, documents: list[str], answer: Any = "") -> str:
-    docs = number_documents(documents)
     if ctx.upstream:
-        return (
-            f"*Instructions*:{ctx.instructions} \n"
-            f"*Question*: {question}? "
-            f"*The documents*:\n{docs}\n"
-            f"*Answer*: {answer}"
-        )
+        return number_documents(documents, f"*Instructions*:{ctx.instructions} \n*Question*: {question}? "
+                                "*The documents*:\n", f"\n*Answer*: {answer}")
     if isinstance(answer, dict):
         answer = json.dumps(answer, ensure_ascii=False)  # JSON, not a Python repr, in seam-repro-1
     output_format = ctx.paraphrase.get("output_format", "")
     q = question if question.rstrip().endswith("?") else f"{question}?"
-    return (
-        f"*Instructions*: {ctx.instructions} {output_format}".rstrip() + "\n"
-        f"*Question*: {q}\n"
-        f"*The documents*:\n{docs}\n"
-        f"*Answer*: {answer}"
-    )
+    head = f"*Instructions*: {ctx.instructions} {output_format}".rstrip()
+    return number_documents(documents, f"{head}\n*Question*: {q}\n*The documents*:\n", f"\n*Answer*: {answer}")
 
 
 def few_shots(ctx: RunContext) -> str:

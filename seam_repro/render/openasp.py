@@ -16,13 +16,10 @@ from seam_repro.render.template import Template, demo_blocks
 
 
 def _block(ctx: RunContext, aspect_label: str, documents: list[str], target: Any = "") -> str:
-    body = (
-        f"Aspect label: {aspect_label}\n\nThe provided documents:\n{number_documents(documents)}\n"
-        f"Aspect-based summary: {target}"
-    )
-    if ctx.upstream:
-        return body
-    return f"*Instructions*: {ctx.instructions}\n{body}"
+    head = f"Aspect label: {aspect_label}\n\nThe provided documents:\n"
+    if not ctx.upstream:
+        head = f"*Instructions*: {ctx.instructions}\n{head}"
+    return number_documents(documents, head, f"\nAspect-based summary: {target}")
 
 
 def few_shots(ctx: RunContext) -> str:
