@@ -217,13 +217,36 @@ def prompt_rows(work: Path, repeat: int, skip: set[str]) -> tuple[list[Row], lis
     check = subprocess.run(oracle, capture_output=True, text=True, env=env, check=True)
     same = _prompt_lists(check.stdout.splitlines()) == _prompt_lists(out.read_text(encoding="utf-8").splitlines())
     r_cpu, r_wall = theirs.cpu / ours.cpu, theirs.wall / ours.wall
-    # the floor of two kit processes: what `sample` + `prompts` would cost doing no work at all
+    # the floors of two kit processes: start-up alone, and start-up plus the I/O any implementation must do
     start = run_best([kit("--version")], repeat)
-    floor = (f"; of which start-up (2 x `seam-repro --version`) {2 * start.cpu:.2f} s CPU: with no work at all "
-             f"the ratio could reach {theirs.cpu / (2 * start.cpu):.0f}x")
+    io = io_floor(work, config, manifest, out, records, repeat)
+    floor = (f"; of which start-up (2 x `seam-repro --version`) {2 * start.cpu:.2f} s CPU; start-up plus reading, "
+             f"decoding and hashing the same inputs, hashing the prompts and writing the same bytes "
+             f"(benchmarks/io_floor.py, no checking or rendering) {io.cpu:.2f} s CPU: with no other work the ratio "
+             f"could reach {theirs.cpu / io.cpu:.0f}x")
     return [Row(figure, _fmt(ours) + floor, f"published generator: {_fmt(theirs)}", f"{r_cpu:.1f}x faster",
                 f"{r_wall:.1f}x faster", ">= 40x",
                 ("OK" if r_cpu >= 40 else "below") + ("" if same else "; PROMPTS DIFFER"))], blobs
+
+
+def io_floor(work: Path, config: Path, manifest: Path, out: Path, records: list[dict[str, object]],
+             repeat: int) -> Timing:
+    """``benchmarks/io_floor.py`` for ``sample`` then ``prompts``: the same input files, as many
+    prompt bytes hashed (each run's shared prefix once, as the kit hashes them) and written bytes."""
+    by_run: dict[tuple[object, object], list[bytes]] = {}
+    for r in records:
+        by_run.setdefault((r["dataset"], r["run"]), []).append(str(r["prompt"]).encode("utf-8"))
+    hashed = sum(sum(map(len, ps)) - (len(ps) - 1) * len(os.path.commonprefix(ps)) for ps in by_run.values())
+    shared = sorted(p for p in (work / "data").rglob("*") if p.is_file()) + sorted(PROMPTS.glob("*.json"))
+    lists = {}
+    for which, first in (("sample", config), ("prompts", manifest)):
+        lists[which] = work / f"floor-{which}.txt"
+        lists[which].write_text("\n".join(map(str, [first, *shared])), encoding="utf-8")
+    script = str(REPO / "benchmarks" / "io_floor.py")
+    return run_best([[sys.executable, script, "sample", str(lists["sample"]), str(hashed),
+                      str(manifest.stat().st_size), str(work / "floor-sample.out")],
+                     [sys.executable, script, "prompts", str(lists["prompts"]), str(hashed),
+                      str(out.stat().st_size), str(work / "floor-prompts.out")]], repeat)
 
 
 def hashing_row(blobs: list[bytes], repeat: int) -> Row:

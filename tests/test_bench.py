@@ -41,3 +41,21 @@ def test_table_renders_with_machine_and_load() -> None:
                          capture_output=True, text=True, check=True).stdout
     assert out.startswith("machine: ") and "load average" in out
     assert "| start-up: seam-repro --version |" in out
+
+
+def test_io_floor_reads_every_input_and_writes_the_bytes_asked(tmp_path: Path) -> None:
+    """The floor program must do the I/O it claims (else the bench's floor figure is too low):
+    every listed input is read and decoded (a broken one fails it), and exactly N bytes are written."""
+    good = {"a.json": '{"x": [1, 2]}', "b.jsonl": '{"y": 1}\n{"y": 2}\n', "c.csv": "h1,h2\n1,2\n"}
+    for name, text in good.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    listing = tmp_path / "inputs.txt"
+    listing.write_text("\n".join(str(tmp_path / n) for n in good), encoding="utf-8")
+    script = REPO / "benchmarks" / "io_floor.py"
+    out = tmp_path / "out.bin"
+    subprocess.run([sys.executable, str(script), "sample", str(listing), "10000", "12345", str(out)], check=True)
+    assert out.stat().st_size == 12345
+    (tmp_path / "a.json").write_text("{broken", encoding="utf-8")
+    failed = subprocess.run([sys.executable, str(script), "prompts", str(listing), "0", "1", str(out)],
+                            capture_output=True)
+    assert failed.returncode != 0
