@@ -129,7 +129,7 @@ def canonical_json(obj: Any) -> bytes:
 
 def sha256_json(obj: Any) -> str:
     """sha256 of the canonical JSON form of ``obj`` (gold targets that are not strings)."""
-    return hashlib.sha256(canonical_json(obj)).hexdigest()
+    return sha256_bytes(canonical_json(obj))
 
 
 def digest_of_hashes(hashes: Iterable[str]) -> str:

@@ -41,7 +41,7 @@ class Token(NamedTuple):
     first and last such token."""
 
 
-_EMPTY: Mapping[str, Any] = MappingProxyType({})
+EMPTY_MAPPING: Mapping[str, Any] = MappingProxyType({})
 """The shared default of the mapping fields below: read-only, so no record can change another's."""
 
 
@@ -95,7 +95,7 @@ class Instance(NamedTuple):
     """SciCo: the document index of each paragraph (``doc_ids`` column)."""
     review_alignments: tuple[str, ...] = ()
     """FuseReviews: unique review-side alignment span texts, sorted (coverage targets)."""
-    extra: Mapping[str, Any] = _EMPTY
+    extra: Mapping[str, Any] = EMPTY_MAPPING
     """Source fields kept for reporting only (never read by the renderer). Part of ``==`` (a
     dataclass field excluded it): equal instances come from equal source rows, extra included."""
 
@@ -105,7 +105,7 @@ class LoadedDataset(NamedTuple):
 
     name: str
     splits: dict[str, list[Instance]]
-    files: Mapping[str, str] = _EMPTY
+    files: Mapping[str, str] = EMPTY_MAPPING
     """Relative file name -> sha256 of every file read (recorded in the manifest)."""
 
     def split(self, name: str) -> list[Instance]:

@@ -36,18 +36,21 @@ if TYPE_CHECKING:
     import random
 
 
+def _seed_of(joined: str) -> int:
+    """The first 32 bits of sha256 of the ``|``-joined parts."""
+    return int.from_bytes(hashlib.sha256(joined.encode("utf-8")).digest()[:4], "big")
+
+
 def derive_seed(*parts: object) -> int:
     """A 32-bit seed from a hash of the parts (content-derived sub-seeds, as unitxt does)."""
-    digest = hashlib.sha256("|".join(str(p) for p in parts).encode("utf-8")).digest()
-    return int.from_bytes(digest[:4], "big")
+    return _seed_of("|".join(str(p) for p in parts))
 
 
 def derive_seeds(parts: Sequence[object], lasts: Sequence[str]) -> dict[str, int]:
     """``{x: derive_seed(*parts, x) for x in lasts}``, the shared ``parts`` joined once: one
     generation seed per instance of a run (680 of them: ~0.6 ms less than separate calls)."""
     prefix = "|".join([*(str(p) for p in parts), ""])
-    sha256 = hashlib.sha256
-    return {x: int.from_bytes(sha256((prefix + x).encode("utf-8")).digest()[:4], "big") for x in lasts}
+    return {x: _seed_of(prefix + x) for x in lasts}
 
 
 def _generator(seed: int) -> random.Random:

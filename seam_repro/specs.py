@@ -11,12 +11,11 @@ import inspect
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from seam_repro.errors import InputError, MissingDataError
 from seam_repro.files import read_json
-from seam_repro.instances import LoadedDataset
+from seam_repro.instances import EMPTY_MAPPING, LoadedDataset
 
 SUITES_DIR = Path(__file__).parent / "data" / "suites"
 DOC_SLOT_RULES = ("max_documents", "max_doc_index", "fixed")
@@ -57,7 +56,7 @@ class DatasetSpec(NamedTuple):
     prompt_file: str
     metrics: dict[str, str]
     sampling: SamplingPlan
-    template_options: Mapping[str, Any] = MappingProxyType({})
+    template_options: Mapping[str, Any] = EMPTY_MAPPING
     """Settings the template reads through ``RunContext.options`` (e.g. a ZeroSCROLLS token budget).
     Optional; SEAM's templates take none. Part of ``==``: specs that render differently differ."""
     units: str = "instance"

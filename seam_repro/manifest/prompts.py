@@ -150,7 +150,7 @@ def render_records(manifest: dict[str, Any], data_dir: Any = None, prompts_dir: 
 
 
 def _render_parts(manifest: dict[str, Any], data_dir: Any, prompts_dir: Any, base: Any,
-                  allow_unfrozen: bool = False) -> Iterator[tuple[dict[str, Any], str, str]]:
+                  allow_unfrozen: bool = False) -> Iterator[tuple[dict[str, Any], bytes, bytes]]:
     from seam_repro.sources.resolve import load_sources
 
     if not manifest["frozen"] and not allow_unfrozen:
