@@ -117,20 +117,18 @@ class RowSampler:
         import torch
 
         filtered = filter_logits(scores, self.temperature, self.top_k, self.top_p)
-        out = torch.full_like(scores, float("-inf"))
-        if filtered.device.type != "cpu":
-            for row, gen in enumerate(self.generators):
-                out[row, sample_row(filtered[row], gen)] = 0.0
-            return out
-        # CPU: all rows in one softmax/cumsum/searchsorted call instead of one call per row (the
-        # sampler was a measurable share of a small model's decoding step). Per row the kernels
-        # compute exactly what sample_row computes (tests/test_generate.py checks bit equality).
+        # All rows in one softmax/cumsum/searchsorted call, on the logits' own device: per row the
+        # kernels compute what sample_row computes (tests/test_generate.py checks bit equality on
+        # CPU), and on a GPU nothing here waits for the device -- a per-row loop would read two
+        # scalars back per row and step, stalling the GPU between kernels. The uniforms come from
+        # each row's CPU generator, so the random stream is the same on every device.
         u = torch.tensor([torch.rand((), generator=g, dtype=torch.float64).item() for g in self.generators],
-                         dtype=torch.float64)
+                         dtype=torch.float64).to(filtered.device)
         cdf = torch.softmax(filtered.double(), dim=-1).cumsum(dim=-1)
         target = (u * cdf[:, -1]).unsqueeze(1)
         idx = torch.searchsorted(cdf, target, right=True).squeeze(1).clamp(max=scores.shape[-1] - 1)
-        out[torch.arange(len(self.generators)), idx] = 0.0
+        out = torch.full_like(scores, float("-inf"))
+        out[torch.arange(len(self.generators), device=out.device), idx] = 0.0
         return out
 
 
