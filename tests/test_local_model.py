@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from tiny_models import TEMPLATE, save_tiny_llama
 
 from seam_repro.errors import InputError, PredictionsError
 from seam_repro.generate.local import folder_revision, is_local_spec, resolve_local
@@ -61,35 +62,15 @@ def test_specs_pins_and_bad_folders(tmp_path: Path) -> None:
         folder_revision(empty)
 
 
-TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-            "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
-
-
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 1-layer random Llama with a 300-token byte-level BPE tokenizer, saved like any fine-tune."""
     torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
+    pytest.importorskip("transformers")
     torch.set_num_threads(1)  # 2 shared cores: intra-op threads oversubscribe
-    folder = tmp_path_factory.mktemp("tiny") / "tiny-llama"
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(["the answer is a summary of the documents", "question: who wrote it?"],
-                            trainers.BpeTrainer(vocab_size=300, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                                special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"]))
-    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>",
-                                                bos_token="<|im_start|>", pad_token="<|endoftext|>")
-    fast.chat_template = TEMPLATE
-    torch.manual_seed(0)
-    cfg = transformers.LlamaConfig(vocab_size=len(fast), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                                   num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=4096,
-                                   eos_token_id=fast.eos_token_id, bos_token_id=fast.bos_token_id)
-    transformers.LlamaForCausalLM(cfg).save_pretrained(folder)
-    fast.save_pretrained(folder)
-    return folder
+    return save_tiny_llama(tmp_path_factory.mktemp("tiny") / "tiny-llama",
+                           ["the answer is a summary of the documents", "question: who wrote it?"],
+                           vocab=300, hidden=16, intermediate=32, layers=1, heads=2, kv_heads=1)
 
 
 @pytest.mark.slow

@@ -1,19 +1,26 @@
 #!/usr/bin/env bash
-# Build docker/Dockerfile.cpu without a Docker engine (buildah + podman, runc) and check the kit inside
-# the image with no network. Called by `make image-check` and `.ci/run`; safe to rerun (every step is
-# cached or idempotent). Stages, each timed:
+# Build docker/Dockerfile.cpu (`tools/image_check.sh`, `make image-check`) or docker/Dockerfile.cuda
+# (`tools/image_check.sh cuda`, `make image-check-cuda`) without a Docker engine (buildah + podman, runc)
+# and check the kit inside the image with no network. Called by those make targets and `.ci/run`; safe
+# to rerun (every step is cached or idempotent). Stages, each timed:
 #   tools     buildah, podman, runc, mmdebstrap (installed with apt-get when missing and run as root)
-#   base      a stand-in for the pinned python:3.11-slim base, which cannot be pulled here (Docker Hub
-#             is unreachable): `mmdebstrap --variant=minbase` Debian bookworm + python3.11, imported with
+#   base      a stand-in for the pinned python:3.11-slim base (both images use it), which cannot be
+#             pulled here (Docker Hub is unreachable): `mmdebstrap --variant=minbase` Debian bookworm + python3.11, imported with
 #             `podman import`, cached under $SEAM_IMAGE_STATE keyed by its inputs, and substituted with
 #             `buildah build --from`. This tests the Dockerfile's steps and the hash locks, not the base.
 #   build     buildah build of docker/Dockerfile.cpu; the host CA bundle is bind-mounted over the same
 #             path for the TLS-intercepting proxy, and torch's CPU wheel comes from the local wheel
 #             folder pip already uses (checked against the lock's sha256) when there is one
+#             (cuda: torch's CUDA build and its nvidia-* CUDA 13 libraries come from PyPI, as locked)
 #   mounts    no build mount left a file in the image
+#   cuda      (cuda only) torch, transformers, accelerate and bitsandbytes import, torch.version.cuda is
+#             the locked CUDA (from nvidia-cuda-runtime's version in the lock), and with no GPU torch
+#             says so instead of failing. No GPU runs here: the CUDA kernels, the driver handshake and
+#             NVIDIA_REQUIRE_CUDA are the GPU machine's part (tools/gpu_check.sh, README "Performance")
 #   inside    with --network none: --version; verify every frozen manifest; echo replay + score + report;
 #             paper.json fails in one line naming the offline route; the README's docker commands as
-#             written (an embedded-model smoke replay with --limit 1)
+#             written (an embedded-model smoke replay with --limit 1; for cuda the same replay on the
+#             CUDA image's CPU, as the README's commands name the CPU image)
 #   identity  those embedded predictions are byte-identical to the same replay outside the image, and
 #             the run's environment fingerprint records the image ID
 #
@@ -25,8 +32,18 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 REPO=$PWD
 
+VARIANT=${1:-cpu}
+case "$VARIANT" in cpu|cuda) ;; *) echo "usage: tools/image_check.sh [cpu|cuda] [--inputs-sha256]" >&2; exit 2 ;; esac
+DOCKERFILE=docker/Dockerfile.$VARIANT
+LOCK=docker/requirements-$VARIANT.lock
+# What decides the image and this check: a change to any of them means the image must be checked again
+# (.ci/run runs the CUDA check only then; docker/image-check-cuda.json records the last passing one).
+INPUTS=("$DOCKERFILE" docker/requirements-build.lock "$LOCK" docker/requirements-model.lock tools/image_check.sh)
+inputs_sha256() { sha256sum "${INPUTS[@]}" | sha256sum | cut -c1-64; }
+if [ "${2:-}" = "--inputs-sha256" ]; then inputs_sha256; exit 0; fi
+RECORD=docker/image-check-$VARIANT.json
 STATE=${SEAM_IMAGE_STATE:-/var/tmp/seam-repro-image}
-IMAGE=localhost/seam-repro:cpu
+IMAGE=localhost/seam-repro:$VARIANT
 BIN=${SEAM_REPRO_BIN:-$REPO/.venv/bin/seam-repro}
 SUITE=bookworm
 MIRROR=http://deb.debian.org/debian
@@ -91,7 +108,7 @@ else
   echo "imported: $BASE from $tarball"
 fi
 
-stage "build docker/Dockerfile.cpu"
+stage "build $DOCKERFILE"
 # COPY keeps file modes and the image runs as a non-root user: a file only its owner can read (e.g.
 # written through mkstemp, mode 0600) would be unreadable inside. git checkouts are not affected.
 unreadable=$(find pyproject.toml README.md seam_repro manifests docker -name __pycache__ -prune -o ! -perm -o=r -print)
@@ -102,8 +119,9 @@ if [ -s "$HOST_CA" ]; then  # same path as in the base, so nothing is left behin
   mounts+=(-v "$HOST_CA:$HOST_CA:ro")
   build_args+=(--build-arg "PIP_CERT=$HOST_CA")
 fi
-# torch==2.13.0+cpu: the wheel pip already uses on this machine, if its sha256 is the one locked.
-torch_req=$(sed -n 's/^torch==\([^ ]*\) .*/\1/p' docker/requirements-cpu.lock)
+# torch: the wheel pip already uses on this machine, if its sha256 is the one locked (for cpu; the
+# CUDA build's wheels come from PyPI, or from PIP_FIND_LINKS given to this script, checked likewise).
+torch_req=$(sed -n 's/^torch==\([^ ]*\) .*/\1/p' "$LOCK")
 # pip's own view of its wheel folders: PIP_FIND_LINKS, then `pip config` (e.g. /etc/xdg/pip/pip.conf).
 PY=$(dirname "$BIN")/python
 [ -x "$PY" ] || PY=python3
@@ -120,19 +138,24 @@ for d in $wheel_dirs; do
   for w in "$d"/torch-"$torch_req"-cp311-*.whl; do
     [ -f "$w" ] || continue
     sha=$(sha256sum "$w" | cut -d' ' -f1)
-    if grep -q "sha256:$sha" docker/requirements-cpu.lock; then wheel_dir=$d; echo "torch: $w (sha256 as locked)"; fi
+    if grep -q "sha256:$sha" "$LOCK"; then wheel_dir=$d; echo "torch: $w (sha256 as locked)"; fi
   done
 done
 if [ -n "$wheel_dir" ]; then  # /mnt exists, empty, in the base: the mount leaves nothing behind
   mounts+=(-v "$wheel_dir:/mnt:ro")
-  build_args+=(--build-arg PIP_EXTRA_INDEX_URL= --build-arg PIP_FIND_LINKS=/mnt)
+  build_args+=(--build-arg PIP_FIND_LINKS=/mnt)
+  [ "$VARIANT" = cpu ] && build_args+=(--build-arg PIP_EXTRA_INDEX_URL=)
 else
-  echo "torch: no local wheel with the locked sha256; from the Dockerfile's default PyTorch CPU index"
+  echo "torch: no local wheel with the locked sha256; from the Dockerfile's default index"
 fi
-buildah build --quiet --layers --format docker --isolation chroot --from "$BASE" -f docker/Dockerfile.cpu \
+build_started=$(date +%s)
+build_inputs=$(inputs_sha256)
+buildah build --quiet --layers --format docker --isolation chroot --from "$BASE" -f "$DOCKERFILE" \
   -t "$IMAGE" "${build_args[@]}" "${mounts[@]}" .
 IMAGE_ID=sha256:$(podman image inspect --format '{{.Id}}' "$IMAGE")
-echo "image: $IMAGE $IMAGE_ID ($(podman image inspect --format '{{.Size}}' "$IMAGE") bytes)"
+size=$(podman image inspect --format '{{.Size}}' "$IMAGE")
+build_seconds=$(( $(date +%s) - build_started ))
+echo "image: $IMAGE $IMAGE_ID ($size bytes, $((size / 1000000)) MB; build $build_seconds s)"
 
 stage "mounts left nothing in the image"
 in_base() { podman run --rm --network none --user 0 --entrypoint /bin/sh "$BASE" -c "$1"; }
@@ -155,6 +178,18 @@ run_in() {  # as the image's own non-root user, no network, image ID passed as `
   podman run --rm --network none "$FAIR_SHARE" -e SEAM_REPRO_IMAGE_DIGEST="$IMAGE_ID" \
     -v "$WORK/out:/out" -v "$WORK/cache:/cache" "$IMAGE" "$@"
 }
+
+if [ "$VARIANT" = cuda ]; then
+  stage "cuda: the locked CUDA build of torch and the GPU libraries import"
+  cuda_locked=$(sed -n 's/^nvidia-cuda-runtime==\([0-9]*\.[0-9]*\).*/\1/p' "$LOCK")
+  [ -n "$cuda_locked" ] || fail "$LOCK pins no nvidia-cuda-runtime"
+  podman run --rm --network none --entrypoint python "$IMAGE" -c "
+import torch, transformers, accelerate, bitsandbytes
+assert torch.version.cuda == '$cuda_locked', f'torch.version.cuda {torch.version.cuda!r}, lock $cuda_locked'
+assert not torch.cuda.is_available()  # no GPU here: torch must say so, not fail
+print(f'torch {torch.__version__} (CUDA {torch.version.cuda}), transformers {transformers.__version__}, '
+      f'accelerate {accelerate.__version__}, bitsandbytes {bitsandbytes.__version__}; no GPU visible: ok')"
+fi
 
 stage "inside: --version"
 run_in --version
@@ -182,7 +217,7 @@ if [ "$code" -ne 2 ] || [ "$(wc -l < "$WORK/paper.err")" -ne 1 ] || ! grep -q --
   fail "replay manifests/paper.json without network: exit $code, expected 2 and one line naming --data-dir"
 fi
 
-stage "inside: the README's docker commands, as written"
+stage "inside: the README's docker commands, as written (seam-repro:$VARIANT)"
 mkdir -p "$WORK/readme"
 python3 - "$REPO/README.md" > "$WORK/readme/commands.sh" <<'EOF'
 import re, sys
@@ -190,6 +225,8 @@ text = open(sys.argv[1], encoding="utf-8").read()
 m = re.search(r"<!-- tested by tools/image_check.sh -->\s*```bash\n(.*?)```", text, re.S)
 sys.exit("README.md: no ```bash block after '<!-- tested by tools/image_check.sh -->'") if m is None else print(m.group(1))
 EOF
+# the README's commands name the CPU image; the CUDA image takes the same commands (README "Docker")
+sed -i "s/seam-repro:cpu/seam-repro:$VARIANT/g" "$WORK/readme/commands.sh"
 cat "$WORK/readme/commands.sh"
 # `docker` is podman here (a function, so a Docker client on PATH without an engine is not used);
 # `run` gets the fair CPU share above, nothing else is added to the README's commands.
@@ -201,12 +238,12 @@ export FAIR_SHARE
 
 stage "identity: embedded predictions inside = outside, fingerprint has the image ID"
 inside=$WORK/readme/out/smoke
-python3 - "$inside/run.json" "$IMAGE_ID" <<'EOF'
+python3 - "$inside/run.json" "$IMAGE_ID" "$VARIANT" <<'EOF'
 import json, sys
 fp = json.load(open(sys.argv[1], encoding="utf-8"))["fingerprint"]
 got = fp.get("image_digest") or ""
 assert got and sys.argv[2].endswith(got.removeprefix("sha256:")), f"fingerprint image_digest {got!r}, image {sys.argv[2]}"
-assert fp.get("image_variant") == "cpu", fp
+assert fp.get("image_variant") == sys.argv[3], fp
 print(f"fingerprint: image_digest {got}, variant {fp['image_variant']}, source_commit {fp.get('source_commit')}")
 EOF
 reference=${SEAM_IMAGE_REFERENCE_RUN:-}
@@ -221,3 +258,15 @@ diff -r "$reference/predictions" "$inside/predictions" >/dev/null \
 echo "$n prediction files byte-identical inside and outside the image"
 
 stage "done"
+# The record of this passing check (README "Docker" quotes it; .ci/run compares inputs_sha256).
+[ "$VARIANT" = cuda ] || exit 0
+python3 - "$RECORD" <<EOF
+import json, sys
+json.dump({"variant": "$VARIANT", "inputs_sha256": "$build_inputs", "image_bytes": $size,
+           "build_seconds": $build_seconds, "check_seconds": $(( $(date +%s) - started )),
+           "checked": "$(date -u +%Y-%m-%d)", "cores": $(nproc), "base": "stand-in: mmdebstrap $SUITE + python3",
+           "source_commit": "$(git rev-parse HEAD 2>/dev/null || echo unknown)"},
+          open(sys.argv[1], "w", encoding="utf-8"), indent=1)
+open(sys.argv[1], "a", encoding="utf-8").write("\n")
+EOF
+echo "recorded: $RECORD"

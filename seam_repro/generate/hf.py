@@ -22,14 +22,16 @@ run alone by up to ~4e-5 (the unpadded longest row is bit-identical), and sample
 identical for short prompts (3 x 8 tokens in tests; 8 x 16 in benchmarks/bench_generate.py), but on
 the 18 smoke-manifest prompts (189-1017 tokens, batches of 6, 32 new tokens) 17 of 18 matched and
 one diverged after ~20 tokens: a row's draw flips when its uniform falls within the perturbation of a
-CDF boundary, and bf16 on GPU widens it. Resume is exact regardless (replay keeps each batch's
-composition, see ``replay.run_generation``); for identity across batch sizes or shard counts use
-``--batch-size 1``, at about a third of the throughput.
+CDF boundary. On a GPU (H200, tools/gpu_check.sh, a random 57M Llama) bf16 widens it -- 20-32 of the
+36 smoke predictions differed between batch 4 and batch 1/8/32 -- while fp32 differed in none. Resume
+is exact regardless (replay keeps each batch's composition, see ``replay.run_generation``); for
+identity across batch sizes or shard counts keep ``--batch-size`` fixed, or use fp32.
 """
 
 from __future__ import annotations
 
 import copy
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -264,10 +266,13 @@ class HFBackend:
             processors.append(RowSampler([r.seed for r in requests], settings.temperature,
                                          resolved["top_k"], resolved["top_p"]))
         device = self.model.device
-        with torch.inference_mode():
-            out = self.model.generate(input_ids=input_ids.to(device), attention_mask=mask.to(device),
-                                      generation_config=self._generation_config(settings),
-                                      logits_processor=processors)
+        try:
+            with torch.inference_mode():
+                out = self.model.generate(input_ids=input_ids.to(device), attention_mask=mask.to(device),
+                                          generation_config=self._generation_config(settings),
+                                          logits_processor=processors)
+        except torch.cuda.OutOfMemoryError as exc:  # = torch.OutOfMemoryError where torch has that name
+            raise PrerequisiteError(out_of_memory_message(len(requests), width, settings, exc)) from None
         new = out[:, width:].tolist()
         results = []
         for p, toks in zip(prepared, new, strict=True):
@@ -282,6 +287,46 @@ class HFBackend:
                                             truncated=p.truncated, n_prompt_tokens_full=p.n_full,
                                             upstream_prompt_text=p.text if p.truncated else None))
         return results
+
+
+def out_of_memory_message(rows: int, width: int, settings: GenerationSettings, exc: BaseException) -> str:
+    """One line for a batch the accelerator could not hold. There is no automatic back-off to a
+    smaller batch: on a GPU the batch shape changes the logits (bf16 measured: 20-32 of 36 smoke
+    predictions differ between batch 4 and 1/8/32), so a silent retry at another size would make a
+    run differ from an uninterrupted one without saying so. The user resumes with a smaller
+    ``--batch-size`` instead, which replay warns about and records; every stored batch is kept."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    smaller = f"--batch-size {max(1, rows // 2)}" if rows > 1 else "--load-in-8bit or --load-in-4bit"
+    return (f"out of accelerator memory generating a batch of {rows} prompt(s) padded to {width} tokens "
+            f"+ {settings.max_new_tokens} new ({first[:160]}); every finished batch is stored: rerun the same "
+            f"command with {smaller} to resume, or use a larger GPU or more GPUs")
+
+
+INT8_CAST_LOGGER = "bitsandbytes.autograd._functions"
+INT8_CAST_MESSAGE = "MatMul8bitLt: inputs will be cast from"
+
+
+class FirstOnly(logging.Filter):
+    """Lets the first record whose format string starts with ``prefix`` through, drops the rest.
+    bitsandbytes logs the int8 cast (bf16/fp32 inputs to fp16) on every 8-bit matrix product:
+    24192 lines in one 36-prompt smoke replay on a GPU, burying the progress bar and the summary."""
+
+    def __init__(self, prefix: str):
+        super().__init__()
+        self.prefix, self.seen = prefix, False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not str(record.msg).startswith(self.prefix):
+            return True
+        shown, self.seen = self.seen, True
+        return not shown
+
+
+def quiet_int8_cast_log() -> None:
+    """Install :class:`FirstOnly` on bitsandbytes' logger once per process."""
+    logger = logging.getLogger(INT8_CAST_LOGGER)
+    if not any(isinstance(f, FirstOnly) for f in logger.filters):
+        logger.addFilter(FirstOnly(INT8_CAST_MESSAGE))
 
 
 def resolve_dtype(dtype: str) -> Any:
@@ -379,6 +424,8 @@ def load_hf_backend(model_id: str, revision: str, *, dtype: str = "auto", quanti
                                     "'seam-repro[quant]'") from exc
         kwargs["quantization_config"] = BitsAndBytesConfig(load_in_4bit=quantization == "4bit",
                                                            load_in_8bit=quantization == "8bit")
+        if quantization == "8bit":
+            quiet_int8_cast_log()
     if device_map is not None:
         try:
             import accelerate  # noqa: F401
@@ -404,7 +451,9 @@ def load_hf_backend(model_id: str, revision: str, *, dtype: str = "auto", quanti
         tokenizer.chat_template = read_chat_template(chat_template)
     model = AutoModelForCausalLM.from_pretrained(where, **kwargs)
     model.eval()
+    placed = getattr(model, "hf_device_map", None) or {}
     extra: dict[str, Any] = {"quantization": quantization, "device_map": device_map,
+                             "devices": sorted({str(d) for d in placed.values()}) or [str(model.device)],
                              "attn_implementation": getattr(model.config, "_attn_implementation", attn_implementation),
                              "trust_remote_code": trust_remote_code}
     if chat_template is not None:

@@ -1,0 +1,85 @@
+"""tools/gpu_check.sh rehearsed on CPU: the overlay install over an existing Python, the models it
+builds, the replays through the CLI, the pre-flight refusal, the SIGKILL resume drill and the report it
+writes. On a GPU the same script ran on an H200 (benchmarks/results/gpu_check-h200-*.json); here any
+error in the script itself, or in an argument it passes to the kit, shows up before a GPU is paid for."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "tools" / "gpu_check.sh"
+RESULTS = sorted((ROOT / "benchmarks" / "results").glob("gpu_check-*.json"))
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("accelerate")
+
+
+@pytest.mark.slow
+def test_gpu_check_rehearsed_on_cpu(tmp_path: Path) -> None:
+    out = tmp_path / "check"
+    wheels = tmp_path / "wheels"  # empty: every dependency must already be in the given Python
+    wheels.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env.update(PYTHON=sys.executable, SEAM_GPU_WHEELS=str(wheels), CUDA_VISIBLE_DEVICES="")
+    done = subprocess.run(["bash", str(SCRIPT), str(out), "--", "--device", "cpu", "--small",
+                           "--sections", "environment,models,replays,preflight,resume"],
+                          capture_output=True, text=True, timeout=900, env=env, cwd=tmp_path)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    doc = json.loads((out / "gpu_check.json").read_text("utf-8"))
+    sections = doc["sections"]
+    assert doc["status"] == "ok" and set(sections) == {"environment", "models", "replays", "preflight", "resume"}
+    env_s = sections["environment"]
+    assert env_s["device"] == "cpu" and env_s["versions"]["seam-repro"] and not env_s["outside_declared_ranges"]
+    runs = sections["replays"]["runs"]
+    assert {"llama-fp32-b4", "llama-bf16-b4", "qwen2-bf16-b4"} <= set(runs)
+    for tag, run in runs.items():
+        assert run["exit"] == 0 and run["predictions"] == 36, tag
+        assert run["backend"]["device"] == "cpu"
+    assert runs["llama-bf16-b4"]["backend"]["dtype"] == "bfloat16" and runs["llama-bf16-b4"]["score_summaries"] >= 1
+    pre = sections["preflight"]
+    assert pre["exit"] == 2 and len(pre["message"]) == 1 and "parameters need about" in pre["message"][0]
+    res = sections["resume"]
+    assert res["killed_mid_run"] and 0 < res["lines_when_killed"] < 36
+    assert res["lines_after_resume"] == 36 and res["duplicates"] == 0 and not res["missing"]
+    assert res["differ_from_uninterrupted"] == 0
+    md = (out / "gpu_check.md").read_text("utf-8")
+    assert "| replays | ok |" in md and "## Replays of manifests/smoke.json" in md
+    # the base Python was only read: the kit went into the overlay next to the report
+    assert (out / "venv").is_dir() and not list(wheels.iterdir())
+
+
+def test_gpu_check_refuses_a_python_without_torch(tmp_path: Path) -> None:
+    """A Python that lacks the stack is named in one line instead of a pip or import traceback."""
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    done = subprocess.run(["bash", str(SCRIPT), str(tmp_path / "out")], capture_output=True, text=True,
+                          env={**os.environ, "PYTHON": str(bare / "bin" / "python")}, timeout=120)
+    assert done.returncode == 2
+    assert "lacks torch, transformers or accelerate; set PYTHON" in done.stderr
+
+
+@pytest.mark.skipif(not RESULTS, reason="no recorded GPU check under benchmarks/results")
+def test_recorded_gpu_results_are_what_readme_reports() -> None:
+    """The README's GPU figures come from the recorded check, not from memory: every recorded run
+    passed, on CUDA, and README quotes its throughput and batch-invariance numbers."""
+    readme = (ROOT / "README.md").read_text("utf-8")
+    for path in RESULTS:
+        doc = json.loads(path.read_text("utf-8"))
+        assert doc["status"] == "ok", path
+        env = doc["sections"]["environment"]
+        assert env["device"] == "cuda" and env["gpu"]["name"] in readme
+        for run in doc["sections"]["replays"]["runs"].values():
+            assert run["backend"]["device"].startswith("cuda") and run["predictions"] == 36
+        thr = doc["sections"]["throughput"]
+        for row in thr["bf16"]["rows"]:
+            assert f"{row['kit_tokens_per_s']:.0f}" in readme, row
+        bf16 = doc["sections"]["batch_invariance"]["by_dtype"]["bf16"]
+        assert all(f"{r['differ']}/36" in readme for r in bf16.values())
