@@ -332,13 +332,8 @@ def replay_rows(repeat: int, new_tokens: int) -> list[Row]:
     reqs = [GenerationRequest("B", 0, str(i), p, sha256_text(p), 100 + i) for i, p in enumerate(prompts)]
     settings = GenerationSettings(max_new_tokens=new_tokens)
     backend.generate(reqs[:2], GenerationSettings(max_new_tokens=2))  # warm-up
-    prepared = [backend.prepare(r.prompt, settings).ids for r in reqs]
-    width = max(map(len, prepared))
-    ids = torch.full((len(prepared), width), backend.pad_id, dtype=torch.long)
-    mask = torch.zeros_like(ids)
-    for row, p in enumerate(prepared):
-        ids[row, width - len(p):] = torch.tensor(p)
-        mask[row, width - len(p):] = 1
+    ids, mask = backend.left_pad([backend.prepare(r.prompt, settings).ids for r in reqs])
+    width = ids.shape[1]
     gen = backend.resolved_generation(settings)
     steps = {"raw": 0, "kit": 0}
 

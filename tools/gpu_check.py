@@ -241,26 +241,28 @@ def child_env() -> dict[str, str]:
     return env
 
 
+def read_predictions(run: Path) -> tuple[list[str], dict[str, dict[str, Any]]]:
+    """Every stored line's ``dataset/run/instance`` key in file order (``<torn tail>`` for a last line
+    without its newline) and key -> record, over the run's predictions files (one model)."""
+    from seam_repro.run.store import prediction_files, predictions_root
+
+    keys: list[str] = []
+    records: dict[str, dict[str, Any]] = {}
+    for model_dir in sorted(predictions_root(run).glob("*")):
+        for path in prediction_files(model_dir):
+            raw = path.read_bytes()
+            if raw and not raw.endswith(b"\n"):
+                keys.append("<torn tail>")
+            for line in raw.decode("utf-8").splitlines():
+                rec = json.loads(line)
+                key = f"{rec['dataset']}/{rec['run']}/{rec['instance_id']}"
+                keys.append(key)
+                records[key] = rec
+    return keys, records
+
+
 def predictions(run: Path) -> dict[str, dict[str, Any]]:
-    """``dataset/run/instance`` -> record, over every predictions file of the run (one model)."""
-    out: dict[str, dict[str, Any]] = {}
-    for path in sorted((run / "predictions").glob("*/*/run_*.jsonl")):
-        for line in path.read_text("utf-8").splitlines():
-            rec = json.loads(line)
-            out[f"{rec['dataset']}/{rec['run']}/{rec['instance_id']}"] = rec
-    return out
-
-
-def prediction_lines(run: Path) -> list[str]:
-    lines: list[str] = []
-    for path in sorted((run / "predictions").glob("*/*/run_*.jsonl")):
-        raw = path.read_bytes()
-        if raw and not raw.endswith(b"\n"):
-            lines.append("<torn tail>")
-        for line in raw.decode("utf-8").splitlines():
-            rec = json.loads(line)
-            lines.append(f"{rec['dataset']}/{rec['run']}/{rec['instance_id']}")
-    return lines
+    return read_predictions(run)[1]
 
 
 DONE: dict[str, dict[str, Any]] = {}
@@ -285,8 +287,8 @@ def replay(work: Path, tag: str, model: Path, dtype: str, batch: int, *, quant: 
         rj = json.loads((run / "run.json").read_text("utf-8"))
         model_entry = next(iter(rj["models"].values()))
         backend = model_entry.get("backend", {})
-        res["backend"] = {k: backend.get(k) for k in ("device", "dtype", "quantization", "device_map", "torch",
-                                                     "transformers", "attn_implementation")}
+        res["backend"] = {k: backend.get(k) for k in ("device", "devices", "dtype", "quantization", "device_map",
+                                                     "torch", "transformers", "attn_implementation")}
         preds = predictions(run)
         res["predictions"] = len(preds)
         res["output_tokens"] = sum(r["n_output_tokens"] for r in preds.values())
@@ -311,7 +313,8 @@ def replays(work: Path, models: dict[str, Any], device: str, quant_ok: bool) -> 
     for tag, folder, dtype, quant, score in plan:
         log(f"   replay {tag}")
         results[tag] = replay(work, tag, folder, dtype, 4, quant=quant, score=score)
-    failed = [t for t, r in results.items() if r["exit"] != 0 or r.get("predictions") != 36]
+    expected = len(prompts_of_smoke(work))
+    failed = [t for t, r in results.items() if r["exit"] != 0 or r.get("predictions") != expected]
     wrong_device = [t for t, r in results.items() if r.get("backend") and
                     not str(r["backend"].get("device", "")).startswith(device)]
     out = {"runs": results, "failed": failed, "wrong_device": wrong_device}
@@ -324,13 +327,12 @@ def replays(work: Path, models: dict[str, Any], device: str, quant_ok: bool) -> 
 
 def batch_invariance(work: Path, models: dict[str, Any], batches: list[int]) -> dict[str, Any]:
     llama = Path(models["models"]["llama"]["path"])
-    out: dict[str, Any] = {"reference_batch": 4, "instances": 36, "by_dtype": {}}
+    out: dict[str, Any] = {"reference_batch": 4, "instances": len(prompts_of_smoke(work)), "by_dtype": {}}
     for dtype in ("bf16", "fp32"):
-        ref_run = work / "runs" / f"llama-{dtype}-b4"
         ref = replay(work, f"llama-{dtype}-b4", llama, dtype, 4)
         if ref["exit"] != 0:
             raise RuntimeError(f"reference replay failed: {ref['tail']}")
-        reference = predictions(ref_run)
+        reference = predictions(Path(ref["run"]))
         rows = {}
         for b in batches:
             tag = f"llama-{dtype}-b{b}"
@@ -383,13 +385,8 @@ def throughput(work: Path, models: dict[str, Any], device: str, batches: list[in
     def measure(backend: Any, b: int, with_raw: bool) -> dict[str, Any]:
         reqs = [GenerationRequest(r["dataset"], r["run"], r["instance_id"], r["prompt"], r["prompt_sha256"],
                                   r["gen_seed"]) for r in records[:b]]
-        prepared = [backend.prepare(r.prompt, settings).ids for r in reqs]
-        width = max(map(len, prepared))
-        ids = torch.full((len(prepared), width), backend.pad_id, dtype=torch.long)
-        mask = torch.zeros_like(ids)
-        for row, p in enumerate(prepared):
-            ids[row, width - len(p):] = torch.tensor(p)
-            mask[row, width - len(p):] = 1
+        ids, mask = backend.left_pad([backend.prepare(r.prompt, settings).ids for r in reqs])
+        width = ids.shape[1]
         gen = backend.resolved_generation(settings)
         dev = backend.model.device
         steps = {"raw": 0, "kit": 0}
@@ -467,8 +464,9 @@ def throughput(work: Path, models: dict[str, Any], device: str, batches: list[in
 
 # ---- resume after SIGKILL --------------------------------------------------------------------------------
 def resume(work: Path, models: dict[str, Any], batch: int) -> dict[str, Any]:
+    from seam_repro.run.store import count_stored
+
     llama = models["models"]["llama"]["path"]
-    reference_run = work / "runs" / f"llama-bf16-b{batch}"
     ref = replay(work, f"llama-bf16-b{batch}", Path(llama), "bf16", batch)
     if ref["exit"] != 0:
         raise RuntimeError(f"reference replay failed: {ref['tail']}")
@@ -480,22 +478,18 @@ def resume(work: Path, models: dict[str, Any], batch: int) -> dict[str, Any]:
     with open(work / "killed.log", "w", encoding="utf-8") as fh:
         proc = subprocess.Popen(args, stdout=fh, stderr=subprocess.STDOUT, cwd=REPO, env=child_env(),
                                 start_new_session=True)
-        at = 0
         t0 = time.time()
         while proc.poll() is None and time.time() - t0 < 300:
-            at = sum(p.read_bytes().count(b"\n") for p in (run / "predictions").glob("*/*/run_*.jsonl")) \
-                if (run / "predictions").exists() else 0
-            if at >= 6:
+            if count_stored(run) >= 6:
                 os.killpg(proc.pid, signal.SIGKILL)
                 break
             time.sleep(0.02)
         proc.wait()
     killed = proc.returncode == -signal.SIGKILL
-    before = len(prediction_lines(run))
+    before = len(read_predictions(run)[0])
     res = cli(args[3:], work / "resumed.log")
-    lines = prediction_lines(run)
-    reference = predictions(reference_run)
-    got = predictions(run)
+    lines, got = read_predictions(run)
+    reference = predictions(Path(ref["run"]))
     dupes = len(lines) - len(set(lines))
     missing = sorted(set(reference) - set(got))
     differ = [k for k in reference if k in got and got[k]["output"] != reference[k]["output"]]

@@ -88,7 +88,8 @@ def filter_logits(logits: Any, temperature: float, top_k: int | None, top_p: flo
 
 def sample_row(scores_row: Any, generator: Any) -> int:
     """Inverse-CDF draw of one token from ``softmax(scores_row)`` using one float64 uniform of the
-    row's own CPU generator (so the random stream is the same on every device)."""
+    row's own CPU generator (so the random stream is the same on every device). The one-row
+    reference that :class:`RowSampler`'s all-rows call is held to in the tests."""
     import torch
 
     u = torch.rand((), generator=generator, dtype=torch.float64).item()
@@ -235,6 +236,20 @@ class HFBackend:
         return PreparedPrompt(ids, sha256_text(text), n_full, len(ids) < n_full)
 
     # -- generation -----------------------------------------------------------------------
+    def left_pad(self, rows: list[list[int]]) -> tuple[Any, Any]:
+        """``(input_ids, attention_mask)``: ``rows`` padded on the left with the pad id, as
+        :meth:`generate` feeds the model; the benchmarks give raw ``model.generate`` the same tensors."""
+        import torch
+
+        width = max(len(r) for r in rows)
+        input_ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for row, ids in enumerate(rows):
+            if ids:
+                input_ids[row, width - len(ids):] = torch.tensor(ids, dtype=torch.long)
+                mask[row, width - len(ids):] = 1
+        return input_ids, mask
+
     def _generation_config(self, settings: GenerationSettings) -> Any:
         gc = copy.deepcopy(self.model.generation_config)
         gc.do_sample = False  # the RowSampler samples; greedy selection then copies its choice
@@ -253,13 +268,8 @@ class HFBackend:
         if not requests:
             return []
         prepared = [self.prepare(r.prompt, settings) for r in requests]
-        width = max(len(p.ids) for p in prepared)
-        input_ids = torch.full((len(prepared), width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(prepared), width), dtype=torch.long)
-        for row, p in enumerate(prepared):
-            if p.ids:
-                input_ids[row, width - len(p.ids):] = torch.tensor(p.ids, dtype=torch.long)
-                mask[row, width - len(p.ids):] = 1
+        input_ids, mask = self.left_pad([p.ids for p in prepared])
+        width = input_ids.shape[1]
         resolved = self.resolved_generation(settings)
         processors = LogitsProcessorList()
         if settings.do_sample:
