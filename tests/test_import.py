@@ -10,10 +10,16 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from seam_repro.cli import cli
+from seam_repro.cli import cli, main
 from seam_repro.errors import InputError
 from seam_repro.hashing import sha256_text
-from seam_repro.run.importer import UPSTREAM_ID_KEYS, clean_up_tokenization, import_outputs, source_id, split_prediction
+from seam_repro.run.importer import (
+    UPSTREAM_ID_KEYS,
+    clean_up_tokenization,
+    import_outputs,
+    source_id,
+    split_prediction,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 PROMPTS_DIR = REPO / "manifests" / "fixtures" / "prompts"
@@ -336,3 +342,136 @@ def test_upstream_folder_of_six_datasets_scores_as_the_same_outputs_replayed(man
         assert got_runs == want_runs, profile
         scores = [x["score"] for x in want.values() if x["score"] is not None]
         assert len(set(scores)) > 5  # the comparison is not of zeros
+
+
+def test_musique_full_twins_are_told_apart_by_their_prompt(manifest, tmp_path: Path) -> None:
+    """Old main keyed on the raw id: upstream's twin records (one id) were refused as a duplicate,
+    or as "not in the manifest" where only the unanswerable twin was drawn."""
+    path, records = manifest
+    twins = [r for r in records if r["dataset"] == "MusiQue" and r["run"] == 2]
+    assert sorted(r["instance_id"] for r in twins) == ["2hop__301_402", "2hop__301_402#unanswerable"]
+
+    def tagged(r: dict, rec: dict) -> dict:
+        return {**rec, "prediction": rec["prediction"] + " " + r["instance_id"]}
+
+    run = import_outputs(path, tmp_path / "run", model=MODEL, upstream_dir=_upstream_dir(tmp_path / "up", records, tagged),
+                         prompts_dir=PROMPTS_DIR).folder
+    stored = _stored(run)
+    for r in records:
+        assert stored[_key(r)]["output"].endswith(" " + r["instance_id"]), _key(r)
+    # the JSONL form: a source id with the prompt is resolved the same way; without it, ambiguity is refused
+    base = [{"dataset": r["dataset"], "run": r["run"], "instance_id": source_id(r["instance_id"]),
+             "output": r["instance_id"], "prompt": r["prompt"]} for r in twins]
+    jl = tmp_path / "twins.jsonl"
+    jl.write_text("".join(json.dumps(x) + "\n" for x in base))
+    run2 = import_outputs(path, tmp_path / "run2", model=MODEL, jsonl=jl, prompts_dir=PROMPTS_DIR).folder
+    assert {k[2]: v["output"] for k, v in _stored(run2).items()} == {r["instance_id"]: r["instance_id"] for r in twins}
+    jl.write_text("".join(json.dumps({k: v for k, v in x.items() if k != "prompt"}) + "\n" for x in base))
+    with pytest.raises(InputError, match="duplicate output for .*2hop__301_402"):
+        import_outputs(path, tmp_path / "run3", model=MODEL, jsonl=jl, prompts_dir=PROMPTS_DIR)
+    other = next(r for r in records if r["dataset"] == "MusiQue" and r["instance_id"] == "3hop1__55_66_77")
+    jl.write_text(json.dumps({**base[0], "prompt": other["prompt"]}) + "\n")
+    with pytest.raises(InputError, match="none of the manifest's prompts of the 2 instances"):
+        import_outputs(path, tmp_path / "run4", model=MODEL, jsonl=jl, prompts_dir=PROMPTS_DIR)
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr) of the console entry point, as a shell sees them."""
+    capsys.readouterr()
+    try:
+        main([str(a) for a in args])
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.mark.parametrize("text", ["", "\n", "  \n\n \t\n"])
+def test_empty_jsonl_is_refused(manifest, tmp_path: Path, capsys, text: str) -> None:
+    """Old main made an empty run and exited 0."""
+    path, _ = manifest
+    jl = tmp_path / "o.jsonl"
+    jl.write_text(text)
+    code, _, err = _cli(capsys, "import", path, "--jsonl", jl, "--model", MODEL, "--out", tmp_path / "run",
+                        "--prompts-dir", PROMPTS_DIR)
+    assert code == 2 and f"{jl}: holds no outputs" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "run").exists()
+
+
+def test_upstream_file_without_records_is_refused(manifest, tmp_path: Path) -> None:
+    path, records = manifest
+    up = _upstream_dir(tmp_path / "up", [r for r in records if r["dataset"] != "ECB"])
+    (up / "ECB" / "meta-llama").mkdir(parents=True)
+    (up / "ECB" / "meta-llama" / "Meta-Llama-3-8B-Instruct_0.json").write_text("[]")
+    with pytest.raises(InputError, match="Meta-Llama-3-8B-Instruct_0.json: holds no records"):
+        import_outputs(path, tmp_path / "run", model=MODEL, upstream_dir=up, prompts_dir=PROMPTS_DIR)
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("where", ["dataset", "org", "file", "dangling"])
+def test_links_that_lead_nowhere_are_refused(manifest, tmp_path: Path, capsys, where: str) -> None:
+    """Old main's glob skipped a looping or dangling link, and every output behind it, silently."""
+    path, records = manifest
+    up = _upstream_dir(tmp_path / "up", [r for r in records if r["dataset"] != "ECB"])
+    link = {"dataset": up / "ECB", "org": up / "ECB" / "meta-llama",
+            "file": up / "ECB" / "meta-llama" / "Meta-Llama-3-8B-Instruct_0.json", "dangling": up / "ECB"}[where]
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(tmp_path / "gone" if where == "dangling" else link.name)  # a link to itself: a loop
+    code, _, err = _cli(capsys, "import", path, "--upstream-dir", up, "--model", MODEL, "--out", tmp_path / "run",
+                        "--prompts-dir", PROMPTS_DIR)
+    assert code == 2 and f"{link}: a symbolic link that leads nowhere" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("inside", [".", "runs/l3"])
+def test_out_inside_the_upstream_folder_is_refused(manifest, tmp_path: Path, capsys, inside: str) -> None:
+    """Old main wrote the run folder into the folder it was reading."""
+    path, records = manifest
+    up = _upstream_dir(tmp_path / "up", records)
+    before = sorted(p.relative_to(up) for p in up.rglob("*"))
+    code, _, err = _cli(capsys, "import", path, "--upstream-dir", up, "--model", MODEL, "--out", up / inside,
+                        "--prompts-dir", PROMPTS_DIR)
+    assert code == 2 and f"--out {up / inside}: lies inside {up}, which this command reads" in err
+    assert len(err.splitlines()) == 1
+    assert sorted(p.relative_to(up) for p in up.rglob("*")) == before
+
+
+def test_second_import_into_the_same_model(manifest, tmp_path: Path, capsys) -> None:
+    """Old main kept the first outputs and printed that it had imported the second ones. Now: the
+    same outputs again change nothing and say so; outputs that differ are refused unless --replace,
+    which replaces exactly them and keeps every other line byte for byte; other (dataset, run)
+    pairs than the folder holds are refused in one line."""
+    path, records = manifest
+    out = tmp_path / "run"
+    changed = [r for r in records if r["dataset"] == "ECB" and r["run"] == 1]
+
+    def run_import(jl_records: list[dict], tag: str, *extra: str) -> tuple[int, str, str]:
+        jl = tmp_path / f"{tag}.jsonl"
+        jl.write_text("".join(json.dumps({"dataset": r["dataset"], "run": r["run"], "instance_id": r["instance_id"],
+                                          "output": f"{tag if r in changed else 'first'} {r['instance_id']}"}) + "\n"
+                              for r in jl_records))
+        return _cli(capsys, "import", path, "--jsonl", jl, "--model", MODEL, "--out", out, "--prompts-dir", PROMPTS_DIR,
+                    *extra)
+
+    n = len(records)
+    assert run_import(records, "first")[:2] == (0, f"imported {n} outputs into {out}: {n} new\n")
+    assert run_import(records, "first")[:2] == (0, f"imported {n} outputs into {out}: 0 new, {n} already stored "
+                                                   "identically\n")
+    before = {p: p.read_bytes() for p in (out / "predictions").rglob("*.jsonl")}
+    code, _, err = run_import(records, "second")
+    assert code == 2 and f"{out}: {len(changed)} of the {n} imported outputs differ from those already stored" in err
+    assert "--replace" in err and len(err.splitlines()) == 1
+    assert {p: p.read_bytes() for p in (out / "predictions").rglob("*.jsonl")} == before
+    code, stdout, _ = run_import(records, "second", "--replace")
+    assert (code, stdout) == (0, f"imported {n} outputs into {out}: 0 new, {n - len(changed)} already stored "
+                                 f"identically, {len(changed)} replaced (score the run again)\n")
+    assert {k: v["output"].split()[0] for k, v in _stored(out).items()} == {
+        _key(r): "second" if r in changed else "first" for r in records}
+    after = {p: p.read_bytes() for p in (out / "predictions").rglob("*.jsonl")}
+    assert [p for p in after if after[p] != before[p]] == [out / "predictions" / "meta-llama__Meta-Llama-3-8B-Instruct"
+                                                           / "ECB" / "run_1.jsonl"]
+    assert _cli(capsys, "score", out, "--no-fic")[0] == 0
+    code, _, err = run_import([r for r in records if r["dataset"] == "MusiQue"], "first")
+    assert code == 2 and "holds the prompts of 18 (dataset, run) pairs and this import covers 3" in err
+    assert len(err.splitlines()) == 1

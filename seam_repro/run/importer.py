@@ -332,11 +332,27 @@ class ImportSummary:
         return ", ".join(parts)
 
 
-def _differing(out: Path, model_id: str, outputs: dict[Key, Imported]) -> tuple[list[Key], int]:
+def _differing(out: Path, model_id: str, outputs: dict[Key, Imported],
+               chosen: Sequence[dict[str, Any]]) -> tuple[list[Key], int]:
     """(imported keys whose stored output differs, count stored identically) for a model already in
-    ``out``: a second import must not keep the first outputs while reporting the new ones."""
-    from seam_repro.run.store import predictions_path, read_predictions
+    ``out``: a second import must not keep the first outputs while reporting the new ones. A run
+    folder holds one set of prompts, so an import covering other (dataset, run) pairs is refused."""
+    from seam_repro.run.store import (
+        predictions_path,
+        prompts_path,
+        read_predictions,
+        read_prompt_records,
+        run_json_path,
+    )
 
+    if run_json_path(out).is_file() and prompts_path(out).is_file():
+        held = {(r["dataset"], r["run"]) for r in read_prompt_records(out)}
+        covers = {(r["dataset"], r["run"]) for r in chosen}
+        if held != covers:
+            listed = ", ".join(f"{d} run {r}" for d, r in sorted(held ^ covers)[:MAX_LISTED])
+            raise InputError(out, f"holds the prompts of {len(held)} (dataset, run) pairs and this import covers "
+                             f"{len(covers)}, not the same ones (differing: {listed}); a run folder holds one set of "
+                             "prompts: import into a new --out (or import every pair together)")
     differ, same = [], 0
     for group in sorted({(k[0], k[1]) for k in outputs}):
         path = predictions_path(out, model_id, *group)
@@ -411,7 +427,7 @@ def import_outputs(manifest_path: Path, out: Path, *, model: str, upstream_dir: 
         outputs = read_plain_jsonl(Path(jsonl), expected)
         source = {"format": "jsonl", "path": str(jsonl)}
     chosen = covered_records(records, outputs, upstream_dir or jsonl)
-    differ, same = _differing(Path(out), model_id, outputs)
+    differ, same = _differing(Path(out), model_id, outputs, chosen)
     if differ and not replace:
         listed = ", ".join(f"{d} run {r} instance {i}" for d, r, i in differ[:MAX_LISTED])
         raise InputError(out, f"{len(differ)} of the {len(chosen)} imported outputs differ from those already stored "
