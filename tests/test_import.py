@@ -367,7 +367,7 @@ def test_musique_full_twins_are_told_apart_by_their_prompt(manifest, tmp_path: P
     run2 = import_outputs(path, tmp_path / "run2", model=MODEL, jsonl=jl, prompts_dir=PROMPTS_DIR).folder
     assert {k[2]: v["output"] for k, v in _stored(run2).items()} == {r["instance_id"]: r["instance_id"] for r in twins}
     jl.write_text("".join(json.dumps({k: v for k, v in x.items() if k != "prompt"}) + "\n" for x in base))
-    with pytest.raises(InputError, match="duplicate output for .*2hop__301_402"):
+    with pytest.raises(InputError, match="duplicate output for .*2hop__301_402.*2 instances share this source id"):
         import_outputs(path, tmp_path / "run3", model=MODEL, jsonl=jl, prompts_dir=PROMPTS_DIR)
     other = next(r for r in records if r["dataset"] == "MusiQue" and r["instance_id"] == "3hop1__55_66_77")
     jl.write_text(json.dumps({**base[0], "prompt": other["prompt"]}) + "\n")

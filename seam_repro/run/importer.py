@@ -121,7 +121,8 @@ def split_prediction(prediction: str, prompt: str) -> tuple[str, str, str | None
     """(upstream_prompt_text, output, rendering) for an upstream ``generated_text``: the text up to
     the end of the prompt in the first of ``PROMPT_RENDERINGS`` it holds (and a template tail), and
     the rest; ``("", prediction, None)`` when it holds none. The two texts always concatenate to the
-    prediction (module docstring)."""
+    prediction (module docstring). Whitespace where a trimmed prompt and the answer meet may land on
+    either side; both profiles strip it."""
     for how, render in PROMPT_RENDERINGS:
         text = render(prompt)
         pos = prediction.find(text)
@@ -177,11 +178,15 @@ class Matcher:
                                  f"{len(cands)} instances with id {named[2]!r} "
                                  f"({', '.join(k[2] for k in cands)}): these outputs were made for other prompts",
                                  record=where, field=fld)
-        for key in hits:
-            if key not in self.seen:
-                self.seen.add(key)
-                return key
-        raise InputError(path, f"duplicate output for {hits[0]}", record=where)
+        if len(hits) > 1:
+            raise InputError(path, f"instances {', '.join(k[2] for k in hits)} share the id {named[2]!r} and the "
+                             "prompt, so an output cannot be told to belong to one of them", record=where)
+        if hits[0] in self.seen:
+            hint = "" if len(cands) == 1 else (f" ({len(cands)} instances share this source id: "
+                                               f"{', '.join(k[2] for k in cands)}; give the kit's id or the prompt)")
+            raise InputError(path, f"duplicate output for {hits[0]}{hint}", record=where)
+        self.seen.add(hits[0])
+        return hits[0]
 
 
 def _children(folder: Path, keep: Callable[[str], bool]) -> list[Path]:
