@@ -369,6 +369,11 @@ def test_musique_full_twins_are_told_apart_by_their_prompt(manifest, tmp_path: P
     jl.write_text("".join(json.dumps({k: v for k, v in x.items() if k != "prompt"}) + "\n" for x in base))
     with pytest.raises(InputError, match="duplicate output for .*2hop__301_402.*2 instances share this source id"):
         import_outputs(path, tmp_path / "run3", model=MODEL, jsonl=jl, prompts_dir=PROMPTS_DIR)
+    lone = next(r for r in records if r["dataset"] == "MusiQue" and r["run"] == 1 and "#" in r["instance_id"])
+    # without the prompt, a source id whose only instance in the run is the unanswerable twin is not guessed
+    jl.write_text(json.dumps({k: v for k, v in base[0].items() if k != "prompt"} | {"run": 1}) + "\n")
+    with pytest.raises(InputError, match=f"is the source id of {lone['instance_id']}, not an instance id"):
+        import_outputs(path, tmp_path / "run5", model=MODEL, jsonl=jl, prompts_dir=PROMPTS_DIR)
     other = next(r for r in records if r["dataset"] == "MusiQue" and r["instance_id"] == "3hop1__55_66_77")
     jl.write_text(json.dumps({**base[0], "prompt": other["prompt"]}) + "\n")
     with pytest.raises(InputError, match="none of the manifest's prompts of the 2 instances"):

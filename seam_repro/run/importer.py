@@ -162,9 +162,8 @@ class Matcher:
             raise InputError(path, f"instance {named} is not in the manifest", record=where)
         if digest is None:
             if named not in self.expected:
-                raise InputError(path, f"{named} names {len(cands)} instances of the manifest "
-                                 f"({', '.join(k[2] for k in cands)}); give the kit's instance id or the prompt",
-                                 record=where)
+                raise InputError(path, f"{named[2]!r} is the source id of {', '.join(k[2] for k in cands)}, not an "
+                                 "instance id of the manifest; give the kit's instance id or the prompt", record=where)
             hits = [named]
         else:
             hits = [k for k in cands if self.expected[k] == digest]
