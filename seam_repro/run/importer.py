@@ -336,20 +336,24 @@ class ImportSummary:
         return ", ".join(parts)
 
 
-def _differing(out: Path, model_id: str, outputs: dict[Key, Imported],
-               chosen: Sequence[dict[str, Any]]) -> tuple[list[Key], int]:
+def _differing(out: Path, model_id: str, outputs: dict[Key, Imported], chosen: Sequence[dict[str, Any]],
+               digest: object) -> tuple[list[Key], int]:
     """(imported keys whose stored output differs, count stored identically) for a model already in
     ``out``: a second import must not keep the first outputs while reporting the new ones. A run
-    folder holds one set of prompts, so an import covering other (dataset, run) pairs is refused."""
+    folder holds one set of prompts, so an import of the same manifest covering other (dataset, run)
+    pairs is refused (another manifest is refused by ``prepare_run_dir``, naming the digests)."""
     from seam_repro.run.store import (
+        load_run_json,
         predictions_path,
         prompts_path,
         read_predictions,
         read_prompt_records,
-        run_json_path,
     )
 
-    if run_json_path(out).is_file() and prompts_path(out).is_file():
+    run_json = load_run_json(out)
+    if run_json is not None and run_json.get("manifest_digest") != digest:
+        return [], 0  # another manifest's folder: prepare_run_dir refuses it before anything is written
+    if run_json is not None and prompts_path(out).is_file():
         held = {(r["dataset"], r["run"]) for r in read_prompt_records(out)}
         covers = {(r["dataset"], r["run"]) for r in chosen}
         if held != covers:
@@ -431,7 +435,7 @@ def import_outputs(manifest_path: Path, out: Path, *, model: str, upstream_dir: 
         outputs = read_plain_jsonl(Path(jsonl), expected)
         source = {"format": "jsonl", "path": str(jsonl)}
     chosen = covered_records(records, outputs, upstream_dir or jsonl)
-    differ, same = _differing(Path(out), model_id, outputs, chosen)
+    differ, same = _differing(Path(out), model_id, outputs, chosen, manifest.get("digest"))
     if differ and not replace:
         listed = ", ".join(f"{d} run {r} instance {i}" for d, r, i in differ[:MAX_LISTED])
         raise InputError(out, f"{len(differ)} of the {len(chosen)} imported outputs differ from those already stored "
