@@ -14,7 +14,7 @@ Examples:
   seam-repro score runs/gpt4o""")
 @click.argument("manifest", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Run folder to create (or add this model to).")
+              help="Run folder to create (or add this model to); not inside --upstream-dir.")
 @click.option("--model", required=True, metavar="ID[@REVISION]", help="The model that made the outputs; upstream "
               "folders are searched for <dataset>/ORG/NAME_<run>.json.")
 @click.option("--upstream-dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
@@ -26,12 +26,14 @@ Examples:
 @click.option("--prompts-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Local upstream prompt files.")
 @click.option("--allow-unfrozen", is_flag=True, help="Accept a manifest with frozen: false (results are not citable).")
+@click.option("--replace", is_flag=True, help="Where --out already holds outputs of this model that differ from "
+              "the imported ones, replace them (without it the import is refused).")
 def import_outputs(manifest: Path, out: Path, model: str, upstream_dir: Path | None, jsonl: Path | None,
-                   data_dir: Path | None, prompts_dir: Path | None, allow_unfrozen: bool) -> None:
+                   data_dir: Path | None, prompts_dir: Path | None, allow_unfrozen: bool, replace: bool) -> None:
     """Import outputs made elsewhere into a run folder, matched to MANIFEST's prompts (by hash where
     the input carries the prompt); then score, submit and report it like any replay."""
     from seam_repro.run.importer import import_outputs as run_import
 
-    folder, n = run_import(manifest, out, model=model, upstream_dir=upstream_dir, jsonl=jsonl, data_dir=data_dir,
-                           prompts_dir=prompts_dir, allow_unfrozen=allow_unfrozen)
-    click.echo(f"imported {n} outputs into {folder}")
+    summary = run_import(manifest, out, model=model, upstream_dir=upstream_dir, jsonl=jsonl, data_dir=data_dir,
+                         prompts_dir=prompts_dir, allow_unfrozen=allow_unfrozen, replace=replace)
+    click.echo(summary.line())

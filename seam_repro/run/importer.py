@@ -13,20 +13,31 @@ Two input forms:
 Every record must name an instance of the manifest, and where it carries the prompt (upstream's
 ``final_msgs``, or ``prompt``/``prompt_sha256``) its hash must equal the manifest's; anything else,
 a duplicate, or a (dataset, run) only partly covered is refused with the file and record named.
-The run folder is then written by the replay machinery itself (an ``import`` backend that returns
-the imported outputs), so ``score``, ``submit`` and ``report`` treat it like any replay.
+An id names the source's id: MuSiQue-Full's answerable question and its unanswerable twin share one
+(the kit calls the twin ``<id>#unanswerable``), so where several instances share the id the prompt
+hash picks the one the output was made for. The run folder is then written by the replay machinery
+itself (an ``import`` backend that returns the imported outputs), so ``score``, ``submit`` and
+``report`` treat it like any replay.
 
 An upstream ``prediction`` is kept whole for the upstream profile: the text up to the end of the
 prompt is stored as ``upstream_prompt_text`` and the rest as ``output``, so upstream's response
-extraction sees exactly upstream's string; if the prompt text is not found in the prediction (a
-truncated prompt, a tokenizer that changed it on decoding) the whole prediction is the ``output``
-and ``upstream_prompt_text`` is empty, which keeps the upstream profile exact and is recorded.
+extraction sees exactly upstream's string and the corrected profile sees the continuation alone.
+Upstream never gave the pipeline the user message itself (``model_wrappers/hf_pipline_wrap.py``):
+it decoded ``apply_chat_template(msgs)`` with ``skip_special_tokens=True``, so the prediction starts
+with the template's header text (``"user\\n\\n"`` for Llama-3), the message as the template rendered
+it (Llama-3's and Gemma's ``| trim`` it) and as the tokenizer's decode cleaned it (transformers 4.x
+``clean_up_tokenization_spaces``, on for Llama-3: ``" ."`` -> ``"."``, ``" n't"`` -> ``"n't"``, ...),
+then the continuation. The prompt is looked for in each of those renderings (``PROMPT_RENDERINGS``);
+a prediction that holds none of them (a prompt truncated to the model's window) cannot be split
+into prompt and answer, and the import is refused rather than scoring prompt text as the answer.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +55,26 @@ _RUN_FILE = re.compile(r"(.+)_(\d+)\.json")
 _TEMPLATE_TAILS = (" [/INST]", "[/INST]", "\n")
 """Decoded chat-template text that follows the user message (Mistral, Gemma), kept with the prompt."""
 MAX_LISTED = 5
+_CLEANUP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"), (" 'm", "'m"),
+            (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
+
+
+def clean_up_tokenization(text: str) -> str:
+    """What a transformers decode with ``clean_up_tokenization_spaces=True`` does to text
+    (``PreTrainedTokenizerBase.clean_up_tokenization``: these replacements, in this order)."""
+    for old, new in _CLEANUP:
+        text = text.replace(old, new)
+    return text
+
+
+PROMPT_RENDERINGS: tuple[tuple[str, Callable[[str], str]], ...] = (
+    ("as given", lambda p: p),
+    ("template trim", str.strip),
+    ("template trim + tokenizer cleanup", lambda p: clean_up_tokenization(p.strip())),
+    ("tokenizer cleanup", clean_up_tokenization),
+)
+"""The forms a user message takes in a decoded chat template (module docstring), most literal first:
+jinja's ``trim`` is ``str.strip``."""
 
 
 @dataclass
@@ -52,8 +83,8 @@ class Imported:
 
     output: str
     upstream_prompt_text: str | None = None
-    prompt_found: bool = True
-    """Upstream form: whether the prompt text was found in the prediction (else output = all of it)."""
+    rendering: str | None = None
+    """Upstream form: which of ``PROMPT_RENDERINGS`` the prediction held the prompt in."""
 
 
 @dataclass
@@ -67,8 +98,8 @@ class ImportBackend:
     name: str = field(default="import", init=False)
 
     def describe(self) -> dict[str, Any]:
-        lost = sum(not o.prompt_found for o in self.outputs.values())
-        return {"backend": "import", **self.source, "predictions_without_prompt_text": lost}
+        found = Counter(o.rendering for o in self.outputs.values() if o.rendering is not None)
+        return {"backend": "import", **self.source, **({"prompt_rendering": dict(sorted(found.items()))} if found else {})}
 
     def resolved_generation(self, settings: GenerationSettings) -> dict[str, Any]:
         return {"imported": True, "source_format": self.source.get("format")}
@@ -86,53 +117,138 @@ class ImportBackend:
         return out
 
 
-def split_prediction(prediction: str, prompt: str) -> tuple[str, str, bool]:
-    """(upstream_prompt_text, output, prompt found) for an upstream ``generated_text``; the two texts
-    always concatenate to the prediction (module docstring)."""
-    pos = prediction.find(prompt)
-    if pos < 0:
-        return "", prediction, False
-    end = pos + len(prompt)
-    for tail in _TEMPLATE_TAILS:
-        if prediction.startswith(tail, end):
-            end += len(tail)
-            break
-    return prediction[:end], prediction[end:], True
+def split_prediction(prediction: str, prompt: str) -> tuple[str, str, str | None]:
+    """(upstream_prompt_text, output, rendering) for an upstream ``generated_text``: the text up to
+    the end of the prompt in the first of ``PROMPT_RENDERINGS`` it holds (and a template tail), and
+    the rest; ``("", prediction, None)`` when it holds none. The two texts always concatenate to the
+    prediction (module docstring). Whitespace where a trimmed prompt and the answer meet may land on
+    either side; both profiles strip it."""
+    for how, render in PROMPT_RENDERINGS:
+        text = render(prompt)
+        pos = prediction.find(text)
+        if pos >= 0:
+            end = pos + len(text)
+            for tail in _TEMPLATE_TAILS:
+                if prediction.startswith(tail, end):
+                    end += len(tail)
+                    break
+            return prediction[:end], prediction[end:], how
+    return "", prediction, None
 
 
-def _check_key(path: object, where: str, key: Key, expected: dict[Key, str], seen: set[Key]) -> None:
-    if key not in expected:
-        raise InputError(path, f"instance {key} is not in the manifest", record=where)
-    if key in seen:
-        raise InputError(path, f"duplicate output for {key}", record=where)
-    seen.add(key)
+def source_id(instance_id: str) -> str:
+    """The source's id of a manifest instance: the kit suffixes ``#...`` where one source id yields
+    several instances (MuSiQue-Full's unanswerable twin, ``datasets/musique.py``)."""
+    return instance_id.split("#", 1)[0]
 
 
-def _check_prompt(path: object, where: str, key: Key, expected: dict[Key, str], digest: str, fld: str) -> None:
-    if digest != expected[key]:
-        raise InputError(path, f"the prompt of {key} differs from the manifest's (sha256 {digest[:12]} vs "
-                         f"{expected[key][:12]}): these outputs were made for other prompts", record=where, field=fld)
+class Matcher:
+    """Assigns each imported record to one manifest instance, once.
+
+    A record names an instance by the kit's id or by the source's id; where several instances share
+    the source id (MuSiQue-Full twins) the record's prompt hash decides, and without one the id
+    must be the kit's own."""
+
+    def __init__(self, expected: dict[Key, str]):
+        self.expected = expected
+        self.by_source: dict[Key, list[Key]] = {}
+        for key in expected:
+            self.by_source.setdefault((key[0], key[1], source_id(key[2])), []).append(key)
+        self.seen: set[Key] = set()
+
+    def match(self, path: object, where: str, named: Key, digest: str | None, fld: str) -> Key:
+        cands = self.by_source.get(named) or ([named] if named in self.expected else [])
+        if not cands:
+            raise InputError(path, f"instance {named} is not in the manifest", record=where)
+        if digest is None:
+            if named not in self.expected:
+                raise InputError(path, f"{named[2]!r} is the source id of {', '.join(k[2] for k in cands)}, not an "
+                                 "instance id of the manifest; give the kit's instance id or the prompt", record=where)
+            hits = [named]
+        else:
+            hits = [k for k in cands if self.expected[k] == digest]
+            if not hits:
+                want = named if named in cands else cands[0]
+                if len(cands) == 1:
+                    raise InputError(path, f"the prompt of {want} differs from the manifest's (sha256 {digest[:12]} vs "
+                                     f"{self.expected[want][:12]}): these outputs were made for other prompts",
+                                     record=where, field=fld)
+                raise InputError(path, f"the prompt (sha256 {digest[:12]}) is none of the manifest's prompts of the "
+                                 f"{len(cands)} instances with id {named[2]!r} "
+                                 f"({', '.join(k[2] for k in cands)}): these outputs were made for other prompts",
+                                 record=where, field=fld)
+        if len(hits) > 1:
+            raise InputError(path, f"instances {', '.join(k[2] for k in hits)} share the id {named[2]!r} and the "
+                             "prompt, so an output cannot be told to belong to one of them", record=where)
+        if hits[0] in self.seen:
+            hint = "" if len(cands) == 1 else (f" ({len(cands)} instances share this source id: "
+                                               f"{', '.join(k[2] for k in cands)}; give the kit's id or the prompt)")
+            raise InputError(path, f"duplicate output for {hits[0]}{hint}", record=where)
+        self.seen.add(hits[0])
+        return hits[0]
+
+
+def _children(folder: Path, keep: Callable[[str], bool]) -> list[Path]:
+    """Entries of ``folder`` that ``keep`` accepts, sorted. ``glob`` would skip a link among them that
+    leads nowhere (a loop, a missing target), and with it every output behind it; it is refused."""
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError as exc:
+        raise InputError(folder, f"cannot list this folder: {os.strerror(exc.errno or 0)}") from None
+    out = []
+    for name in filter(keep, names):
+        path = folder / name
+        try:
+            present = path.exists()  # follows links: False for a loop or a dangling link
+        except OSError as exc:
+            raise InputError(path, f"cannot be read: {os.strerror(exc.errno or 0)}") from None
+        if not present:
+            raise InputError(path, "a symbolic link that leads nowhere (a loop or a missing target); make it "
+                             "name the folder or file it stands for, or remove it")
+        out.append(path)
+    return out
+
+
+def _upstream_files(root: Path, model_id: str) -> list[tuple[Path, str, int]]:
+    """(file, dataset folder, run) of every ``<dataset>/<org>/<name>_<run>.json`` of the model."""
+    org, _, name = model_id.rpartition("/")
+
+    def is_run_file(n: str) -> bool:
+        m = _RUN_FILE.fullmatch(n)
+        return m is not None and m.group(1) == name
+
+    matched = []
+    for ds_dir in _children(root, lambda n: True):
+        if not ds_dir.is_dir():
+            continue
+        folders = _children(ds_dir, lambda n: n == org) if org else [ds_dir]
+        for folder in folders:
+            if not folder.is_dir():
+                continue
+            for path in _children(folder, is_run_file):
+                m = _RUN_FILE.fullmatch(path.name)
+                assert m is not None
+                matched.append((path, ds_dir.name, int(m.group(2))))
+    return matched
 
 
 def read_upstream_dir(root: Path, model_id: str, expected: dict[Key, str]) -> dict[Key, Imported]:
-    """Outputs of ``model_id`` (``org/name``) from an upstream predictions folder."""
-    org, _, name = model_id.rpartition("/")
+    """Outputs of ``model_id`` (``org/name``) from an upstream predictions folder; predictions that
+    do not hold their prompt in any known rendering are refused together, counted."""
     out: dict[Key, Imported] = {}
-    seen: set[Key] = set()
-    files = sorted(root.glob(f"*/{org}/*.json") if org else root.glob("*/*.json"))
-    matched = []
-    for path in files:
-        m = _RUN_FILE.fullmatch(path.name)
-        if m and m.group(1) == name:
-            matched.append((path, path.parts[-3] if org else path.parts[-2], int(m.group(2))))
+    matcher = Matcher(expected)
+    matched = _upstream_files(root, model_id)
     if not matched:
         raise InputError(root, f"no files <dataset>/{model_id}_<run>.json (upstream's predictions layout)")
+    unsplit: list[str] = []
     for path, dataset, run in matched:
         id_key = UPSTREAM_ID_KEYS.get(dataset)
         if id_key is None:
             raise InputError(path, f"unknown SEAM dataset folder {dataset!r}; expected one of "
                              f"{', '.join(UPSTREAM_ID_KEYS)}")
         records = read_json(path, what="upstream predictions file", expect=list)
+        if not records:
+            raise InputError(path, "holds no records; expected a JSON list of upstream prediction records")
         for i, rec in enumerate(records):
             where = f"record {i}"
             if not isinstance(rec, dict):
@@ -147,34 +263,44 @@ def read_upstream_dir(root: Path, model_id: str, expected: dict[Key, str]) -> di
                     and isinstance(msgs[0].get("content"), str)):
                 raise InputError(path, 'expected [{"role": "user", "content": PROMPT}, ...]', record=where,
                                  field="final_msgs")
-            key = (dataset, run, str(rec[id_key]))
-            _check_key(path, where, key, expected, seen)
             prompt = msgs[0]["content"]
-            _check_prompt(path, where, key, expected, sha256_text(prompt), "final_msgs")
-            head, output, found = split_prediction(prediction, prompt)
-            out[key] = Imported(output, head, found)
+            key = matcher.match(path, where, (dataset, run, str(rec[id_key])), sha256_text(prompt), "final_msgs")
+            head, output, how = split_prediction(prediction, prompt)
+            if how is None:
+                unsplit.append(f"{path} {where} ({dataset} run {run} instance {key[2]})")
+            out[key] = Imported(output, head, how)
+    if unsplit:
+        raise InputError(root, f"{len(unsplit)} of {len(out)} predictions do not hold their prompt in any form a chat "
+                         "template and tokenizer decode give it (as given, trimmed, spaces cleaned up), so their "
+                         "answer cannot be told from the prompt (prompts truncated to the model's window?); "
+                         f"nothing was imported; first: {'; '.join(unsplit[:MAX_LISTED])}")
     return out
 
 
 def read_plain_jsonl(path: Path, expected: dict[Key, str]) -> dict[Key, Imported]:
     """Outputs from a JSONL of ``{dataset, run, instance_id, output[, prompt | prompt_sha256]}``."""
     out: dict[Key, Imported] = {}
-    seen: set[Key] = set()
+    matcher = Matcher(expected)
     for lineno, rec in iter_jsonl(path, what="outputs JSONL file"):
         where = f"line {lineno}"
         for fld, typ in (("dataset", str), ("run", int), ("instance_id", str), ("output", str)):
             value = rec.get(fld)
             if not isinstance(value, typ) or isinstance(value, bool):
                 raise InputError(path, f"missing or not a {typ.__name__}", record=where, field=fld)
-        key = (rec["dataset"], rec["run"], rec["instance_id"])
-        _check_key(path, where, key, expected, seen)
+        named = (rec["dataset"], rec["run"], rec["instance_id"])
+        digest, fld = None, "prompt"
         if "prompt" in rec:
             if not isinstance(rec["prompt"], str):
                 raise InputError(path, "expected the prompt text as a string", record=where, field="prompt")
-            _check_prompt(path, where, key, expected, sha256_text(rec["prompt"]), "prompt")
+            digest = sha256_text(rec["prompt"])
         if "prompt_sha256" in rec:
-            _check_prompt(path, where, key, expected, str(rec["prompt_sha256"]), "prompt_sha256")
-        out[key] = Imported(rec["output"])
+            if digest is not None and digest != rec["prompt_sha256"]:
+                raise InputError(path, "is not the sha256 of the record's prompt", record=where, field="prompt_sha256")
+            digest, fld = str(rec["prompt_sha256"]), "prompt_sha256"
+        out[matcher.match(path, where, named, digest, fld)] = Imported(rec["output"])
+    if not out:
+        raise InputError(path, 'holds no outputs (empty, or blank lines only); expected one JSON object per line: '
+                         '{"dataset", "run", "instance_id", "output"}')
     return out
 
 
@@ -191,10 +317,101 @@ def covered_records(records: Sequence[dict[str, Any]], outputs: dict[Key, Import
     return chosen
 
 
+@dataclass
+class ImportSummary:
+    """What an import did to the run folder, for the one line the command prints."""
+
+    folder: Path
+    imported: int
+    new: int = 0
+    unchanged: int = 0
+    replaced: int = 0
+
+    def line(self) -> str:
+        parts = [f"imported {self.imported} outputs into {self.folder}: {self.new} new"]
+        if self.unchanged:
+            parts.append(f"{self.unchanged} already stored identically")
+        if self.replaced:
+            parts.append(f"{self.replaced} replaced (score the run again)")
+        return ", ".join(parts)
+
+
+def _differing(out: Path, model_id: str, outputs: dict[Key, Imported], chosen: Sequence[dict[str, Any]],
+               digest: object) -> tuple[list[Key], int]:
+    """(imported keys whose stored output differs, count stored identically) for a model already in
+    ``out``: a second import must not keep the first outputs while reporting the new ones. A run
+    folder holds one set of prompts, so an import of the same manifest covering other (dataset, run)
+    pairs is refused (another manifest is refused by ``prepare_run_dir``, naming the digests)."""
+    from seam_repro.run.store import (
+        load_run_json,
+        predictions_path,
+        prompts_path,
+        read_predictions,
+        read_prompt_records,
+    )
+
+    run_json = load_run_json(out)
+    if run_json is not None and run_json.get("manifest_digest") != digest:
+        return [], 0  # another manifest's folder: prepare_run_dir refuses it before anything is written
+    if run_json is not None and prompts_path(out).is_file():
+        held = {(r["dataset"], r["run"]) for r in read_prompt_records(out)}
+        covers = {(r["dataset"], r["run"]) for r in chosen}
+        if held != covers:
+            listed = ", ".join(f"{d} run {r}" for d, r in sorted(held ^ covers)[:MAX_LISTED])
+            raise InputError(out, f"holds the prompts of {len(held)} (dataset, run) pairs and this import covers "
+                             f"{len(covers)}, not the same ones (differing: {listed}); a run folder holds one set of "
+                             "prompts: import into a new --out (or import every pair together)")
+    differ, same = [], 0
+    for group in sorted({(k[0], k[1]) for k in outputs}):
+        path = predictions_path(out, model_id, *group)
+        if not path.is_file():
+            continue
+        for key, rec in read_predictions(path).items():
+            item = outputs.get(key)
+            if item is None:
+                continue
+            if rec["output"] == item.output and rec.get("upstream_prompt_text") == item.upstream_prompt_text:
+                same += 1
+            else:
+                differ.append(key)
+    return differ, same
+
+
+def _replace_stored(out: Path, backend: ImportBackend, settings: GenerationSettings, records: dict[Key, dict[str, Any]],
+                    keys: list[Key]) -> None:
+    """Rewrite each predictions file holding ``keys`` (temp file + rename) with the imported outputs
+    in their place; every other line is kept byte for byte."""
+    from seam_repro.files import atomic_write_bytes, parse_json_text
+    from seam_repro.run.store import encode_line, make_record, predictions_path
+
+    generation = backend.resolved_generation(settings)  # as run_generation records it (no model args)
+    by_file: dict[Path, set[Key]] = {}
+    for key in keys:
+        by_file.setdefault(predictions_path(out, backend.model_id, key[0], key[1]), set()).add(key)
+    for path, wanted in by_file.items():
+        lines: list[bytes] = []
+        for n, raw in enumerate(path.read_bytes().splitlines(keepends=True), start=1):
+            rec = parse_json_text(raw.decode("utf-8"), path, record=f"line {n}")
+            key = (rec.get("dataset"), rec.get("run"), rec.get("instance_id"))
+            if key in wanted:
+                r = records[key]  # type: ignore[index]
+                req = GenerationRequest(r["dataset"], r["run"], r["instance_id"], r["prompt"], r["prompt_sha256"],
+                                        r["gen_seed"])
+                [res] = backend.generate([req], settings)
+                raw = encode_line(make_record(req, res, backend.model_id, backend.revision, generation))
+            lines.append(raw)
+        atomic_write_bytes(path, lines)
+
+
 def import_outputs(manifest_path: Path, out: Path, *, model: str, upstream_dir: Path | None = None,
                    jsonl: Path | None = None, data_dir: Path | None = None, prompts_dir: Path | None = None,
-                   allow_unfrozen: bool = False) -> tuple[Path, int]:
-    """Match the outputs to the manifest's prompts and write the run folder; returns (folder, count)."""
+                   allow_unfrozen: bool = False, replace: bool = False) -> ImportSummary:
+    """Match the outputs to the manifest's prompts and write the run folder.
+
+    Into a folder that already holds this model, outputs stored identically are left as they are,
+    new (dataset, run) pairs are added, and outputs that differ from the stored ones are refused
+    unless ``replace``."""
+    from seam_repro.files import guard_outputs
     from seam_repro.generate import parse_model_spec
     from seam_repro.manifest.prompts import check_prompt_records, render_records
     from seam_repro.manifest.trust import check_rendered, load_trusted
@@ -202,6 +419,7 @@ def import_outputs(manifest_path: Path, out: Path, *, model: str, upstream_dir: 
 
     if (upstream_dir is None) == (jsonl is None):
         raise InputError("import", "give exactly one of --upstream-dir and --jsonl")
+    guard_outputs([("--out", out)], inputs=[manifest_path, jsonl], read_dirs=[upstream_dir, data_dir, prompts_dir])
     model_id, revision = parse_model_spec(model)
     tm = load_trusted(manifest_path, allow_unfrozen=allow_unfrozen, purpose="import")
     manifest = tm.manifest
@@ -217,10 +435,18 @@ def import_outputs(manifest_path: Path, out: Path, *, model: str, upstream_dir: 
         outputs = read_plain_jsonl(Path(jsonl), expected)
         source = {"format": "jsonl", "path": str(jsonl)}
     chosen = covered_records(records, outputs, upstream_dir or jsonl)
+    differ, same = _differing(Path(out), model_id, outputs, chosen, manifest.get("digest"))
+    if differ and not replace:
+        listed = ", ".join(f"{d} run {r} instance {i}" for d, r, i in differ[:MAX_LISTED])
+        raise InputError(out, f"{len(differ)} of the {len(chosen)} imported outputs differ from those already stored "
+                         f"for {model_id} (first: {listed}); nothing was changed; pass --replace to replace them, "
+                         "or import into a new --out")
     backend = ImportBackend(model_id, revision, outputs, source)
     settings = GenerationSettings.from_manifest((manifest.get("config") or {}).get("generation"),
                                                 source=str(manifest_path))
-    run_generation(chosen, backend, settings, Path(out), manifest, batch_size=backend.default_batch_size(settings),
-                   progress=False)
-    return Path(out), len(chosen)
-
+    done = run_generation(chosen, backend, settings, Path(out), manifest,
+                          batch_size=backend.default_batch_size(settings), progress=False)
+    if differ:  # after run_generation: a folder it refuses (other manifest, model) is left untouched
+        by_key = {(r["dataset"], r["run"], r["instance_id"]): r for r in chosen}
+        _replace_stored(Path(out), backend, settings, by_key, differ)
+    return ImportSummary(Path(out), len(chosen), done.generated, same, len(differ))
