@@ -98,6 +98,10 @@ def test_new_model_against_reference(tmp_path: Path) -> None:
     assert len(rep["stability"]["ranked_in"]["Llama-3-8B"]) == 6
     assert rep["stability"]["ranked_in"]["org/new"] == ["MultiNews", "ECB"]
     assert "AR over (datasets)" in md and "| 2: MultiNews, ECB |" in md
+    [spans] = [n for n in rep["notes"] if n.startswith("Average ranks are over different datasets")]
+    assert "org/new over 2 (MultiNews, ECB)" in spans and "Gemma-7B over 5" in spans
+    assert "Llama-3-8B" not in spans and spans.endswith("every other model over 6 (MultiNews, OpenASP, "
+                                                        "FuseReviews, MusiQue, SciCo, ECB).")
 
 
 def test_write_report_files(tmp_path: Path) -> None:
@@ -273,6 +277,9 @@ def test_a_model_keeps_its_colour_across_reports(tmp_path: Path) -> None:
     assert to_rgba(model_color("org/mid")) in faces
     paper = [a[k] for k in a if k.endswith("†")]
     assert len(set(paper)) == len(paper) == 7  # the paper's seven models never share a colour
+    # a run of a paper model (same Hugging Face id, any display name) has that model's colour
+    assert model_color("my-llama", "meta-llama/Meta-Llama-3-8B-Instruct") == model_color("Llama-3-8B") \
+        != model_color("my-llama")
 
 
 def test_figure_text_fits(tmp_path: Path) -> None:

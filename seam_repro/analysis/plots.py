@@ -23,10 +23,12 @@ from typing import IO, Any
 
 PAPER_PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
 """tab10's first seven, one per paper model (Table 4 has seven)."""
-OTHER_PALETTE = ("#17becf", "#bcbd22", "#7f7f7f", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173",
-                 "#6b6ecf", "#e7ba52", "#ce6dbd", "#000000")
-"""Colours for every other model, none close to a paper model's; two such models in one report
-share a colour with probability 1/12, and their bars are labelled by name anyway."""
+OTHER_PALETTE = ("#17becf", "#bcbd22", "#7f7f7f", "#000000", "#393b79", "#5254a3", "#6b6ecf", "#637939",
+                 "#8ca252", "#b5cf6b", "#8c6d31", "#bd9e39", "#e7ba52", "#843c39", "#ad494a", "#d6616b",
+                 "#7b4173", "#a55194", "#ce6dbd")
+"""Colours for every other model (tab20b's darker three of each hue, tab10's last three, black), none
+a paper model's; two such models in one report share a colour with probability 1/19, and every bar
+and box is labelled with its model anyway."""
 NEUTRAL = "#9e9e9e"
 APART_HATCH = "///"
 
@@ -41,19 +43,29 @@ def _pyplot() -> Any:
 
 
 @lru_cache(maxsize=1)
-def _paper_models() -> tuple[str, ...]:
+def _paper() -> Any:
     from seam_repro.analysis.reference import load_reference
 
-    return tuple(load_reference("paper").models)
+    return load_reference("paper")
 
 
-def model_color(name: str) -> str:
-    """The colour of ``name`` in every figure of every report (a pure function of the name)."""
-    paper = _paper_models()
-    if name in paper and paper.index(name) < len(PAPER_PALETTE):
-        return PAPER_PALETTE[paper.index(name)]
+def model_color(name: str, model_id: str = "") -> str:
+    """The colour of a model in every figure of every report, a function of its name alone: a paper
+    model (by name, or a run of the same Hugging Face id) has its fixed colour, any other model the
+    palette colour its name hashes to."""
+    paper = _paper()
+    names = list(paper.models)
+    key = name if name in paper.models else (paper.name_for_hf_id(model_id) if model_id else None)
+    if key is not None and names.index(key) < len(PAPER_PALETTE):
+        return PAPER_PALETTE[names.index(key)]
     digest = hashlib.sha256(name.encode("utf-8")).digest()
     return OTHER_PALETTE[int.from_bytes(digest[:4], "big") % len(OTHER_PALETTE)]
+
+
+def _model_ids(rep: dict[str, Any]) -> dict[str, str]:
+    """Display name -> model id, from every row of the report."""
+    return {r["model"]: str(r.get("model_id") or "") for d in rep["datasets"].values()
+            for r in (*d["rows"], *d.get("apart", []))}
 
 
 def _short(name: str, limit: int = 28) -> str:
@@ -126,7 +138,7 @@ def draw_boxes(rep: dict[str, Any]) -> Any:
         drawn = [(y, r, True) for y, r in enumerate(apart, start=len(absent) + 1)]
         drawn += [(y, r, False) for y, r in enumerate(rows, start=len(absent) + len(apart) + 1)]
         for y, r, is_apart in drawn:
-            c = model_color(r["model"])
+            c = model_color(r["model"], str(r.get("model_id") or ""))
             if r["from_summary_stats"]:
                 ax.errorbar([r["mean"]], [y], xerr=[[r["std"]], [r["std"]]], fmt="D", color=c, mec="black",
                             ecolor="dimgray", capsize=3, ms=6)
@@ -199,7 +211,8 @@ def draw_ar_arsd(rep: dict[str, Any]) -> Any:
     ar = [st["average_rank"][m] for m in main] + [apart[m]["average_rank"] for m in order[len(main):]]
     arsd = [st["arsd"].get(m) for m in main] + [apart[m]["arsd"] for m in order[len(main):]]
     labels = [_label(m, m in ref, m in apart) for m in order]
-    colors = [model_color(m) for m in order]
+    ids = _model_ids(rep)
+    colors = [model_color(m, ids.get(m, "")) for m in order]
     hatches = ["" if m not in apart else APART_HATCH for m in order]
     by_ds = st.get("arsd_by_dataset") or {}
     ds_names = [rep["datasets"][d]["display_name"] if d in rep["datasets"] else d for d in by_ds]

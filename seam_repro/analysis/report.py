@@ -7,7 +7,12 @@ box plots) and ``compare_models.py`` (AR, ARSD) with the statistics of ``aso.py`
 Reference models (``--reference paper``) have only a published mean and std. To rank a new model
 against them, each reference model is given a *surrogate* set of runs with exactly that mean and
 population std (evenly spaced normal quantiles). ASO on surrogates approximates the paper's
-comparison; such rows are flagged ``from_summary_stats`` and marked † in the Markdown.
+comparison; such rows are flagged ``from_summary_stats`` and marked † in the Markdown. Their rows
+still print the paper's own rank and dominance wherever the paper's neighbour is theirs; a value
+that had to be recomputed from surrogates is marked ≈ (``dominance_source``).
+
+Rows whose protocol differs from the reference's (‡) are not comparable: they are ranked apart,
+with the rank they would take in a column of their own, and stay out of the others' AR and ARSD.
 
 Model order (it decides which side of each ASO pair is computed and breaks ties in the ranking, as
 upstream's dict order does): input models in the order given, then reference models in table order.
@@ -261,9 +266,11 @@ def build_report(models: list[ModelScores], reference: ReferenceTable | None = N
                          f"{'the reference' if reference is not None else 'the first input'}: {'; '.join(differs)}. "
                          "Not ranked with the others; the rank it would take is shown apart.")
     spans = {m: tuple(v) for m, v in st.ranked_in.items()}
-    if len(set(spans.values())) > 1:
+    if len(set(spans.values())) > 1:  # name the exceptions, not every model
+        common = max(set(spans.values()), key=lambda v: (list(spans.values()).count(v), len(v)))
         notes.append("Average ranks are over different datasets: " + "; ".join(
-            f"{m} over {len(v)} ({', '.join(v)})" for m, v in spans.items()) + ".")
+            f"{m} over {len(v)} ({', '.join(v)})" for m, v in spans.items() if v != common)
+            + f"; every other model over {len(common)} ({', '.join(common)}).")
     if any(e.from_summary_stats for ents in entries.values() for e in ents):
         notes.append(f"{REF_MARK} reference model known only by its published mean ± std. Its rows show the paper's "
                      f"mean ± std and dominance; a value marked {RECOMPUTED_MARK} is recomputed here with surrogate "
