@@ -62,3 +62,22 @@ class SchemaRejection(ValueError):
                  rule: str | None = None) -> None:
         super().__init__(message)
         self.value, self.name, self.definition, self.rule = value, name, definition, rule
+
+
+def version_mismatch(what: str, found: object, expected: int, written_by: object = None,
+                     remedy: str = "") -> str:
+    """One line for a file whose format version (``schema_version``, ``bundle_version``) this kit
+    does not read: what was found, which seam-repro wrote it (when the file says), and that this
+    kit's version is the one that writes the expected format, so the reader knows which side to
+    change (an older file: re-create it; a newer one: upgrade the kit)."""
+    from seam_repro import __version__
+
+    who = f" (written by seam-repro {written_by})" if isinstance(written_by, str) and written_by else ""
+    if found is None:
+        msg = f"no {what} found{who}"
+    else:
+        msg = f"{what} {found!r} found{who}"
+    msg += f"; seam-repro {__version__} (this kit) reads and writes {what} {expected}"
+    if isinstance(found, int) and not isinstance(found, bool) and found > expected:
+        return msg + "; a newer seam-repro wrote this file: upgrade seam-repro (pip install -U seam-repro) to read it"
+    return msg + (f"; {remedy}" if remedy else "")

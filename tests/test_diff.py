@@ -137,3 +137,29 @@ def test_bad_reference_file(tmp_path: Path) -> None:
         load_reference(p)
     with pytest.raises(InputError, match="reference not found"):
         load_reference(tmp_path / "nope.json")
+
+
+def test_not_scored_rows_carry_one_short_reason(tmp_path: Path) -> None:
+    """Old main put the Hub library's whole exception into each not-scored row."""
+    from seam_repro.analysis.diff import brief_reason, format_diff
+
+    hub = ("We couldn't connect to 'https://huggingface.co' to load the files, and couldn't find them in the "
+           "cached files.")
+    cached = ("FIC faithfulness model google/flan-t5-xxl@ae7c9136adc7555eeccc78cdd960dfd60fb346ce is not available "
+              f"(not in the local cache; pass --fic-download to fetch it): {hub}")
+    assert brief_reason(cached, "runs/x") == ("FIC faithfulness model google/flan-t5-xxl is not in the local cache; "
+                                             "to score it: `seam-repro score runs/x --fic-download` (~45 GB download).")
+    online = cached.replace("not in the local cache; pass --fic-download to fetch it", "offline or not cached")
+    assert brief_reason(online, "runs/x").startswith("FIC faithfulness model google/flan-t5-xxl is unavailable "
+                                                     "(offline or not cached); to score it online: `seam-repro score "
+                                                     "runs/x --fic-download`")
+    assert brief_reason("no predictions for this dataset\nsecond line") == "no predictions for this dataset"
+    sdir = write_scores(tmp_path, LLAMA8, {"MultiNews": {"metric": "rouge_geo", "instances": [(0, "a", 20.0, True)]},
+                                           "FuseReviews": {"metric": "fic_f1", "runs": {0: None},
+                                                           "instances": [(0, "f", None, True)]}},
+                        protocol=PAPER_PROTOCOL)
+    summary = json.loads((sdir / "summary.json").read_text())
+    summary["datasets"]["FuseReviews"]["reason"] = cached
+    (sdir / "summary.json").write_text(json.dumps(summary))
+    out = format_diff(diff_models(load_inputs([tmp_path]), load_reference("paper"), parse_tolerance(None)))
+    assert hub not in out and out.count(f"`seam-repro score {tmp_path} --fic-download`") == 1

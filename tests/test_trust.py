@@ -141,7 +141,9 @@ def test_a_dataset_without_predictions_is_reported_unscored(echo_runs: dict[str,
     rep = build_report([ms], load_reference("paper"), AsoParams(b=200))
     cells = rep["datasets"]["OpenASP"]["absent"]
     assert cells[0]["model"] == "echo" and cells[0]["cell"] == "not scored"
-    assert "| – | echo | not scored (no predictions for this dataset" in render_markdown(rep)
+    md = render_markdown(rep)
+    assert "| – | echo | not scored (see notes) |" in md
+    assert "- echo: OpenASP not scored (left out of every statistic): no predictions for this dataset" in md
 
 
 def test_duplicated_or_unknown_score_lines_are_refused(echo_runs: dict[str, Path], tmp_path: Path) -> None:  # noqa: F811
@@ -181,7 +183,8 @@ def test_limited_smoke_run_is_not_diffed_as_a_paper_model(echo_runs: dict[str, P
 def test_report_labels_protocol_mismatches_and_partial_runs(echo_runs: dict[str, Path]) -> None:  # noqa: F811
     models = load_inputs([echo_runs["limited"]])
     rep = build_report(models, load_reference("paper"), AsoParams(b=200))
-    row = next(r for r in rep["datasets"]["MultiNews"]["rows"] if r["model"] == "echo")
+    assert "echo" not in [r["model"] for r in rep["datasets"]["MultiNews"]["rows"]]  # ranked apart
+    row = next(r for r in rep["datasets"]["MultiNews"]["apart"] if r["model"] == "echo")
     assert any(d.startswith("limit: 1") for d in row["protocol_mismatch"])
     md = render_markdown(rep)
     assert "echo ‡" in md and "‡ echo: protocol differs from the reference" in md
@@ -200,23 +203,21 @@ def test_paper_reference_protocol_is_the_shipped_paper_manifest() -> None:
 
 
 # --- figures --------------------------------------------------------------------------------------
-def test_a_model_without_arsd_is_still_plotted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_model_without_arsd_is_still_plotted() -> None:
     """Old main skipped it in the AR/ARSD figure."""
-    import seam_repro.analysis.plots as plots
+    from seam_repro.analysis.plots import draw_ar_arsd
 
-    placed = []
-    real = plots._place_labels
-    monkeypatch.setattr(plots, "_place_labels", lambda fig, ax, pts: placed.extend(pts) or real(fig, ax, pts))
-    rep = {"model_order": ["a/zero", "b/ok"], "datasets": {},
+    rep = {"datasets": {},
            "stability": {"average_rank": {"a/zero": 2.0, "b/ok": 1.0}, "arsd": {"a/zero": None, "b/ok": 3.0},
                          "ranked_in": {"a/zero": ["MultiNews"], "b/ok": ["MultiNews"]}}}
-    plots.plot_ar_arsd(rep, tmp_path / "ar.png")
-    labels = [p[2] for p in placed]
-    assert any(lbl.startswith("zero") and "(no ARSD)" in lbl for lbl in labels) and len(placed) == 2
+    fig = draw_ar_arsd(rep)
+    ar_ax, arsd_ax = fig.axes[:2]
+    assert sorted(t.get_text() for t in ar_ax.get_yticklabels()) == ["ok", "zero"] and len(ar_ax.patches) == 2
+    assert len(arsd_ax.patches) == 1 and any("none (every mean 0)" in t.get_text() for t in arsd_ax.texts)
 
 
 def test_box_plot_keeps_not_scored_cells(tmp_path: Path) -> None:
-    rep = {"model_order": ["m"], "datasets": {"FuseReviews": {
+    rep = {"datasets": {"FuseReviews": {
         "display_name": "FuseReviews", "metric": "", "rows": [],
         "absent": [{"model": "m", "cell": "not scored", "reason": "FIC models not cached",
                     "from_summary_stats": False}]}}}

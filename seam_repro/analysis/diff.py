@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from seam_repro.analysis.aggregate import ModelScores, summarize
 from seam_repro.analysis.reference import ReferenceTable
@@ -131,6 +132,32 @@ class DiffReport:
                 "allow_protocol_mismatch": self.allow_protocol_mismatch, "rows": [asdict(r) for r in self.rows]}
 
 
+_UNAVAILABLE = re.compile(r"^(?P<what>FIC \w+ model \S+?)@\S+ is not available \((?P<why>[^)]*)\)")
+
+
+def run_hint(ms: ModelScores) -> str:
+    """The run folder to name in a command: scores come from ``RUN/scores/<slug>``; a bundle cannot
+    be re-scored, only the run it was made from."""
+    src = Path(ms.source) if ms.source else None
+    if src is None or src.suffix == ".json":
+        return "RUN_DIR"
+    return str(src.parent.parent)
+
+
+def brief_reason(reason: str, run: str = "RUN_DIR") -> str:
+    """One short line for why a dataset has no score, with the command that scores it.
+
+    The scorer records the library's whole exception (hundreds of characters of Hub chatter); what
+    a reader needs is which model is missing and what to run. Other reasons keep their first line."""
+    m = _UNAVAILABLE.match(reason)
+    if m:
+        cached = "--fic-download" in m.group("why")
+        return (f"{m.group('what')} is {'not in the local cache' if cached else 'unavailable (offline or not cached)'}; "
+                f"to score it{'' if cached else ' online'}: `seam-repro score {run} --fic-download` (~45 GB download).")
+    first = reason.strip().splitlines()[0] if reason.strip() else "the scorer gave no reason"
+    return first if len(first) <= 160 else first[:159] + "…"
+
+
 def reference_protocol(reference: ReferenceTable) -> dict[str, object] | None:
     """The comparable fields of the reference's protocol, or None when it states none."""
     if not reference.protocol:
@@ -157,7 +184,7 @@ def diff_models(models: list[ModelScores], reference: ReferenceTable, tolerance:
         protocol[ms.model_id] = differs
         for ds_name, reason in sorted(ms.unscored.items()):
             rows.append(DiffRow(ms.model_id, ref_name, ds_name, 0, None, None, None, None, None, None,
-                                "not-scored", reason, "; ".join(differs)))
+                                "not-scored", brief_reason(reason, run_hint(ms)), "; ".join(differs)))
         for ds_name, ds in ms.datasets.items():
             s = summarize(ds)
             base = dict(model_id=ms.model_id, reference_model=ref_name, dataset=ds_name, n_runs=len(s.runs),

@@ -1,16 +1,36 @@
-"""PNG figures of a report: per-run box plots per dataset (the paper's Figure 3, upstream
-``statistical_analysis.py`` box plots) and AR vs ARSD (Figure 4, upstream ``compare_models.py``
-bar charts, drawn here as one scatter so both axes are read together).
+"""PNG figures of a report, drawn as the paper draws them: per-run box plots per dataset (Figure 3,
+upstream ``statistical_analysis.py``) and three bar charts (Figure 4, upstream ``compare_models.py``):
+average rank per model, ARSD per model and ARSD per dataset.
+
+Every model keeps one colour in every figure and every report: the paper's models take the first
+colours of a fixed palette in the shipped reference's order, any other model the palette colour
+its name hashes to, so the colour never depends on which models a report holds or their order.
+Rows whose protocol differs (‡) are drawn apart, hatched, below the comparable ones.
 
 matplotlib is imported inside the functions with the Agg backend, so importing the kit stays cheap
-and no display is needed.
+and no display is needed. ``draw_*`` return the figure (tests measure its text against its edges);
+``plot_*`` save it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
+import textwrap
+from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
+
+PAPER_PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
+"""tab10's first seven, one per paper model (Table 4 has seven)."""
+OTHER_PALETTE = ("#17becf", "#bcbd22", "#7f7f7f", "#000000", "#393b79", "#5254a3", "#6b6ecf", "#637939",
+                 "#8ca252", "#b5cf6b", "#8c6d31", "#bd9e39", "#e7ba52", "#843c39", "#ad494a", "#d6616b",
+                 "#7b4173", "#a55194", "#ce6dbd")
+"""Colours for every other model (tab20b's darker three of each hue, tab10's last three, black), none
+a paper model's; two such models in one report share a colour with probability 1/19, and every bar
+and box is labelled with its model anyway."""
+NEUTRAL = "#9e9e9e"
+APART_HATCH = "///"
 
 
 def _pyplot() -> Any:
@@ -22,57 +42,30 @@ def _pyplot() -> Any:
     return plt
 
 
-def _colors(models: list[str]) -> dict[str, Any]:
-    """One stable colour per model across all panels."""
-    import matplotlib
+@lru_cache(maxsize=1)
+def _paper() -> Any:
+    from seam_repro.analysis.reference import load_reference
 
-    cmap = matplotlib.colormaps["tab10" if len(models) <= 10 else "tab20"]
-    return {m: cmap(i % cmap.N) for i, m in enumerate(models)}
+    return load_reference("paper")
 
 
-def plot_boxes(rep: dict[str, Any], out: Path) -> None:
-    """One panel per dataset; rows in rank order (best on top). Models known only by mean ± std
-    are drawn as a diamond with a ±1 std bar instead of a box."""
-    plt = _pyplot()
-    datasets = rep["datasets"]
-    n = max(len(datasets), 1)
-    cols = min(3, n)
-    nrows = math.ceil(n / cols)
-    max_models = max((len(d["rows"]) + len(d.get("absent", [])) for d in datasets.values()), default=1)
-    fig, axes = plt.subplots(nrows, cols, figsize=(5.2 * cols, 0.42 * max_models * nrows + 1.4 * nrows), squeeze=False)
-    colors = _colors(rep["model_order"])
-    for ax, ds in zip(axes.flat, datasets.values(), strict=False):  # spare axes are hidden below
-        absent = list(reversed(ds.get("absent", [])))
-        rows = list(reversed(ds["rows"]))
-        labels = [a["model"] + (" †" if a["from_summary_stats"] else "") for a in absent]
-        labels += [r["model"] + (" †" if r["from_summary_stats"] else "") + (" ‡" if r.get("protocol_mismatch") else "")
-                   for r in rows]
-        for y, a in enumerate(absent, start=1):  # explicit cells, never silently dropped
-            ax.text(0.02, y, f"{a['cell']}: {a['reason']}"[:60], transform=ax.get_yaxis_transform(), va="center",
-                    fontsize=8, color="dimgray", style="italic")
-        for y, r in enumerate(rows, start=len(absent) + 1):
-            c = colors[r["model"]]
-            if r["from_summary_stats"]:
-                ax.errorbar([r["mean"]], [y], xerr=[[r["std"]], [r["std"]]], fmt="D", color=c, mec="black",
-                            ecolor="dimgray", capsize=3, ms=6)
-            else:
-                bp = ax.boxplot([r["runs"]], positions=[y], orientation="horizontal", widths=0.6,
-                                patch_artist=True, manage_ticks=False)
-                bp["boxes"][0].set_facecolor(c)
-                bp["medians"][0].set_color("black")
-        ax.set_yticks(range(1, len(labels) + 1), [_short(lbl) for lbl in labels], fontsize=9)
-        ax.set_ylim(0.4, max(len(labels), 1) + 0.6)
-        metric = ds["metric"] or "score"
-        ax.set_xlabel(f"{ds['display_name']} — {metric}", fontsize=10)
-        ax.grid(axis="x", alpha=0.3)
-    for ax in list(axes.flat)[len(datasets):]:
-        ax.set_visible(False)
-    has_ref = any(r["from_summary_stats"] for d in datasets.values() for r in d["rows"])
-    fig.suptitle("Per-run scores" + (" (boxes: runs; † diamonds: published mean ± std)" if has_ref else ""),
-                 fontsize=11)
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
+def model_color(name: str, model_id: str = "") -> str:
+    """The colour of a model in every figure of every report, a function of its name alone: a paper
+    model (by name, or a run of the same Hugging Face id) has its fixed colour, any other model the
+    palette colour its name hashes to."""
+    paper = _paper()
+    names = list(paper.models)
+    key = name if name in paper.models else (paper.name_for_hf_id(model_id) if model_id else None)
+    if key is not None and names.index(key) < len(PAPER_PALETTE):
+        return PAPER_PALETTE[names.index(key)]
+    digest = hashlib.sha256(name.encode("utf-8")).digest()
+    return OTHER_PALETTE[int.from_bytes(digest[:4], "big") % len(OTHER_PALETTE)]
+
+
+def _model_ids(rep: dict[str, Any]) -> dict[str, str]:
+    """Display name -> model id, from every row of the report."""
+    return {r["model"]: str(r.get("model_id") or "") for d in rep["datasets"].values()
+            for r in (*d["rows"], *d.get("apart", []))}
 
 
 def _short(name: str, limit: int = 28) -> str:
@@ -81,74 +74,170 @@ def _short(name: str, limit: int = 28) -> str:
     return base if len(base) <= limit else base[: limit - 1] + "…"
 
 
-def _place_labels(fig: Any, ax: Any, pts: list[tuple[float, float, str]]) -> None:
-    """Greedy label placement: try four offsets per point, keep the first that overlaps no label
-    or marker placed so far (boxes estimated from the text length, in display pixels)."""
-    fig.canvas.draw()
-    to_px = ax.transData.transform
-    scale = fig.dpi / 72.0
-    bx0, by0, bx1, by1 = ax.get_window_extent().extents
-    taken: list[tuple[float, float, float, float]] = []
-    for x, y in ((to_px(p[:2])) for p in pts):
-        taken.append((x - 6 * scale, y - 6 * scale, x + 6 * scale, y + 6 * scale))
-    for ar, arsd, label in sorted(pts, key=lambda p: (p[0], -p[1])):
-        px, py = to_px((ar, arsd))
-        w, h = 5.6 * len(label) * scale, 11 * scale
-        best: tuple[float, tuple[float, float, str, tuple[float, float, float, float]]] | None = None
-        for dx, dy, ha in ((6, 4, "left"), (6, -13, "left"), (-6, 4, "right"), (-6, -13, "right"),
-                           (6, 14, "left"), (-6, 14, "right"), (6, -24, "left"), (-6, -24, "right")):
-            x0 = px + dx * scale - (w if ha == "right" else 0)
-            y0 = py + dy * scale
-            box = (x0, y0, x0 + w, y0 + h)
-            outside = 1e9 if not (bx0 <= box[0] and box[2] <= bx1 and by0 <= box[1] and box[3] <= by1) else 0.0
-            overlap = sum(max(0.0, min(box[2], t[2]) - max(box[0], t[0])) * max(0.0, min(box[3], t[3]) - max(box[1], t[1]))
-                          for t in taken)
-            if best is None or outside + overlap < best[0]:
-                best = (outside + overlap, (dx, dy, ha, box))
-            if outside + overlap == 0:
-                break
-        assert best is not None
-        choice = best[1]
-        dx, dy, ha, box = choice
-        taken.append(box)
-        ax.annotate(label, (ar, arsd), textcoords="offset points", xytext=(dx, dy), fontsize=9, ha=ha)
+def _label(model: str, ref: bool, apart: bool) -> str:
+    return _short(model) + (" †" if ref else "") + (" ‡" if apart else "")
 
 
-def plot_ar_arsd(rep: dict[str, Any], out: Path) -> None:
-    """AR (x, lower is better) against ARSD (y, lower is more stable), one labelled point per model."""
+def _footnote(fig: Any, lines: list[str], width_in: float) -> float:
+    """Wrapped notes under the panels; returns the height (figure fraction) they take."""
+    chars = max(40, int(width_in * 72 / 5.6))  # ~5.6 pt per character at 8 pt
+    text = "\n".join(textwrap.fill(ln, chars) for ln in lines)
+    if not text:
+        return 0.0
+    n = text.count("\n") + 1
+    height = (n * 11 + 8) / 72 / fig.get_figheight()
+    fig.text(0.01, 0.005, text, fontsize=8, va="bottom", ha="left", color="dimgray")
+    return height
+
+
+def _save(fig: Any, out: Path | IO[bytes]) -> None:
+    plt = _pyplot()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
+def draw_boxes(rep: dict[str, Any]) -> Any:
+    """Figure 3: one panel per dataset; comparable rows in rank order (best on top), ‡ rows below a
+    dashed line, explicit cells (not scored, NA) at the bottom. Models known only by mean ± std are
+    a diamond with a ±1 std bar."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    plt = _pyplot()
+    datasets = rep["datasets"]
+    n = max(len(datasets), 1)
+    cols = min(3, n)
+    nrows = math.ceil(n / cols)
+    max_rows = max((len(d["rows"]) + len(d.get("apart", [])) + len(d.get("absent", []))
+                    for d in datasets.values()), default=1)
+    panel_h = 0.36 * max_rows + 1.1
+    width = 5.4 * cols
+    has_ref = any(r["from_summary_stats"] for d in datasets.values() for r in d["rows"])
+    has_apart = any(d.get("apart") for d in datasets.values())
+    has_absent = any(d.get("absent") for d in datasets.values())
+    notes = ["Boxes: the model's per-run scores (quartiles, whiskers 1.5 IQR); rows in rank order, best on top."]
+    if has_ref:
+        notes.append("† a paper model: diamond = published mean, bar = ± 1 std (the paper gives no per-run scores).")
+    if has_apart:
+        notes.append("‡ protocol differs from the reference: drawn hatched below the dashed line, not ranked.")
+    if has_absent:
+        notes.append("Text rows: no value (not scored, or NA in the paper); report.md gives the reason.")
+    foot_h = (len(notes) * 1.4 + 1.5) * 11 / 72
+    fig = plt.figure(figsize=(width, panel_h * nrows + 0.6 + foot_h))
+    axes = fig.subplots(nrows, cols, squeeze=False)
+    for ax, ds in zip(axes.flat, datasets.values(), strict=False):  # spare axes are hidden below
+        absent = list(reversed(ds.get("absent", [])))
+        apart = list(reversed(ds.get("apart", [])))
+        rows = list(reversed(ds["rows"]))
+        labels = [_label(a["model"], a["from_summary_stats"], False) for a in absent]
+        labels += [_label(r["model"], False, True) for r in apart]
+        labels += [_label(r["model"], r["from_summary_stats"], False) for r in rows]
+        for y, a in enumerate(absent, start=1):  # explicit cells, never silently dropped
+            ax.text(0.02, y, "NA in the paper" if a["cell"] == "NA" else a["cell"],
+                    transform=ax.get_yaxis_transform(), va="center", fontsize=8, color="dimgray", style="italic")
+        drawn = [(y, r, True) for y, r in enumerate(apart, start=len(absent) + 1)]
+        drawn += [(y, r, False) for y, r in enumerate(rows, start=len(absent) + len(apart) + 1)]
+        for y, r, is_apart in drawn:
+            c = model_color(r["model"], str(r.get("model_id") or ""))
+            if r["from_summary_stats"]:
+                ax.errorbar([r["mean"]], [y], xerr=[[r["std"]], [r["std"]]], fmt="D", color=c, mec="black",
+                            ecolor="dimgray", capsize=3, ms=6)
+            else:
+                bp = ax.boxplot([r["runs"]], positions=[y], orientation="horizontal", widths=0.6,
+                                patch_artist=True, manage_ticks=False)
+                bp["boxes"][0].set_facecolor(c)
+                bp["boxes"][0].set_hatch(APART_HATCH if is_apart else "")
+                bp["medians"][0].set_color("black")
+        if apart and rows:
+            ax.axhline(len(absent) + len(apart) + 0.5, color="gray", ls="--", lw=0.8)
+        ax.set_yticks(range(1, len(labels) + 1), labels, fontsize=9)
+        ax.set_ylim(0.4, max(len(labels), 1) + 0.6)
+        ax.set_title(ds["display_name"], fontsize=11)
+        ax.set_xlabel(ds["metric"] or "score", fontsize=9)
+        ax.grid(axis="x", alpha=0.3)
+    for ax in list(axes.flat)[len(datasets):]:
+        ax.set_visible(False)
+    handles = [Patch(facecolor=NEUTRAL, edgecolor="black", label="per-run scores")]
+    if has_ref:
+        handles.append(Line2D([], [], marker="D", color="dimgray", mec="black", ls="-", label="† paper mean ± std"))
+    if has_apart:
+        handles.append(Patch(facecolor="white", edgecolor="black", hatch=APART_HATCH, label="‡ protocol differs"))
+    fig.legend(handles=handles, loc="upper right", fontsize=8, ncols=len(handles), frameon=False)
+    fig.suptitle("Per-run scores per dataset (Figure 3)", fontsize=12, x=0.01, ha="left")
+    bottom = _footnote(fig, notes, width)
+    fig.tight_layout(rect=(0, bottom, 1, 1 - 0.45 / fig.get_figheight()))
+    return fig
+
+
+def plot_boxes(rep: dict[str, Any], out: Path | IO[bytes]) -> None:
+    _save(draw_boxes(rep), out)
+
+
+def _bars(ax: Any, labels: list[str], values: list[float | None], colors: list[str], hatches: list[str],
+          xlabel: str, nd: int, split: int | None = None) -> None:
+    """Horizontal bars, first label on top, each with its value; a value past 2.5x the next largest
+    is clipped at the axis edge and printed, so one outlier does not flatten every other bar."""
+    ys = list(range(len(labels)))[::-1]
+    known = sorted((v for v in values if v is not None), reverse=True)
+    limit = None
+    if len(known) >= 2 and known[1] > 0 and known[0] > 2.5 * known[1]:
+        limit = known[1] * 1.6
+    for y, v, c, h in zip(ys, values, colors, hatches, strict=True):
+        if v is None:
+            ax.text(0, y, " none (every mean 0)", va="center", fontsize=8, color="dimgray", style="italic")
+            continue
+        shown = min(v, limit) if limit is not None else v
+        ax.barh(y, shown, color=c, hatch=h, edgecolor="black", linewidth=0.5)
+        clipped = limit is not None and v > limit
+        ax.text(shown, y, f" {v:.{nd}f}" + (" ▸ (axis cut)" if clipped else ""), va="center", fontsize=8)
+    if split is not None and 0 < split < len(labels):  # comparable bars above, ‡ bars below
+        ax.axhline(len(labels) - split - 0.5, color="gray", ls="--", lw=0.8)
+    ax.set_yticks(ys, labels, fontsize=9)
+    top = limit if limit is not None else (known[0] if known else 1.0)
+    ax.set_xlim(0, top * 1.3 if top > 0 else 1.0)
+    ax.set_xlabel(xlabel, fontsize=9)
+    ax.grid(axis="x", alpha=0.3)
+
+
+def draw_ar_arsd(rep: dict[str, Any]) -> Any:
+    """Figure 4 as the paper draws it: AR per model, ARSD per model (both in AR order, best on top,
+    ‡ models hatched below) and ARSD per dataset (Table 3 order)."""
     plt = _pyplot()
     st = rep["stability"]
-    colors = _colors(rep["model_order"])
-    fig, ax = plt.subplots(figsize=(7.5, 5.2))
-    skipped = []
-    pts = []
-    for m, ar in st["average_rank"].items():
-        arsd = st["arsd"].get(m)
-        ref = any(r["model"] == m and r["from_summary_stats"] for d in rep["datasets"].values() for r in d["rows"])
-        n_over = len(st.get("ranked_in", {}).get(m, []))
-        mismatch = bool((rep.get("protocol_mismatch") or {}).get(m))
-        label = _short(m) + (" †" if ref else "") + (" ‡" if mismatch else "") + (f" [{n_over} ds]" if n_over else "")
-        if arsd is None:  # still plotted: on the x axis, hollow, labelled
-            skipped.append(m)
-            ax.scatter([ar], [0.0], s=70, facecolors="none", edgecolors=colors[m], marker="D" if ref else "o",
-                       linewidths=1.5, zorder=3)
-            pts.append((ar, 0.0, label + " (no ARSD)"))
-            continue
-        ax.scatter([ar], [arsd], s=70, color=colors[m], edgecolors="black", marker="D" if ref else "o", zorder=3)
-        pts.append((ar, arsd, label))
-    ax.set_xlabel("Average rank (AR ↓)")
-    ax.set_ylabel("Average relative std, % (ARSD ↓)")
-    if pts:
-        xs = [p[0] for p in pts]
-        ys = [p[1] for p in pts]
-        ax.set_xlim(min(xs) - 0.5, max(xs) + 1.2)
-        ax.set_ylim(0, max(ys) * 1.15 + 0.5)
-    _place_labels(fig, ax, pts)
-    ax.grid(alpha=0.3)
-    title = "AR vs ARSD ([n ds] = datasets the AR is over)"
-    if skipped:
-        title += f"\n(hollow, on the x axis: no ARSD, every mean 0: {', '.join(_short(s) for s in skipped)})"
-    ax.set_title(title, fontsize=11)
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
+    ref = {r["model"] for d in rep["datasets"].values() for r in d["rows"] if r["from_summary_stats"]}
+    main = sorted(st["average_rank"], key=lambda m: (st["average_rank"][m], m))
+    apart = st.get("apart") or {}
+    order = main + sorted(apart, key=lambda m: (apart[m]["average_rank"], m))
+    ar = [st["average_rank"][m] for m in main] + [apart[m]["average_rank"] for m in order[len(main):]]
+    arsd = [st["arsd"].get(m) for m in main] + [apart[m]["arsd"] for m in order[len(main):]]
+    labels = [_label(m, m in ref, m in apart) for m in order]
+    ids = _model_ids(rep)
+    colors = [model_color(m, ids.get(m, "")) for m in order]
+    hatches = ["" if m not in apart else APART_HATCH for m in order]
+    by_ds = st.get("arsd_by_dataset") or {}
+    ds_names = [rep["datasets"][d]["display_name"] if d in rep["datasets"] else d for d in by_ds]
+    notes = ["AR: a model's rank averaged over the datasets it is ranked on (lower = better). ARSD: std/mean x 100 "
+             "averaged over datasets (lower = more robust to the resampled prompt choices); per dataset, over "
+             "the models."]
+    if ref:
+        notes.append("† a paper model (ranked from its published mean ± std).")
+    if apart:
+        notes.append("‡ protocol differs from the reference: hatched, below the dashed line; its AR is the rank it "
+                     "would take, not comparable, and it is left out of the per-dataset ARSD.")
+    n = max(len(order), len(by_ds), 1)
+    width = 15.0
+    foot_h = (len(notes) * 2 + 1.5) * 11 / 72
+    fig = plt.figure(figsize=(width, 0.38 * n + 1.6 + foot_h))
+    ax_ar, ax_m, ax_d = fig.subplots(1, 3)
+    _bars(ax_ar, labels, ar, colors, hatches, "Average rank (AR ↓) across datasets", 2, len(main))
+    _bars(ax_m, labels, arsd, colors, hatches, "ARSD ↓ (%) across datasets, per model", 1, len(main))
+    _bars(ax_d, ds_names, list(by_ds.values()), [NEUTRAL] * len(by_ds), [""] * len(by_ds),
+          "ARSD ↓ (%) across models, per dataset", 1)
+    fig.suptitle("Average rank and ARSD (Figure 4)", fontsize=12, x=0.01, ha="left")
+    bottom = _footnote(fig, notes, width)
+    fig.tight_layout(rect=(0, bottom, 1, 1 - 0.35 / fig.get_figheight()))
+    return fig
+
+
+def plot_ar_arsd(rep: dict[str, Any], out: Path | IO[bytes]) -> None:
+    _save(draw_ar_arsd(rep), out)

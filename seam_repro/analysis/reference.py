@@ -40,7 +40,10 @@ class ReferenceDataset:
     name: str
     paper_name: str
     metric: str
+    """The paper's description of the metric (shown in notes, too long for an axis)."""
     rows: tuple[ReferenceRow, ...]
+    metric_key: str = ""
+    """The kit's metric name (``rouge_geo``, ...), the same word a scored run shows for the dataset."""
 
     def row(self, model: str) -> ReferenceRow | None:
         """The row of ``model`` or ``None`` when the table has no such model."""
@@ -115,7 +118,7 @@ def parse_reference(data: Any, path: str) -> ReferenceTable:
             dom = _num(path, r.get("dominance_over_next"), rec, "dominance_over_next")
             rows.append(ReferenceRow(r["model"], rank, mean, std, dom, r.get("note")))
         datasets[name] = ReferenceDataset(
-            name, str(ds.get("paper_name", key)), str(ds.get("metric", "")), tuple(rows)
+            name, str(ds.get("paper_name", key)), str(ds.get("metric", "")), tuple(rows), str(ds.get("metric_key", ""))
         )
     protocol = data.get("protocol")
     if protocol is not None and not isinstance(protocol, dict):

@@ -7,7 +7,12 @@ box plots) and ``compare_models.py`` (AR, ARSD) with the statistics of ``aso.py`
 Reference models (``--reference paper``) have only a published mean and std. To rank a new model
 against them, each reference model is given a *surrogate* set of runs with exactly that mean and
 population std (evenly spaced normal quantiles). ASO on surrogates approximates the paper's
-comparison; such rows are flagged ``from_summary_stats`` and marked † in the Markdown.
+comparison; such rows are flagged ``from_summary_stats`` and marked † in the Markdown. Their rows
+still print the paper's own rank and dominance wherever the paper's neighbour is theirs; a value
+that had to be recomputed from surrogates is marked ≈ (``dominance_source``).
+
+Rows whose protocol differs from the reference's (‡) are not comparable: they are ranked apart,
+with the rank they would take in a column of their own, and stay out of the others' AR and ARSD.
 
 Model order (it decides which side of each ASO pair is computed and breaks ties in the ranking, as
 upstream's dict order does): input models in the order given, then reference models in table order.
@@ -17,7 +22,7 @@ from __future__ import annotations
 
 import io
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +31,7 @@ import numpy as np
 from seam_repro import __version__
 from seam_repro.analysis.aggregate import ModelScores, summarize
 from seam_repro.analysis.aso import AsoParams, Ranking, aso, deepsig_eps_min, pair_rng, rank_models, stability
+from seam_repro.analysis.diff import brief_reason, reference_protocol, run_hint
 from seam_repro.analysis.reference import ReferenceTable
 from seam_repro.files import atomic_write_bytes, atomic_write_text, ensure_dir
 
@@ -35,6 +41,14 @@ DISPLAY_NAMES = {"ECB": "ECB+"}
 REF_MARK = "†"
 PROTOCOL_MARK = "‡"
 """Marks a row whose protocol differs from the reference's (see the notes for the fields)."""
+RECOMPUTED_MARK = "≈"
+"""Marks a dominance value computed here against surrogate runs (never the paper's own value)."""
+DOMINANCE_HEADER = "dominance over next (1 − ASO ε_min)"
+DOMINANCE_NOTE = ("Dominance over next = 1 − ε_min, where ε_min is the Almost Stochastic Order violation ratio "
+                  "(Dror et al. 2019) for \"this model's runs score higher than the next-ranked model's\": "
+                  "ε_min 0 = this model stochastically dominates the next, so 1.00 = dominates, "
+                  "0.50 = no order between the two.")
+"""The paper's '↓' column, explained once (Table 3 of the paper does not say which way it reads)."""
 
 
 def surrogate_runs(mean: float, std: float, n: int = 10) -> list[float]:
@@ -97,7 +111,6 @@ def absent_cells(models: list[ModelScores], reference: ReferenceTable | None, na
 def protocol_labels(models: list[ModelScores], reference: ReferenceTable | None) -> dict[str, list[str]]:
     """Per input model (display name): protocol fields that differ from the reference's protocol, or,
     without a reference, from the first input's; such rows are labelled in every table."""
-    from seam_repro.analysis.diff import reference_protocol
     from seam_repro.manifest.trust import protocol_differences
 
     if reference is not None:
@@ -138,38 +151,91 @@ def collect_entries(models: list[ModelScores], reference: ReferenceTable | None)
     return out
 
 
+def _dominance_cells(rows: list[dict[str, Any]], computed: list[float | None]) -> None:
+    """Set each row's ``dominance_over_next`` and where it comes from (``dominance_source``).
+
+    A paper row followed by the model the paper ranks next gets the paper's printed value
+    (``paper``): recomputing it from surrogate runs differs from the paper in 8 of its 35 cells. Any
+    other value is computed here: ``surrogate`` when either side is known only by mean ± std (an
+    approximation, marked in every table), ``runs`` when both sides have real runs."""
+    for i, row in enumerate(rows):
+        nxt = rows[i + 1] if i + 1 < len(rows) else None
+        row["dominance_recomputed"] = computed[i]
+        if nxt is None:
+            row["dominance_over_next"], row["dominance_source"] = None, None
+        elif (row["from_summary_stats"] and nxt["from_summary_stats"] and row.get("paper_rank") is not None
+              and nxt.get("paper_rank") == row["paper_rank"] + 1):
+            row["dominance_over_next"], row["dominance_source"] = row["paper_dominance_over_next"], "paper"
+        else:
+            row["dominance_over_next"] = computed[i]
+            row["dominance_source"] = "surrogate" if row["from_summary_stats"] or nxt["from_summary_stats"] else "runs"
+
+
+def _paper_order(ranking: Ranking, by: dict[str, Entry]) -> Ranking:
+    """The paper's own order when every ranked model is a paper model: its rows then show the
+    paper's ranks whatever the surrogate runs would give."""
+    ranks = [by[m].extra.get("paper_rank") for m in ranking.order]
+    if not all(by[m].from_summary_stats for m in ranking.order) or any(r is None for r in ranks):
+        return ranking
+    order = sorted(ranking.order, key=lambda m: by[m].extra["paper_rank"])
+    dom: list[float | None] = [round(1 - ranking.table[a][b], 2) for a, b in zip(order, order[1:], strict=False)]
+    return replace(ranking, order=order, dominance=[*dom, None] if order else [])
+
+
 def build_report(models: list[ModelScores], reference: ReferenceTable | None = None,
                  params: AsoParams | None = None, deepsig: bool = False, command: str = "") -> dict[str, Any]:
-    """Everything the Markdown, JSON and figures show, as one JSON-ready dict."""
+    """Everything the Markdown, JSON and figures show, as one JSON-ready dict.
+
+    Rows whose protocol differs from the reference's (‡) are not comparable, so they are ranked
+    apart: the main ranking, AR and ARSD hold only comparable models; a ‡ row shows the rank it
+    would take among them (``rank_if_comparable``) in a column of its own."""
     params = params or AsoParams()
     entries = collect_entries(models, reference)
     rankings: dict[str, Ranking] = {}
+    full_rankings: dict[str, Ranking] = {}
     stats: dict[str, dict[str, tuple[float, float]]] = {}
     datasets: dict[str, Any] = {}
     cross: list[dict[str, Any]] = []
     labels = protocol_labels(models, reference)
+    briefs = {label: {n: brief_reason(r, run_hint(ms)) for n, r in ms.unscored.items()}
+              for ms, label in zip(models, display_names(models), strict=True)}
     for name, ents in entries.items():
         absent = absent_cells(models, reference, name)
-        ref_metric = reference.datasets[name].metric if reference is not None and name in reference.datasets else ""
+        for a in absent:
+            if a["cell"] == "not scored" and name in briefs.get(a["model"], {}):
+                a["reason"] = "see notes"  # the reason is said once, in the notes
+        ref_ds = reference.datasets.get(name) if reference is not None else None
+        ref_metric = ref_ds.metric if ref_ds is not None else ""
+        metric_key = next((e.extra["metric"] for e in ents if "metric" in e.extra), ref_ds.metric_key if ref_ds else "")
+        base = {"display_name": DISPLAY_NAMES.get(name, name), "metric": metric_key,
+                "metric_description": ref_metric, "absent": absent}
+        comparable = [e for e in ents if not labels.get(e.model)]
+        apart = [e for e in ents if labels.get(e.model)]
         if not ents:
-            datasets[name] = {"display_name": DISPLAY_NAMES.get(name, name), "metric": ref_metric, "rows": [],
-                              "absent": absent, "pairwise": {}, "pairs": []}
+            datasets[name] = {**base, "rows": [], "apart": [], "pairwise": {}, "pairs": []}
             continue
         by = {e.model: e for e in ents}
-        ranking = rank_models({e.model: e.runs for e in ents}, name, params)
-        rankings[name] = ranking
         stats[name] = {e.model: (e.mean, e.std) for e in ents}
-        rows = []
-        for pos, model in enumerate(ranking.order):
-            e = by[model]
-            rows.append({"rank": pos + 1, "model": model, "mean": e.mean, "std": e.std, "n_runs": len(e.runs),
-                         "dominance_over_next": ranking.dominance[pos], "from_summary_stats": e.from_summary_stats,
-                         "runs": None if e.from_summary_stats else e.runs,
-                         "protocol_mismatch": labels.get(model, []), **e.extra})
-        metric = next((e.extra["metric"] for e in ents if "metric" in e.extra), ref_metric)
-        datasets[name] = {"display_name": DISPLAY_NAMES.get(name, name), "metric": metric, "rows": rows,
-                          "absent": absent, "pairwise": ranking.table, "pairs": ranking.pairs}
-        if deepsig:
+        ranking = _paper_order(rank_models({e.model: e.runs for e in comparable}, name, params), by) if comparable \
+            else None
+        full = rank_models({e.model: e.runs for e in ents}, name, params) if apart else ranking
+        if ranking is not None:
+            rankings[name] = ranking
+        if full is not None:
+            full_rankings[name] = full
+
+        def row(e: Entry) -> dict[str, Any]:
+            return {"model": e.model, "mean": e.mean, "std": e.std, "n_runs": len(e.runs),
+                    "from_summary_stats": e.from_summary_stats, "runs": None if e.from_summary_stats else e.runs,
+                    "protocol_mismatch": labels.get(e.model, []), **e.extra}
+
+        rows = [{"rank": pos + 1, **row(by[m])} for pos, m in enumerate(ranking.order)] if ranking else []
+        _dominance_cells(rows, ranking.dominance if ranking else [])
+        apart_rows = [{"rank": None, "rank_if_comparable": full.rank_of(e.model) if full else None, **row(e),
+                       "dominance_over_next": None, "dominance_source": None} for e in apart]
+        datasets[name] = {**base, "rows": rows, "apart": apart_rows,
+                          "pairwise": ranking.table if ranking else {}, "pairs": ranking.pairs if ranking else []}
+        if deepsig and ranking is not None:
             for a, b in zip(ranking.order, ranking.order[1:], strict=False):
                 theirs = deepsig_eps_min(by[a].runs, by[b].runs, params.seed, params.b)
                 if theirs is None:
@@ -178,12 +244,15 @@ def build_report(models: list[ModelScores], reference: ReferenceTable | None = N
                 ours = aso(by[a].runs, by[b].runs, pair_rng(params.seed, name, a, b), params).eps_min
                 cross.append({"available": True, "dataset": name, "a": a, "b": b, "eps_min": ours,
                               "deepsig_eps_min": theirs, "difference": theirs - ours})
-    st = stability(rankings, stats)
+    st = stability(rankings, {n: {m: v for m, v in s.items() if not labels.get(m)} for n, s in stats.items()})
+    st_full = stability(full_rankings, stats)
+    apart_models = [m for m in st_full.average_rank if labels.get(m)]
     notes = ["Scores are on a 0-100 scale; std is the population std over runs (ddof=0).",
+             DOMINANCE_NOTE,
              "ASO: upstream ASD.py semantics with per-pair generators derived from the recorded seed."]
-    for ms in models:
-        for name, reason in sorted(ms.unscored.items()):
-            notes.append(f"{ms.label}: {name} not scored ({reason}); left out of every statistic.")
+    for ms, label in zip(models, display_names(models), strict=True):
+        for name, brief in sorted(briefs[label].items()):
+            notes.append(f"{label}: {name} not scored (left out of every statistic): {brief}")
         if ms.extra.get("partial") or (ms.extra.get("coverage") or {}).get("partial"):
             cov = ms.extra.get("coverage") or {}
             notes.append(f"{ms.label}: partial run ({cov.get('scored')} of {cov.get('instances')} instances "
@@ -194,14 +263,19 @@ def build_report(models: list[ModelScores], reference: ReferenceTable | None = N
     for label, differs in labels.items():
         if differs:
             notes.append(f"{PROTOCOL_MARK} {label}: protocol differs from "
-                         f"{'the reference' if reference is not None else 'the first input'}: {'; '.join(differs)}.")
+                         f"{'the reference' if reference is not None else 'the first input'}: {'; '.join(differs)}. "
+                         "Not ranked with the others; the rank it would take is shown apart.")
     spans = {m: tuple(v) for m, v in st.ranked_in.items()}
-    if len(set(spans.values())) > 1:
+    if len(set(spans.values())) > 1:  # name the exceptions, not every model
+        common = max(set(spans.values()), key=lambda v: (list(spans.values()).count(v), len(v)))
         notes.append("Average ranks are over different datasets: " + "; ".join(
-            f"{m} over {len(v)} ({', '.join(v)})" for m, v in spans.items()) + ".")
+            f"{m} over {len(v)} ({', '.join(v)})" for m, v in spans.items() if v != common)
+            + f"; every other model over {len(common)} ({', '.join(common)}).")
     if any(e.from_summary_stats for ents in entries.values() for e in ents):
-        notes.append(f"{REF_MARK} reference model known only by its published mean ± std; ranked with surrogate "
-                     "runs of exactly that mean and population std, so its ASO values are approximate.")
+        notes.append(f"{REF_MARK} reference model known only by its published mean ± std. Its rows show the paper's "
+                     f"mean ± std and dominance; a value marked {RECOMPUTED_MARK} is recomputed here with surrogate "
+                     "runs of exactly that mean and population std (the paper publishes no per-run scores), so it "
+                     "is approximate and not the paper's.")
     return {
         "kind": "seam-repro/report", "kit_version": __version__, "command": command, "aso": params.as_dict(),
         "manifest_digest": models[0].manifest_digest if models else None,
@@ -212,8 +286,12 @@ def build_report(models: list[ModelScores], reference: ReferenceTable | None = N
         "protocol_mismatch": labels,
         "stability": {"average_rank": st.average_rank, "ranked_in": st.ranked_in, "arsd": st.arsd,
                       "arsd_excluded": st.arsd_excluded, "arsd_by_dataset": st.arsd_by_dataset,
+                      "apart": {m: {"average_rank": st_full.average_rank[m], "ranked_in": st_full.ranked_in[m],
+                                    "arsd": st_full.arsd.get(m), "arsd_excluded": st_full.arsd_excluded.get(m, [])}
+                                for m in apart_models},
                       "rule": "AR over the datasets a model is ranked on; ARSD = mean of std/mean*100 over "
-                              "datasets with rounded mean > 0 (upstream compare_models.py)"},
+                              "datasets with rounded mean > 0 (upstream compare_models.py); models whose "
+                              "protocol differs are left out of both and listed under 'apart'"},
         "deepsig_crosscheck": cross if deepsig else None,
         "notes": notes,
     }
@@ -230,16 +308,28 @@ def render_markdown(rep: dict[str, Any]) -> str:
            f"seed={rep['aso']['seed']}  ", f"Generated by seam-repro {rep['kit_version']}"
            + (f": `{rep['command']}`" if rep["command"] else ""), ""]
     for ds in rep["datasets"].values():
-        out += [f"## {ds['display_name']}" + (f" ({ds['metric']})" if ds["metric"] else ""), "",
-                "| rank | model | mean ± std | dominance over next |", "|---:|---|---:|---:|"]
+        apart = ds.get("apart", [])
+        head = f"## {ds['display_name']}" + (f" ({ds['metric']})" if ds["metric"] else "")
+        out += [head, ""] + ([f"Metric: {ds['metric_description']}.", ""] if ds.get("metric_description") else [])
+        extra_col = f" rank if comparable ({PROTOCOL_MARK}) |" if apart else ""
+        out += [f"| rank | model | mean ± std | {DOMINANCE_HEADER} |{extra_col}",
+                "|---:|---|---:|---:|" + ("---:|" if apart else "")]
         for r in ds["rows"]:
             mark = f" {REF_MARK}" if r["from_summary_stats"] else ""
-            mark += f" {PROTOCOL_MARK}" if r.get("protocol_mismatch") else ""
-            out.append(f"| {r['rank']} | {r['model']}{mark} | {r['mean']:.1f} ± {r['std']:.1f} | "
-                       f"{_fmt(r['dominance_over_next'], 2)} |")
+            rank = str(r["rank"])
+            if r["from_summary_stats"] and r.get("paper_rank") not in (None, r["rank"]):
+                rank += f" (paper: {r['paper_rank']})"
+            dom = _fmt(r["dominance_over_next"], 2)
+            if r.get("dominance_source") == "surrogate":
+                dom = f"{RECOMPUTED_MARK} {dom}"
+            out.append(f"| {rank} | {r['model']}{mark} | {r['mean']:.1f} ± {r['std']:.1f} | {dom} |"
+                       + (" |" if apart else ""))
+        for r in apart:
+            out.append(f"| – | {r['model']} {PROTOCOL_MARK} | {r['mean']:.1f} ± {r['std']:.1f} | – | "
+                       f"{_fmt(r['rank_if_comparable'], 0) if r['rank_if_comparable'] is not None else '–'} |")
         for a in ds.get("absent", []):
             mark = f" {REF_MARK}" if a["from_summary_stats"] else ""
-            out.append(f"| – | {a['model']}{mark} | {a['cell']} ({a['reason']}) | – |")
+            out.append(f"| – | {a['model']}{mark} | {a['cell']} ({a['reason']}) | – |" + (" – |" if apart else ""))
         intended = [r for r in ds["rows"] if r.get("intended")]
         if intended:  # coreference under the upstream profile: the score above is as published
             out += ["", "Scores above: as published (the part of the unflushed gold file perl read). As intended "
@@ -254,6 +344,9 @@ def render_markdown(rep: dict[str, Any]) -> str:
         over = st["ranked_in"][m]
         out.append(f"| {m} | {st['average_rank'][m]:.2f} | {_fmt(st['arsd'][m], 1)} | "
                    f"{len(over)}: {', '.join(over)} | {', '.join(st['arsd_excluded'].get(m, [])) or '–'} |")
+    for m, a in (st.get("apart") or {}).items():  # their AR is the rank they would take: not comparable
+        out.append(f"| {m} {PROTOCOL_MARK} (not comparable) | ({a['average_rank']:.2f}) | {_fmt(a['arsd'], 1)} | "
+                   f"{len(a['ranked_in'])}: {', '.join(a['ranked_in'])} | {', '.join(a['arsd_excluded']) or '–'} |")
     out += ["", "| dataset | ARSD across models |", "|---|---:|"]
     out += [f"| {d} | {_fmt(v, 1)} |" for d, v in st["arsd_by_dataset"].items()]
     fmt_rows = [(d, r) for d, ds in rep["datasets"].items() for r in ds["rows"] if not r["from_summary_stats"]]

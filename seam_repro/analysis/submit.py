@@ -23,7 +23,7 @@ from seam_repro.analysis.aggregate import (
     load_run_dir,
     parse_instance_line,
 )
-from seam_repro.errors import InputError
+from seam_repro.errors import InputError, version_mismatch
 from seam_repro.files import atomic_write_text, read_json
 from seam_repro.hashing import sha256_json
 from seam_repro.run.store import (
@@ -231,8 +231,9 @@ def parse_bundle(data: Any, path: Path) -> ModelScores:
     if not isinstance(data, dict) or data.get("kind") != BUNDLE_KIND:
         raise InputError(path, f"not a results bundle (expected \"kind\": \"{BUNDLE_KIND}\")", field="kind")
     if data.get("bundle_version") != BUNDLE_VERSION:
-        raise InputError(path, f"unsupported version {data.get('bundle_version')!r}; expected {BUNDLE_VERSION} "
-                         "(re-create it with `seam-repro submit`)", field="bundle_version")
+        raise InputError(path, version_mismatch("bundle_version", data.get("bundle_version"), BUNDLE_VERSION,
+                                                data.get("kit_version"), "re-create it with `seam-repro submit RUN_DIR`"),
+                         field="bundle_version")
     for key in ("manifest_digest", "prompt_digest", "bundle_digest", "predictions_digest"):
         if not isinstance(data.get(key), str):
             raise InputError(path, "expected a string digest", field=key)

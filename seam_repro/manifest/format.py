@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from seam_repro import __version__
 from seam_repro.config import SeamConfig, parse_config
-from seam_repro.errors import InputError, ManifestError
+from seam_repro.errors import InputError, ManifestError, version_mismatch
 from seam_repro.files import atomic_write_bytes, atomic_write_text, dumps_indented, iter_jsonl, read_json
 from seam_repro.hashing import canonical_json, sha256_bytes, sha256_json
 
@@ -152,10 +152,14 @@ def validate_manifest(manifest: Any, where: str) -> None:
     """Schema, digest over the sealed content, and unique instance keys; one-line errors."""
     from seam_repro.schema_check import conforms
 
-    if isinstance(manifest, dict) and manifest.get("schema_version") == 1:
-        raise ManifestError(f"{where}: field 'schema_version': 1 is the old layout whose digest also covered "
-                            "paths and the command line; re-create it with `seam-repro sample` or `seam-repro "
-                            f"freeze` (schema_version {SCHEMA_VERSION})")
+    if isinstance(manifest, dict) and manifest.get("schema_version") != SCHEMA_VERSION:
+        prov = manifest.get("provenance")
+        old = " (the old layout whose digest also covered paths and the command line)" \
+            if manifest.get("schema_version") == 1 else ""
+        raise ManifestError(f"{where}: field 'schema_version': " + version_mismatch(
+            "schema_version", manifest.get("schema_version"), SCHEMA_VERSION,
+            prov.get("kit_version") if isinstance(prov, dict) else None,
+            f"re-create it{old} with `seam-repro sample` or `seam-repro freeze`"))
     errors = []
     if not conforms(manifest, SCHEMA_PATH):  # fast path; jsonschema names what is wrong
         import jsonschema

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from seam_repro import files
-from seam_repro.errors import InputError, PredictionsError, SeamReproError
+from seam_repro.errors import InputError, PredictionsError, SeamReproError, version_mismatch
 from seam_repro.files import OutputError
 from seam_repro.generate.base import GenerationRequest, GenerationResult
 from seam_repro.hashing import digest_of_hashes, sha256_bytes, sha256_file
@@ -272,8 +272,14 @@ def _kinds(types: tuple[type, ...]) -> str:
 def validate_run_json(obj: Any, path: Path, required: tuple[str, ...] = ("models", "sessions")) -> dict[str, Any]:
     """Check the shape of run.json (written by this module, but a user may edit or damage it): every
     field another command reads has the documented type, so none of them can crash on it."""
-    if not isinstance(obj, dict) or obj.get("schema_version") != RUN_SCHEMA_VERSION:
+    if not isinstance(obj, dict):
         raise InputError(path, f"expected a run.json object with schema_version {RUN_SCHEMA_VERSION}",
+                         field="schema_version")
+    if obj.get("schema_version") != RUN_SCHEMA_VERSION:
+        fp = obj.get("fingerprint")
+        raise InputError(path, version_mismatch("schema_version", obj.get("schema_version"), RUN_SCHEMA_VERSION,
+                                                fp.get("seam_repro") if isinstance(fp, dict) else None,
+                                                "replay the manifest into a new --out with this kit"),
                          field="schema_version")
     for name, types in _RUN_FIELDS.items():
         if name not in obj:
