@@ -54,9 +54,28 @@ def test_table_rows_by_hand(tmp_path: Path) -> None:
     assert st["average_rank"] == {"org/high": 1.0, "org/mid": 2.0, "org/low": 3.0}
     assert st["ranked_in"]["org/high"] == ["MultiNews", "ECB"]
     assert st["arsd_excluded"] == {"org/high": ["ECB"]}          # ECB mean 0.0 is left out, not divided by
-    assert st["arsd"]["org/high"] == pytest.approx(2.9 / 24.5 * 100)  # std 2.87 and mean rounded to 0.1 first
+    # as published: upstream's csv holds ROUGE x100 again, (2450.0, 287.2), not (24.5, 2.9)
+    assert st["arsd_rule"] == "as published"
+    assert st["arsd"]["org/high"] == pytest.approx(287.2 / 2450.0 * 100, abs=1e-12)
+    assert st["unrounded"]["arsd"]["org/high"] == pytest.approx(np.std(range(10)) / 24.5 * 100, abs=1e-12)
     md = render_markdown(rep)
     assert "| 1 | org/high | 24.5 ± 2.9 | 1.00 |" in md and "## ECB+ (conll_f1)" in md
+
+
+def test_arsd_rule_follows_the_scoring_profile(tmp_path: Path) -> None:
+    """The upstream profile reports ARSD as published with the unrounded one beside it (both in the
+    Markdown); scores made under seam-repro-1 get the unrounded one alone."""
+    dirs = _three_models(tmp_path)
+    md = render_markdown(build_report(load_inputs(dirs), None, FAST))
+    assert "| model | AR ↓ | ARSD ↓ (as published) | ARSD unrounded |" in md
+    assert f"| org/high | 1.00 | {287.2 / 2450 * 100:.1f} | {np.std(range(10)) / 24.5 * 100:.1f} |" in md
+    write_scores(tmp_path / "corrected", "org/new", {"MultiNews": {"metric": "rouge_geo", "instances": [
+        (r, "i", 5.0 + r, True) for r in range(10)]}}, protocol={"profile": "seam-repro-1"})
+    rep = build_report(load_inputs([*dirs, tmp_path / "corrected"]), None, FAST)
+    st = rep["stability"]
+    assert st["arsd_rule"] == "unrounded" and "unrounded" not in st
+    assert st["arsd"]["org/high"] == pytest.approx(np.std(range(10)) / 24.5 * 100, abs=1e-12)
+    assert "| model | AR ↓ | ARSD ↓ (unrounded) | AR over (datasets) |" in render_markdown(rep)
 
 
 def test_reference_models_rank_like_the_paper() -> None:

@@ -78,6 +78,13 @@ class ModelScores:
     def label(self) -> str:
         return self.name or self.model_id
 
+    @property
+    def profile(self) -> str:
+        """The profile the scores were made under: ``summary.json``'s ``profile`` (``score --profile``),
+        else the protocol's (a bundle is re-derived under it), else ``upstream`` (``score``'s default)."""
+        stated = self.extra.get("profile") or (self.extra.get("protocol") or {}).get("profile")
+        return stated if isinstance(stated, str) else "upstream"
+
 
 def is_run_level(task: str | None, metric: str) -> bool:
     """Coreference run scores come from the scorer, never from instance means."""
@@ -211,7 +218,8 @@ def build_model_scores(summary: Any, instances: list[InstanceScore], path: objec
             intended = {"metric": intended["metric"], "runs": _runs_map(path, intended.get("runs"), rec, "intended.runs")}
         datasets[name] = DatasetScores(name, ds["metric"], runs, fmt, tuple(items), corrected, intended)
     display = model.get("name") if isinstance(model.get("name"), str) else ""
-    extra = {k: summary[k] for k in ("protocol", "coverage", "unscored", "predictions_digest") if k in summary}
+    extra = {k: summary[k] for k in ("protocol", "profile", "coverage", "unscored", "predictions_digest")
+             if k in summary}
     return ModelScores(model["id"], str(model.get("revision", "")), summary["manifest_digest"],
                        summary["prompt_digest"], datasets, source, extra=extra, unscored=unscored, name=display)
 

@@ -194,6 +194,27 @@ def rank_from_table(
     return order, dom, sums
 
 
+UPSTREAM_SCALE: dict[str, float] = {"MultiNews": 100.0, "OpenASP": 100.0, "ECB": 100.0, "SciCo": 100.0,
+                                    "MusiQue": 1.0, "FuseReviews": 1.0}
+"""A perfect score as upstream's ``results.json`` holds it, per SEAM dataset: ROUGE (geometric mean
+x100) and CoNLL-F1 (perl's percent) are already on 0-100, MuSiQue's ``all_f1`` and FuseReviews' F1
+on 0-1. ``statistical_analysis.py`` multiplies every mean and std by 100 before rounding them to 0.1
+for ``ranking_asd.csv``, so the csv holds e.g. ``(2178.2, 69.4)`` for ROUGE 21.782 ± 0.694: on the
+0-100 scale the 0-100 metrics are rounded to 0.001, the 0-1 ones to 0.1. A dataset upstream never
+scored gets 1.0, the 0-1 scale ``statistical_analysis.py`` assumes."""
+
+ARSD_RULES = ("as published", "unrounded")
+"""``as published``: upstream ``compare_models.py`` on the (mean, std) ``ranking_asd.csv`` stores
+(``upstream_stored``), a dataset counted only when that stored mean is > 0. ``unrounded``: std/mean of
+the unrounded statistics, a dataset counted when its mean is > 0."""
+
+
+def upstream_stored(value: float, dataset: str) -> float:
+    """The number upstream's ``ranking_asd.csv`` stores for a 0-100 ``value`` on ``dataset``:
+    ``round(value_in_results_json * 100, 1)``, with the float64 rounding ``round(np.float64, 1)`` does."""
+    return float(np.round(np.float64(value) * UPSTREAM_SCALE.get(dataset, 1.0), 1))
+
+
 @dataclass(frozen=True)
 class Stability:
     """AR and ARSD across datasets (upstream ``compare_models.py``)."""
@@ -202,20 +223,23 @@ class Stability:
     ranked_in: dict[str, list[str]]
     """Datasets each model was ranked on (the AR denominator)."""
     arsd: dict[str, float | None]
-    """Mean over datasets of std/mean*100; ``None`` when every mean is zero."""
+    """Mean over datasets of std/mean*100; ``None`` when no dataset has a mean > 0."""
     arsd_excluded: dict[str, list[str]]
-    """Datasets left out of a model's ARSD because its (rounded) mean is 0."""
+    """Datasets left out of a model's ARSD because its mean (as the rule reads it) is not > 0."""
     arsd_by_dataset: dict[str, float | None]
+    rule: str = ARSD_RULES[0]
 
 
-def stability(rankings: Mapping[str, Ranking], stats: Mapping[str, Mapping[str, tuple[float, float]]]) -> Stability:
-    """AR and ARSD. ``stats[dataset][model] = (mean, std)`` on the 0-100 scale.
+def stability(rankings: Mapping[str, Ranking], stats: Mapping[str, Mapping[str, tuple[float, float]]],
+              rule: str = ARSD_RULES[0]) -> Stability:
+    """AR and ARSD. ``stats[dataset][model] = (mean, std)`` on the 0-100 scale; ``rule`` in ``ARSD_RULES``.
 
-    Rules: a model absent from a dataset's ranking (e.g. Gemma-7B on ECB, NA in the paper) simply
-    has no rank there and that dataset is not in its AR denominator. As upstream, ARSD uses the
-    mean and std rounded to 0.1 (the values ``ranking_asd.csv`` stores) and skips a dataset whose
-    rounded mean is not > 0 instead of dividing by zero; skipped datasets are listed.
+    A model absent from a dataset's ranking (e.g. Gemma-7B on ECB, NA in the paper) has no rank
+    there and that dataset is not in its AR denominator. A dataset whose mean (stored or unrounded,
+    per ``rule``) is not > 0 is left out of the ARSD instead of dividing by zero, and listed.
     """
+    if rule not in ARSD_RULES:
+        raise ValueError(f"unknown ARSD rule {rule!r}; expected one of {ARSD_RULES}")
     ranks: dict[str, list[int]] = {}
     ranked_in: dict[str, list[str]] = {}
     rsd: dict[str, list[float]] = {}
@@ -227,17 +251,18 @@ def stability(rankings: Mapping[str, Ranking], stats: Mapping[str, Mapping[str, 
             ranks.setdefault(model, []).append(pos + 1)
             ranked_in.setdefault(model, []).append(ds)
             mean, std = stats[ds][model]
-            mean_r, std_r = round(mean, 1), round(std, 1)
+            if rule == "as published":
+                mean, std = upstream_stored(mean, ds), upstream_stored(std, ds)
             rsd.setdefault(model, [])
-            if mean_r > 0:
-                rsd[model].append(std_r / mean_r)
-                ds_rsd.append(std_r / mean_r)
+            if mean > 0:
+                rsd[model].append(std / mean)
+                ds_rsd.append(std / mean)
             else:
                 excluded.setdefault(model, []).append(ds)
         by_ds[ds] = float(np.mean(ds_rsd)) * 100 if ds_rsd else None
     ar = {m: float(np.mean(r)) for m, r in ranks.items()}
     arsd = {m: (float(np.mean(v)) * 100 if v else None) for m, v in rsd.items()}
-    return Stability(ar, ranked_in, arsd, excluded, by_ds)
+    return Stability(ar, ranked_in, arsd, excluded, by_ds, rule)
 
 
 def deepsig_eps_min(a: Sequence[float], b: Sequence[float], seed: int, iterations: int = B_ITERATIONS) -> float | None:

@@ -178,7 +178,10 @@ def build_report(models: list[ModelScores], reference: ReferenceTable | None = N
                 ours = aso(by[a].runs, by[b].runs, pair_rng(params.seed, name, a, b), params).eps_min
                 cross.append({"available": True, "dataset": name, "a": a, "b": b, "eps_min": ours,
                               "deepsig_eps_min": theirs, "difference": theirs - ours})
-    st = stability(rankings, stats)
+    # upstream profile: ARSD as published (compare_models.py on ranking_asd.csv), the unrounded one beside it
+    rule = "as published" if all(ms.profile == "upstream" for ms in models) else "unrounded"
+    st = stability(rankings, stats, rule)
+    beside = stability(rankings, stats, "unrounded") if rule == "as published" else None
     notes = ["Scores are on a 0-100 scale; std is the population std over runs (ddof=0).",
              "ASO: upstream ASD.py semantics with per-pair generators derived from the recorded seed."]
     for ms in models:
@@ -195,6 +198,13 @@ def build_report(models: list[ModelScores], reference: ReferenceTable | None = N
         if differs:
             notes.append(f"{PROTOCOL_MARK} {label}: protocol differs from "
                          f"{'the reference' if reference is not None else 'the first input'}: {'; '.join(differs)}.")
+    if rule == "unrounded":
+        others = [ms.label for ms in models if ms.profile != "upstream"]
+        notes.append(f"ARSD from unrounded means and stds: {', '.join(others)} scored under another profile than "
+                     "upstream, whose as-published ARSD rounding (upstream's ranking_asd.csv) is not applied.")
+    else:
+        notes.append("ARSD as published: std/mean as upstream's ranking_asd.csv stores them (ROUGE and CoNLL-F1 "
+                     "to 0.001, MuSiQue and FuseReviews to 0.1 on the 0-100 scale); the unrounded ARSD beside it.")
     spans = {m: tuple(v) for m, v in st.ranked_in.items()}
     if len(set(spans.values())) > 1:
         notes.append("Average ranks are over different datasets: " + "; ".join(
@@ -211,12 +221,21 @@ def build_report(models: list[ModelScores], reference: ReferenceTable | None = N
         "datasets": datasets,
         "protocol_mismatch": labels,
         "stability": {"average_rank": st.average_rank, "ranked_in": st.ranked_in, "arsd": st.arsd,
-                      "arsd_excluded": st.arsd_excluded, "arsd_by_dataset": st.arsd_by_dataset,
-                      "rule": "AR over the datasets a model is ranked on; ARSD = mean of std/mean*100 over "
-                              "datasets with rounded mean > 0 (upstream compare_models.py)"},
+                      "arsd_excluded": st.arsd_excluded, "arsd_by_dataset": st.arsd_by_dataset, "arsd_rule": rule,
+                      "rule": "AR over the datasets a model is ranked on; ARSD = mean of std/mean*100 over datasets "
+                              "with mean > 0; " + ARSD_RULE_TEXT[rule],
+                      **({"unrounded": {"arsd": beside.arsd, "arsd_excluded": beside.arsd_excluded,
+                                        "arsd_by_dataset": beside.arsd_by_dataset}} if beside else {})},
         "deepsig_crosscheck": cross if deepsig else None,
         "notes": notes,
     }
+
+
+ARSD_RULE_TEXT = {
+    "as published": "as published: mean and std as upstream's ranking_asd.csv stores them (x100 of its results.json "
+                    "value, rounded to 0.1: to 0.001 on the 0-100 scale for ROUGE and CoNLL-F1, which upstream holds "
+                    "on 0-100 already, to 0.1 for MuSiQue and FuseReviews), as compare_models.py reads them",
+    "unrounded": "unrounded mean and std"}
 
 
 def _fmt(x: float | None, nd: int = 1) -> str:
@@ -247,15 +266,20 @@ def render_markdown(rep: dict[str, Any]) -> str:
                                                      f"{_fmt(r['intended']['std'])}" for r in intended) + "."]
         out.append("")
     st = rep["stability"]
+    un = st.get("unrounded")  # the upstream profile's as-published ARSD comes with the unrounded one beside it
+    rule = st.get("arsd_rule", "as published")
     out += ["## Average rank (AR) and ARSD", "",
-            "| model | AR ↓ | ARSD ↓ | AR over (datasets) | left out of ARSD (mean 0) |",
-            "|---|---:|---:|---|---|"]
+            f"| model | AR ↓ | ARSD ↓ ({rule}) |" + (" ARSD unrounded |" if un else "")
+            + " AR over (datasets) | left out of ARSD (mean 0) |", "|---|---:|---:|" + ("---:|" if un else "") + "---|---|"]
     for m in sorted(st["average_rank"], key=lambda k: st["average_rank"][k]):
         over = st["ranked_in"][m]
         out.append(f"| {m} | {st['average_rank'][m]:.2f} | {_fmt(st['arsd'][m], 1)} | "
-                   f"{len(over)}: {', '.join(over)} | {', '.join(st['arsd_excluded'].get(m, [])) or '–'} |")
-    out += ["", "| dataset | ARSD across models |", "|---|---:|"]
-    out += [f"| {d} | {_fmt(v, 1)} |" for d, v in st["arsd_by_dataset"].items()]
+                   + (f"{_fmt(un['arsd'][m], 1)} | " if un else "")
+                   + f"{len(over)}: {', '.join(over)} | {', '.join(st['arsd_excluded'].get(m, [])) or '–'} |")
+    out += ["", f"| dataset | ARSD across models ({rule}) |" + (" unrounded |" if un else ""),
+            "|---|---:|" + ("---:|" if un else "")]
+    out += [f"| {d} | {_fmt(v, 1)} |" + (f" {_fmt(un['arsd_by_dataset'][d], 1)} |" if un else "")
+            for d, v in st["arsd_by_dataset"].items()]
     fmt_rows = [(d, r) for d, ds in rep["datasets"].items() for r in ds["rows"] if not r["from_summary_stats"]]
     if fmt_rows:
         out += ["", "## Output format", "", "| dataset | model | valid-format rate | Pearson r with score |",
