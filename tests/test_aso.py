@@ -196,6 +196,25 @@ def test_arsd_as_published_by_hand() -> None:
         stability(rankings, stats, "rounded")
 
 
+def test_nan_run_is_left_out_and_listed() -> None:
+    """A NaN (or None) run is a run without a score: the model is ranked over the runs it has. Before,
+    NaN made every eps_min and sum NaN, and the ranking came back in input order."""
+    low, high = [float(r) for r in range(10)], [20.0 + r for r in range(10)]
+    r = rank_models({"low": low[:3] + [math.nan] + low[4:], "high": [None, *high[1:]]}, "ECB")
+    assert r.order == ["high", "low"] and r.dominance == [1.0, None]
+    assert r.missing_runs == {"low": [3], "high": [0]}
+    same = rank_models({"low": low[:3] + low[4:], "high": high[1:]}, "ECB")
+    assert (r.table, r.sums, r.order) == (same.table, same.sums, same.order) and same.missing_runs == {}
+    with pytest.raises(ValueError, match="ECB: low has an infinite run score"):
+        rank_models({"low": [1.0, math.inf], "high": high}, "ECB")
+    with pytest.raises(ValueError, match="ECB: low has no run with a score"):
+        rank_models({"low": [math.nan, math.nan], "high": high}, "ECB")
+    with pytest.raises(ValueError, match="finite scores"):
+        aso([1.0, math.nan], high, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="ECB: high has mean nan"):
+        stability({"ECB": same}, {"ECB": {"high": (math.nan, 1.0), "low": (4.0, 1.0)}})
+
+
 @pytest.mark.slow  # importing deepsig imports torch
 def test_deepsig_cross_check_if_installed() -> None:
     pytest.importorskip("deepsig")

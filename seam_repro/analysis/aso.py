@@ -14,6 +14,9 @@ Semantics kept on purpose (each matters for matching the paper's numbers):
   with N = M = 1000 (the bootstrap sizes, not the number of runs).
 * ``tab[a][b] = round(eps_min(a > b), 2)`` and ``tab[b][a] = 1 - tab[a][b]`` (the reverse is not
   recomputed); pairs are visited in the order the models are given, the earlier model as ``a``.
+* ARSD as published divides the (mean, std) that ``ranking_asd.csv`` stores, i.e. x100 and rounded
+  to 0.1 on the scale of upstream's ``results.json`` (``UPSTREAM_SCALE``, ``upstream_stored``), and
+  skips a dataset whose stored mean is not > 0; ``stability(..., "unrounded")`` is the clean one.
 
 What differs: upstream draws from the unseeded global ``np.random``; here every pair gets its own
 ``numpy.random.Generator`` derived from a recorded root seed and the (dataset, a, b) names, so a
@@ -24,6 +27,7 @@ table is repeatable and adding a model does not change the other pairs. The boot
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -130,6 +134,9 @@ def aso(
     """eps_min for "A is almost stochastically greater than B" (upstream ``calc_dominance``)."""
     if len(a) == 0 or len(b) == 0:
         raise ValueError("ASO needs at least one score per model")
+    if not (np.isfinite(np.asarray(a, dtype=float)).all() and np.isfinite(np.asarray(b, dtype=float)).all()):
+        # NaN compares false everywhere: eps_min would be NaN and every ranking sum NaN (input order)
+        raise ValueError("ASO needs finite scores (rank_models leaves NaN runs out and lists them)")
     eps = epsilon(a, b, params.dp)
     sigma = float(np.std(bootstrap_epsilons(a, b, rng, params)))
     return AsoResult(eps, sigma, eps_min_from(eps, sigma, params))
@@ -156,6 +163,8 @@ class Ranking:
     """``tab[a][b]`` as upstream builds it (rounded eps_min for computed pairs, 1 - that reversed)."""
     pairs: list[dict[str, float | str]] = field(default_factory=list)
     """Every computed pair with epsilon, sigma and unrounded eps_min (for audit)."""
+    missing_runs: dict[str, list[int]] = field(default_factory=dict)
+    """Per model, the positions of the NaN (or None) runs left out; the model is ranked on the others."""
 
     def rank_of(self, model: str) -> int:
         return self.order.index(model) + 1
@@ -164,7 +173,12 @@ class Ranking:
 def rank_models(
     scores: Mapping[str, Sequence[float]], dataset: str, params: AsoParams = AsoParams()
 ) -> Ranking:
-    """Pairwise ASO table and summed-epsilon ranking of the models in ``scores`` (given order)."""
+    """Pairwise ASO table and summed-epsilon ranking of the models in ``scores`` (given order).
+
+    A NaN or None run is a run without a score: it is left out, the model is ranked over the runs
+    it has (ASO takes samples of different sizes) and ``Ranking.missing_runs`` lists it. An infinite
+    score, or a model with no run left, is a ``ValueError`` naming the dataset and model."""
+    scores, missing = present_runs(scores, dataset)
     models = list(scores)
     tab: dict[str, dict[str, float]] = {m: {} for m in models}
     pairs: list[dict[str, float | str]] = []
@@ -177,7 +191,26 @@ def rank_models(
             tab[bname][a] = 1 - r
             pairs.append({"a": a, "b": bname, "epsilon": res.epsilon, "sigma": res.sigma, "eps_min": res.eps_min})
     order, dom, sums = rank_from_table(tab, models)
-    return Ranking(dataset, order, dom, sums, tab, pairs)
+    return Ranking(dataset, order, dom, sums, tab, pairs, missing)
+
+
+def present_runs(scores: Mapping[str, Sequence[float | None]], dataset: str
+                 ) -> tuple[dict[str, list[float]], dict[str, list[int]]]:
+    """Each model's finite runs, and the positions of its NaN/None runs (only models that have some)."""
+    present: dict[str, list[float]] = {}
+    missing: dict[str, list[int]] = {}
+    for model, values in scores.items():
+        arr = np.asarray(list(values), dtype=float)  # None -> NaN
+        if np.isinf(arr).any():
+            raise ValueError(f"{dataset}: {model} has an infinite run score; expected finite numbers "
+                             "(NaN or None for a run without a score)")
+        gone = np.flatnonzero(np.isnan(arr))
+        if len(gone) == len(arr):
+            raise ValueError(f"{dataset}: {model} has no run with a score; leave it out of the ranking")
+        present[model] = [float(v) for v in arr[~np.isnan(arr)]]
+        if len(gone):
+            missing[model] = [int(i) for i in gone]
+    return present, missing
 
 
 def rank_from_table(
@@ -251,6 +284,8 @@ def stability(rankings: Mapping[str, Ranking], stats: Mapping[str, Mapping[str, 
             ranks.setdefault(model, []).append(pos + 1)
             ranked_in.setdefault(model, []).append(ds)
             mean, std = stats[ds][model]
+            if not (math.isfinite(mean) and math.isfinite(std)):
+                raise ValueError(f"{ds}: {model} has mean {mean} and std {std}; expected finite numbers")
             if rule == "as published":
                 mean, std = upstream_stored(mean, ds), upstream_stored(std, ds)
             rsd.setdefault(model, [])

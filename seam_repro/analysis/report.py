@@ -120,7 +120,8 @@ def collect_entries(models: list[ModelScores], reference: ReferenceTable | None)
             extra = {"model_id": ms.model_id, "revision": ms.revision, "name": ms.name or None,
                      "source": ms.source, "metric": s.metric,
                      "format_rate": s.format_rate, "format_correlation": s.format_correlation,
-                     "corrected": s.corrected, **({"intended": s.intended} if s.intended else {})}
+                     "corrected": s.corrected, **({"intended": s.intended} if s.intended else {}),
+                     **({"missing_runs": {str(r): why for r, why in s.missing_runs.items()}} if s.missing_runs else {})}
             out[name].append(Entry(label, list(s.runs.values()), s.mean, s.std, False, extra))
     if reference is not None:
         for name in names:
@@ -187,6 +188,11 @@ def build_report(models: list[ModelScores], reference: ReferenceTable | None = N
     for ms in models:
         for name, reason in sorted(ms.unscored.items()):
             notes.append(f"{ms.label}: {name} not scored ({reason}); left out of every statistic.")
+        for name, ds in ms.datasets.items():
+            if ds.missing_runs:  # one failed run: the others still count, and the row says how many
+                notes.append(f"{ms.label}: {name} run(s) {', '.join(map(str, ds.missing_runs))} have no score "
+                             f"({'; '.join(sorted(set(ds.missing_runs.values())))}); its mean, std, rank and ARSD "
+                             f"there are over the {len(ds.runs)} runs present.")
         if ms.extra.get("partial") or (ms.extra.get("coverage") or {}).get("partial"):
             cov = ms.extra.get("coverage") or {}
             notes.append(f"{ms.label}: partial run ({cov.get('scored')} of {cov.get('instances')} instances "
