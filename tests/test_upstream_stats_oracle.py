@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -142,7 +143,8 @@ def test_ar_and_arsd_equal_upstream_compare_models(tmp_path: Path) -> None:
             rows = list(csv.DictReader(f))
         ours = rep["datasets"][ds]["rows"]
         assert [r["model"] for r in ours] == [r["model_name"] for r in rows], ds
-        stored = [eval(r["score"], {"np": np}) for r in rows]  # noqa: S307 - upstream's own csv, as compare_models reads it
+        # "(np.float64(2178.2), np.float64(69.4))" under numpy 2: compare_models eval()s it; parsed here
+        stored = [re.findall(r"-?\d+\.\d+(?:e[-+]?\d+)?", r["score"]) for r in rows]
         assert [(upstream_stored(r["mean"], ds), upstream_stored(r["std"], ds)) for r in ours] == \
             [(float(m), float(s)) for m, s in stored], ds
     assert set(st["average_rank"]) == set(theirs["ranking"])
