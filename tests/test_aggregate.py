@@ -157,8 +157,30 @@ def test_unscored_dataset_is_reported_not_counted(tmp_path: Path) -> None:
     ms = load_scores_dir(sdir)
     assert list(ms.datasets) == ["MultiNews"]
     assert ms.unscored == {"FuseReviews": "FIC models unavailable"}
-    # a partly null run map is still an error: it would silently shrink the run count
-    summary["datasets"]["FuseReviews"]["runs"] = {"0": 1.0, "1": None}
+
+
+def test_a_failed_run_is_missing_not_fatal(tmp_path: Path) -> None:
+    """One run without a score (null): the dataset keeps the runs present and lists the missing one
+    with the scorer's reason (before, the whole model was refused). Instance scores that contradict
+    the null, or a run value that is not a number, are still refused."""
+    sdir = write_scores(tmp_path, "org/m", {
+        "ECB": {"metric": "conll_f1", "runs": {0: 30.0, 1: 20.0, 2: 10.0},
+                "instances": [(r, "t", None, True) for r in range(3)]},
+        "MultiNews": {"metric": "rouge_geo", "instances": [(0, "a", 10.0, True), (1, "a", 30.0, True)]}})
+    summary = json.loads((sdir / "summary.json").read_text())
+    summary["datasets"]["ECB"].update(runs={"0": 30.0, "1": None, "2": 10.0}, reason="scorer.pl failed")
+    summary["datasets"]["ECB"]["intended"] = {"metric": "conll_f1", "runs": {"0": 31.0, "1": None, "2": 11.0}}
     (sdir / "summary.json").write_text(json.dumps(summary))
-    with pytest.raises(InputError, match="runs.1"):
+    ds = load_scores_dir(sdir).datasets["ECB"]
+    assert ds.runs == {0: 30.0, 2: 10.0} and ds.missing_runs == {1: "scorer.pl failed"}
+    s = summarize(ds)
+    assert (s.mean, s.std) == (20.0, 10.0) and s.intended == {"metric": "conll_f1", "mean": 21.0, "std": 10.0}
+    assert s.to_json()["missing_runs"] == {"1": "scorer.pl failed"} and s.to_json()["n_runs"] == 2
+    summary["datasets"]["MultiNews"]["runs"] = {"0": 10.0, "1": None}   # instances say run 1 scored 30.0
+    (sdir / "summary.json").write_text(json.dumps(summary))
+    with pytest.raises(InputError, match=r"runs \[0\] differ from runs with instance scores \[0, 1\]"):
+        load_scores_dir(sdir)
+    summary["datasets"]["MultiNews"]["runs"] = {"0": 10.0, "1": "n/a"}
+    (sdir / "summary.json").write_text(json.dumps(summary))
+    with pytest.raises(InputError, match=r"runs.1.*expected a finite number or null, got 'n/a'"):
         load_scores_dir(sdir)

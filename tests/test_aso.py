@@ -18,6 +18,7 @@ from seam_repro.analysis.aso import (
     rank_from_table,
     rank_models,
     stability,
+    upstream_stored,
 )
 
 PPF_95 = 1.6448536269514722  # Phi^-1(0.95) = -Phi^-1(0.05)
@@ -163,6 +164,55 @@ def test_arsd_zero_mean_reported_not_divided() -> None:
     assert st.arsd["Z"] is None                      # 0.04 rounds to 0.0 as in upstream's ranking_asd.csv
     assert st.arsd_excluded == {"Z": ["D1", "D2"]}
     assert st.arsd["A"] == pytest.approx((0.5 / 1.5 + 1.0 / 4.0) / 2 * 100)
+
+
+def test_upstream_csv_values_by_hand() -> None:
+    """ranking_asd.csv stores round(results.json value * 100, 1): ROUGE and CoNLL-F1 are already
+    0-100 in results.json, so they keep three decimals of the 0-100 scale; MuSiQue and FuseReviews one."""
+    assert upstream_stored(21.7824, "MultiNews") == 2178.2 and upstream_stored(0.6936, "OpenASP") == 69.4
+    assert upstream_stored(0.03, "SciCo") == 3.0 and upstream_stored(0.0004, "ECB") == 0.0
+    assert upstream_stored(21.7824, "FuseReviews") == 21.8 and upstream_stored(0.04, "MusiQue") == 0.0
+    assert upstream_stored(0.25, "QMSumMini") == 0.2    # upstream never scored it: its 0-1 assumption (rint)
+
+
+def test_arsd_as_published_by_hand() -> None:
+    """Rounding to 0.001 (ROUGE, CoNLL) vs 0.1 changes ARSD and the mean > 0 cut-off; the kit used
+    0.1 everywhere before, giving 0.7/21.8 on MultiNews and leaving SciCo's 0.03 out."""
+    a, b = [20.0 + r for r in range(10)], [float(r) for r in range(10)]
+    rankings = {ds: rank_models({"A": a, "B": b}, ds) for ds in ("MultiNews", "SciCo", "MusiQue")}
+    stats = {"MultiNews": {"A": (21.7824, 0.6936), "B": (4.5, 2.87)},
+             "SciCo": {"A": (30.0, 1.0), "B": (0.03, 0.02)},
+             "MusiQue": {"A": (21.7824, 0.6936), "B": (0.04, 0.01)}}
+    st = stability(rankings, stats)
+    assert st.rule == "as published"
+    assert st.arsd["A"] == pytest.approx((69.4 / 2178.2 + 100.0 / 3000.0 + 0.7 / 21.8) / 3 * 100, abs=1e-12)
+    assert st.arsd["B"] == pytest.approx((287.0 / 450.0 + 2.0 / 3.0) / 2 * 100, abs=1e-12)
+    assert st.arsd_excluded == {"B": ["MusiQue"]}       # SciCo's 0.03 is stored as 3.0 and counted
+    assert st.arsd_by_dataset["MultiNews"] == pytest.approx((69.4 / 2178.2 + 287.0 / 450.0) / 2 * 100, abs=1e-12)
+    clean = stability(rankings, stats, "unrounded")
+    assert clean.arsd["B"] == pytest.approx((2.87 / 4.5 + 0.02 / 0.03 + 0.01 / 0.04) / 3 * 100, abs=1e-12)
+    assert clean.arsd_excluded == {}
+    with pytest.raises(ValueError, match="unknown ARSD rule"):
+        stability(rankings, stats, "rounded")
+
+
+def test_nan_run_is_left_out_and_listed() -> None:
+    """A NaN (or None) run is a run without a score: the model is ranked over the runs it has. Before,
+    NaN made every eps_min and sum NaN, and the ranking came back in input order."""
+    low, high = [float(r) for r in range(10)], [20.0 + r for r in range(10)]
+    r = rank_models({"low": low[:3] + [math.nan] + low[4:], "high": [None, *high[1:]]}, "ECB")
+    assert r.order == ["high", "low"] and r.dominance == [1.0, None]
+    assert r.missing_runs == {"low": [3], "high": [0]}
+    same = rank_models({"low": low[:3] + low[4:], "high": high[1:]}, "ECB")
+    assert (r.table, r.sums, r.order) == (same.table, same.sums, same.order) and same.missing_runs == {}
+    with pytest.raises(ValueError, match="ECB: low has an infinite run score"):
+        rank_models({"low": [1.0, math.inf], "high": high}, "ECB")
+    with pytest.raises(ValueError, match="ECB: low has no run with a score"):
+        rank_models({"low": [math.nan, math.nan], "high": high}, "ECB")
+    with pytest.raises(ValueError, match="finite scores"):
+        aso([1.0, math.nan], high, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="ECB: high has mean nan"):
+        stability({"ECB": same}, {"ECB": {"high": (math.nan, 1.0), "low": (4.0, 1.0)}})
 
 
 @pytest.mark.slow  # importing deepsig imports torch

@@ -62,6 +62,18 @@ def test_delta_and_band_by_hand(tmp_path: Path) -> None:
     assert diff_models(models, ref, parse_tolerance("0.5x")).rows[0].allowed == pytest.approx(0.95 + 0.05)
 
 
+def test_missing_run_is_named_in_the_row(tmp_path: Path) -> None:
+    """A run without a score: the row compares the runs present and says which one is missing."""
+    sdir = write_scores(tmp_path, LLAMA8, {"MultiNews": {"metric": "rouge_geo", "instances": [
+        (0, "a", 20.0, True), (1, "b", 22.0, True), (2, "c", None, True)]}}, protocol=PAPER_PROTOCOL)
+    summary = json.loads((sdir / "summary.json").read_text())
+    summary["datasets"]["MultiNews"].update(runs={"0": 20.0, "1": 22.0, "2": None}, reason="FIC model unavailable")
+    (sdir / "summary.json").write_text(json.dumps(summary))
+    row = diff_models(load_inputs([tmp_path]), load_reference("paper"), parse_tolerance(None)).rows[0]
+    assert (row.n_runs, row.mean, row.std, row.status) == (2, 21.0, 1.0, "within")
+    assert row.note == "run(s) 2 have no score (FIC model unavailable)"
+
+
 def test_unknown_model_and_na_cells_are_not_failures(tmp_path: Path) -> None:
     write_scores(tmp_path, "someone/new-model", {"ECB": {"metric": "conll_f1", "runs": {0: 5.0},
                                                           "instances": [(0, "t", None, True)]}}, protocol=PAPER_PROTOCOL)

@@ -55,9 +55,58 @@ def test_table_rows_by_hand(tmp_path: Path) -> None:
     assert st["average_rank"] == {"org/high": 1.0, "org/mid": 2.0, "org/low": 3.0}
     assert st["ranked_in"]["org/high"] == ["MultiNews", "ECB"]
     assert st["arsd_excluded"] == {"org/high": ["ECB"]}          # ECB mean 0.0 is left out, not divided by
-    assert st["arsd"]["org/high"] == pytest.approx(2.9 / 24.5 * 100)  # std 2.87 and mean rounded to 0.1 first
+    # as published: upstream's csv holds ROUGE x100 again, (2450.0, 287.2), not (24.5, 2.9)
+    assert st["arsd_rule"] == "as published"
+    assert st["arsd"]["org/high"] == pytest.approx(287.2 / 2450.0 * 100, abs=1e-12)
+    assert st["unrounded"]["arsd"]["org/high"] == pytest.approx(np.std(range(10)) / 24.5 * 100, abs=1e-12)
     md = render_markdown(rep)
     assert "| 1 | org/high | 24.5 ± 2.9 | 1.00 |" in md and "## ECB+ (conll_f1)" in md
+
+
+def test_arsd_rule_follows_the_scoring_profile(tmp_path: Path) -> None:
+    """The upstream profile reports ARSD as published with the unrounded one beside it (both in the
+    Markdown); scores made under seam-repro-1 get the unrounded one alone."""
+    dirs = _three_models(tmp_path)
+    md = render_markdown(build_report(load_inputs(dirs), None, FAST))
+    assert "| model | AR ↓ | ARSD ↓ (as published) | ARSD unrounded |" in md
+    assert f"| org/high | 1.00 | {287.2 / 2450 * 100:.1f} | {np.std(range(10)) / 24.5 * 100:.1f} |" in md
+    write_scores(tmp_path / "corrected", "org/new", {"MultiNews": {"metric": "rouge_geo", "instances": [
+        (r, "i", 5.0 + r, True) for r in range(10)]}}, protocol={"profile": "seam-repro-1"})
+    rep = build_report(load_inputs([*dirs, tmp_path / "corrected"]), None, FAST)
+    st = rep["stability"]
+    assert st["arsd_rule"] == "unrounded" and "unrounded" not in st
+    assert st["arsd"]["org/high"] == pytest.approx(np.std(range(10)) / 24.5 * 100, abs=1e-12)
+    assert "| model | AR ↓ | ARSD ↓ (unrounded) | AR over (datasets) |" in render_markdown(rep)
+
+
+def test_failed_run_through_the_cli_is_ranked_over_the_runs_present(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """One run the scorer could not score (null in summary.json): report still ranks the dataset, over
+    the 9 runs present, and says so in report.json (n_runs, missing_runs) and report.md's notes. Before,
+    the command refused the whole input (exit 2)."""
+    run_dir = tmp_path / "run"
+    for model, base in (("org/a", 20.0), ("org/b", 10.0)):
+        sdir = write_scores(run_dir, model, {"ECB": {"metric": "conll_f1", "runs": {r: base + r for r in range(10)},
+                                                     "instances": [(r, "t", None, True) for r in range(10)]}})
+    summary = json.loads((sdir / "summary.json").read_text())       # org/b: run 4 failed
+    summary["datasets"]["ECB"]["runs"]["4"] = None
+    summary["datasets"]["ECB"]["reason"] = "scorer.pl exited 2"
+    (sdir / "summary.json").write_text(json.dumps(summary))
+    monkeypatch.setattr(sys, "argv", ["seam-repro", "report", str(run_dir), "--out", str(tmp_path / "o")])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    assert exc.value.code == 0, capsys.readouterr().err
+    rep = json.loads((tmp_path / "o" / "report.json").read_text())
+    rows = rep["datasets"]["ECB"]["rows"]
+    assert [(r["model"], r["n_runs"], r.get("missing_runs")) for r in rows] == \
+        [("org/a", 10, None), ("org/b", 9, {"4": "scorer.pl exited 2"})]
+    present = [10.0 + r for r in range(10) if r != 4]
+    assert rows[1]["runs"] == present and rows[1]["mean"] == pytest.approx(np.mean(present))
+    assert rows[1]["std"] == pytest.approx(np.std(present))
+    assert rep["stability"]["arsd"]["org/b"] == pytest.approx(round(np.std(present) * 100, 1)
+                                                              / round(np.mean(present) * 100, 1) * 100, abs=1e-12)
+    assert ("org/b: ECB run(s) 4 have no score (scorer.pl exited 2); its mean, std, rank and ARSD there are over "
+            "the 9 runs present.") in (tmp_path / "o" / "report.md").read_text()
 
 
 def test_reference_models_rank_like_the_paper() -> None:

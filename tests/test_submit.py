@@ -16,6 +16,7 @@ from trust_helpers import REPO, echo_runs  # noqa: F401 - session fixture
 
 from seam_repro.analysis.aggregate import load_run_dir
 from seam_repro.analysis.submit import (
+    _dataset_payload,
     load_inputs,
     make_bundle,
     read_bundle,
@@ -69,6 +70,21 @@ def test_round_trip_equals_run_dir(bundle: dict, echo_runs: dict[str, Path], tmp
     [ms] = load_run_dir(echo_runs["full"])
     assert got.datasets == ms.datasets and got.unscored == ms.unscored
     assert got.manifest_digest == ms.manifest_digest
+
+
+def test_missing_run_round_trips_through_a_bundle(bundle: dict, tmp_path: Path) -> None:
+    """A run without a score stays null (with the scorer's reason) in the bundle, so a report made
+    from the bundle marks it as one made from the run folder does."""
+    b = json.loads(json.dumps(bundle))
+    ds = next(n for n, d in b["datasets"].items() if d["metric"].startswith("conll") and len(d["runs"]) > 1)
+    run = sorted(b["datasets"][ds]["runs"])[0]
+    b["datasets"][ds]["runs"][run] = None
+    b["datasets"][ds]["reason"] = "scorer.pl failed"
+    write_bundle(_reseal(b), tmp_path / "b.json")
+    got = read_bundle(tmp_path / "b.json")
+    assert got.datasets[ds].missing_runs == {int(run): "scorer.pl failed"} and int(run) not in got.datasets[ds].runs
+    again = _dataset_payload(got)[ds]
+    assert (again["runs"], again["reason"]) == (b["datasets"][ds]["runs"], "scorer.pl failed")
 
 
 def test_tampered_bundle_is_refused(bundle: dict, tmp_path: Path) -> None:

@@ -7,6 +7,11 @@ computed over the whole run (``summary.json``). Across runs the kit reports the 
 *population* std (ddof=0, as upstream's ``np.std``). Also: output-format rate and its Pearson
 correlation with score, which upstream does not compute.
 
+A run the scorer gave no score (``null`` in ``summary.json``, e.g. the CoNLL scorer failed on it) is
+a *missing run*: every statistic is over the runs present, and the run is listed with the scorer's
+reason (``DatasetScores.missing_runs``) so reports mark it. Upstream has no such case (one failed run
+stops its evaluation); refusing the whole dataset would throw away the runs that were scored.
+
 Inputs are ``RUN_DIR/scores/<model_slug>/{summary.json,instance_scores.jsonl}`` (docs/ARCHITECTURE.md).
 """
 
@@ -56,6 +61,8 @@ class DatasetScores:
     intended: dict[str, Any] | None = None
     """Coreference under the upstream profile: ``{"metric", "runs"}`` scored on the whole gold file
     (``runs`` holds the as-published score, see ``metrics.unflushed``)."""
+    missing_runs: dict[int, str] = field(default_factory=dict)
+    """Runs the scorer gave no score, with its reason; ``runs`` holds only the runs present."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,13 @@ class ModelScores:
     def label(self) -> str:
         return self.name or self.model_id
 
+    @property
+    def profile(self) -> str:
+        """The profile the scores were made under: ``summary.json``'s ``profile`` (``score --profile``),
+        else the protocol's (a bundle is re-derived under it), else ``upstream`` (``score``'s default)."""
+        stated = self.extra.get("profile") or (self.extra.get("protocol") or {}).get("profile")
+        return stated if isinstance(stated, str) else "upstream"
+
 
 def is_run_level(task: str | None, metric: str) -> bool:
     """Coreference run scores come from the scorer, never from instance means."""
@@ -95,16 +109,24 @@ def _number(path: object, value: Any, record: object, fld: str, nullable: bool =
     return float(value)
 
 
-def _runs_map(path: object, raw: Any, record: str, fld: str) -> dict[int, float]:
-    """``{"0": 21.3, ...}`` -> ``{0: 21.3}`` with run keys checked."""
+def _runs_map(path: object, raw: Any, record: str, fld: str, nullable: bool = False) -> dict[int, float]:
+    """``{"0": 21.3, ...}`` -> ``{0: 21.3}`` with run keys checked; ``nullable``: a ``null`` run (no
+    score) is allowed and left out (``_null_runs`` lists such runs)."""
     if not isinstance(raw, dict):
         raise InputError(path, 'expected an object {"<run>": number}', record, fld)
     out: dict[int, float] = {}
     for key, value in raw.items():
         if not str(key).isdigit():
             raise InputError(path, f"run key {key!r} is not a non-negative integer", record, fld)
-        out[int(key)] = _number(path, value, record, f"{fld}.{key}")  # type: ignore[assignment]
+        number = _number(path, value, record, f"{fld}.{key}", nullable=nullable)
+        if number is not None:
+            out[int(key)] = number
     return dict(sorted(out.items()))
+
+
+def _null_runs(raw: Any) -> list[int]:
+    """Run keys whose value is ``null`` in an already-checked ``_runs_map`` object."""
+    return sorted(int(k) for k, v in raw.items() if v is None)
 
 
 def parse_instance_line(path: object, lineno: int, obj: Any) -> InstanceScore:
@@ -185,7 +207,9 @@ def build_model_scores(summary: Any, instances: list[InstanceScore], path: objec
         if isinstance(raw_runs, dict) and raw_runs and all(v is None for v in raw_runs.values()):
             unscored[name] = str(ds.get("reason") or "the scorer gave no score")
             continue
-        runs = _runs_map(path, ds.get("runs"), rec, "runs")
+        runs = _runs_map(path, raw_runs, rec, "runs", nullable=True)
+        reason = str(ds.get("reason") or "the scorer gave no score")
+        missing = {r: reason for r in _null_runs(raw_runs)}
         items = by_ds.get(name, [])
         means, rates = _mean_by_run(items)
         if not is_run_level(ds.get("task"), ds["metric"]) and items:
@@ -203,15 +227,18 @@ def build_model_scores(summary: Any, instances: list[InstanceScore], path: objec
         if corrected is not None:
             if not isinstance(corrected, dict) or not isinstance(corrected.get("metric"), str):
                 raise InputError(path, "expected {'metric': str, 'runs': {...}}", rec, "corrected")
-            corrected = {"metric": corrected["metric"], "runs": _runs_map(path, corrected.get("runs"), rec, "corrected.runs")}
+            corrected = {"metric": corrected["metric"],
+                         "runs": _runs_map(path, corrected.get("runs"), rec, "corrected.runs", nullable=True)}
         intended = ds.get("intended")
         if intended is not None:
             if not isinstance(intended, dict) or not isinstance(intended.get("metric"), str):
                 raise InputError(path, "expected {'metric': str, 'runs': {...}}", rec, "intended")
-            intended = {"metric": intended["metric"], "runs": _runs_map(path, intended.get("runs"), rec, "intended.runs")}
-        datasets[name] = DatasetScores(name, ds["metric"], runs, fmt, tuple(items), corrected, intended)
+            intended = {"metric": intended["metric"],
+                        "runs": _runs_map(path, intended.get("runs"), rec, "intended.runs", nullable=True)}
+        datasets[name] = DatasetScores(name, ds["metric"], runs, fmt, tuple(items), corrected, intended, missing)
     display = model.get("name") if isinstance(model.get("name"), str) else ""
-    extra = {k: summary[k] for k in ("protocol", "coverage", "unscored", "predictions_digest") if k in summary}
+    extra = {k: summary[k] for k in ("protocol", "profile", "coverage", "unscored", "predictions_digest")
+             if k in summary}
     return ModelScores(model["id"], str(model.get("revision", "")), summary["manifest_digest"],
                        summary["prompt_digest"], datasets, source, extra=extra, unscored=unscored, name=display)
 
@@ -265,12 +292,15 @@ class DatasetSummary:
     format_correlation: dict[str, Any]
     corrected: dict[str, Any] | None = None
     intended: dict[str, Any] | None = None
+    missing_runs: dict[int, str] = field(default_factory=dict)
+    """Runs without a score (``DatasetScores.missing_runs``); the statistics are over ``runs``."""
 
     def to_json(self) -> dict[str, Any]:
         return {"dataset": self.dataset, "metric": self.metric, "n_runs": len(self.runs),
                 "runs": {str(k): v for k, v in self.runs.items()}, "mean": self.mean, "std": self.std,
                 "format_rate": self.format_rate, "format_correlation": self.format_correlation,
-                "corrected": self.corrected, **({"intended": self.intended} if self.intended else {})}
+                "corrected": self.corrected, **({"intended": self.intended} if self.intended else {}),
+                **({"missing_runs": {str(k): v for k, v in self.missing_runs.items()}} if self.missing_runs else {})}
 
 
 def pearson(x: list[float], y: list[float], level: str) -> dict[str, Any]:
@@ -308,7 +338,7 @@ def summarize(ds: DatasetScores) -> DatasetSummary:
     corrected, intended = (None if not v else {"metric": v["metric"], **_mean_std(list(v["runs"].values()))}
                            for v in (ds.corrected, ds.intended))
     return DatasetSummary(ds.dataset, ds.metric, dict(ds.runs), float(values.mean()), float(values.std()),
-                          rate, corr, corrected, intended)
+                          rate, corr, corrected, intended, dict(ds.missing_runs))
 
 
 def _mean_std(values: list[float]) -> dict[str, float | None]:

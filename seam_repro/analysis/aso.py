@@ -14,6 +14,9 @@ Semantics kept on purpose (each matters for matching the paper's numbers):
   with N = M = 1000 (the bootstrap sizes, not the number of runs).
 * ``tab[a][b] = round(eps_min(a > b), 2)`` and ``tab[b][a] = 1 - tab[a][b]`` (the reverse is not
   recomputed); pairs are visited in the order the models are given, the earlier model as ``a``.
+* ARSD as published divides the (mean, std) that ``ranking_asd.csv`` stores, i.e. x100 and rounded
+  to 0.1 on the scale of upstream's ``results.json`` (``UPSTREAM_SCALE``, ``upstream_stored``), and
+  skips a dataset whose stored mean is not > 0; ``stability(..., "unrounded")`` is the clean one.
 
 What differs: upstream draws from the unseeded global ``np.random``; here every pair gets its own
 ``numpy.random.Generator`` derived from a recorded root seed and the (dataset, a, b) names, so a
@@ -24,6 +27,7 @@ table is repeatable and adding a model does not change the other pairs. The boot
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -130,6 +134,9 @@ def aso(
     """eps_min for "A is almost stochastically greater than B" (upstream ``calc_dominance``)."""
     if len(a) == 0 or len(b) == 0:
         raise ValueError("ASO needs at least one score per model")
+    if not (np.isfinite(np.asarray(a, dtype=float)).all() and np.isfinite(np.asarray(b, dtype=float)).all()):
+        # NaN compares false everywhere: eps_min would be NaN and every ranking sum NaN (input order)
+        raise ValueError("ASO needs finite scores (rank_models leaves NaN runs out and lists them)")
     eps = epsilon(a, b, params.dp)
     sigma = float(np.std(bootstrap_epsilons(a, b, rng, params)))
     return AsoResult(eps, sigma, eps_min_from(eps, sigma, params))
@@ -156,6 +163,8 @@ class Ranking:
     """``tab[a][b]`` as upstream builds it (rounded eps_min for computed pairs, 1 - that reversed)."""
     pairs: list[dict[str, float | str]] = field(default_factory=list)
     """Every computed pair with epsilon, sigma and unrounded eps_min (for audit)."""
+    missing_runs: dict[str, list[int]] = field(default_factory=dict)
+    """Per model, the positions of the NaN (or None) runs left out; the model is ranked on the others."""
 
     def rank_of(self, model: str) -> int:
         return self.order.index(model) + 1
@@ -164,7 +173,12 @@ class Ranking:
 def rank_models(
     scores: Mapping[str, Sequence[float]], dataset: str, params: AsoParams = AsoParams()
 ) -> Ranking:
-    """Pairwise ASO table and summed-epsilon ranking of the models in ``scores`` (given order)."""
+    """Pairwise ASO table and summed-epsilon ranking of the models in ``scores`` (given order).
+
+    A NaN or None run is a run without a score: it is left out, the model is ranked over the runs
+    it has (ASO takes samples of different sizes) and ``Ranking.missing_runs`` lists it. An infinite
+    score, or a model with no run left, is a ``ValueError`` naming the dataset and model."""
+    scores, missing = present_runs(scores, dataset)
     models = list(scores)
     tab: dict[str, dict[str, float]] = {m: {} for m in models}
     pairs: list[dict[str, float | str]] = []
@@ -177,7 +191,26 @@ def rank_models(
             tab[bname][a] = 1 - r
             pairs.append({"a": a, "b": bname, "epsilon": res.epsilon, "sigma": res.sigma, "eps_min": res.eps_min})
     order, dom, sums = rank_from_table(tab, models)
-    return Ranking(dataset, order, dom, sums, tab, pairs)
+    return Ranking(dataset, order, dom, sums, tab, pairs, missing)
+
+
+def present_runs(scores: Mapping[str, Sequence[float | None]], dataset: str
+                 ) -> tuple[dict[str, list[float]], dict[str, list[int]]]:
+    """Each model's finite runs, and the positions of its NaN/None runs (only models that have some)."""
+    present: dict[str, list[float]] = {}
+    missing: dict[str, list[int]] = {}
+    for model, values in scores.items():
+        arr = np.asarray(list(values), dtype=float)  # None -> NaN
+        if np.isinf(arr).any():
+            raise ValueError(f"{dataset}: {model} has an infinite run score; expected finite numbers "
+                             "(NaN or None for a run without a score)")
+        gone = np.flatnonzero(np.isnan(arr))
+        if len(gone) == len(arr):
+            raise ValueError(f"{dataset}: {model} has no run with a score; leave it out of the ranking")
+        present[model] = [float(v) for v in arr[~np.isnan(arr)]]
+        if len(gone):
+            missing[model] = [int(i) for i in gone]
+    return present, missing
 
 
 def rank_from_table(
@@ -194,6 +227,27 @@ def rank_from_table(
     return order, dom, sums
 
 
+UPSTREAM_SCALE: dict[str, float] = {"MultiNews": 100.0, "OpenASP": 100.0, "ECB": 100.0, "SciCo": 100.0,
+                                    "MusiQue": 1.0, "FuseReviews": 1.0}
+"""A perfect score as upstream's ``results.json`` holds it, per SEAM dataset: ROUGE (geometric mean
+x100) and CoNLL-F1 (perl's percent) are already on 0-100, MuSiQue's ``all_f1`` and FuseReviews' F1
+on 0-1. ``statistical_analysis.py`` multiplies every mean and std by 100 before rounding them to 0.1
+for ``ranking_asd.csv``, so the csv holds e.g. ``(2178.2, 69.4)`` for ROUGE 21.782 ± 0.694: on the
+0-100 scale the 0-100 metrics are rounded to 0.001, the 0-1 ones to 0.1. A dataset upstream never
+scored gets 1.0, the 0-1 scale ``statistical_analysis.py`` assumes."""
+
+ARSD_RULES = ("as published", "unrounded")
+"""``as published``: upstream ``compare_models.py`` on the (mean, std) ``ranking_asd.csv`` stores
+(``upstream_stored``), a dataset counted only when that stored mean is > 0. ``unrounded``: std/mean of
+the unrounded statistics, a dataset counted when its mean is > 0."""
+
+
+def upstream_stored(value: float, dataset: str) -> float:
+    """The number upstream's ``ranking_asd.csv`` stores for a 0-100 ``value`` on ``dataset``:
+    ``round(value_in_results_json * 100, 1)``, with the float64 rounding ``round(np.float64, 1)`` does."""
+    return float(np.round(np.float64(value) * UPSTREAM_SCALE.get(dataset, 1.0), 1))
+
+
 @dataclass(frozen=True)
 class Stability:
     """AR and ARSD across datasets (upstream ``compare_models.py``)."""
@@ -202,20 +256,23 @@ class Stability:
     ranked_in: dict[str, list[str]]
     """Datasets each model was ranked on (the AR denominator)."""
     arsd: dict[str, float | None]
-    """Mean over datasets of std/mean*100; ``None`` when every mean is zero."""
+    """Mean over datasets of std/mean*100; ``None`` when no dataset has a mean > 0."""
     arsd_excluded: dict[str, list[str]]
-    """Datasets left out of a model's ARSD because its (rounded) mean is 0."""
+    """Datasets left out of a model's ARSD because its mean (as the rule reads it) is not > 0."""
     arsd_by_dataset: dict[str, float | None]
+    rule: str = ARSD_RULES[0]
 
 
-def stability(rankings: Mapping[str, Ranking], stats: Mapping[str, Mapping[str, tuple[float, float]]]) -> Stability:
-    """AR and ARSD. ``stats[dataset][model] = (mean, std)`` on the 0-100 scale.
+def stability(rankings: Mapping[str, Ranking], stats: Mapping[str, Mapping[str, tuple[float, float]]],
+              rule: str = ARSD_RULES[0]) -> Stability:
+    """AR and ARSD. ``stats[dataset][model] = (mean, std)`` on the 0-100 scale; ``rule`` in ``ARSD_RULES``.
 
-    Rules: a model absent from a dataset's ranking (e.g. Gemma-7B on ECB, NA in the paper) simply
-    has no rank there and that dataset is not in its AR denominator. As upstream, ARSD uses the
-    mean and std rounded to 0.1 (the values ``ranking_asd.csv`` stores) and skips a dataset whose
-    rounded mean is not > 0 instead of dividing by zero; skipped datasets are listed.
+    A model absent from a dataset's ranking (e.g. Gemma-7B on ECB, NA in the paper) has no rank
+    there and that dataset is not in its AR denominator. A dataset whose mean (stored or unrounded,
+    per ``rule``) is not > 0 is left out of the ARSD instead of dividing by zero, and listed.
     """
+    if rule not in ARSD_RULES:
+        raise ValueError(f"unknown ARSD rule {rule!r}; expected one of {ARSD_RULES}")
     ranks: dict[str, list[int]] = {}
     ranked_in: dict[str, list[str]] = {}
     rsd: dict[str, list[float]] = {}
@@ -227,17 +284,20 @@ def stability(rankings: Mapping[str, Ranking], stats: Mapping[str, Mapping[str, 
             ranks.setdefault(model, []).append(pos + 1)
             ranked_in.setdefault(model, []).append(ds)
             mean, std = stats[ds][model]
-            mean_r, std_r = round(mean, 1), round(std, 1)
+            if not (math.isfinite(mean) and math.isfinite(std)):
+                raise ValueError(f"{ds}: {model} has mean {mean} and std {std}; expected finite numbers")
+            if rule == "as published":
+                mean, std = upstream_stored(mean, ds), upstream_stored(std, ds)
             rsd.setdefault(model, [])
-            if mean_r > 0:
-                rsd[model].append(std_r / mean_r)
-                ds_rsd.append(std_r / mean_r)
+            if mean > 0:
+                rsd[model].append(std / mean)
+                ds_rsd.append(std / mean)
             else:
                 excluded.setdefault(model, []).append(ds)
         by_ds[ds] = float(np.mean(ds_rsd)) * 100 if ds_rsd else None
     ar = {m: float(np.mean(r)) for m, r in ranks.items()}
     arsd = {m: (float(np.mean(v)) * 100 if v else None) for m, v in rsd.items()}
-    return Stability(ar, ranked_in, arsd, excluded, by_ds)
+    return Stability(ar, ranked_in, arsd, excluded, by_ds, rule)
 
 
 def deepsig_eps_min(a: Sequence[float], b: Sequence[float], seed: int, iterations: int = B_ITERATIONS) -> float | None:

@@ -207,8 +207,10 @@ def diff_models(models: list[ModelScores], reference: ReferenceTable, tolerance:
             delta = s.mean - row.mean
             allowed = tolerance.allowed(row.mean, row.std, s.std)
             status = "within" if abs(delta) <= allowed + 1e-12 else "outside"
+            missing = (f"run(s) {', '.join(map(str, s.missing_runs))} have no score "
+                       f"({'; '.join(sorted(set(s.missing_runs.values())))})") if s.missing_runs else ""
             rows.append(DiffRow(**base, ref_mean=row.mean, ref_std=row.std, delta=delta,  # type: ignore[arg-type]
-                                allowed=allowed, status=status))
+                                allowed=allowed, status=status, note=missing))
     return DiffReport(reference.path, tolerance.describe(), rows, protocol, allow_protocol_mismatch)
 
 

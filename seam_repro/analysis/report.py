@@ -133,7 +133,8 @@ def collect_entries(models: list[ModelScores], reference: ReferenceTable | None)
             extra = {"model_id": ms.model_id, "revision": ms.revision, "name": ms.name or None,
                      "source": ms.source, "metric": s.metric,
                      "format_rate": s.format_rate, "format_correlation": s.format_correlation,
-                     "corrected": s.corrected, **({"intended": s.intended} if s.intended else {})}
+                     "corrected": s.corrected, **({"intended": s.intended} if s.intended else {}),
+                     **({"missing_runs": {str(r): why for r, why in s.missing_runs.items()}} if s.missing_runs else {})}
             out[name].append(Entry(label, list(s.runs.values()), s.mean, s.std, False, extra))
     if reference is not None:
         for name in names:
@@ -244,8 +245,12 @@ def build_report(models: list[ModelScores], reference: ReferenceTable | None = N
                 ours = aso(by[a].runs, by[b].runs, pair_rng(params.seed, name, a, b), params).eps_min
                 cross.append({"available": True, "dataset": name, "a": a, "b": b, "eps_min": ours,
                               "deepsig_eps_min": theirs, "difference": theirs - ours})
-    st = stability(rankings, {n: {m: v for m, v in s.items() if not labels.get(m)} for n, s in stats.items()})
-    st_full = stability(full_rankings, stats)
+    # upstream profile: ARSD as published (compare_models.py on ranking_asd.csv), the unrounded one beside it
+    rule = "as published" if all(ms.profile == "upstream" for ms in models) else "unrounded"
+    comparable_stats = {n: {m: v for m, v in s.items() if not labels.get(m)} for n, s in stats.items()}
+    st = stability(rankings, comparable_stats, rule)
+    beside = stability(rankings, comparable_stats, "unrounded") if rule == "as published" else None
+    st_full = stability(full_rankings, stats, rule)
     apart_models = [m for m in st_full.average_rank if labels.get(m)]
     notes = ["Scores are on a 0-100 scale; std is the population std over runs (ddof=0).",
              DOMINANCE_NOTE,
@@ -253,6 +258,11 @@ def build_report(models: list[ModelScores], reference: ReferenceTable | None = N
     for ms, label in zip(models, display_names(models), strict=True):
         for name, brief in sorted(briefs[label].items()):
             notes.append(f"{label}: {name} not scored (left out of every statistic): {brief}")
+        for name, ds in ms.datasets.items():
+            if ds.missing_runs:  # one failed run: the others still count, and the row says how many
+                notes.append(f"{label}: {name} run(s) {', '.join(map(str, ds.missing_runs))} have no score "
+                             f"({'; '.join(sorted(set(ds.missing_runs.values())))}); its mean, std, rank and ARSD "
+                             f"there are over the {len(ds.runs)} runs present.")
         if ms.extra.get("partial") or (ms.extra.get("coverage") or {}).get("partial"):
             cov = ms.extra.get("coverage") or {}
             notes.append(f"{ms.label}: partial run ({cov.get('scored')} of {cov.get('instances')} instances "
@@ -265,6 +275,13 @@ def build_report(models: list[ModelScores], reference: ReferenceTable | None = N
             notes.append(f"{PROTOCOL_MARK} {label}: protocol differs from "
                          f"{'the reference' if reference is not None else 'the first input'}: {'; '.join(differs)}. "
                          "Not ranked with the others; the rank it would take is shown apart.")
+    if rule == "unrounded":
+        others = [ms.label for ms in models if ms.profile != "upstream"]
+        notes.append(f"ARSD from unrounded means and stds: {', '.join(others)} scored under another profile than "
+                     "upstream, whose as-published ARSD rounding (upstream's ranking_asd.csv) is not applied.")
+    else:
+        notes.append("ARSD as published: std/mean as upstream's ranking_asd.csv stores them (ROUGE and CoNLL-F1 "
+                     "to 0.001, MuSiQue and FuseReviews to 0.1 on the 0-100 scale); the unrounded ARSD beside it.")
     spans = {m: tuple(v) for m, v in st.ranked_in.items()}
     if len(set(spans.values())) > 1:  # name the exceptions, not every model
         common = max(set(spans.values()), key=lambda v: (list(spans.values()).count(v), len(v)))
@@ -285,16 +302,25 @@ def build_report(models: list[ModelScores], reference: ReferenceTable | None = N
         "datasets": datasets,
         "protocol_mismatch": labels,
         "stability": {"average_rank": st.average_rank, "ranked_in": st.ranked_in, "arsd": st.arsd,
-                      "arsd_excluded": st.arsd_excluded, "arsd_by_dataset": st.arsd_by_dataset,
+                      "arsd_excluded": st.arsd_excluded, "arsd_by_dataset": st.arsd_by_dataset, "arsd_rule": rule,
                       "apart": {m: {"average_rank": st_full.average_rank[m], "ranked_in": st_full.ranked_in[m],
                                     "arsd": st_full.arsd.get(m), "arsd_excluded": st_full.arsd_excluded.get(m, [])}
                                 for m in apart_models},
-                      "rule": "AR over the datasets a model is ranked on; ARSD = mean of std/mean*100 over "
-                              "datasets with rounded mean > 0 (upstream compare_models.py); models whose "
-                              "protocol differs are left out of both and listed under 'apart'"},
+                      "rule": "AR over the datasets a model is ranked on; ARSD = mean of std/mean*100 over datasets "
+                              "with mean > 0; " + ARSD_RULE_TEXT[rule] + "; models whose protocol differs are left "
+                              "out of both and listed under 'apart'",
+                      **({"unrounded": {"arsd": beside.arsd, "arsd_excluded": beside.arsd_excluded,
+                                        "arsd_by_dataset": beside.arsd_by_dataset}} if beside else {})},
         "deepsig_crosscheck": cross if deepsig else None,
         "notes": notes,
     }
+
+
+ARSD_RULE_TEXT = {
+    "as published": "as published: mean and std as upstream's ranking_asd.csv stores them (x100 of its results.json "
+                    "value, rounded to 0.1: to 0.001 on the 0-100 scale for ROUGE and CoNLL-F1, which upstream holds "
+                    "on 0-100 already, to 0.1 for MuSiQue and FuseReviews), as compare_models.py reads them",
+    "unrounded": "unrounded mean and std"}
 
 
 def _fmt(x: float | None, nd: int = 1) -> str:
@@ -337,18 +363,24 @@ def render_markdown(rep: dict[str, Any]) -> str:
                                                      f"{_fmt(r['intended']['std'])}" for r in intended) + "."]
         out.append("")
     st = rep["stability"]
+    un = st.get("unrounded")  # the upstream profile's as-published ARSD comes with the unrounded one beside it
+    rule = st.get("arsd_rule", "as published")
     out += ["## Average rank (AR) and ARSD", "",
-            "| model | AR ↓ | ARSD ↓ | AR over (datasets) | left out of ARSD (mean 0) |",
-            "|---|---:|---:|---|---|"]
+            f"| model | AR ↓ | ARSD ↓ ({rule}) |" + (" ARSD unrounded |" if un else "")
+            + " AR over (datasets) | left out of ARSD (mean 0) |", "|---|---:|---:|" + ("---:|" if un else "") + "---|---|"]
     for m in sorted(st["average_rank"], key=lambda k: st["average_rank"][k]):
         over = st["ranked_in"][m]
         out.append(f"| {m} | {st['average_rank'][m]:.2f} | {_fmt(st['arsd'][m], 1)} | "
-                   f"{len(over)}: {', '.join(over)} | {', '.join(st['arsd_excluded'].get(m, [])) or '–'} |")
+                   + (f"{_fmt(un['arsd'][m], 1)} | " if un else "")
+                   + f"{len(over)}: {', '.join(over)} | {', '.join(st['arsd_excluded'].get(m, [])) or '–'} |")
     for m, a in (st.get("apart") or {}).items():  # their AR is the rank they would take: not comparable
         out.append(f"| {m} {PROTOCOL_MARK} (not comparable) | ({a['average_rank']:.2f}) | {_fmt(a['arsd'], 1)} | "
-                   f"{len(a['ranked_in'])}: {', '.join(a['ranked_in'])} | {', '.join(a['arsd_excluded']) or '–'} |")
-    out += ["", "| dataset | ARSD across models |", "|---|---:|"]
-    out += [f"| {d} | {_fmt(v, 1)} |" for d, v in st["arsd_by_dataset"].items()]
+                   + ("– | " if un else "")
+                   + f"{len(a['ranked_in'])}: {', '.join(a['ranked_in'])} | {', '.join(a['arsd_excluded']) or '–'} |")
+    out += ["", f"| dataset | ARSD across models ({rule}) |" + (" unrounded |" if un else ""),
+            "|---|---:|" + ("---:|" if un else "")]
+    out += [f"| {d} | {_fmt(v, 1)} |" + (f" {_fmt(un['arsd_by_dataset'][d], 1)} |" if un else "")
+            for d, v in st["arsd_by_dataset"].items()]
     fmt_rows = [(d, r) for d, ds in rep["datasets"].items() for r in ds["rows"] if not r["from_summary_stats"]]
     if fmt_rows:
         out += ["", "## Output format", "", "| dataset | model | valid-format rate | Pearson r with score |",

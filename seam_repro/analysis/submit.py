@@ -73,7 +73,9 @@ def _dataset_payload(ms: ModelScores) -> dict[str, Any]:
     for name, ds in ms.datasets.items():
         out[name] = {
             "metric": ds.metric,
-            "runs": {str(k): v for k, v in ds.runs.items()},
+            # a missing run stays null, with the scorer's reason, so the bundle reads back the same
+            "runs": {str(k): ds.runs.get(k) for k in sorted({*ds.runs, *ds.missing_runs})},
+            **({"reason": next(iter(ds.missing_runs.values()))} if ds.missing_runs else {}),
             "format_rate": {str(k): v for k, v in ds.format_rate.items()},
             "instances": [{k: getattr(it, k) for k in _INSTANCE_KEYS} for it in ds.instances],
         }
