@@ -10,6 +10,7 @@ variable named by ``api_key_env``.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -49,20 +50,28 @@ def _load_specs() -> dict[str, dict[str, ArgSpec]]:
 SPECS: dict[str, dict[str, ArgSpec]] = _load_specs()
 """Backend -> key -> spec, from ``data/model_args.json`` (also the source of the README table)."""
 
+KNOWN_KEYS = frozenset(k for keys in SPECS.values() for k in keys)
+"""Every key some backend accepts (the parts of ``--model-args`` that are safe to quote)."""
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
 
 
 def split_pairs(text: str | None) -> list[tuple[str, str]]:
-    """``"a=1,b=x"`` -> ``[("a", "1"), ("b", "x")]``; a value may not contain a comma."""
+    """``"a=1,b=x"`` -> ``[("a", "1"), ("b", "x")]``; a value may not contain a comma.
+
+    A part without ``=`` is quoted in the error only when it is a key some backend accepts: anything
+    else may be an API key pasted in the wrong place, and the error line must not print it."""
     if text is None or not text.strip():
         return []
+    parts = text.split(",")
     pairs = []
-    for part in text.split(","):
+    for n, part in enumerate(parts, 1):
         key, sep, value = part.partition("=")
         key, value = key.strip(), value.strip()
         if not sep or not key:
-            raise InputError(OPTION, f"expected key=value,key=value, got {part.strip()!r}")
+            shown = repr(part.strip()) if part.strip() in KNOWN_KEYS or not part.strip() else \
+                f"part {n} of {len(parts)} without '=' ({len(part.strip())} characters, not shown in case it is a secret)"
+            raise InputError(OPTION, f"expected key=value,key=value, got {shown}")
         pairs.append((key, value))
     return pairs
 
@@ -87,7 +96,8 @@ def _convert(backend: str, spec: ArgSpec, value: str) -> Any:
     except ValueError:
         raise InputError(OPTION, f"{where}: expected {'an integer' if spec.type == 'int' else 'a number'}, "
                          f"got {value!r}") from None
-    if (spec.min is not None and number < spec.min) or (spec.max is not None and number > spec.max):
+    if not math.isfinite(number) or (spec.min is not None and number < spec.min) or \
+            (spec.max is not None and number > spec.max):
         bounds = f"{spec.min if spec.min is not None else '-inf'}..{spec.max if spec.max is not None else 'inf'}"
         raise InputError(OPTION, f"{where}: expected a value in {bounds}, got {value!r}")
     return number
