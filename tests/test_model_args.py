@@ -131,7 +131,7 @@ def test_vllm_defaults_and_local_folder(monkeypatch: pytest.MonkeyPatch, tmp_pat
     folder = tmp_path / "ckpt"
     folder.mkdir()
     (folder / "config.json").write_text("{}")
-    (folder / "model.safetensors").write_bytes(b"w")
+    (folder / "model.safetensors").write_bytes(b"\x02" + b"\0" * 7 + b"{}")  # a whole safetensors file, no tensor
     b = make_backend("vllm", str(folder))
     assert seen["model"] == str(folder.resolve()) and "revision" not in seen
     assert seen["tensor_parallel_size"] == 1 and "gpu_memory_utilization" not in seen
