@@ -349,3 +349,17 @@ def test_a_base_url_the_client_cannot_use_is_one_line_exit_2(capsys: pytest.Capt
                            "--allow-unfrozen", "--no-score", "--model-args", f"base_url={url}"], capsys)
     assert code == 2 and printed.startswith("error: --model-args: openai backend, key base_url: expected"), printed
     assert problem in printed and printed.count("\n") == 1 and len(printed) < 400
+
+
+@pytest.mark.parametrize("model_args", [f"base_url=http://127.0.0.1:9/v1,endpoint={SECRET}", f"base_url={SECRET}",
+                                        f"base_url=http://127.0.0.1:99999/v1?k={SECRET}"])
+def test_an_error_about_another_value_does_not_quote_the_key(monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str],
+                                                             model_args: str) -> None:
+    """The key (in the default variable) is registered before any value is checked, so a value that
+    holds it is masked in the error line however the line quotes it."""
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    code, printed = _main(["replay", str(SMOKE), "--backend", "openai", "--model", "m", "--out", "/nonexistent/x",
+                           "--allow-unfrozen", "--no-score", "--model-args", model_args], capsys)
+    assert code == 2 and printed.startswith("error: --model-args: openai backend, key ") and "[REDACTED]" in printed
+    assert not _leaks(printed) and printed.count("\n") == 1, printed

@@ -108,7 +108,12 @@ def parse_model_args(backend: str, text: str | None) -> dict[str, Any]:
     An unknown key is refused with the list of keys the backend accepts."""
     specs = SPECS.get(backend, {})
     out: dict[str, Any] = {}
-    for key, value in split_pairs(text):
+    pairs = split_pairs(text)
+    if "api_key_env" in specs:  # the key is known before any value is quoted in an error
+        from seam_repro.generate.openai_compat import DEFAULTS, remember_key
+
+        remember_key(dict(pairs).get("api_key_env") or DEFAULTS["api_key_env"])
+    for key, value in pairs:
         spec = specs.get(key)
         if spec is None:
             accepted = ", ".join(sorted(specs)) or "none"

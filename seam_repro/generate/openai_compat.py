@@ -62,12 +62,10 @@ def read_api_key(env_name: str, *, note: Any = None) -> str | None:
     Surrounding whitespace (a .env file's trailing newline) is dropped with a note on stderr: an HTTP
     header cannot carry it, and servers strip it anyway. Anything else outside printable ASCII is
     refused in one line that never shows the key."""
-    raw = os.environ.get(env_name)
+    raw = remember_key(env_name)
     if not raw:
         return None
     key = raw.strip()
-    register_secret(raw)
-    register_secret(key)
     where = f"${env_name}"
     if not key:
         raise InputError(where, "expected an API key, the variable holds only whitespace; unset it for a server "
@@ -80,6 +78,17 @@ def read_api_key(env_name: str, *, note: Any = None) -> str | None:
         (note or _stderr_note)(f"note: ${env_name} has whitespace around the key (a .env file's newline?); it is "
                                "sent without it")
     return key
+
+
+def remember_key(env_name: str) -> str | None:
+    """Register the key in ``$env_name`` (as set and stripped) for redaction and return it as set.
+    ``parse_model_args`` calls this before it checks a single value, so even an error about another
+    key (``endpoint=<the key>``) cannot print it."""
+    raw = os.environ.get(env_name)
+    if raw:
+        register_secret(raw)
+        register_secret(raw.strip())
+    return raw
 
 
 def _stderr_note(line: str) -> None:
