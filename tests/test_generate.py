@@ -306,3 +306,17 @@ def test_unknown_model_or_revision_is_one_clear_error(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(InputError, match=r"--model: cannot resolve no-org/no-such-model@0{40}"):
         load_hf_backend("no-org/no-such-model", "0" * 40, device_map=None)
+
+
+def test_embedded_model_with_a_kernel_this_machine_cannot_run_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: transformers' ImportError from inside the load (exit 70)."""
+    pytest.importorskip("transformers")
+    import torch
+
+    from seam_repro.errors import InputError
+    from seam_repro.generate import make_backend
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(InputError, match=r"^--model-args: hf backend, key attn_implementation: flash_attention_2 "
+                                         r"cannot run here \(flash_attention_2 runs on CUDA devices only"):
+        make_backend("hf", None, model_args="attn_implementation=flash_attention_2")

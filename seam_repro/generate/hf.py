@@ -401,9 +401,24 @@ def check_device_map(value: str | None) -> None:
     raise InputError("--model-args", f"{where}: {expected}, got {value!r} ({why})")
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0][:200] if text else type(exc).__name__
+
+
+def attn_error(kernel: str, why: str) -> InputError:
+    """The one line for an ``attn_implementation`` that cannot run here (``why``: the library's reason)."""
+    return InputError("--model-args", f"hf backend, key attn_implementation: {kernel} cannot run here ({why}); "
+                      "expected a kernel this machine and model support, e.g. sdpa or eager")
+
+
+def check_attn_device(kernel: str | None) -> None:
+    """FlashAttention kernels need a CUDA device; transformers only finds out in the load."""
+    if kernel is not None and kernel.startswith("flash_attention"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise attn_error(kernel, f"{kernel} runs on CUDA devices only, and none is visible")
 
 
 def check_fits(config: Any, model_id: str, dtype_name: str, quantization: str | None,
@@ -417,20 +432,14 @@ def check_fits(config: Any, model_id: str, dtype_name: str, quantization: str | 
     from transformers import AutoModelForCausalLM
 
     attn = {} if attn_implementation is None else {"attn_implementation": attn_implementation}
+    check_attn_device(attn_implementation)
     with init_empty_weights():
         try:
-            if attn_implementation is not None and attn_implementation.startswith("flash_attention"):
-                import torch
-
-                if not torch.cuda.is_available():
-                    raise ImportError(f"{attn_implementation} runs on CUDA devices only, and none is visible")
             skeleton = AutoModelForCausalLM.from_config(config, **attn)
         except (ImportError, ValueError) as exc:
             if attn_implementation is None:
                 raise
-            raise InputError("--model-args", f"hf backend, key attn_implementation: {attn_implementation} cannot run "
-                             f"here ({_first_line(exc)}); expected a kernel this machine and model support, e.g. "
-                             "sdpa or eager") from None
+            raise attn_error(attn_implementation, first_line(exc)) from None
     n_params = sum(p.numel() for p in skeleton.parameters())
     need = int(n_params * BYTES_PER_PARAM[quantization or dtype_name] * 1.1)  # +10%: buffers, activations
     have, described = available if available is not None else available_memory_bytes()
@@ -449,7 +458,7 @@ def folder_load_error(source: str, local_info: dict[str, Any] | None, exc: BaseE
     names = list((local_info or {}).get("files", {}))
     ggufs = [n for n in names if n.endswith(".gguf")]
     where = Path(source) / ggufs[0] if "config.json" not in names and len(ggufs) == 1 else Path(source)
-    return InputError(where, f"--model: cannot load the model ({type(exc).__name__}: {_first_line(exc)}); expected "
+    return InputError(where, f"--model: cannot load the model ({type(exc).__name__}: {first_line(exc)}); expected "
                       "complete files as save_pretrained or the model's publisher wrote them (truncated or "
                       "corrupt? copy or download them again)")
 
@@ -521,7 +530,7 @@ def load_hf_backend(model_id: str, revision: str, *, dtype: str = "auto", quanti
     except Exception as exc:  # hub errors come in many classes: unknown repo, revision, gated, offline
         if source:
             raise folder_load_error(source, local_info, exc) from exc
-        raise InputError("--model", f"cannot resolve {where}@{revision}: {_first_line(exc)}") from exc
+        raise InputError("--model", f"cannot resolve {where}@{revision}: {first_line(exc)}") from exc
     import torch
 
     dtype_name = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}[kwargs["dtype"]]
