@@ -293,11 +293,15 @@ def test_a_key_no_header_can_carry_is_one_line_exit_2(monkeypatch: pytest.Monkey
 
 def test_a_key_pasted_into_model_args_is_never_quoted(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SEAM_TEST_KEY", raising=False)
-    for text in (f"base_url=http://x/v1,{SECRET}", SECRET, f"base_url=http://x/v1,api_key_env={SECRET}"):
+    b64 = "QWxhZGRpbjpvcGVuIHNlc2FtZQxYz=="  # a base64 key splits at its padding into a "key" and a value
+    for text in (f"base_url=http://x/v1,{SECRET}", SECRET, f"base_url=http://x/v1,api_key_env={SECRET}",
+                 f"base_url=http://x/v1,{b64}"):
         with pytest.raises(InputError) as err:
             make_backend("openai", "m", model_args=text)
-        assert not _leaks(str(err.value)) and "\n" not in str(err.value), str(err.value)
-    with pytest.raises(InputError, match=r"part 2 of 2 without '=' \(20 characters, not shown"):
+        assert not _leaks(str(err.value)) and b64[:10] not in str(err.value) and "\n" not in str(err.value)
+    with pytest.raises(InputError, match=r"unknown key a text of 29 characters \(not shown in case it is a secret\)"):
+        make_backend("openai", "m", model_args=f"base_url=http://x/v1,{b64}")
+    with pytest.raises(InputError, match=r"got part 2 of 2: a text of 20 characters \(not shown in case it is a secret"):
         make_backend("openai", "m", model_args=f"base_url=http://x/v1,{SECRET}")
     with pytest.raises(InputError, match=r"api_key_env: \$SEAM_TEST_KEY is not set"):
         make_backend("openai", "m", model_args="base_url=http://x/v1,api_key_env=SEAM_TEST_KEY")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -50,17 +51,22 @@ def _load_specs() -> dict[str, dict[str, ArgSpec]]:
 SPECS: dict[str, dict[str, ArgSpec]] = _load_specs()
 """Backend -> key -> spec, from ``data/model_args.json`` (also the source of the README table)."""
 
-KNOWN_KEYS = frozenset(k for keys in SPECS.values() for k in keys)
-"""Every key some backend accepts (the parts of ``--model-args`` that are safe to quote)."""
+KEY_SHAPE = re.compile(r"[a-z_]{1,40}")
+"""What every accepted key looks like (lower-case words joined by ``_``). An unknown key or a part
+without ``=`` is quoted in an error only in this shape: anything else may be an API key pasted in
+the wrong place (a base64 key ends in ``=``, so it even splits into a "key" and a value)."""
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
 
 
-def split_pairs(text: str | None) -> list[tuple[str, str]]:
-    """``"a=1,b=x"`` -> ``[("a", "1"), ("b", "x")]``; a value may not contain a comma.
+def _shown(text: str) -> str:
+    """``text`` quoted if it has the shape of a key (:data:`KEY_SHAPE`), else only its length."""
+    return repr(text) if KEY_SHAPE.fullmatch(text) else f"a text of {len(text)} characters (not shown in case it is a secret)"
 
-    A part without ``=`` is quoted in the error only when it is a key some backend accepts: anything
-    else may be an API key pasted in the wrong place, and the error line must not print it."""
+
+def split_pairs(text: str | None) -> list[tuple[str, str]]:
+    """``"a=1,b=x"`` -> ``[("a", "1"), ("b", "x")]``; a value may not contain a comma. A part
+    without ``=`` is quoted back only in the shape of a key (:data:`KEY_SHAPE`)."""
     if text is None or not text.strip():
         return []
     parts = text.split(",")
@@ -69,8 +75,8 @@ def split_pairs(text: str | None) -> list[tuple[str, str]]:
         key, sep, value = part.partition("=")
         key, value = key.strip(), value.strip()
         if not sep or not key:
-            shown = repr(part.strip()) if part.strip() in KNOWN_KEYS or not part.strip() else \
-                f"part {n} of {len(parts)} without '=' ({len(part.strip())} characters, not shown in case it is a secret)"
+            bare = part.strip()
+            shown = repr(bare) if not bare or KEY_SHAPE.fullmatch(bare) else f"part {n} of {len(parts)}: {_shown(bare)}"
             raise InputError(OPTION, f"expected key=value,key=value, got {shown}")
         pairs.append((key, value))
     return pairs
@@ -119,7 +125,7 @@ def parse_model_args(backend: str, text: str | None) -> dict[str, Any]:
             accepted = ", ".join(sorted(specs)) or "none"
             hint = "; pass the key through api_key_env (the name of an environment variable)" \
                 if "key" in key.lower() and "api_key_env" in specs else ""
-            raise InputError(OPTION, f"unknown key {key!r} for the {backend} backend; accepted: {accepted}{hint}")
+            raise InputError(OPTION, f"unknown key {_shown(key)} for the {backend} backend; accepted: {accepted}{hint}")
         name = spec.alias_of or key
         if name in out:
             raise InputError(OPTION, f"{backend} backend: key {name!r} given twice")

@@ -57,7 +57,7 @@ class ServerError(SeamReproError):
         super().__init__(redact_text(message))
 
 
-def read_api_key(env_name: str, *, note: Any = None) -> str | None:
+def read_api_key(env_name: str) -> str | None:
     """The key in ``$env_name`` (None when unset or empty), checked and registered for redaction.
     Surrounding whitespace (a .env file's trailing newline) is dropped with a note on stderr: an HTTP
     header cannot carry it, and servers strip it anyway. Anything else outside printable ASCII is
@@ -75,8 +75,8 @@ def read_api_key(env_name: str, *, note: Any = None) -> str | None:
         raise InputError(where, f"expected an API key of printable ASCII characters, it holds {kind} (the key is "
                          "not shown); copy it again without the extra character")
     if key != raw:
-        (note or _stderr_note)(f"note: ${env_name} has whitespace around the key (a .env file's newline?); it is "
-                               "sent without it")
+        print(f"note: ${env_name} has whitespace around the key (a .env file's newline?); it is sent without it",
+              file=sys.stderr)
     return key
 
 
@@ -89,10 +89,6 @@ def remember_key(env_name: str) -> str | None:
         register_secret(raw)
         register_secret(raw.strip())
     return raw
-
-
-def _stderr_note(line: str) -> None:
-    print(line, file=sys.stderr)
 
 
 class _Retry(Exception):
@@ -285,7 +281,8 @@ def check_base_url(url: str) -> str:
     import httpx
 
     where = "openai backend, key base_url"
-    shown = repr(url) if len(url) <= 80 else f"{url[:60]!r}... ({len(url)} characters)"
+    text = redact_text(url)  # before the excerpt is cut: a cut key would no longer match
+    shown = repr(text) if len(text) <= 80 else f"{text[:60]!r}... ({len(url)} characters)"
     if len(url) > MAX_URL_LENGTH:
         raise InputError("--model-args", f"{where}: expected a URL of at most {MAX_URL_LENGTH} characters, got "
                          f"{shown}")
