@@ -1,8 +1,9 @@
 """The secrets this process holds (a served backend's API key) and their removal from what it writes
 or prints.
 
-A backend registers its key once, when it reads it; after that no route needs a patch of its own,
-because three points redact with the registry:
+The openai backend registers its key (``openai_compat.remember_key``) as soon as ``--model-args``
+are parsed, before any value is checked; after that no route needs a patch of its own, because three
+points redact with the registry:
 
 * the backend's input path: every body a server answers (completion text, ``model``,
   ``system_fingerprint``, ``/models`` ids, error and non-JSON bodies) is redacted before any field is
