@@ -11,6 +11,7 @@ text), ``echo_meta`` (as ``model``, ``system_fingerprint`` and ``finish_reason``
 JSON key), ``<status>echo`` (a JSON error body quoting it, e.g. ``401echo``; ``400late`` quotes it
 across character 200, where an excerpt is cut), ``400raw`` (a non-JSON error body) and
 ``malformed_echo`` (a 200 non-JSON body); ``echo_models=True`` lists it as a model id on ``/models``.
+``nan_meta`` answers ``"system_fingerprint": NaN`` (not JSON, but what Python's json writes).
 """
 
 from __future__ import annotations
@@ -124,6 +125,8 @@ class FakeServer:
                 if what == "echo_field":
                     resp["debug"] = {auth: [auth]}
                 raw = json.dumps(resp).encode()
+                if what == "nan_meta":  # what Python's json.dumps writes for float("nan")
+                    raw = raw.replace(b'"fp_fake"', b"NaN")
                 if what == "echo_escaped":
                     escaped = "".join(f"\\u{ord(c):04x}" for c in auth)
                     raw = raw.replace(json.dumps(auth)[1:-1].encode(), escaped.encode())

@@ -367,3 +367,15 @@ def test_an_error_about_another_value_does_not_quote_the_key(monkeypatch: pytest
                            "--allow-unfrozen", "--no-score", "--model-args", model_args], capsys)
     assert code == 2 and printed.startswith("error: --model-args: openai backend, key ") and "[REDACTED]" in printed
     assert not _leaks(printed) and printed.count("\n") == 1, printed
+
+
+def test_a_non_finite_number_in_an_answer_is_a_malformed_answer() -> None:
+    """Before: ``NaN`` parsed into the served metadata and the prediction write failed with
+    ValueError (exit 70). Now it is a malformed answer: retried, then one clear error."""
+    with FakeServer(script=["nan_meta"]) as srv:
+        assert backend(srv, max_retries=1).generate(reqs(1), GenerationSettings())[0].served["system_fingerprint"] \
+            == "fp_fake"
+    with FakeServer(default="nan_meta") as srv:
+        with pytest.raises(ServerError, match=r"gave up after 1 attempts; last: response: not valid JSON \(NaN is not "
+                                              r"valid JSON \(expected a finite number\)\)"):
+            backend(srv, max_retries=0).generate(reqs(1), GenerationSettings())

@@ -201,8 +201,8 @@ class OpenAIBackend:
             raise ServerError(f"{url}: HTTP {resp.status_code}{hint}: {_answer_text(resp)[:200]!r}")
         try:
             data = _answer_json(resp)
-        except InputError:
-            raise _Retry(f"response is not JSON ({len(resp.content)} bytes: {_answer_text(resp)[:80]!r})") from None
+        except InputError as exc:  # "response: not valid JSON (...)", NaN/Infinity and hostile nesting included
+            raise _Retry(f"{exc} ({len(resp.content)} bytes: {_answer_text(resp)[:80]!r})") from None
         problem = _response_problem(data, self.endpoint)
         if problem:
             raise _Retry(f"malformed response: {problem}")
