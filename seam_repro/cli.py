@@ -96,8 +96,16 @@ def _command_line(argv: list[str]) -> str:
     return "seam-repro " + shlex.join(argv)
 
 
+def _redacted(text: str) -> str:
+    """``text`` without the secrets this process registered (``generate/redact.py``): every line
+    the handler prints passes here, whatever raised it. Imported only on a failure."""
+    from seam_repro.generate.redact import redact_text
+
+    return redact_text(text)
+
+
 def _fail(message: str, code: int) -> None:
-    click.echo(f"error: {message}", err=True)
+    click.echo(f"error: {_redacted(message)}", err=True)
     sys.exit(code)
 
 
@@ -151,9 +159,10 @@ def main(argv: list[str] | None = None) -> None:
         cause = exc.__cause__ or exc.__context__
         if isinstance(cause, EOFError):  # click turns EOFError into Abort: it is an input cut short
             _fail(f"unexpected end of input ({cause or 'file ends early'})", 2)
-        click.echo(f"interrupted: {_kept_note()}; resume with: {_command_line(args)}", err=True)
+        click.echo(_redacted(f"interrupted: {_kept_note()}; resume with: {_command_line(args)}"), err=True)
         sys.exit(130)
     except click.ClickException as exc:
+        exc.message = _redacted(exc.message)
         exc.show()
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
@@ -167,9 +176,12 @@ def main(argv: list[str] | None = None) -> None:
     except MemoryError:
         _fail("out of memory while processing the input", 2)
     except Exception as exc:  # a bug in the kit: one line, the traceback on request
-        if os.environ.get("SEAM_REPRO_DEBUG"):
-            raise
-        _fail(f"internal error ({type(exc).__name__}: {str(exc)[:200]}); this is a bug in seam-repro: "
+        if os.environ.get("SEAM_REPRO_DEBUG"):  # printed here, not re-raised, so it is redacted too
+            import traceback
+
+            sys.stderr.write(_redacted(traceback.format_exc()))
+            sys.exit(70)
+        _fail(f"internal error ({type(exc).__name__}: {_redacted(str(exc))[:200]}); this is a bug in seam-repro: "
               "rerun with SEAM_REPRO_DEBUG=1 and report the traceback", 70)
     finally:
         if paused:

@@ -4,6 +4,14 @@ Each POST takes the next behaviour from ``script`` (then ``default``): ``ok``, a
 as ``429``/``500``/``401``, ``timeout`` (answer after ``slow`` seconds), ``truncated`` (promise more
 bytes than sent, then close), ``malformed`` (200 with a non-JSON body) or ``no_usage`` (200 JSON
 without the usage block). Every request's path, headers and body are kept for assertions.
+
+A hostile server echoes the Authorization header it received: ``echo_text`` (in the completion
+text), ``echo_meta`` (as ``model``, ``system_fingerprint`` and ``finish_reason``), ``echo_escaped``
+(in the text, every character JSON-escaped as ``\\uXXXX``), ``echo_field`` (as an extra field and a
+JSON key), ``<status>echo`` (a JSON error body quoting it, e.g. ``401echo``; ``400late`` quotes it
+across character 200, where an excerpt is cut), ``400raw`` (a non-JSON error body) and
+``malformed_echo`` (a 200 non-JSON body); ``echo_models=True`` lists it as a model id on ``/models``.
+``nan_meta`` answers ``"system_fingerprint": NaN`` (not JSON, but what Python's json writes).
 """
 
 from __future__ import annotations
@@ -18,9 +26,10 @@ from typing import Any
 
 class FakeServer:
     def __init__(self, script: list[str] | None = None, default: str = "ok", slow: float = 1.0,
-                 delay: float = 0.0):
+                 delay: float = 0.0, echo_models: bool = False):
         self.script: deque[str] = deque(script or [])
         self.default, self.slow, self.delay = default, slow, delay
+        self.echo_models = echo_models
         self.requests: list[dict[str, Any]] = []
         self.in_flight = self.max_in_flight = 0
         self.lock = threading.Lock()
@@ -61,7 +70,8 @@ class FakeServer:
 
             def do_GET(self) -> None:
                 if self.path.endswith("/models"):
-                    self._send(200, json.dumps({"object": "list", "data": [{"id": "fake-model"}]}).encode())
+                    ids = ["fake-model"] + ([self.headers.get("Authorization", "")] if server.echo_models else [])
+                    self._send(200, json.dumps({"object": "list", "data": [{"id": i} for i in ids]}).encode())
                 else:
                     self._send(404, b"{}")
 
@@ -81,13 +91,26 @@ class FakeServer:
                 what = server.next_behaviour()
                 if server.delay:
                     time.sleep(server.delay)
+                auth = self.headers.get("Authorization", "")
                 if what.isdigit():
                     self._send(int(what), json.dumps({"error": {"message": f"scripted {what}"}}).encode())
+                    return
+                if what[:3].isdigit() and what[3:] in ("echo", "late"):
+                    pad = "x" * 156 if what.endswith("late") else ""  # the key then straddles character 200
+                    self._send(int(what[:3]), json.dumps({"error": {"message": f"{pad}bad key: {auth}"}}).encode())
+                    return
+                if what == "400raw":
+                    self._send(400, f"<html>Bad request from {auth}</html>".encode())
+                    return
+                if what == "malformed_echo":
+                    self._send(200, f"<html>hello {auth}</html>".encode())
                     return
                 if what == "timeout":
                     time.sleep(server.slow)
                 text = f"answer seed={body.get('seed')} len={len(json.dumps(body))}"
-                choice: dict[str, Any] = {"index": 0, "finish_reason": "stop"}
+                if what in ("echo_text", "echo_escaped"):
+                    text += f" you sent {auth}"
+                choice: dict[str, Any] = {"index": 0, "finish_reason": auth if what == "echo_meta" else "stop"}
                 if self.path.endswith("/chat/completions"):
                     choice["message"] = {"role": "assistant", "content": text}
                 else:
@@ -97,7 +120,16 @@ class FakeServer:
                                         "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14}}
                 if what == "no_usage":
                     del resp["usage"]
+                if what == "echo_meta":
+                    resp["model"] = resp["system_fingerprint"] = auth
+                if what == "echo_field":
+                    resp["debug"] = {auth: [auth]}
                 raw = json.dumps(resp).encode()
+                if what == "nan_meta":  # what Python's json.dumps writes for float("nan")
+                    raw = raw.replace(b'"fp_fake"', b"NaN")
+                if what == "echo_escaped":
+                    escaped = "".join(f"\\u{ord(c):04x}" for c in auth)
+                    raw = raw.replace(json.dumps(auth)[1:-1].encode(), escaped.encode())
                 if what == "malformed":
                     self._send(200, b"<html>gateway hiccup</html>")
                 elif what == "truncated":

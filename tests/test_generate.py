@@ -306,3 +306,28 @@ def test_unknown_model_or_revision_is_one_clear_error(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(InputError, match=r"--model: cannot resolve no-org/no-such-model@0{40}"):
         load_hf_backend("no-org/no-such-model", "0" * 40, device_map=None)
+
+
+def test_embedded_model_with_a_kernel_this_machine_cannot_run_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: transformers' ImportError from inside the load (exit 70)."""
+    pytest.importorskip("transformers")
+    import torch
+
+    from seam_repro.errors import InputError
+    from seam_repro.generate import make_backend
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(InputError, match=r"^--model-args: hf backend, key attn_implementation: flash_attention_2 "
+                                         r"cannot run here \(flash_attention_2 runs on CUDA devices only"):
+        make_backend("hf", None, model_args="attn_implementation=flash_attention_2")
+
+
+@pytest.mark.parametrize("delay", [float("nan"), float("inf"), 1e300, -1.0, 3601.0])
+def test_echo_delay_must_be_finite_and_bounded(delay: float) -> None:
+    """Before: nan reached run.json (ValueError at the write) and 1e300 time.sleep (OverflowError): exit 70."""
+    from seam_repro.errors import InputError
+    from seam_repro.generate import make_backend
+
+    with pytest.raises(InputError, match=r"^--echo-delay: expected seconds per instance in 0\.\.3600, got "):
+        make_backend("echo", None, echo_delay=delay)
+    assert make_backend("echo", None, echo_delay=3600.0).delay == 3600.0

@@ -13,7 +13,7 @@ import pytest
 from tiny_models import save_tiny_llama
 
 from seam_repro.config import GenerationSettings
-from seam_repro.errors import PrerequisiteError
+from seam_repro.errors import InputError, PrerequisiteError
 from seam_repro.generate.base import GenerationRequest
 from seam_repro.hashing import sha256_text
 
@@ -150,3 +150,49 @@ def test_out_of_memory_is_one_line_that_says_how_to_resume(folder: Path, monkeyp
     assert "--batch-size 1 to resume" in msg
     with pytest.raises(PrerequisiteError, match="--load-in-8bit or --load-in-4bit"):
         backend.generate(requests()[:1], GenerationSettings(max_new_tokens=5))
+
+
+# -- a device_map or attention kernel this machine cannot serve: one line, before the load (issue 28) --------
+@pytest.mark.parametrize(("gpus", "value", "why"), [
+    (0, "cuda", "(no CUDA device is visible)"), (0, "cuda:0", "(no CUDA device is visible)"),
+    (2, "cuda:2", "(2 CUDA device(s) visible)"), (0, "bogus", "got 'bogus'"), (0, "cuda:x", "got 'cuda:x'"),
+    (0, "mps", "(no mps device is available)"),
+])
+def test_a_device_map_this_machine_cannot_serve_is_one_line(monkeypatch: pytest.MonkeyPatch, folder: Path,
+                                                            gpus: int, value: str, why: str) -> None:
+    """Before: torch's AssertionError ('Torch not compiled with CUDA enabled') or accelerate's
+    ValueError from inside the load, an internal error (exit 70)."""
+    fake_gpus(monkeypatch, gpus, 80 * GiB)
+    have = ", ".join(["cpu"] + [f"cuda:{i}" for i in range(gpus)])
+    with pytest.raises(InputError) as err:
+        load(folder, device_map=value)
+    assert str(err.value) == (f"--model-args: hf backend, key device_map: expected auto, balanced, balanced_low_0, "
+                              f"sequential or a device this machine has ({have}), got {value!r}"
+                              + (f" {why}" if why.startswith("(") else ""))
+
+
+def test_a_device_map_this_machine_has_passes_the_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    for value in ("auto", "balanced", "sequential", "cpu", None):
+        hf.check_device_map(value)
+    fake_gpus(monkeypatch, 2, 80 * GiB)
+    for value in ("cuda", "cuda:0", "cuda:1"):
+        hf.check_device_map(value)
+
+
+@pytest.mark.parametrize(("gpus", "kernel", "why"), [
+    (0, "flash_attention_2", "flash_attention_2 runs on CUDA devices only, and none is visible"),
+    (1, "flash_attention_2", "FlashAttention2 has been toggled on"),  # transformers' own ImportError
+    (1, "flash_attention_3", "FlashAttention3 has been toggled on"),
+])
+def test_an_attention_kernel_this_machine_cannot_run_is_one_line(monkeypatch: pytest.MonkeyPatch, folder: Path,
+                                                                 gpus: int, kernel: str, why: str) -> None:
+    """Before: transformers' ImportError from inside the load, an internal error (exit 70). With a
+    (faked) GPU the check is transformers' own, on the meta-device skeleton: nothing is loaded."""
+    from transformers.utils import is_flash_attn_2_available, is_flash_attn_3_available
+
+    if (is_flash_attn_2_available() if kernel.endswith("2") else is_flash_attn_3_available()):
+        pytest.skip(f"{kernel} is installed here")
+    fake_gpus(monkeypatch, gpus, 80 * GiB)
+    with pytest.raises(InputError, match=rf"^--model-args: hf backend, key attn_implementation: {kernel} cannot run "
+                                         rf"here \({why}.*\); expected a kernel this machine and model support"):
+        load(folder, attn_implementation=kernel, device_map=None, dtype="fp32")

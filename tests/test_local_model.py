@@ -5,6 +5,7 @@ under its display name."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -147,3 +148,112 @@ def test_gguf_only_folder_loads_and_generates(tmp_path: Path) -> None:
     assert folder_revision(folder).files == {gguf.name: PIN["gguf_sha256"]}
     out = backend.generate([GenerationRequest("D", 0, "0", "Say hi.", "", 7)], GenerationSettings(max_new_tokens=3))
     assert 0 < out[0].n_output_tokens <= 3 and backend.context_length == 512
+
+
+# -- damaged weights: one line naming the file, exit 2 (issue 28 part 3) -----------------------------------
+
+def _copy(src: Path, dst: Path) -> Path:
+    import shutil
+
+    shutil.copytree(src, dst)
+    return dst
+
+
+def _main_exit(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    from seam_repro.cli import main
+
+    try:
+        main(argv)
+        code = 0
+    except SystemExit as exc:
+        code = 0 if exc.code is None else int(exc.code)
+    return code, capsys.readouterr().err
+
+
+def _damage(folder: Path, how: str) -> Path:
+    weights = folder / "model.safetensors"
+    if how == "truncated":
+        data = weights.read_bytes()
+        weights.write_bytes(data[: len(data) - 1000])
+    elif how == "appended":
+        with open(weights, "ab") as f:
+            f.write(b"\0" * 16)
+    elif how == "header-cut":
+        weights.write_bytes(weights.read_bytes()[:100])
+    elif how == "dangling":
+        weights.unlink()
+        weights.symlink_to(folder / "moved-away.safetensors")
+    elif how == "loop":
+        weights.unlink()
+        weights.symlink_to(weights)
+    elif how == "missing-shard":
+        (folder / "model.safetensors.index.json").write_text(json.dumps(
+            {"metadata": {}, "weight_map": {"lm_head.weight": "model-00002-of-00002.safetensors"}}))
+    return weights
+
+
+@pytest.mark.parametrize(("how", "problem"), [
+    ("truncated", r"truncated: the file holds \d+ bytes, its header describes \d+"),
+    ("appended", r"16 bytes follow the tensors its header describes"),
+    ("header-cut", r"truncated or not safetensors \(100 bytes; its header length field reads \d+\)"),
+    ("dangling", r"a symbolic link to '.*moved-away.safetensors', which does not exist"),
+    ("loop", r"a symbolic link to '.*model.safetensors', which does not exist \(or is a loop\)"),
+    ("missing-shard", r"names 1 shard\(s\) the folder lacks, first 'model-00002-of-00002.safetensors'"),
+])
+def test_damaged_safetensors_are_refused_before_loading(tiny_model: Path, tmp_path: Path, how: str,
+                                                        problem: str) -> None:
+    """Before: SafetensorError / a missing-shard OSError from deep inside the load (exit 70), or a
+    dangling link silently skipped."""
+    from seam_repro.generate import make_backend
+
+    folder = _copy(tiny_model, tmp_path / "m")
+    weights = _damage(folder, how)
+    with pytest.raises(InputError) as err:
+        make_backend("hf", str(folder), model_args="device_map=cpu")
+    named = folder / "model.safetensors.index.json" if how == "missing-shard" else weights
+    assert str(err.value).startswith(f"{named}: --model: ") and "\n" not in str(err.value)
+    assert re.search(problem, str(err.value)), str(err.value)
+
+
+@pytest.mark.skipif(not SMOKE.is_file(), reason="shipped smoke manifest not in this checkout")
+def test_a_truncated_model_is_one_line_exit_2_on_the_command_line(tiny_model: Path, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    folder = _copy(tiny_model, tmp_path / "m")
+    _damage(folder, "truncated")
+    code, err = _main_exit(["replay", str(SMOKE), "--model", str(folder), "--out", str(tmp_path / "run"),
+                            "--limit", "1", "--no-score"], capsys)
+    assert code == 2 and err.startswith(f"error: {folder / 'model.safetensors'}: --model: truncated") and \
+        err.count("\n") == 1, err
+
+
+def test_a_folder_the_library_cannot_load_is_one_line(tiny_model: Path, tmp_path: Path) -> None:
+    """What no header check catches (here a tokenizer.json cut short) fails inside transformers; for a
+    local folder that is mapped to one line naming the folder, not an internal error."""
+    from seam_repro.generate import make_backend
+
+    folder = _copy(tiny_model, tmp_path / "m")
+    tok = folder / "tokenizer.json"
+    tok.write_text(tok.read_text()[:500])
+    with pytest.raises(InputError, match=rf"^{re.escape(str(folder))}: --model: cannot load the model \(\w+: .*\); "
+                                         r"expected complete files"):
+        make_backend("hf", str(folder), model_args="device_map=cpu")
+
+
+@pytest.mark.slow
+def test_a_truncated_gguf_names_the_file(tmp_path: Path) -> None:
+    """A GGUF file has no cheap header check; the library's failure is mapped to one line naming it."""
+    pytest.importorskip("gguf")
+    from seam_repro.errors import PrerequisiteError
+    from seam_repro.generate import make_backend
+    from seam_repro.generate.embedded import find_gguf
+
+    try:
+        gguf = find_gguf()
+    except PrerequisiteError as exc:
+        pytest.skip(str(exc))
+    folder = tmp_path / "smol-gguf"
+    folder.mkdir()
+    with open(gguf, "rb") as src:
+        (folder / gguf.name).write_bytes(src.read(gguf.stat().st_size // 2))
+    with pytest.raises(InputError, match=rf"^{re.escape(str(folder / gguf.name))}: --model: cannot load the model"):
+        make_backend("hf", str(folder), model_args="device_map=cpu")

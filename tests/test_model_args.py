@@ -58,6 +58,29 @@ def test_bad_model_args_are_one_line_errors(backend: str, text: str, message: st
     assert str(err.value).startswith("--model-args: ")
 
 
+NUMERIC = [(backend, spec) for backend, specs in SPECS.items() for spec in specs.values()
+           if spec.type in ("int", "float")]
+
+
+def test_every_numeric_key_is_bounded_on_both_sides() -> None:
+    """A bound is what keeps a huge value (``timeout=1e300``: a C timeval overflow deep in a socket)
+    out; a new numeric key without one fails here."""
+    assert NUMERIC
+    for backend, spec in NUMERIC:
+        assert spec.min is not None and spec.max is not None, f"{backend}.{spec.name} needs min and max"
+
+
+@pytest.mark.parametrize(("backend", "spec"), NUMERIC, ids=[f"{b}.{s.name}" for b, s in NUMERIC])
+@pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-inf", "Infinity", "1e400", "1e300", "-1e300"])
+def test_non_finite_and_huge_numbers_are_refused_for_every_numeric_key(backend: str, spec: object,
+                                                                       value: str) -> None:
+    with pytest.raises(InputError) as err:
+        parse_model_args(backend, f"{spec.name}={value}")  # type: ignore[attr-defined]
+    text = str(err.value)
+    assert text.startswith(f"--model-args: {backend} backend, key ") and repr(value) in text and "\n" not in text
+    assert ("expected a value in" in text) if spec.type == "float" else ("expected an integer" in text)  # type: ignore[attr-defined]
+
+
 def test_dtype_given_twice_must_agree() -> None:
     with pytest.raises(InputError, match="dtype=fp16 contradicts --dtype bf16"):
         make_backend("vllm", "org/m@rev", dtype="bf16", model_args="dtype=fp16")
@@ -108,7 +131,7 @@ def test_vllm_defaults_and_local_folder(monkeypatch: pytest.MonkeyPatch, tmp_pat
     folder = tmp_path / "ckpt"
     folder.mkdir()
     (folder / "config.json").write_text("{}")
-    (folder / "model.safetensors").write_bytes(b"w")
+    (folder / "model.safetensors").write_bytes(b"\x02" + b"\0" * 7 + b"{}")  # a whole safetensors file, no tensor
     b = make_backend("vllm", str(folder))
     assert seen["model"] == str(folder.resolve()) and "revision" not in seen
     assert seen["tensor_parallel_size"] == 1 and "gpu_memory_utilization" not in seen

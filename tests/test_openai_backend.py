@@ -185,3 +185,197 @@ def test_unreachable_server_fails_before_the_run(tmp_path: Path) -> None:
     b = make_openai_backend("m", "unpinned", {"base_url": f"http://127.0.0.1:{port}/v1"})
     with pytest.raises(ServerError, match=r"cannot connect .*is the server running"):
         b.describe()
+
+
+# -- the API key never comes back (issue 28: a server that echoes the Authorization header) ----------
+
+SECRET = "sk-LEAK-7b2e91c04d5f"
+
+
+def _leaks(text: str) -> bool:
+    """True when any 10 consecutive characters of SECRET appear (a cut excerpt leaks a prefix)."""
+    return any(SECRET[i:i + 10] in text for i in range(len(SECRET) - 9))
+
+
+@pytest.mark.parametrize("behaviour", ["echo_text", "echo_meta", "echo_escaped", "echo_field"])
+def test_a_key_echoed_in_an_answer_is_redacted_before_it_is_read(monkeypatch: pytest.MonkeyPatch,
+                                                                 behaviour: str) -> None:
+    from seam_repro.generate.redact import MASK
+
+    monkeypatch.setenv("SEAM_TEST_KEY", SECRET)
+    with FakeServer(default=behaviour, echo_models=True) as srv:
+        b = backend(srv, api_key_env="SEAM_TEST_KEY")
+        facts = b.describe()
+        out = b.generate(reqs(2), GenerationSettings())
+    assert srv.requests[0]["headers"]["Authorization"] == f"Bearer {SECRET}"  # sent, and echoed back
+    seen = repr([(o.output, o.served) for o in out]) + json.dumps(facts)
+    assert not _leaks(seen)
+    assert facts["served_models"] == ["fake-model", f"Bearer {MASK}"]
+    if behaviour != "echo_field":  # the extra field is not read; the others show where the key was
+        assert f"Bearer {MASK}" in seen
+
+
+@pytest.mark.parametrize(("behaviour", "retries"), [("401echo", 0), ("400echo", 0), ("400late", 0),
+                                                    ("400raw", 0), ("malformed_echo", 1)])
+def test_a_key_echoed_in_an_error_body_is_not_in_the_error(monkeypatch: pytest.MonkeyPatch, behaviour: str,
+                                                           retries: int) -> None:
+    monkeypatch.setenv("SEAM_TEST_KEY", SECRET)
+    with FakeServer(default=behaviour) as srv:
+        b = backend(srv, api_key_env="SEAM_TEST_KEY", max_retries=retries)
+        with pytest.raises(ServerError) as err:
+            b.generate(reqs(1), GenerationSettings())
+    assert "Bearer" in str(err.value) and not _leaks(str(err.value)), str(err.value)
+
+
+def _main(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """Run the console entry point; returns (exit status, stdout + stderr)."""
+    from seam_repro.cli import main
+
+    try:
+        main(argv)
+        code = 0
+    except SystemExit as exc:
+        code = 0 if exc.code is None else int(exc.code)
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+@pytest.mark.skipif(not SMOKE.is_file(), reason="shipped smoke manifest not in this checkout")
+def test_replay_against_an_echoing_server_writes_and_prints_no_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Every route at once through the CLI: answers, metadata, /models, then a 401 that quotes the key;
+    the key also sits in argv (``--name``) to show the run.json route; a trailing newline (from a .env
+    file) is dropped with a note."""
+    from seam_repro.generate.redact import MASK
+
+    monkeypatch.setenv("SEAM_TEST_KEY", SECRET + "\n")
+    out = tmp_path / "run"
+    script = ["echo_text", "echo_meta", "echo_escaped", "echo_field"] * 4
+    with FakeServer(script=script, default="401echo", echo_models=True) as srv:
+        argv = ["replay", str(SMOKE), "--backend", "openai", "--model", "fake-model@v1", "--name", f"n {SECRET}",
+                "--out", str(out), "--limit", "1", "--no-score", "--batch-size", "1", "--model-args",
+                f"base_url={srv.base_url},api_key_env=SEAM_TEST_KEY,max_retries=0,concurrency=1"]
+        code, printed = _main(argv, capsys)
+    assert code == 2 and "HTTP 401" in printed and "Bearer [REDACTED]" in printed, printed
+    assert "whitespace around the key" in printed
+    assert all(r["headers"]["Authorization"] == f"Bearer {SECRET}" for r in srv.requests)  # stripped once
+    written = _run_files_text(out)
+    assert len(list(out.rglob("run_*.jsonl"))) > 0 and MASK in written
+    assert not _leaks(written) and not _leaks(printed)
+
+
+@pytest.mark.parametrize(("value", "problem"), [
+    (SECRET[:6] + "\u00e9" + SECRET[6:], "a non-ASCII character"),
+    (SECRET[:6] + " " + SECRET[6:], "a space or control character"),
+    (SECRET[:6] + "\x00" + SECRET[6:], "a space or control character"),
+    (" \n", "only whitespace"),
+])
+def test_a_key_no_header_can_carry_is_one_line_exit_2(monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str], value: str,
+                                                      problem: str) -> None:
+    import os
+
+    if "\x00" in value:  # an environment cannot hold NUL; the check is the same function
+        from seam_repro.generate.openai_compat import read_api_key
+
+        monkeypatch.setattr(os, "environ", {**os.environ, "SEAM_TEST_KEY": value})
+        with pytest.raises(InputError, match=problem):
+            read_api_key("SEAM_TEST_KEY")
+        return
+    monkeypatch.setenv("SEAM_TEST_KEY", value)
+    code, printed = _main(["replay", str(SMOKE), "--backend", "openai", "--model", "m", "--out", "/nonexistent/x",
+                           "--allow-unfrozen", "--no-score", "--model-args",
+                           "base_url=http://127.0.0.1:9/v1,api_key_env=SEAM_TEST_KEY"], capsys)
+    assert code == 2, printed
+    assert printed.startswith("error: $SEAM_TEST_KEY: expected an API key") and problem in printed
+    assert printed.count("\n") == 1 and not _leaks(printed)
+
+
+def test_a_key_pasted_into_model_args_is_never_quoted(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SEAM_TEST_KEY", raising=False)
+    b64 = "QWxhZGRpbjpvcGVuIHNlc2FtZQxYz=="  # a base64 key splits at its padding into a "key" and a value
+    for text in (f"base_url=http://x/v1,{SECRET}", SECRET, f"base_url=http://x/v1,api_key_env={SECRET}",
+                 f"base_url=http://x/v1,{b64}"):
+        with pytest.raises(InputError) as err:
+            make_backend("openai", "m", model_args=text)
+        assert not _leaks(str(err.value)) and b64[:10] not in str(err.value) and "\n" not in str(err.value)
+    with pytest.raises(InputError, match=r"unknown key a text of 29 characters \(not shown in case it is a secret\)"):
+        make_backend("openai", "m", model_args=f"base_url=http://x/v1,{b64}")
+    with pytest.raises(InputError, match=r"got part 2 of 2: a text of 20 characters \(not shown in case it is a secret"):
+        make_backend("openai", "m", model_args=f"base_url=http://x/v1,{SECRET}")
+    with pytest.raises(InputError, match=r"api_key_env: \$SEAM_TEST_KEY is not set"):
+        make_backend("openai", "m", model_args="base_url=http://x/v1,api_key_env=SEAM_TEST_KEY")
+
+
+def test_the_cli_redacts_internal_errors_and_the_debug_traceback(monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Whatever raised it, no printed line holds a registered key (here an internal error whose
+    message holds the key after 195 characters: the 200-character excerpt must not leak a prefix)."""
+    import sys
+    import types
+
+    import click
+
+    import seam_repro.cli as cli_module
+    from seam_repro.generate.redact import register_secret
+
+    register_secret(SECRET)
+
+    @click.command()
+    def boom() -> None:
+        """Fail with the key in the message."""
+        raise RuntimeError("x" * 195 + SECRET)
+
+    module = types.ModuleType("seam_repro_test_secret_boom")
+    module.boom = boom  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setitem(cli_module.COMMANDS, "boom", f"{module.__name__}:boom")
+    monkeypatch.delenv("SEAM_REPRO_DEBUG", raising=False)
+    code, printed = _main(["boom"], capsys)
+    assert code == 70 and "internal error (RuntimeError" in printed and not _leaks(printed), printed
+    monkeypatch.setenv("SEAM_REPRO_DEBUG", "1")
+    code, printed = _main(["boom"], capsys)
+    assert code == 70 and "Traceback" in printed and "[REDACTED]" in printed and not _leaks(printed)
+
+
+@pytest.mark.parametrize(("url", "problem"), [
+    ("http://127.0.0.1/" + "v" * 70000, "at most 2048 characters"),
+    ("http://" + "a" * 300 + ".example/v1", "valid host name"),
+    ("http://127.0.0.1:99999/v1", "port 99999 is outside 1..65535"),
+    ("http://[::1/v1", "expected an http(s) URL"),
+    ("http:///v1", "with a host"),
+    ("ftp://127.0.0.1/v1", "with a host"),
+    ("http://user:pw@127.0.0.1/v1", "without user:password@"),
+])
+def test_a_base_url_the_client_cannot_use_is_one_line_exit_2(capsys: pytest.CaptureFixture[str], url: str,
+                                                             problem: str) -> None:
+    code, printed = _main(["replay", str(SMOKE), "--backend", "openai", "--model", "m", "--out", "/nonexistent/x",
+                           "--allow-unfrozen", "--no-score", "--model-args", f"base_url={url}"], capsys)
+    assert code == 2 and printed.startswith("error: --model-args: openai backend, key base_url: expected"), printed
+    assert problem in printed and printed.count("\n") == 1 and len(printed) < 400
+
+
+@pytest.mark.parametrize("model_args", [f"base_url=http://127.0.0.1:9/v1,endpoint={SECRET}", f"base_url={SECRET}",
+                                        f"base_url=http://127.0.0.1:99999/v1?k={SECRET}"])
+def test_an_error_about_another_value_does_not_quote_the_key(monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str],
+                                                             model_args: str) -> None:
+    """The key (in the default variable) is registered before any value is checked, so a value that
+    holds it is masked in the error line however the line quotes it."""
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    code, printed = _main(["replay", str(SMOKE), "--backend", "openai", "--model", "m", "--out", "/nonexistent/x",
+                           "--allow-unfrozen", "--no-score", "--model-args", model_args], capsys)
+    assert code == 2 and printed.startswith("error: --model-args: openai backend, key ") and "[REDACTED]" in printed
+    assert not _leaks(printed) and printed.count("\n") == 1, printed
+
+
+def test_a_non_finite_number_in_an_answer_is_a_malformed_answer() -> None:
+    """Before: ``NaN`` parsed into the served metadata and the prediction write failed with
+    ValueError (exit 70). Now it is a malformed answer: retried, then one clear error."""
+    with FakeServer(script=["nan_meta"]) as srv:
+        assert backend(srv, max_retries=1).generate(reqs(1), GenerationSettings())[0].served["system_fingerprint"] \
+            == "fp_fake"
+    with FakeServer(default="nan_meta") as srv:
+        with pytest.raises(ServerError, match=r"gave up after 1 attempts; last: response: not valid JSON \(NaN is not "
+                                              r"valid JSON \(expected a finite number\)\)"):
+            backend(srv, max_retries=0).generate(reqs(1), GenerationSettings())

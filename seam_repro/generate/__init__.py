@@ -86,12 +86,13 @@ def make_backend(backend: str, model: str | None, *, dtype: str = "auto", quanti
 
         return load_embedded_backend(dtype="fp32" if dtype == "auto" else dtype, prompt_path=prompt_path,
                                      truncation=truncation, model_args=args)
-    from seam_repro.generate.local import is_local_spec, resolve_local
+    from seam_repro.generate.local import check_weights, is_local_spec, resolve_local
 
     source: str | None = None
     local_info: dict[str, Any] | None = None
     if is_local_spec(model):
         local = resolve_local(model)
+        check_weights(local)
         model_id, revision, source = local.model_id, local.revision, str(local.path)
         local_info = {"path": str(local.path), "files": local.files}
     else:

@@ -8,14 +8,18 @@ instances share its batch, the order of work, a resume or a shard.
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from seam_repro.config import GenerationSettings
+from seam_repro.errors import InputError
 from seam_repro.hashing import sha256_text
 
+MAX_ECHO_DELAY = 3600.0
+"""Longest simulated generation per instance (an hour) the echo backend accepts."""
 HF_LEGACY_TOP_K = 50
 """transformers 4.x ``GenerationConfig`` default ``top_k``; upstream never set top_k, so a model whose
 generation_config leaves it unset sampled with top-k 50 in the paper's runs."""
@@ -98,6 +102,12 @@ class EchoBackend:
     revision: str = "echo-1"
     delay: float = 0.0
     name: str = field(default="echo", init=False)
+
+    def __post_init__(self) -> None:
+        # click's FloatRange lets nan and inf through (no comparison with them is true); time.sleep
+        # would then raise ValueError/OverflowError mid-run
+        if not (isinstance(self.delay, (int, float)) and math.isfinite(self.delay) and 0 <= self.delay <= MAX_ECHO_DELAY):
+            raise InputError("--echo-delay", f"expected seconds per instance in 0..{MAX_ECHO_DELAY:g}, got {self.delay!r}")
 
     def describe(self) -> dict[str, Any]:
         return {"backend": "echo", "echo_version": 1, "delay": self.delay}

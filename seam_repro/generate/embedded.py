@@ -45,7 +45,15 @@ def load_embedded_backend(*, verify: bool = True, dtype: str = "fp32", prompt_pa
                           truncation: str | None = None, model_args: dict[str, Any] | None = None) -> Any:
     """Load the pinned GGUF offline (never touches the network) as an :class:`HFBackend`.
     ``model_args``: the hf backend's keys (attn_implementation, max_model_len, chat_template apply)."""
-    from seam_repro.generate.hf import HFBackend, read_chat_template, require_transformers, resolve_dtype
+    from seam_repro.generate.hf import (
+        HFBackend,
+        attn_error,
+        check_attn_device,
+        first_line,
+        read_chat_template,
+        require_transformers,
+        resolve_dtype,
+    )
 
     args = dict(model_args or {})
 
@@ -65,8 +73,14 @@ def load_embedded_backend(*, verify: bool = True, dtype: str = "fp32", prompt_pa
     if args.get("chat_template"):
         tokenizer.chat_template = read_chat_template(args["chat_template"])
     extra = {"attn_implementation": args["attn_implementation"]} if args.get("attn_implementation") else {}
-    model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, local_files_only=True,
-                                                 dtype=resolve_dtype(dtype), **extra)
+    check_attn_device(extra.get("attn_implementation"))
+    try:
+        model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, local_files_only=True,
+                                                     dtype=resolve_dtype(dtype), **extra)
+    except (ImportError, ValueError) as exc:  # the pinned file is hash-checked: what fails is the kernel
+        if not extra:
+            raise
+        raise attn_error(extra["attn_implementation"], first_line(exc)) from None
     model.eval()
     return HFBackend(model, tokenizer, PIN["id"], digest, prompt_path=prompt_path, truncation=truncation,
                      extra_info={"embedded": True, "gguf_file": PIN["gguf_file"], "gguf_sha256": digest,

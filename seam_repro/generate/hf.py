@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from seam_repro.config import GenerationSettings
-from seam_repro.errors import InputError, PrerequisiteError
+from seam_repro.errors import InputError, PrerequisiteError, SeamReproError
 from seam_repro.generate.base import HF_LEGACY_TOP_K, GenerationRequest, GenerationResult
 from seam_repro.hashing import sha256_json, sha256_text
 
@@ -366,15 +366,80 @@ def available_memory_bytes() -> tuple[int, str]:
     return gpus + host, f"{where}{host / 2**30:.1f} GiB host RAM"
 
 
+DEVICE_MAP_STRATEGIES = ("auto", "balanced", "balanced_low_0", "sequential")
+"""accelerate's placement strategies; any other ``device_map`` string names one device."""
+
+
+def check_device_map(value: str | None) -> None:
+    """One line for a ``device_map`` this machine cannot serve (an unknown name, ``cuda`` without a
+    visible CUDA device, ``cuda:3`` with two), before anything loads: torch and accelerate would
+    otherwise fail deep in the load with an assertion or a ValueError."""
+    if value is None or value in DEVICE_MAP_STRATEGIES:
+        return
+    import torch
+
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    have = ", ".join(["cpu"] + [f"cuda:{i}" for i in range(gpus)])
+    expected = f"expected {', '.join(DEVICE_MAP_STRATEGIES)} or a device this machine has ({have})"
+    where = "hf backend, key device_map"
+    try:
+        device = torch.device(value)
+    except (RuntimeError, ValueError, TypeError):
+        raise InputError("--model-args", f"{where}: {expected}, got {value!r}") from None
+    if device.type == "cpu":
+        return
+    if device.type == "cuda":
+        if gpus and (device.index is None or device.index < gpus):
+            return
+        why = "no CUDA device is visible" if not gpus else f"{gpus} CUDA device(s) visible"
+    else:
+        backend = getattr(torch, device.type, None) if device.type != "mps" else torch.backends.mps
+        available = getattr(backend, "is_available", lambda: False)
+        if device.type in ("mps", "xpu") and available():
+            return
+        why = f"no {device.type} device is available"
+    raise InputError("--model-args", f"{where}: {expected}, got {value!r} ({why})")
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:200] if text else type(exc).__name__
+
+
+def attn_error(kernel: str, why: str) -> InputError:
+    """The one line for an ``attn_implementation`` that cannot run here (``why``: the library's reason)."""
+    return InputError("--model-args", f"hf backend, key attn_implementation: {kernel} cannot run here ({why}); "
+                      "expected a kernel this machine and model support, e.g. sdpa or eager")
+
+
+def check_attn_device(kernel: str | None) -> None:
+    """FlashAttention kernels need a CUDA device; transformers only finds out in the load."""
+    if kernel is not None and kernel.startswith("flash_attention"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise attn_error(kernel, f"{kernel} runs on CUDA devices only, and none is visible")
+
+
 def check_fits(config: Any, model_id: str, dtype_name: str, quantization: str | None,
-               available: tuple[int, str] | None = None) -> int:
+               available: tuple[int, str] | None = None, attn_implementation: str | None = None) -> int:
     """Refuse, before any weight is downloaded, a model whose weights alone exceed the memory of the
-    machine (GPUs + RAM). Counts parameters on the meta device from the config, so nothing big loads."""
+    machine (GPUs + RAM). Counts parameters on the meta device from the config, so nothing big loads.
+    The skeleton is built with the requested ``attn_implementation``, so a kernel that this machine
+    (flash-attn not installed, no CUDA) or this model class cannot run is one line here, where
+    transformers would raise an ImportError or ValueError in the load."""
     from accelerate import init_empty_weights
     from transformers import AutoModelForCausalLM
 
+    attn = {} if attn_implementation is None else {"attn_implementation": attn_implementation}
+    check_attn_device(attn_implementation)
     with init_empty_weights():
-        skeleton = AutoModelForCausalLM.from_config(config)
+        try:
+            skeleton = AutoModelForCausalLM.from_config(config, **attn)
+        except (ImportError, ValueError) as exc:
+            if attn_implementation is None:
+                raise
+            raise attn_error(attn_implementation, first_line(exc)) from None
     n_params = sum(p.numel() for p in skeleton.parameters())
     need = int(n_params * BYTES_PER_PARAM[quantization or dtype_name] * 1.1)  # +10%: buffers, activations
     have, described = available if available is not None else available_memory_bytes()
@@ -384,6 +449,18 @@ def check_fits(config: Any, model_id: str, dtype_name: str, quantization: str | 
             f"{quantization or dtype_name}, but this machine has {described}; use --load-in-4bit/--load-in-8bit, "
             "more GPUs, or a smaller model")
     return need
+
+
+def folder_load_error(source: str, local_info: dict[str, Any] | None, exc: BaseException) -> InputError:
+    """One line for a local model folder the library could not load. What fails there is the
+    folder's content (a truncated GGUF, a corrupt tokenizer or config, weights that do not fit the
+    config): the kit's own arguments were checked before. A GGUF-only folder names its file."""
+    names = list((local_info or {}).get("files", {}))
+    ggufs = [n for n in names if n.endswith(".gguf")]
+    where = Path(source) / ggufs[0] if "config.json" not in names and len(ggufs) == 1 else Path(source)
+    return InputError(where, f"--model: cannot load the model ({type(exc).__name__}: {first_line(exc)}); expected "
+                      "complete files as save_pretrained or the model's publisher wrote them (truncated or "
+                      "corrupt? copy or download them again)")
 
 
 def read_chat_template(path: str | Path) -> str:
@@ -437,6 +514,7 @@ def load_hf_backend(model_id: str, revision: str, *, dtype: str = "auto", quanti
         if quantization == "8bit":
             quiet_int8_cast_log()
     if device_map is not None:
+        check_device_map(device_map)
         try:
             import accelerate  # noqa: F401
         except ImportError as exc:
@@ -450,16 +528,25 @@ def load_hf_backend(model_id: str, revision: str, *, dtype: str = "auto", quanti
     try:
         config = AutoConfig.from_pretrained(where, revision=hub_rev, trust_remote_code=trust_remote_code, **load_from)
     except Exception as exc:  # hub errors come in many classes: unknown repo, revision, gated, offline
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError("--model", f"cannot resolve {where}@{revision}: {first}") from exc
+        if source:
+            raise folder_load_error(source, local_info, exc) from exc
+        raise InputError("--model", f"cannot resolve {where}@{revision}: {first_line(exc)}") from exc
     import torch
 
     dtype_name = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}[kwargs["dtype"]]
-    check_fits(config, model_id, dtype_name, quantization)
-    tokenizer = AutoTokenizer.from_pretrained(where, revision=hub_rev, trust_remote_code=trust_remote_code, **load_from)
-    if chat_template is not None:
-        tokenizer.chat_template = read_chat_template(chat_template)
-    model = AutoModelForCausalLM.from_pretrained(where, **kwargs)
+    check_fits(config, model_id, dtype_name, quantization, attn_implementation=attn_implementation)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(where, revision=hub_rev, trust_remote_code=trust_remote_code,
+                                                  **load_from)
+        if chat_template is not None:
+            tokenizer.chat_template = read_chat_template(chat_template)
+        model = AutoModelForCausalLM.from_pretrained(where, **kwargs)
+    except (SeamReproError, MemoryError, torch.cuda.OutOfMemoryError):
+        raise
+    except Exception as exc:
+        if not source:
+            raise
+        raise folder_load_error(source, local_info, exc) from exc
     model.eval()
     placed = getattr(model, "hf_device_map", None) or {}
     extra: dict[str, Any] = {"quantization": quantization, "device_map": device_map,

@@ -9,10 +9,12 @@ whose folder was retrained or re-tokenized is refused by the store's revision ch
 from __future__ import annotations
 
 import fnmatch
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from seam_repro.errors import InputError
+from seam_repro.files import parse_json_text
 from seam_repro.hashing import sha256_file, sha256_text
 
 MODEL_FILE_PATTERNS: tuple[str, ...] = (
@@ -51,12 +53,19 @@ def is_local_spec(spec: str) -> bool:
 
 
 def model_files(folder: Path) -> list[Path]:
-    """The counted files under ``folder`` (recursively, sorted), following MODEL_FILE_PATTERNS."""
+    """The counted files under ``folder`` (recursively, sorted), following MODEL_FILE_PATTERNS. A
+    counted name that is a symbolic link to nothing (weights moved or a cache cleaned) is refused:
+    skipping it would hash, and then load, a model without those weights."""
     out = []
     for p in sorted(folder.rglob("*")):
-        if not p.is_file() or any(part in EXCLUDED_DIRS for part in p.relative_to(folder).parts[:-1]):
+        if any(part in EXCLUDED_DIRS for part in p.relative_to(folder).parts[:-1]):
             continue
-        if any(fnmatch.fnmatch(p.name, pat) for pat in MODEL_FILE_PATTERNS):
+        if not any(fnmatch.fnmatch(p.name, pat) for pat in MODEL_FILE_PATTERNS):
+            continue
+        if p.is_symlink() and not p.exists():
+            raise InputError(p, f"--model: a symbolic link to {os.readlink(p)!r}, which does not exist (or is a loop); "
+                             "expected the model file itself or a link to it")
+        if p.is_file():
             out.append(p)
     return out
 
@@ -87,3 +96,61 @@ def resolve_local(spec: str) -> LocalModel:
         raise InputError("--model", f"{folder} hashes to {model.revision}, not the pinned {pinned}; the folder's "
                          "weights, config or tokenizer changed")
     return model
+
+
+MAX_SAFETENSORS_HEADER = 100 * 2**20
+"""The safetensors format's own limit on its JSON header (100 MB)."""
+
+
+def check_weights(model: LocalModel) -> None:
+    """Refuse, before a library reads them, weight files that it would fail on deep inside a load:
+    a safetensors file cut short (or with bytes after its tensors) and a shard index that names a
+    file the folder lacks. Only headers are read (a few KB per file): a GGUF file has no such cheap
+    check (parsing its tensor table took seconds), so its faults are mapped when the load fails
+    (``hf.load_hf_backend``)."""
+    for name in model.files:
+        path = model.path / name
+        if name.endswith(".safetensors"):
+            check_safetensors(path)
+        elif name.endswith(".safetensors.index.json"):
+            index = parse_json_text(path.read_text("utf-8", errors="replace"), path)
+            weight_map = index.get("weight_map") if isinstance(index, dict) else None
+            if not isinstance(weight_map, dict):
+                raise InputError(path, "--model: expected a shard index with a 'weight_map' object")
+            base = name.rsplit("/", 1)[0] + "/" if "/" in name else ""
+            missing = sorted({f for f in weight_map.values() if not isinstance(f, str) or base + f not in model.files},
+                             key=str)
+            if missing:
+                raise InputError(path, f"--model: names {len(missing)} shard(s) the folder lacks, first {missing[0]!r}; "
+                                 "expected every file of its weight_map next to it")
+
+
+def check_safetensors(path: Path) -> None:
+    """One line when ``path`` is not a whole safetensors file: the 8-byte header length, the JSON
+    header, then exactly the bytes its tensors' ``data_offsets`` cover."""
+    size = path.stat().st_size
+    expected = "expected a whole safetensors file (copy or download it again)"
+    with open(path, "rb") as f:
+        head = f.read(8)
+        n = int.from_bytes(head, "little") if len(head) == 8 else -1
+        if n < 2 or n > MAX_SAFETENSORS_HEADER or 8 + n > size:
+            raise InputError(path, f"--model: truncated or not safetensors ({size} bytes; its header length field "
+                             f"reads {n}); {expected}")
+        raw = f.read(n)
+    header = parse_json_text(raw.decode("utf-8", errors="replace"), path)
+    if not isinstance(header, dict):
+        raise InputError(path, f"--model: its header is not a JSON object; {expected}")
+    ends = [0]
+    for key, info in header.items():
+        offsets = info.get("data_offsets") if isinstance(info, dict) else None
+        if key == "__metadata__":
+            continue
+        if not (isinstance(offsets, list) and len(offsets) == 2 and all(type(o) is int for o in offsets)):
+            raise InputError(path, f"--model: tensor {key[:60]!r} has no [begin, end] data_offsets; {expected}")
+        ends.append(offsets[1])
+    need = 8 + n + max(ends)
+    if need > size:
+        raise InputError(path, f"--model: truncated: the file holds {size} bytes, its header describes {need}; "
+                         f"{expected}")
+    if need < size:
+        raise InputError(path, f"--model: {size - need} bytes follow the tensors its header describes; {expected}")

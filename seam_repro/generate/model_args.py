@@ -10,6 +10,8 @@ variable named by ``api_key_env``.
 from __future__ import annotations
 
 import json
+import math
+import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -49,20 +51,33 @@ def _load_specs() -> dict[str, dict[str, ArgSpec]]:
 SPECS: dict[str, dict[str, ArgSpec]] = _load_specs()
 """Backend -> key -> spec, from ``data/model_args.json`` (also the source of the README table)."""
 
+KEY_SHAPE = re.compile(r"[a-z_]{1,40}")
+"""What every accepted key looks like (lower-case words joined by ``_``). An unknown key or a part
+without ``=`` is quoted in an error only in this shape: anything else may be an API key pasted in
+the wrong place (a base64 key ends in ``=``, so it even splits into a "key" and a value)."""
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
 
 
+def _shown(text: str) -> str:
+    """``text`` quoted if it has the shape of a key (:data:`KEY_SHAPE`), else only its length."""
+    return repr(text) if KEY_SHAPE.fullmatch(text) else f"a text of {len(text)} characters (not shown in case it is a secret)"
+
+
 def split_pairs(text: str | None) -> list[tuple[str, str]]:
-    """``"a=1,b=x"`` -> ``[("a", "1"), ("b", "x")]``; a value may not contain a comma."""
+    """``"a=1,b=x"`` -> ``[("a", "1"), ("b", "x")]``; a value may not contain a comma. A part
+    without ``=`` is quoted back only in the shape of a key (:data:`KEY_SHAPE`)."""
     if text is None or not text.strip():
         return []
+    parts = text.split(",")
     pairs = []
-    for part in text.split(","):
+    for n, part in enumerate(parts, 1):
         key, sep, value = part.partition("=")
         key, value = key.strip(), value.strip()
         if not sep or not key:
-            raise InputError(OPTION, f"expected key=value,key=value, got {part.strip()!r}")
+            bare = part.strip()
+            shown = repr(bare) if not bare or KEY_SHAPE.fullmatch(bare) else f"part {n} of {len(parts)}: {_shown(bare)}"
+            raise InputError(OPTION, f"expected key=value,key=value, got {shown}")
         pairs.append((key, value))
     return pairs
 
@@ -87,7 +102,8 @@ def _convert(backend: str, spec: ArgSpec, value: str) -> Any:
     except ValueError:
         raise InputError(OPTION, f"{where}: expected {'an integer' if spec.type == 'int' else 'a number'}, "
                          f"got {value!r}") from None
-    if (spec.min is not None and number < spec.min) or (spec.max is not None and number > spec.max):
+    if not math.isfinite(number) or (spec.min is not None and number < spec.min) or \
+            (spec.max is not None and number > spec.max):
         bounds = f"{spec.min if spec.min is not None else '-inf'}..{spec.max if spec.max is not None else 'inf'}"
         raise InputError(OPTION, f"{where}: expected a value in {bounds}, got {value!r}")
     return number
@@ -98,13 +114,18 @@ def parse_model_args(backend: str, text: str | None) -> dict[str, Any]:
     An unknown key is refused with the list of keys the backend accepts."""
     specs = SPECS.get(backend, {})
     out: dict[str, Any] = {}
-    for key, value in split_pairs(text):
+    pairs = split_pairs(text)
+    if "api_key_env" in specs:  # the key is known before any value is quoted in an error
+        from seam_repro.generate.openai_compat import DEFAULTS, remember_key
+
+        remember_key(dict(pairs).get("api_key_env") or DEFAULTS["api_key_env"])
+    for key, value in pairs:
         spec = specs.get(key)
         if spec is None:
             accepted = ", ".join(sorted(specs)) or "none"
             hint = "; pass the key through api_key_env (the name of an environment variable)" \
                 if "key" in key.lower() and "api_key_env" in specs else ""
-            raise InputError(OPTION, f"unknown key {key!r} for the {backend} backend; accepted: {accepted}{hint}")
+            raise InputError(OPTION, f"unknown key {_shown(key)} for the {backend} backend; accepted: {accepted}{hint}")
         name = spec.alias_of or key
         if name in out:
             raise InputError(OPTION, f"{backend} backend: key {name!r} given twice")

@@ -11,16 +11,19 @@ bodies) are retried with exponential backoff, and every prediction records the m
 
 Client: ``httpx`` (already required through huggingface-hub) rather than the ``openai`` package, so
 that every attempt, status code and raw body is ours to classify and test, and non-OpenAI servers'
-extra or missing fields do not trip a typed client. The API key is read from the environment
-variable named by ``api_key_env`` at request time and is never stored on the backend, in run.json or
-in predictions.
+extra or missing fields do not trip a typed client. The API key is read once from the environment
+variable named by ``api_key_env``, checked (printable ASCII; surrounding whitespace such as a .env
+file's newline is dropped, with a note) and registered with ``generate/redact.py``: every answer of
+the server is redacted before it is read, so a server that echoes the Authorization header cannot
+put the key into predictions, run.json or an error line.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import random
+import re
+import sys
 import threading
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -28,8 +31,10 @@ from typing import Any
 
 from seam_repro.config import GenerationSettings
 from seam_repro.errors import InputError, SeamReproError
+from seam_repro.files import parse_json_text
 from seam_repro.generate.base import GenerationRequest, GenerationResult
 from seam_repro.generate.fingerprint import _version
+from seam_repro.generate.redact import redact_json, redact_text, register_secret
 from seam_repro.hashing import sha256_json, sha256_text
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
@@ -39,8 +44,51 @@ DEFAULTS: dict[str, Any] = {"endpoint": "chat", "send_seed": True, "concurrency"
                             "backoff": 1.0, "timeout": 600.0, "api_key_env": "OPENAI_API_KEY"}
 
 
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+KEY_CHARS = re.compile(r"[\x21-\x7e]+")
+"""An API key as an HTTP header can carry it: printable ASCII, no spaces or control characters."""
+
+
 class ServerError(SeamReproError):
-    """A request that failed for good (non-retryable status, or retries exhausted)."""
+    """A request that failed for good (non-retryable status, or retries exhausted). Its message is
+    redacted here, so no caller can quote a key in one."""
+
+    def __init__(self, message: str):
+        super().__init__(redact_text(message))
+
+
+def read_api_key(env_name: str) -> str | None:
+    """The key in ``$env_name`` (None when unset or empty), checked and registered for redaction.
+    Surrounding whitespace (a .env file's trailing newline) is dropped with a note on stderr: an HTTP
+    header cannot carry it, and servers strip it anyway. Anything else outside printable ASCII is
+    refused in one line that never shows the key."""
+    raw = remember_key(env_name)
+    if not raw:
+        return None
+    key = raw.strip()
+    where = f"${env_name}"
+    if not key:
+        raise InputError(where, "expected an API key, the variable holds only whitespace; unset it for a server "
+                         "that needs no key")
+    if not KEY_CHARS.fullmatch(key):
+        kind = "a non-ASCII character" if not key.isascii() else "a space or control character"
+        raise InputError(where, f"expected an API key of printable ASCII characters, it holds {kind} (the key is "
+                         "not shown); copy it again without the extra character")
+    if key != raw:
+        print(f"note: ${env_name} has whitespace around the key (a .env file's newline?); it is sent without it",
+              file=sys.stderr)
+    return key
+
+
+def remember_key(env_name: str) -> str | None:
+    """Register the key in ``$env_name`` (as set and stripped) for redaction and return it as set.
+    ``parse_model_args`` calls this before it checks a single value, so even an error about another
+    key (``endpoint=<the key>``) cannot print it."""
+    raw = os.environ.get(env_name)
+    if raw:
+        register_secret(raw)
+        register_secret(raw.strip())
+    return raw
 
 
 class _Retry(Exception):
@@ -75,11 +123,14 @@ class OpenAIBackend:
     def __post_init__(self) -> None:
         import httpx
 
-        if not self.base_url.startswith(("http://", "https://")):
-            raise InputError("--model-args", f"openai backend, key base_url: expected an http(s) URL, got {self.base_url!r}")
+        self.base_url = check_base_url(self.base_url)
+        if not ENV_NAME.fullmatch(self.api_key_env):
+            raise InputError("--model-args", "openai backend, key api_key_env: expected the name of an environment "
+                             "variable (letters, digits, _), got another text, not shown in case it is the key "
+                             "itself: put the key in a variable and name that")
         if self.endpoint not in ("chat", "completions"):
             raise InputError("--model-args", f"openai backend, key endpoint: expected chat or completions, got {self.endpoint!r}")
-        self.base_url = self.base_url.rstrip("/")
+        self._key = read_api_key(self.api_key_env)
         self._client = httpx.Client(timeout=httpx.Timeout(self.timeout), transport=self.transport,
                                     limits=httpx.Limits(max_connections=self.concurrency))
 
@@ -88,7 +139,7 @@ class OpenAIBackend:
         """Backend facts for run.json; never the API key (only whether one was sent)."""
         return {"backend": self.name, "base_url": self.base_url, "endpoint": self.endpoint,
                 "httpx": _version("httpx"), "api_key_env": self.api_key_env,
-                "api_key_sent": bool(os.environ.get(self.api_key_env)), "served_models": self.list_models(),
+                "api_key_sent": self._key is not None, "served_models": self.list_models(),
                 "chat_template_sha256": None}
 
     def resolved_generation(self, settings: GenerationSettings) -> dict[str, Any]:
@@ -110,15 +161,15 @@ class OpenAIBackend:
         except httpx.HTTPError:
             return None
         try:
-            data = resp.json().get("data") if resp.status_code == 200 else None
-        except (ValueError, AttributeError):  # optional endpoint: a non-JSON answer means "not reported"
+            body = _answer_json(resp) if resp.status_code == 200 else None
+            data = body.get("data") if isinstance(body, dict) else None
+        except InputError:  # optional endpoint: a non-JSON answer means "not reported"
             return None
         return [m.get("id") for m in data if isinstance(m, dict)] if isinstance(data, list) else None
 
     # -- requests ---------------------------------------------------------------------
     def _headers(self) -> dict[str, str]:
-        key = os.environ.get(self.api_key_env)
-        return {"Authorization": f"Bearer {key}"} if key else {}
+        return {"Authorization": f"Bearer {self._key}"} if self._key else {}
 
     def payload(self, req: GenerationRequest, settings: GenerationSettings) -> dict[str, Any]:
         """The request body: the rendered prompt as one user message (chat) or as the prompt (completions)."""
@@ -147,11 +198,11 @@ class OpenAIBackend:
             raise _Retry(f"HTTP {resp.status_code}", _retry_after(resp.headers.get("retry-after")))
         if resp.status_code != 200:
             hint = f" (is ${self.api_key_env} set to a valid key?)" if resp.status_code in (401, 403) else ""
-            raise ServerError(f"{url}: HTTP {resp.status_code}{hint}: {resp.text[:200]!r}")
+            raise ServerError(f"{url}: HTTP {resp.status_code}{hint}: {_answer_text(resp)[:200]!r}")
         try:
-            data = resp.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise _Retry(f"response is not JSON ({len(resp.content)} bytes: {resp.text[:80]!r})") from None
+            data = _answer_json(resp)
+        except InputError as exc:  # "response: not valid JSON (...)", NaN/Infinity and hostile nesting included
+            raise _Retry(f"{exc} ({len(resp.content)} bytes: {_answer_text(resp)[:80]!r})") from None
         problem = _response_problem(data, self.endpoint)
         if problem:
             raise _Retry(f"malformed response: {problem}")
@@ -218,6 +269,56 @@ class OpenAIBackend:
         self._client.close()
 
 
+MAX_URL_LENGTH = 2048
+"""Longest ``base_url`` accepted: far above any real server root, below the request-line limits of
+common servers (8 KiB), and short enough to quote in an error line."""
+
+
+def check_base_url(url: str) -> str:
+    """``base_url`` without its trailing ``/``, or one line naming what is wrong with it: not
+    http(s), no host, a bad port, over :data:`MAX_URL_LENGTH`, or credentials in it (they would be
+    written to run.json; a key belongs in the variable named by ``api_key_env``)."""
+    import httpx
+
+    where = "openai backend, key base_url"
+    text = redact_text(url)  # before the excerpt is cut: a cut key would no longer match
+    shown = repr(text) if len(text) <= 80 else f"{text[:60]!r}... ({len(url)} characters)"
+    if len(url) > MAX_URL_LENGTH:
+        raise InputError("--model-args", f"{where}: expected a URL of at most {MAX_URL_LENGTH} characters, got "
+                         f"{shown}")
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, ValueError, TypeError) as exc:
+        raise InputError("--model-args", f"{where}: expected an http(s) URL such as http://127.0.0.1:8080/v1, got "
+                         f"{shown} ({exc})") from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise InputError("--model-args", f"{where}: expected an http(s) URL with a host, such as "
+                         f"http://127.0.0.1:8080/v1, got {shown}")
+    try:
+        parsed.host.encode("idna")  # what the resolver does: a label over 63 characters fails only there
+        if parsed.port is not None and not 0 < parsed.port < 65536:
+            raise ValueError(f"port {parsed.port} is outside 1..65535")
+    except (UnicodeError, ValueError) as exc:
+        raise InputError("--model-args", f"{where}: expected an http(s) URL with a valid host name and port, got "
+                         f"{shown} ({exc})") from None
+    if parsed.userinfo:
+        raise InputError("--model-args", f"{where}: expected a URL without user:password@ (it would be written to "
+                         "run.json); put the key in the variable named by api_key_env")
+    return url.rstrip("/")
+
+
+def _answer_text(resp: Any) -> str:
+    """A response body as text, redacted before anything cuts an excerpt from it."""
+    return redact_text(resp.text)
+
+
+def _answer_json(resp: Any) -> Any:
+    """A response body parsed by the kit's bounded parser (no NaN/Infinity, no hostile nesting),
+    then redacted string by string: a key the server sent JSON-escaped (``\\u0073k-...``) only
+    appears once parsed. Every field the backend reads comes from here."""
+    return redact_json(parse_json_text(resp.text, "response"))
+
+
 def _response_problem(data: Any, endpoint: str) -> str | None:
     """What is wrong with a 200 response body, or None if it has the fields we record."""
     if not isinstance(data, dict):
@@ -257,4 +358,9 @@ def make_openai_backend(model_id: str, revision: str, args: dict[str, Any], tran
     if "base_url" not in args:
         raise InputError("--model-args", "the openai backend needs base_url=URL (e.g. base_url=http://127.0.0.1:8080/v1)")
     merged = {**DEFAULTS, **args}
-    return OpenAIBackend(model_id, revision, transport=transport, **merged)
+    backend = OpenAIBackend(model_id, revision, transport=transport, **merged)
+    if "api_key_env" in args and backend._key is None:  # named on purpose, so a key is meant to be sent
+        backend.close()
+        raise InputError("--model-args", f"openai backend, key api_key_env: ${args['api_key_env']} is not set (or "
+                         "empty); export the key in it, or leave api_key_env out for a server that needs no key")
+    return backend

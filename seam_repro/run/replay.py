@@ -113,6 +113,7 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
     if batch_size < 1:
         raise InputError("--batch-size", f"expected an integer >= 1, got {batch_size}")
     from seam_repro.generate.model_args import protocol_args, recorded_args
+    from seam_repro.generate.redact import redact_json, redact_record
 
     hashes = check_prompt_records(records)
     generation = backend.resolved_generation(settings)
@@ -129,6 +130,8 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
     session = {"started_utc": datetime.now(UTC).isoformat(timespec="seconds"), "argv": sys.argv[1:],
                "shard": None if shard is None else str(shard), "batch_size": batch_size,
                "fingerprint": fingerprint}
+    # whatever a backend reports or the command line holds, no registered secret is written
+    generation, entry, session = redact_json(generation), redact_json(entry), redact_json(session)
     opened: list[PredictionStore] = []  # stored predictions are checked before run.json is touched
     run_json = prepare_run_dir(run_dir, manifest=manifest, prompts=list(records), model_entry=entry,
                                session=session, extra={"shard": None if shard is None else str(shard),
@@ -167,6 +170,7 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
             for req, res in zip(batch, backend.generate(batch, settings), strict=True):
                 if req.key in store.done:
                     continue  # regenerated only to keep the batch composition of an uninterrupted run
+                res = redact_record(res)
                 store.append(req, res, generation)
                 written += 1
                 summary.generated += 1
