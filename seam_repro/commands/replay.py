@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from seam_repro.cli import on_interrupt
+from seam_repro.commands import MANIFEST
 from seam_repro.errors import SeamReproError
 
 EXAMPLES = """\b
@@ -29,7 +30,7 @@ Examples:
 
 
 @click.command(epilog=EXAMPLES)
-@click.argument("manifest", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("manifest", type=MANIFEST)
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Run directory (created, or resumed if it holds the same manifest and model).")
 @click.option("--model", default=None, metavar="ID[@REVISION]|DIR",
