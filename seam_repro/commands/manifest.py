@@ -93,7 +93,7 @@ def prompts(manifest: Path, out: Path, data_dir, prompts_dir) -> None:
         click.echo(f"wrote {n} prompts to {out}", err=True)
 
 
-@click.command(epilog="\b\nExamples:\n  seam-repro verify manifests/*.json                 # every shipped manifest\n  seam-repro verify paper.frozen.json --data-dir data/ --json > drift.json")
+@click.command(epilog="\b\nExamples:\n  seam-repro verify manifests/*.json                 # every shipped manifest\n  seam-repro verify smoke                            # a shipped manifest by name (installed kit, no clone)\n  seam-repro verify paper.frozen.json --data-dir data/ --json > drift.json")
 @click.argument("manifests", nargs=-1, required=True, type=MANIFEST)
 @data_dir_option
 @prompts_dir_option

@@ -16,6 +16,7 @@ Examples:
   seam-repro replay manifests/smoke.json --out runs/smoke                 # embedded SmolLM2, CPU
   seam-repro replay manifests/paper.json --model meta-llama/Meta-Llama-3-8B-Instruct --out runs/l3
   seam-repro replay m.json --backend echo --out runs/dry --limit 2        # no model: dry run
+  seam-repro replay smoke --backend echo --out runs/dry                   # a shipped manifest by name
   seam-repro replay m.json --model M --out runs/s$SLURM_ARRAY_TASK_ID --shard $SLURM_ARRAY_TASK_ID/8
   seam-repro merge runs/s0 runs/s1 runs/s2 runs/s3 runs/s4 runs/s5 runs/s6 runs/s7 --out runs/all
   seam-repro replay manifests/smoke.json --model ./my-model --name "My model v2" --out runs/mine
