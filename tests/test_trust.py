@@ -322,3 +322,18 @@ def test_score_after_an_interrupted_replay_is_partial_with_the_resume_command(
     assert code == 0 and "3 generated" in out, out
     code, out = _cli_any(["score", run, "--no-fic"], monkeypatch, capsys)
     assert code == 0 and "partial" not in out
+
+
+def test_a_shard_is_scored_partial_naming_the_shard(tmp_path: Path) -> None:
+    """Old main refused to score a shard folder ("N prompt(s) have no prediction"); its other
+    instances are now listed as outside the shard, not as an interrupted replay."""
+    from seam_repro.run.replay import ReplayOptions, replay
+    from seam_repro.run.shard import parse_shard
+
+    run = tmp_path / "s0"
+    replay(load_trusted(smoke_copy(tmp_path)), run,
+           ReplayOptions(backend="echo", shard=parse_shard("0/2"), progress=False))
+    [path] = score_run_dir(run, fic=False)
+    summary = json.loads(path.read_text("utf-8"))
+    assert summary["coverage"]["partial"] and 0 < summary["coverage"]["scored"] < 36
+    assert summary["unscored"] and all(u["reason"].startswith("not in shard 0/2") for u in summary["unscored"])

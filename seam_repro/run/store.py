@@ -448,13 +448,13 @@ class Coverage:
         predicted = {k[0] for k in preds}
         out = []
         for (ds, run), ids in by_run.items():
-            if ds not in predicted:
+            if self.run_json.get("shard"):  # a shard holds only its own instances, by design
+                reason = (f"not in shard {self.run_json['shard']} (merge the shards with `seam-repro merge`, "
+                          "then score the merged folder)")
+            elif ds not in predicted:
                 reason = "no predictions for this dataset (predictions/<model>/" + ds + "/ is missing or empty)"
             elif all((ds, run, i) not in self.present for i in ids):
                 reason = (f"not replayed (--limit {limit})" if limit else "no prompt records in prompts.jsonl")
-            elif self.run_json.get("shard"):
-                reason = (f"not in shard {self.run_json['shard']} (merge the shards with `seam-repro merge`, "
-                          "then score the merged folder)")
             else:
                 reason = f"no prediction (the replay stopped before it); resume with: {resume_command(self.run_json, slug)}"
             out.append({"dataset": ds, "run": run, "missing": len(ids), "of": totals[(ds, run)],
