@@ -167,17 +167,28 @@ def test_fic_unavailable_is_null_with_reason(tmp_path: Path) -> None:
 
 
 def test_missing_predictions_listed(tmp_path: Path) -> None:
+    """Old main refused the whole run ("2 prompt(s) have no prediction"); what is there is scored and
+    the rest listed as unscored with the reason, the summary marked partial."""
     outputs = {k: v for k, v in OUTPUTS.items() if k[0] != "MultiNews" or k == ("MultiNews", 0, "1")}
     run = write_run(tmp_path / "run", outputs)
-    with pytest.raises(PredictionsError, match=r"2 prompt\(s\) have no prediction; first: MultiNews run 0 instance 2"):
-        score_run_dir(run, fic=False)
+    [path] = score_run_dir(run, fic=False)
+    summary = json.loads(path.read_text("utf-8"))
+    assert summary["coverage"] == {"instances": 7, "scored": 5, "partial": True}
+    assert summary["protocol"]["partial"] is True
+    missing = {(u["dataset"], u["run"]): u for u in summary["unscored"]}
+    assert set(missing) == {("MultiNews", 0), ("MultiNews", 1)}
+    assert (missing["MultiNews", 0]["missing"], missing["MultiNews", 0]["of"], missing["MultiNews", 0]["first"]) == (1, 2, ["2"])
+    assert missing["MultiNews", 0]["reason"].startswith("no prediction (the replay stopped before it); resume with:")
+    assert summary["datasets"]["MultiNews"]["n_instances"] == {"0": 1}  # only the predicted instance is scored
+    scored = read_lines(path.parent / "instance_scores.jsonl")
+    assert ("MultiNews", 0, "1") in scored and ("MultiNews", 0, "2") not in scored
 
 
 def test_torn_last_line_is_missing_not_a_crash(tmp_path: Path) -> None:
     run = write_run(tmp_path / "run")
     path = run / "predictions" / SLUG / "MusiQue" / "run_0.jsonl"
     path.write_bytes(path.read_bytes()[:-20])
-    with pytest.raises(PredictionsError, match="1 prompt"):
+    with pytest.raises(PredictionsError, match="last line is torn .*resume `seam-repro replay` to repair it"):
         score_run_dir(run, fic=False)
 
 

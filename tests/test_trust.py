@@ -273,3 +273,68 @@ def test_an_edited_protocol_in_summary_json_is_refused(echo_runs: dict[str, Path
     path.write_text(json.dumps(s))
     with pytest.raises(InputError, match=r"summary.json: field 'protocol.limit': is None but run.json"):
         load_inputs([run])
+
+
+def _cli_any(args: list, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """``main()`` with ``args``: its exit status (0 when it returns) and everything it printed."""
+    monkeypatch.setattr(sys, "argv", ["seam-repro", *map(str, args)])
+    code = 0
+    try:
+        main()
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+def test_score_after_an_interrupted_replay_is_partial_with_the_resume_command(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Old main: `score` after an interrupted replay failed with "N prompt(s) have no prediction",
+    although the README promised them listed as unscored. Now what is there is scored, the rest is
+    listed with its reason, the printed resume command completes the run, and submit/diff keep the
+    partial result apart from full runs."""
+    import shlex
+
+    manifest = smoke_copy(tmp_path)
+    run = tmp_path / "run"
+    code, _ = _cli_any(["replay", manifest, "--backend", "echo", "--out", run, "--no-score"], monkeypatch, capsys)
+    assert code == 0
+    cut = run / "predictions" / "echo" / "MusiQue" / "run_1.jsonl"
+    cut.write_text(cut.read_text("utf-8").splitlines(keepends=True)[0], "utf-8")  # as if killed mid-dataset
+    (run / "predictions" / "echo" / "SciCo" / "run_2.jsonl").unlink()
+
+    code, out = _cli_any(["score", run, "--no-fic"], monkeypatch, capsys)
+    assert code == 0, out
+    assert "partial: 33 of 36 instances scored" in out
+    assert "MusiQue run 1: 1 of 2 (no prediction" in out and "SciCo run 2: 2 of 2 (no prediction" in out
+    resume = out.split("resume with: ")[-1].strip()
+    assert resume == "seam-repro " + shlex.join(["replay", str(manifest), "--backend", "echo", "--out", str(run),
+                                                  "--no-score"])
+    summary = json.loads((run / "scores" / "echo" / "summary.json").read_text("utf-8"))
+    assert summary["coverage"]["partial"] and summary["protocol"]["partial"]
+
+    code, out = _cli_any(["submit", run, "--out", tmp_path / "b.json"], monkeypatch, capsys)
+    assert code == 0 and "partial bundle: 33 of 36" in out
+    assert json.loads((tmp_path / "b.json").read_text("utf-8"))["partial"] is True
+    code, out = _cli_any(["diff", tmp_path / "b.json", "--reference", "paper"], monkeypatch, capsys)
+    assert code == 3 and "instances: partial (33 of 36 scored)" in out
+
+    code, out = _cli_any(shlex.split(resume)[1:], monkeypatch, capsys)  # the printed command finishes the run
+    assert code == 0 and "3 generated" in out, out
+    code, out = _cli_any(["score", run, "--no-fic"], monkeypatch, capsys)
+    assert code == 0 and "partial" not in out
+
+
+def test_a_shard_is_scored_partial_naming_the_shard(tmp_path: Path) -> None:
+    """Old main refused to score a shard folder ("N prompt(s) have no prediction"); its other
+    instances are now listed as outside the shard, not as an interrupted replay."""
+    from seam_repro.run.replay import ReplayOptions, replay
+    from seam_repro.run.shard import parse_shard
+
+    run = tmp_path / "s0"
+    replay(load_trusted(smoke_copy(tmp_path)), run,
+           ReplayOptions(backend="echo", shard=parse_shard("0/2"), progress=False))
+    [path] = score_run_dir(run, fic=False)
+    summary = json.loads(path.read_text("utf-8"))
+    assert summary["coverage"]["partial"] and 0 < summary["coverage"]["scored"] < 36
+    assert summary["unscored"] and all(u["reason"].startswith("not in shard 0/2") for u in summary["unscored"])

@@ -6,13 +6,15 @@ from pathlib import Path
 
 import click
 
+from seam_repro.commands import MANIFEST
+
 
 @click.command("import", epilog="""\b
 Examples:
   seam-repro import paper.frozen.json --upstream-dir predictions/ --model meta-llama/Meta-Llama-3-8B-Instruct --out runs/l3
   seam-repro import paper.frozen.json --jsonl api_outputs.jsonl --model openai/gpt-4o@2024-08-06 --out runs/gpt4o
   seam-repro score runs/gpt4o""")
-@click.argument("manifest", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("manifest", type=MANIFEST)
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Run folder to create (or add this model to); not inside --upstream-dir.")
 @click.option("--model", required=True, metavar="ID[@REVISION]", help="The model that made the outputs; upstream "

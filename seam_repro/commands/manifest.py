@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from seam_repro.commands import MANIFEST
 from seam_repro.config import PROFILES
 
 data_dir_option = click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path),
@@ -55,7 +56,7 @@ def sample(config: Path, out: Path, profile: str, data_dir, prompts_dir, store_p
 
 
 @click.command(epilog="\b\nExamples:\n  seam-repro freeze manifests/paper.json -o paper.frozen.json --store-prompts\n  seam-repro freeze my.manifest.json --data-dir data/   # datasets from data/<Dataset>/")
-@click.argument("manifest", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("manifest", type=MANIFEST)
 @click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=Path),
               help="Where to write the frozen manifest (default: a new file MANIFEST stem + '.frozen.json').")
 @data_dir_option
@@ -74,7 +75,7 @@ def freeze(manifest: Path, out: Path | None, data_dir, prompts_dir, store_prompt
 
 
 @click.command(epilog="\b\nExamples:\n  seam-repro prompts manifests/smoke.json -o prompts.jsonl\n  seam-repro prompts paper.frozen.json -o paper.prompts.jsonl --data-dir data/")
-@click.argument("manifest", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("manifest", type=MANIFEST)
 @click.option("-o", "--out", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="JSONL file: one prompt record per line ('-' for stdout).")
 @data_dir_option
@@ -92,8 +93,8 @@ def prompts(manifest: Path, out: Path, data_dir, prompts_dir) -> None:
         click.echo(f"wrote {n} prompts to {out}", err=True)
 
 
-@click.command(epilog="\b\nExamples:\n  seam-repro verify manifests/*.json                 # every shipped manifest\n  seam-repro verify paper.frozen.json --data-dir data/ --json > drift.json")
-@click.argument("manifests", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.command(epilog="\b\nExamples:\n  seam-repro verify manifests/*.json                 # every shipped manifest\n  seam-repro verify smoke                            # a shipped manifest by name (installed kit, no clone)\n  seam-repro verify paper.frozen.json --data-dir data/ --json > drift.json")
+@click.argument("manifests", nargs=-1, required=True, type=MANIFEST)
 @data_dir_option
 @prompts_dir_option
 @click.option("--max-listed", default=20, show_default=True, help="How many mismatches to list per manifest.")

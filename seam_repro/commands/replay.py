@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from seam_repro.cli import on_interrupt
+from seam_repro.commands import MANIFEST
 from seam_repro.errors import SeamReproError
 
 EXAMPLES = """\b
@@ -15,6 +16,7 @@ Examples:
   seam-repro replay manifests/smoke.json --out runs/smoke                 # embedded SmolLM2, CPU
   seam-repro replay manifests/paper.json --model meta-llama/Meta-Llama-3-8B-Instruct --out runs/l3
   seam-repro replay m.json --backend echo --out runs/dry --limit 2        # no model: dry run
+  seam-repro replay smoke --backend echo --out runs/dry                   # a shipped manifest by name
   seam-repro replay m.json --model M --out runs/s$SLURM_ARRAY_TASK_ID --shard $SLURM_ARRAY_TASK_ID/8
   seam-repro merge runs/s0 runs/s1 runs/s2 runs/s3 runs/s4 runs/s5 runs/s6 runs/s7 --out runs/all
   seam-repro replay manifests/smoke.json --model ./my-model --name "My model v2" --out runs/mine
@@ -29,7 +31,7 @@ Examples:
 
 
 @click.command(epilog=EXAMPLES)
-@click.argument("manifest", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("manifest", type=MANIFEST)
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Run directory (created, or resumed if it holds the same manifest and model).")
 @click.option("--model", default=None, metavar="ID[@REVISION]|DIR",
@@ -42,7 +44,8 @@ Examples:
               help="openai = an OpenAI-compatible server (needs --model-args base_url=...); echo = no model, "
                    "seeded words of the prompt (dry runs, resume drills).")
 @click.option("--model-args", default=None, metavar="KEY=VALUE,...",
-              help="Backend options, validated per backend (README: 'Model arguments'); recorded in run.json.")
+              help="Backend options, validated per backend (README: 'Your own model: local folders, display names, model "
+                   "arguments'); recorded in run.json.")
 @click.option("--shard", default=None, metavar="K/N", help="Only instances whose hash falls in shard K of N (0-based).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=None,
               help="Instances per forward pass (default: the manifest's batch_size; hf on CPU: 8, the measured best). Results do not depend on it.")
@@ -133,7 +136,14 @@ def score_and_tabulate(run_dir: Path, fic: bool, fic_download: bool) -> tuple[li
         return paths, f"(results table unavailable: {exc})"
 
 
-@click.command(epilog=EXAMPLES)
+MERGE_EXAMPLES = """\b
+Examples:
+  seam-repro merge runs/s0 runs/s1 runs/s2 runs/s3 --out runs/all         # the shards of --shard K/4
+  seam-repro merge runs/l70/s{0..7} --out runs/l70/all && seam-repro score runs/l70/all
+"""
+
+
+@click.command(epilog=MERGE_EXAMPLES)
 @click.argument("shard_dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="New merged run dir.")
 def merge(shard_dirs: tuple[Path, ...], out: Path) -> None:

@@ -30,8 +30,30 @@ Examples:
 def score(run_dir: Path, out_dir: Path | None, profile: str | None, fic: bool, fic_download: bool,
           gold_block_size: int) -> None:
     """Score a run directory: instance_scores.jsonl and summary.json per model (0-100 scale)."""
+    from seam_repro.files import read_json
     from seam_repro.scoring.loop import score_run_dir
 
     for path in score_run_dir(run_dir, out_dir, profile, fic=fic, fic_download=fic_download,
                               gold_block_size=gold_block_size):
         click.echo(str(path))
+        note = partial_note(read_json(path, what="summary"))
+        if note:
+            click.echo(note, err=True)
+
+
+def partial_note(summary: dict) -> str | None:
+    """What a partial summary leaves out, for the terminal: coverage, each unscored (dataset, run)
+    with its reason, and the resume command once (the reasons repeat it)."""
+    cov = summary.get("coverage") or {}
+    if not cov.get("partial"):
+        return None
+    lines = [f"partial: {cov.get('scored')} of {cov.get('instances')} instances scored; these scores are marked "
+             "partial (submit, report and diff keep them apart from full runs). Unscored:"]
+    resume = None
+    for u in summary.get("unscored") or []:
+        reason, _, cmd = str(u.get("reason")).partition("; resume with: ")
+        resume = resume or cmd or None
+        lines.append(f"  {u.get('dataset')} run {u.get('run')}: {u.get('missing')} of {u.get('of')} ({reason})")
+    if resume:
+        lines.append(f"resume with: {resume}")
+    return "\n".join(lines)

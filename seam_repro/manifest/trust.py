@@ -29,7 +29,6 @@ from seam_repro.files import read_json
 from seam_repro.hashing import sha256_json, sha256_text
 
 Key = tuple[str, int, str]
-SEEDS_DIR = Path(__file__).resolve().parents[2] / "seeds"
 MAX_LISTED = 20
 PROTOCOL_FIELDS = ("manifest_digest", "protocol_digest", "profile", "runs", "instances", "limit", "temperature",
                    "max_new_tokens", "prompt_path")
@@ -189,8 +188,11 @@ def score_keys(keys: Iterable[Key]) -> set[Key]:
 
 # --- seeds/ -----------------------------------------------------------------------------------------
 def seeds_dirs() -> list[Path]:
-    """Where ``seeds/`` is looked for: ``$SEAM_REPRO_SEEDS``, the checkout's ``seeds/``, ``./seeds``."""
+    """Where ``seeds/`` is looked for: ``$SEAM_REPRO_SEEDS``, the seeds shipped in the package
+    (``seam_repro/data/seeds``, which a clone's ``seeds/`` links to), ``./seeds``."""
     import os
+
+    from seam_repro.manifest.shipped import SEEDS_DIR
 
     env = os.environ.get("SEAM_REPRO_SEEDS")
     cands = ([Path(env)] if env else []) + [SEEDS_DIR, Path.cwd() / "seeds"]

@@ -417,6 +417,19 @@ def load_run_manifest(run_dir: Path, run_json: dict[str, Any], loaded: RunRecord
     return tm
 
 
+def resume_command(run_json: dict[str, Any], slug: str | None = None) -> str:
+    """The replay command that made this run folder (its last recorded session for ``slug``), which
+    resumes it: a resume regenerates only what is missing."""
+    import shlex
+
+    for session in reversed(run_json.get("sessions") or []):
+        argv = session.get("argv") if isinstance(session, dict) else None
+        if (slug is None or session.get("model") == slug) and isinstance(argv, list) and argv[:1] == ["replay"] \
+                and all(isinstance(a, str) for a in argv):
+            return "seam-repro " + shlex.join(argv)
+    return "the `seam-repro replay` command that made this folder, with the same --out"
+
+
 @dataclass
 class Coverage:
     """What a run folder holds relative to its manifest; built by :func:`check_run_prompts`."""
@@ -427,8 +440,9 @@ class Coverage:
     metrics: dict[str, str]
     tasks: dict[str, str]
 
-    def _missing_entries(self, preds: dict[Key, Any]) -> list[dict[str, Any]]:
-        """One entry per (dataset, run) with instances the manifest lists but this model has no score for."""
+    def _missing_entries(self, preds: dict[Key, Any], slug: str | None = None) -> list[dict[str, Any]]:
+        """One entry per (dataset, run) with instances the manifest lists but this model has no score for;
+        instances a replay did not reach name the command that resumes it."""
         limit = self.run_json.get("limit")
         by_run: dict[tuple[str, int], list[str]] = {}
         totals: dict[tuple[str, int], int] = {}
@@ -440,20 +454,23 @@ class Coverage:
         predicted = {k[0] for k in preds}
         out = []
         for (ds, run), ids in by_run.items():
-            if ds not in predicted:
+            if self.run_json.get("shard"):  # a shard holds only its own instances, by design
+                reason = (f"not in shard {self.run_json['shard']} (merge the shards with `seam-repro merge`, "
+                          "then score the merged folder)")
+            elif ds not in predicted:
                 reason = "no predictions for this dataset (predictions/<model>/" + ds + "/ is missing or empty)"
             elif all((ds, run, i) not in self.present for i in ids):
                 reason = (f"not replayed (--limit {limit})" if limit else "no prompt records in prompts.jsonl")
             else:
-                reason = "no prediction"
+                reason = f"no prediction (the replay stopped before it); resume with: {resume_command(self.run_json, slug)}"
             out.append({"dataset": ds, "run": run, "missing": len(ids), "of": totals[(ds, run)],
                         "first": ids[:5], "reason": reason})
         return out
 
-    def complete(self, datasets: dict[str, Any], preds: dict[Key, Any]) -> dict[str, Any]:
+    def complete(self, datasets: dict[str, Any], preds: dict[Key, Any], slug: str | None = None) -> dict[str, Any]:
         """summary.json fields: every manifest dataset in ``datasets`` (null runs with a reason when
         it has no score at all), the unscored (dataset, run, instance) groups, coverage and protocol."""
-        unscored = self._missing_entries(preds)
+        unscored = self._missing_entries(preds, slug)
         out = dict(datasets)
         for ds, runs in self.tm.dataset_runs().items():
             if ds in out:
@@ -472,7 +489,7 @@ class Coverage:
     def summary_fields(self, model_dir: Path, datasets: dict[str, Any], preds: dict[Key, Any]) -> dict[str, Any]:
         """Everything ``score`` adds to a model's summary.json: all manifest datasets (unscored ones
         with a reason), the unscored groups, coverage, the protocol and the predictions digest."""
-        fields = self.complete(datasets, preds)
+        fields = self.complete(datasets, preds, Path(model_dir).name)
         fields["protocol"] = run_protocol(self.tm, self.run_json, Path(model_dir).name, fields["coverage"]["scored"])
         fields["predictions_digest"] = predictions_digest(model_dir, self.tm.expected)
         return fields
