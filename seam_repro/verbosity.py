@@ -1,0 +1,135 @@
+"""How much a command says: ``seam-repro -q`` (warnings and errors only, no progress bars),
+the default (progress and one-line notes), ``-v`` (also the kit's debug detail: thread and batch-size
+choices, network probes, library retries). Set once per command line by the ``cli`` group; the
+stages ask :func:`progress_wanted` and log through the ``seam_repro`` logger, so no stage needs a
+flag passed down to it. The setting is an environment variable so a worker process sees it too.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TextIO
+
+QUIET_ENV = "SEAM_REPRO_QUIET_MODE"
+"""Not SEAM_REPRO_QUIET: click reads that one as the group's --quiet (auto_envvar_prefix)."""
+LOGGER = "seam_repro"
+PRINTED = LOGGER + ".printed"
+"""Lines a command printed itself (to stdout or stderr): they reach log files, never the terminal again."""
+QUIET, NORMAL, VERBOSE = -1, 0, 1
+
+
+class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """The terminal's handler: writes to whatever ``sys.stderr`` is at the time (tests swap it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.addFilter(lambda record: not record.name.startswith(PRINTED))
+
+    @property  # type: ignore[override]
+    def stream(self) -> object:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: object) -> None:
+        pass
+
+
+def set_verbosity(level: int) -> None:
+    """Configure the ``seam_repro`` logger's terminal output for this command line (replacing any
+    earlier one: ``main`` may run more than once in a process)."""
+    if level == QUIET:
+        os.environ[QUIET_ENV] = "1"
+    else:
+        os.environ.pop(QUIET_ENV, None)
+    logger = logging.getLogger(LOGGER)
+    for handler in [h for h in logger.handlers if isinstance(h, _Stderr)]:
+        logger.removeHandler(handler)
+    handler = _Stderr()
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    handler.setLevel({QUIET: logging.WARNING, NORMAL: logging.INFO}.get(level, logging.DEBUG))
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)  # file handlers (a run's replay.log) take the debug detail
+    logger.propagate = False
+
+
+def quiet() -> bool:
+    return os.environ.get(QUIET_ENV) == "1"
+
+
+def progress_wanted(asked: bool = True) -> bool:
+    """Whether to draw a progress bar: asked for, and not under ``-q``."""
+    return asked and not quiet()
+
+
+def log() -> logging.Logger:
+    """The kit's logger: info lines reach the terminal unless ``-q``, debug lines only with ``-v``;
+    both reach a run's replay.log."""
+    return logging.getLogger(LOGGER)
+
+
+def say(line: str, err: bool = False) -> None:
+    """Print an informational line (not under ``-q``) and keep it in the run's log file."""
+    if not quiet():
+        print(line, file=sys.stderr if err else sys.stdout, flush=True)
+    log_printed(line)
+
+
+def log_printed(text: str) -> None:
+    """Keep text the command printed itself (a results table) in the run's log file."""
+    logging.getLogger(PRINTED).info(text)
+
+
+class RunLog(logging.Handler):
+    """The kit's log in a file (``RUN_DIR/replay.log``): what was printed plus debug detail. The
+    file is opened when its folder exists (replay makes the run folder only once its inputs are
+    checked, so a refused replay leaves no folder behind); lines until then are kept and written
+    first. Appends: a resumed run adds its session below the earlier ones."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(logging.DEBUG)
+        self.path = Path(path)
+        self.pending: list[str] = []
+        self.file: TextIO | None = None
+        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(message)s", "%Y-%m-%dT%H:%M:%S"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.pending.append(self.format(record))
+            if self.file is None:
+                if not self.path.parent.is_dir():
+                    return
+                self.file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (closed in close())
+            self.file.write("\n".join(self.pending) + "\n")
+            self.file.flush()
+            self.pending.clear()
+        except Exception:  # a log file must never stop a run
+            self.handleError(record)
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+            self.file = None
+        super().close()
+
+
+@contextmanager
+def run_log(path: Path) -> Iterator[RunLog]:
+    """Send the kit's log (debug level) to ``path`` while the block runs."""
+    handler = RunLog(path)
+    logger = logging.getLogger(LOGGER)
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        yield handler
+    finally:
+        handler.flush()
+        logger.removeHandler(handler)
+        if handler.pending and handler.path.parent.is_dir():  # the folder appeared after the last line
+            with open(handler.path, "a", encoding="utf-8") as f:
+                f.write("\n".join(handler.pending) + "\n")
+        handler.close()
