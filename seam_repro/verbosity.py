@@ -84,31 +84,48 @@ def log_printed(text: str) -> None:
     logging.getLogger(PRINTED).info(text)
 
 
+_accepted: set[Path] = set()
+
+
+def run_accepted(run_dir: Path) -> None:
+    """Called once replay has checked a run folder and written its run.json: from then on the
+    folder's log may be written. Before, lines are held, so a refused replay or resume changes
+    nothing in the folder (not even its log)."""
+    _accepted.add(Path(run_dir).resolve())
+
+
 class RunLog(logging.Handler):
-    """The kit's log in a file (``RUN_DIR/replay.log``): what was printed plus debug detail. The
-    file is opened when its folder exists (replay makes the run folder only once its inputs are
-    checked, so a refused replay leaves no folder behind); lines until then are kept and written
-    first. Appends: a resumed run adds its session below the earlier ones."""
+    """The kit's log in a file (``RUN_DIR/replay.log``): what was printed plus debug detail. Lines
+    are held until the run is accepted (:func:`run_accepted`), then written, and every later line
+    as it comes. Appends: a resumed run adds its session below the earlier ones. A log that cannot
+    be written (read-only folder, full disk) is given up silently: it must never stop or clutter
+    a run."""
 
     def __init__(self, path: Path) -> None:
         super().__init__(logging.DEBUG)
         self.path = Path(path)
         self.pending: list[str] = []
         self.file: TextIO | None = None
+        self.broken = False
         self.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(message)s", "%Y-%m-%dT%H:%M:%S"))
 
     def emit(self, record: logging.LogRecord) -> None:
+        if self.broken:
+            return
         try:
             self.pending.append(self.format(record))
-            if self.file is None:
-                if not self.path.parent.is_dir():
-                    return
-                self.file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (closed in close())
-            self.file.write("\n".join(self.pending) + "\n")
-            self.file.flush()
-            self.pending.clear()
-        except Exception:  # a log file must never stop a run
-            self.handleError(record)
+            self.write_pending()
+        except Exception:  # noqa: BLE001 (see the class docstring)
+            self.broken = True
+
+    def write_pending(self) -> None:
+        if self.file is None:
+            if self.path.parent.resolve() not in _accepted:
+                return
+            self.file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (closed in close())
+        self.file.write("\n".join(self.pending) + "\n")
+        self.file.flush()
+        self.pending.clear()
 
     def close(self) -> None:
         if self.file is not None:
@@ -127,9 +144,11 @@ def run_log(path: Path) -> Iterator[RunLog]:
     try:
         yield handler
     finally:
-        handler.flush()
         logger.removeHandler(handler)
-        if handler.pending and handler.path.parent.is_dir():  # the folder appeared after the last line
-            with open(handler.path, "a", encoding="utf-8") as f:
-                f.write("\n".join(handler.pending) + "\n")
+        if handler.pending and not handler.broken:  # the run was accepted after the last line
+            try:
+                handler.write_pending()
+            except OSError:
+                pass
         handler.close()
+        _accepted.discard(handler.path.parent.resolve())

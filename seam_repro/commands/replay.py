@@ -124,7 +124,6 @@ def replay(manifest: Path, out: Path, model: str | None, name: str | None, backe
     import sys
 
     from seam_repro.files import guard_outputs
-    from seam_repro.generate import require_model_available
     from seam_repro.manifest.trust import load_trusted
     from seam_repro.run.replay import ReplayOptions
     from seam_repro.run.replay import replay as run_replay
@@ -135,7 +134,6 @@ def replay(manifest: Path, out: Path, model: str | None, name: str | None, backe
     if q4 and q8:
         raise click.BadParameter("give at most one of --load-in-4bit / --load-in-8bit")
     guard_outputs([("--out", out)], inputs=[manifest], read_dirs=[data_dir, prompts_dir])  # before the log lands
-    require_model_available(backend, model)  # an offline machine is told in seconds, before any slow step
     with run_log(run_log_path(out)):
         log().debug("command: seam-repro " + shlex.join(sys.argv[1:]))
         on_interrupt(lambda: f"{count_stored(out)} predictions are kept in {predictions_root(out)} "

@@ -44,10 +44,11 @@ def parse_model_spec(spec: str) -> tuple[str, str]:
 
 
 def require_model_available(backend: str, model: str | None) -> None:
-    """For a Hub model on a local-weights backend: refuse in one line, in under 2 s, when it is
-    neither cached nor reachable (``network.require_hub_or_cache``), and keep the Hub client's retry
-    warnings off the terminal. Replay asks before anything slow (freezing, rendering, torch)."""
-    if backend not in ("hf", "vllm") or model is None:
+    """For a Hub model on the hf backend: refuse in one line, in under 2 s, when it is neither
+    cached nor reachable (``network.require_hub_or_cache``), and keep the Hub client's retry
+    warnings off the terminal. Replay asks before anything slow (rendering, torch). (vLLM resolves
+    models itself.)"""
+    if backend != "hf" or model is None:
         return
     from seam_repro.generate.local import is_local_spec
     from seam_repro.network import quiet_retries, require_hub_or_cache
@@ -111,7 +112,6 @@ def make_backend(backend: str, model: str | None, *, dtype: str = "auto", quanti
         local_info = {"path": str(local.path), "files": local.files}
     else:
         model_id, revision = parse_model_spec(model)
-        require_model_available(backend, model)
     if quantization is None:
         quantization = model_pins()["models"].get(model_id, {}).get("quantization")
     if backend == "vllm":

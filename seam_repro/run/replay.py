@@ -24,6 +24,7 @@ from seam_repro.manifest.prompts import check_prompt_records
 from seam_repro.manifest.trust import TrustedManifest
 from seam_repro.run.shard import Shard, select_shard
 from seam_repro.run.store import Key, PredictionStore, model_slug, prepare_run_dir, write_run_manifest
+from seam_repro.verbosity import run_accepted
 
 
 @dataclass(frozen=True)
@@ -220,6 +221,7 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
                                    PredictionStore(run_dir, backend.model_id, backend.revision, hashes)))
     if manifest.get("schema_version") is not None:  # a real manifest (tests may pass a bare dict)
         write_run_manifest(Path(run_dir), manifest)
+    run_accepted(Path(run_dir))
     first_batch_size = run_json["models"][model_slug(backend.model_id)].get("batch_size")
     store = opened[0]
     mine = select_shard(records, shard)
@@ -323,13 +325,14 @@ def replay(tm: TrustedManifest, out: Path, options: ReplayOptions) -> ReplaySumm
     """Render the prompts of a manifest loaded and checked once by the caller (``load_trusted``,
     ``run.prepare.freeze_for_replay``), refuse any that does not hash to the manifest, then (and only
     then) load the model and generate into ``out``."""
-    from seam_repro.generate import make_backend
+    from seam_repro.generate import make_backend, require_model_available
     from seam_repro.generate.model_args import parse_model_args
     from seam_repro.manifest.prompts import render_records
     from seam_repro.manifest.trust import check_rendered
     from seam_repro.verbosity import log
 
     args = parse_model_args(options.backend, options.model_args)  # before any slow step: a typo fails in a second
+    require_model_available(options.backend, options.model)  # offline is told in seconds, before rendering
     notes: dict[str, Any] = {}
     threads = None
     if options.backend == "hf":  # local weights: torch's CPU threads (chosen before this process adds load)
