@@ -21,6 +21,9 @@ LOGGER = "seam_repro"
 PRINTED = LOGGER + ".printed"
 """Lines a command printed itself (to stdout or stderr): they reach log files, never the terminal again."""
 QUIET, NORMAL, VERBOSE = -1, 0, 1
+HUB_BARS_ENV = "HF_HUB_DISABLE_PROGRESS_BARS"
+"""Read by huggingface_hub and transformers when imported: ``-q`` sets it unless the user did."""
+_set_by_us: set[str] = set()
 
 
 class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
@@ -44,8 +47,14 @@ def set_verbosity(level: int) -> None:
     earlier one: ``main`` may run more than once in a process)."""
     if level == QUIET:
         os.environ[QUIET_ENV] = "1"
+        if HUB_BARS_ENV not in os.environ:  # the Hub and transformers bars (model download, GGUF load)
+            os.environ[HUB_BARS_ENV] = "1"
+            _set_by_us.add(HUB_BARS_ENV)
     else:
         os.environ.pop(QUIET_ENV, None)
+        if HUB_BARS_ENV in _set_by_us:
+            os.environ.pop(HUB_BARS_ENV, None)
+            _set_by_us.discard(HUB_BARS_ENV)
     logger = logging.getLogger(LOGGER)
     for handler in [h for h in logger.handlers if isinstance(h, _Stderr)]:
         logger.removeHandler(handler)

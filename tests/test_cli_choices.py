@@ -200,11 +200,18 @@ def test_batch_size_auto_on_cpu_is_the_measured_fixed_choice() -> None:
 
 # -- -q / -v, replay.log, --no-report ----------------------------------------------------------------------
 def test_quiet_prints_results_only_and_the_log_keeps_everything(smoke: Path, tmp_path: Path,
-                                                                capsys: pytest.CaptureFixture[str]) -> None:
+                                                                capsys: pytest.CaptureFixture[str],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    monkeypatch.delenv("HF_HUB_DISABLE_PROGRESS_BARS", raising=False)
     out = tmp_path / "q"
     res = echo_replay(smoke, out, capsys, "--limit", "1", before=("-q",))
     assert res.code == 0, res.err
     assert res.err == ""  # no progress bar, no notes
+    assert os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS") == "1"  # nor the model libraries' bars
+    assert run_cli(["datasets", "list"], capsys).code == 0
+    assert "HF_HUB_DISABLE_PROGRESS_BARS" not in os.environ  # the next command line chooses again
     assert "generated" not in res.out and "| MusiQue | echo |" in res.out  # the results table is the result
     log = (out / "replay.log").read_text()
     assert "DEBUG   command: seam-repro" in log or "command: seam-repro" in log
