@@ -295,3 +295,18 @@ def test_import_takes_any_spelling_of_the_dataset(smoke: Path, tmp_path: Path,
     res = run_cli(["import", smoke, "--jsonl", jsonl, "--model", "api/m@v1", "--out", tmp_path / "imp"], capsys)
     assert res.code == 0, res.err
     assert (tmp_path / "imp" / "predictions" / "api__m" / "MusiQue" / "run_0.jsonl").is_file()
+
+
+def test_merge_keeps_the_selection_and_refuses_shards_of_different_ones(smoke: Path, tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    pick = ("--datasets", "SciCo", "--no-score")
+    assert echo_replay(smoke, tmp_path / "s0", capsys, *pick, "--shard", "0/2").code == 0
+    assert echo_replay(smoke, tmp_path / "s1", capsys, *pick, "--shard", "1/2").code == 0
+    merged = run_cli(["merge", tmp_path / "s0", tmp_path / "s1", "--out", tmp_path / "all"], capsys)
+    assert merged.code == 0, merged.err
+    assert json.loads((tmp_path / "all" / "run.json").read_text())["selection"] == {"datasets": ["SciCo"],
+                                                                                   "runs": None}
+    assert echo_replay(smoke, tmp_path / "o1", capsys, "--datasets", "SciCo", "--runs", "0", "--no-score",
+                       "--shard", "1/2").code == 0
+    other = run_cli(["merge", tmp_path / "s0", tmp_path / "o1", "--out", tmp_path / "bad"], capsys)
+    assert other.code == 2 and not (tmp_path / "bad").exists()
