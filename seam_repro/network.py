@@ -21,7 +21,7 @@ OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_
                "HF_HUB_DISABLE_TELEMETRY": "1"}
 PROBE_TIMEOUT_S = 1.5
 """One probe's whole budget, name lookup included: offline is known in under 2 s."""
-RETRY_CHATTER = ("Retrying in", "Retry ")
+RETRY_CHATTER = ("Retrying in",)
 """Openings of huggingface_hub's retry warnings, kept off the terminal (see :func:`quiet_retries`)."""
 
 _probed: dict[tuple[str, int], str | None] = {}
@@ -68,12 +68,16 @@ def apply_policy(args: list[str]) -> bool:
 
 def first_hop(url: str) -> tuple[str, int]:
     """Host and port a request for ``url`` first connects to: the HTTPS/HTTP proxy when one is set
-    (urllib and huggingface_hub both honour them), else the URL's own host."""
+    and ``NO_PROXY`` does not exempt the host (urllib and huggingface_hub both honour them), else
+    the URL's own host."""
     from urllib.parse import urlsplit  # only a probe needs it; every command imports this module
+    from urllib.request import proxy_bypass_environment
 
     target = urlsplit(url)
     proxy_var = "HTTPS_PROXY" if target.scheme == "https" else "HTTP_PROXY"
     proxy = os.environ.get(proxy_var) or os.environ.get(proxy_var.lower())
+    if proxy and target.hostname and proxy_bypass_environment(target.hostname):  # NO_PROXY names it
+        proxy = None
     hop = urlsplit(proxy) if proxy else target
     default = 443 if hop.scheme == "https" else 80
     try:

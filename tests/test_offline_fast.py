@@ -126,3 +126,14 @@ def test_the_retry_warnings_of_huggingface_hub_are_kept_off_the_terminal() -> No
         logging.getLogger("seam_repro").removeHandler(kit)
     assert hub.lines == ["WARNING something else"]
     assert kit.lines == ["DEBUG huggingface_hub.utils._http: Retrying in 8s [Retry 4/5]."]
+
+
+def test_the_first_hop_is_the_proxy_unless_no_proxy_exempts_the_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    assert network.first_hop("https://huggingface.co/x") == ("huggingface.co", 443)
+    assert network.first_hop("http://mirror.lan:8080/x") == ("mirror.lan", 8080)
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.lan:3128")
+    assert network.first_hop("https://huggingface.co/x") == ("proxy.lan", 3128)
+    monkeypatch.setenv("NO_PROXY", "huggingface.co")
+    assert network.first_hop("https://huggingface.co/x") == ("huggingface.co", 443)
