@@ -69,8 +69,16 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="seam-repro")
-def cli() -> None:
+@click.option("-q", "--quiet", is_flag=True, help="Only warnings, errors and results: no progress bars or notes.")
+@click.option("-v", "--verbose", is_flag=True, help="Also the kit's debug detail (thread and batch-size choices, "
+              "network probes, library retries).")
+def cli(quiet: bool, verbose: bool) -> None:
     """Reproduce SEAM runs exactly: sample -> manifest -> prompts -> replay -> score -> report."""
+    from seam_repro.verbosity import NORMAL, QUIET, VERBOSE, set_verbosity
+
+    if quiet and verbose:
+        raise click.UsageError("give at most one of -q/--quiet and -v/--verbose")
+    set_verbosity(QUIET if quiet else VERBOSE if verbose else NORMAL)
 
 
 _interrupt_note: list[str | Callable[[], str]] = []

@@ -10,14 +10,21 @@ offline machine fails in seconds with one line, not after the client's retry loo
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
+from typing import Any
 
 from seam_repro.errors import InputError
 
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
                "HF_HUB_DISABLE_TELEMETRY": "1"}
-PROBE_TIMEOUT_S = 5.0
+PROBE_TIMEOUT_S = 1.5
+"""One probe's whole budget, name lookup included: offline is known in under 2 s."""
+RETRY_CHATTER = ("Retrying in",)
+"""Openings of huggingface_hub's retry warnings, kept off the terminal (see :func:`quiet_retries`)."""
+
+_probed: dict[tuple[str, int], str | None] = {}
 
 
 def _option_value(args: list[str], name: str) -> str | None:
@@ -59,25 +66,106 @@ def apply_policy(args: list[str]) -> bool:
     return False
 
 
-def _hub_address() -> tuple[str, int]:
-    """Host and port a Hub request would first connect to (the HTTPS proxy when one is set)."""
-    from urllib.parse import urlsplit  # only a Hub probe needs it; every command imports this module
+def first_hop(url: str) -> tuple[str, int]:
+    """Host and port a request for ``url`` first connects to: the HTTPS/HTTP proxy when one is set
+    and ``NO_PROXY`` does not exempt the host (urllib and huggingface_hub both honour them), else
+    the URL's own host."""
+    from urllib.parse import urlsplit  # only a probe needs it; every command imports this module
+    from urllib.request import proxy_bypass_environment
 
-    proxy = os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy")
-    url = urlsplit(proxy or os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
-    return url.hostname or "huggingface.co", url.port or (443 if url.scheme == "https" else 80)
+    target = urlsplit(url)
+    proxy_var = "HTTPS_PROXY" if target.scheme == "https" else "HTTP_PROXY"
+    proxy = os.environ.get(proxy_var) or os.environ.get(proxy_var.lower())
+    if proxy and target.hostname and proxy_bypass_environment(target.hostname):  # NO_PROXY names it
+        proxy = None
+    hop = urlsplit(proxy) if proxy else target
+    default = 443 if hop.scheme == "https" else 80
+    try:
+        port = hop.port or default
+    except ValueError:  # a port that is not a number
+        port = default
+    return hop.hostname or "", port
+
+
+def hub_address() -> tuple[str, int]:
+    """Host and port a Hub request would first connect to (the HTTPS proxy when one is set)."""
+    host, port = first_hop(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    return host or "huggingface.co", port
+
+
+def unreachable_reason(host: str, port: int, timeout: float = PROBE_TIMEOUT_S) -> str | None:
+    """None when a TCP connection to ``host:port`` opens within ``timeout`` (name lookup included),
+    else why not. The lookup runs in a daemon thread because ``socket.create_connection``'s timeout
+    does not cover it: a machine whose resolver is unreachable waits 20 s or more per lookup. One
+    probe per address per process: a second source on the same host reuses the answer."""
+    import socket  # ~3 ms of imports (selectors, array) that only a probe needs
+    import threading
+    import time
+
+    if (host, port) in _probed:
+        return _probed[(host, port)]
+    where = f"{host}:{port}"
+    found: list[Any] = []
+
+    def lookup() -> None:
+        try:
+            found.append(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+        except OSError as exc:
+            found.append(exc)
+
+    start = time.monotonic()
+    thread = threading.Thread(target=lookup, daemon=True, name=f"probe {where}")
+    thread.start()
+    thread.join(timeout)
+    reason: str | None
+    if not found:
+        reason = f"{where} cannot be reached (its name did not resolve within {timeout:g} s)"
+    elif isinstance(found[0], OSError):
+        reason = f"{where} cannot be reached (the host name does not resolve: {found[0].strerror or found[0]})"
+    else:
+        reason = f"{where} cannot be reached (no address answered)"
+        for family, kind, proto, _, address in found[0]:
+            left = timeout - (time.monotonic() - start)
+            if left <= 0:
+                reason = f"{where} cannot be reached (no answer within {timeout:g} s)"
+                break
+            sock = socket.socket(family, kind, proto)
+            try:
+                sock.settimeout(left)
+                sock.connect(address)
+                reason = None
+                break
+            except OSError as exc:
+                reason = f"{where} cannot be reached ({exc.strerror or type(exc).__name__})"
+            finally:
+                sock.close()
+    _probed[(host, port)] = reason
+    return reason
 
 
 def hub_unreachable_reason(timeout: float = PROBE_TIMEOUT_S) -> str | None:
     """None when a TCP connection to the Hub (or proxy) opens within ``timeout``; else why not."""
-    import socket  # ~3 ms of imports (selectors, array) that only a Hub probe needs
+    return unreachable_reason(*hub_address(), timeout=timeout)
 
-    host, port = _hub_address()
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return None
-    except OSError as exc:
-        return f"{host}:{port} cannot be reached ({exc.strerror or type(exc).__name__})"
+
+class _RetryChatter(logging.Filter):
+    """Keeps huggingface_hub's ``Retrying in Ns [Retry k/n]`` warnings off the terminal (the library
+    prints them through its own stream handler): the kit reports a failed download itself, once.
+    They are passed on at debug level to the ``seam_repro`` logger (``-v``, a run's replay.log)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if str(record.msg).startswith(RETRY_CHATTER):
+            logging.getLogger("seam_repro.network").debug("%s: %s", record.name, record.getMessage())
+            return False
+        return True
+
+
+def quiet_retries() -> None:
+    """Install :class:`_RetryChatter` on the loggers huggingface_hub retries through (once)."""
+    for name in ("huggingface_hub.utils._http", "huggingface_hub.hf_api", "huggingface_hub.file_download"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _RetryChatter) for f in logger.filters):
+            logger.addFilter(_RetryChatter())
 
 
 def is_cached(model_id: str, revision: str | None) -> bool:

@@ -8,6 +8,7 @@ Specs are named tuples, as the instance records are (``instances.py`` says why a
 # Annotations are evaluated (no __future__ import): see instances.py, cheaper for NamedTuple fields.
 import importlib
 import inspect
+import re
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
@@ -39,6 +40,12 @@ class SamplingPlan(NamedTuple):
     demo_key: str
 
 
+def _name_key(name: str) -> str:
+    """A dataset name compared without case or punctuation (``ECB+`` = ``ecb``, ``Multi-News`` =
+    ``MultiNews``); an empty name matches nothing."""
+    return re.sub(r"[^0-9a-z]", "", name.lower()) or "\0"
+
+
 @cache
 def _object_at(ref: str) -> Any:
     """The object a ``module:attr`` reference names, looked up once per process (rendering asks
@@ -65,6 +72,13 @@ class DatasetSpec(NamedTuple):
     inference); scoring puts an instance's units back together."""
     suite: str = "seam"
     """The suite file that declares the dataset (named in error messages)."""
+    paper_name: str = ""
+    """The dataset's name as its paper spells it (``MuSiQue`` for upstream's ``MusiQue``); shown
+    in lists of valid names and accepted as input. Empty: the same as ``name``."""
+
+    @property
+    def display_name(self) -> str:
+        return self.paper_name or self.name
 
     def load(self, path: str | Path) -> LoadedDataset:
         p = Path(path)
@@ -92,13 +106,28 @@ class Suite(NamedTuple):
     description: str
     datasets: dict[str, DatasetSpec]
 
-    def canonical_name(self, name: str, where: str) -> str:
-        """Match a dataset name case-insensitively (the paper's Listing 1 writes 'Musique')."""
-        for known in self.datasets:
-            if known.lower() == str(name).lower():
-                return known
+    def canonical_name(self, name: str, where: str, field: str | None = "datasets[].name",
+                       record: object | None = None) -> str:
+        """The suite's own name for ``name``, given in any case and with or without punctuation, as
+        upstream, the paper or its Listing 1 spell it (``MusiQue``, ``MuSiQue``, ``Musique``,
+        ``ECB+``): the one resolver every command that takes a dataset name uses. A wrong name
+        lists the valid names as the paper writes them."""
+        key = _name_key(str(name))
+        for spec in self.datasets.values():
+            if key in (_name_key(spec.name), _name_key(spec.paper_name)):
+                return spec.name
         raise InputError(where, f"unknown dataset '{name}' in suite '{self.name}'; expected one of "
-                         f"{', '.join(self.datasets)}", field="datasets[].name")
+                         f"{', '.join(s.display_name for s in self.datasets.values())} (any case)", record=record, field=field)
+
+    def canonical_names(self, text: str, where: str, field: str) -> list[str]:
+        """A comma-separated list of dataset names (``--datasets MuSiQue,ecb``), each resolved by
+        :meth:`canonical_name`, in the order given, without repeats."""
+        parts = [p.strip() for p in str(text).split(",")]
+        if not any(parts) or not all(parts):
+            raise InputError(where, f"expected comma-separated dataset names such as "
+                             f"{','.join(s.display_name for s in list(self.datasets.values())[:2])}, got {text!r}",
+                             field=field)
+        return list(dict.fromkeys(self.canonical_name(p, where, field) for p in parts))
 
     def spec(self, name: str) -> DatasetSpec:
         if name not in self.datasets:
@@ -159,8 +188,12 @@ def parse_suite(raw: Any, where: str) -> Suite:
         units = d.get("units", "instance")
         if units not in UNITS:
             raise InputError(w, f"expected one of {UNITS}, got {units!r}", field="units")
+        paper_name = d.get("paper_name", "")
+        if not isinstance(paper_name, str):
+            raise InputError(w, "expected the paper's spelling of the name as a string", field="paper_name")
         specs[name] = DatasetSpec(name, d["task"], d["default_split"], d["loader"], d["template"], d["prompt_file"],
-                                  dict(metrics), _plan(d.get("sampling"), w), dict(options), units, suite)
+                                  dict(metrics), _plan(d.get("sampling"), w), dict(options), units, suite,
+                                  paper_name)
     return Suite(suite, int(raw.get("version", 1)), str(raw.get("description", "")), specs)
 
 

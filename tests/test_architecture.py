@@ -17,7 +17,7 @@ PKG = Path(__file__).resolve().parents[1] / "seam_repro"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # (layer, module prefixes), lowest first. A module may import its own layer and any lower one.
     ("foundation", ("seam_repro", "seam_repro.errors", "seam_repro.hashing", "seam_repro.files",
-                    "seam_repro.network", "seam_repro.instances")),
+                    "seam_repro.network", "seam_repro.instances", "seam_repro.verbosity")),
     ("specs", ("seam_repro.specs",)),
     ("config", ("seam_repro.config",)),
     ("sources", ("seam_repro.sources", "seam_repro.datasets")),

@@ -175,7 +175,7 @@ def test_paper_manifest_without_network_fails_in_one_line_naming_the_offline_rou
     assert code == 2 and out == ""
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
-    assert "paper.json: not frozen" in lines[0] and "cannot download" in lines[0]
+    assert "paper.json: not frozen" in lines[0] and "offline: 127.0.0.1:9 cannot be reached" in lines[0]
     assert "--data-dir DIR" in lines[0] and "seam-repro freeze" in lines[0]
     assert not (tmp_path / "paper").exists()
 

@@ -57,8 +57,24 @@ def test_select() -> None:
     assert [s.name for s in lock.select("ecbplus")] == ["ecbplus"]
     assert len(lock.select("prompts")) == 6
     assert "ecbplus" not in [s.name for s in lock.select(None)]
-    with pytest.raises(InputError, match="--only Nope"):
+    with pytest.raises(InputError, match="--only: 'Nope' is not a dataset"):
         lock.select("Nope")
+
+
+@pytest.mark.parametrize("spelling", ["MusiQue", "MuSiQue", "musique", "Musique", "MUSIQUE"])
+def test_select_takes_any_spelling_of_a_dataset(spelling: str) -> None:
+    """The paper writes MuSiQue, upstream MusiQue, Listing 1 Musique: all select the same sources."""
+    assert [s.name for s in load_lock().select(spelling)] == [s.name for s in load_lock().select("MusiQue")]
+    assert [s.name for s in load_lock().select("ecb")] == [s.name for s in load_lock().select("ECB+")] \
+        == [s.name for s in load_lock().select("ECB")]
+
+
+def test_a_wrong_dataset_name_lists_the_papers_names_not_source_ids() -> None:
+    with pytest.raises(InputError) as err:
+        load_lock().select("MuSiQu")
+    msg = str(err.value)
+    assert "ECB+, FuseReviews, SciCo, MultiNews, MuSiQue, OpenASP" in msg
+    assert "hf-scico" not in msg and "musique-zip" not in msg
 
 
 @pytest.mark.parametrize(("patch", "expected"), [

@@ -30,6 +30,7 @@ from seam_repro.run.store import (
     RunRecords,
     load_run_manifest,
     model_slug,
+    partial_reason,
     read_run_records,
     run_json_path,
     scores_root,
@@ -215,8 +216,9 @@ def explain_partial(bundle: dict[str, Any]) -> str | None:
     if not bundle.get("partial"):
         return None
     cov = bundle.get("coverage") or {}
-    limit = bundle.get("generation", {}).get("limit")
-    why = f"--limit {limit}" if limit else "instances without predictions"
+    gen = bundle.get("generation") or {}
+    why = partial_reason({"limit": gen.get("limit"), "selection": gen.get("selection")}) \
+        or "instances without predictions"
     return (f"partial bundle: {cov.get('scored')} of {cov.get('instances')} instances of the manifest are scored "
             f"({why}); it is marked partial, and report/diff label it as not comparable with full runs")
 

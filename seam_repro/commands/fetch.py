@@ -40,13 +40,14 @@ def fetch(only: str | None, data_dir: Path | None, cache: Path | None, progress:
     from seam_repro.files import guard_outputs
     from seam_repro.sources.fetch import DownloadError, cache_root, fetch_source
     from seam_repro.sources.lock import load_lock
+    from seam_repro.verbosity import progress_wanted
 
     root = cache_root(cache)
     guard_outputs([("--cache", root)], read_dirs=[data_dir])
     failed: list[tuple[str, str]] = []
     for src in load_lock().select(only):
         try:
-            res = fetch_source(src, root, data_dir=data_dir, progress=progress)
+            res = fetch_source(src, root, data_dir=data_dir, progress=progress_wanted(progress))
         except (DownloadError, MissingDataError, HashMismatchError) as exc:
             # this source's files could not be had; a problem of the cache or the command stops at once
             failed.append((src.name, str(exc).splitlines()[0] if str(exc) else type(exc).__name__))

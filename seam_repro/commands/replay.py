@@ -4,12 +4,31 @@ replay then scores (:mod:`seam_repro.scoring`) and prints the results table (:mo
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
 from seam_repro.cli import on_interrupt
 from seam_repro.commands import MANIFEST
 from seam_repro.errors import SeamReproError
+from seam_repro.verbosity import log, log_printed, say
+
+
+class BatchSize(click.ParamType):
+    """``--batch-size``: an integer >= 1 or ``auto``."""
+
+    name = "N|auto"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int | str:
+        if isinstance(value, int) and value >= 1 or value == "auto":
+            return value
+        text = str(value).strip().lower()
+        if text == "auto":
+            return "auto"
+        if text.isdigit() and int(text) >= 1:
+            return int(text)
+        self.fail(f"expected an integer >= 1 or 'auto', got {value!r}", param, ctx)
+
 
 EXAMPLES = """\b
 Examples:
@@ -17,6 +36,8 @@ Examples:
   seam-repro replay manifests/paper.json --model meta-llama/Meta-Llama-3-8B-Instruct --out runs/l3
   seam-repro replay m.json --backend echo --out runs/dry --limit 2        # no model: dry run
   seam-repro replay smoke --backend echo --out runs/dry                   # a shipped manifest by name
+  seam-repro replay manifests/smoke.json --datasets MuSiQue,ECB --runs 0,3-5 --out runs/part  # partial run
+  seam-repro replay manifests/smoke.json --max-new-tokens 64 --temperature 0 --out runs/greedy  # protocol differs
   seam-repro replay m.json --model M --out runs/s$SLURM_ARRAY_TASK_ID --shard $SLURM_ARRAY_TASK_ID/8
   seam-repro merge runs/s0 runs/s1 runs/s2 runs/s3 runs/s4 runs/s5 runs/s6 runs/s7 --out runs/all
   seam-repro replay manifests/smoke.json --model ./my-model --name "My model v2" --out runs/mine
@@ -47,8 +68,14 @@ Examples:
               help="Backend options, validated per backend (README: 'Your own model: local folders, display names, model "
                    "arguments'); recorded in run.json.")
 @click.option("--shard", default=None, metavar="K/N", help="Only instances whose hash falls in shard K of N (0-based).")
-@click.option("--batch-size", type=click.IntRange(min=1), default=None,
-              help="Instances per forward pass (default: the manifest's batch_size; hf on CPU: 8, the measured best). Results do not depend on it.")
+@click.option("--batch-size", type=BatchSize(), default=None, metavar="N|auto",
+              help="Instances per forward pass (default: the manifest's batch_size; hf on CPU: 8, the measured best). "
+                   "auto = the largest that fits, found before the run (hf on a GPU: tried down from 64 on "
+                   "out-of-memory; on CPU: 8); the choice is printed and recorded in run.json.")
+@click.option("--threads", type=click.IntRange(min=1), default=None,
+              help="torch CPU threads for local weights (hf backend). Default: the cores this process may use "
+                   "(affinity, cgroup quota) less those busy with other work, or OMP_NUM_THREADS when set; "
+                   "recorded in run.json.")
 @click.option("--dtype", type=click.Choice(["auto", "bf16", "fp16", "fp32"]), default="auto", show_default=True,
               help="auto = bf16 on CUDA (paper), fp32 on CPU.")
 @click.option("--load-in-4bit", "q4", is_flag=True, help="bitsandbytes 4-bit (upstream: Mixtral-8x22B).")
@@ -58,7 +85,20 @@ Examples:
 @click.option("--truncation", type=click.Choice(["right", "left"]), default=None,
               help="Over-long prompts: right cuts the end (upstream), left cuts the start. "
                    "Default: right for --prompt-path upstream, left for chat.")
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="First N instances of every (dataset, run).")
+@click.option("--limit", type=click.IntRange(min=1), default=None,
+              help="First N instances of every (dataset, run). A partial run: score, diff, report and submit say so.")
+@click.option("--datasets", default=None, metavar="NAME,...",
+              help="Only these datasets of the manifest (any case, the paper's spelling: MuSiQue,ECB). A partial run, "
+                   "like --limit.")
+@click.option("--runs", default=None, metavar="K,K-K",
+              help="Only these runs (0-based indices and ranges: 0,3-5). A partial run, like --limit.")
+@click.option("--max-new-tokens", type=click.IntRange(min=1), default=None,
+              help="Override the manifest's max_new_tokens. Leaves the paper's protocol: recorded in run.json "
+                   "and marked as a protocol difference (‡) by diff, report and submit.")
+@click.option("--temperature", type=click.FloatRange(min=0), default=None,
+              help="Override the manifest's temperature (0 = greedy). A protocol difference, as above.")
+@click.option("--top-p", type=click.FloatRange(min=0, max=1, min_open=True), default=None,
+              help="Override the manifest's top_p. A protocol difference, as above.")
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Read each dataset from DIR/<name> instead of the cache.")
 @click.option("--prompts-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -66,70 +106,87 @@ Examples:
 @click.option("--allow-unfrozen", is_flag=True, help="Accept a manifest with frozen: false (results are not citable).")
 @click.option("--echo-delay", type=click.FloatRange(min=0), default=0.0, help="echo backend: seconds per instance.")
 @click.option("--no-score", is_flag=True, help="Only generate; do not score afterwards.")
+@click.option("--no-report", is_flag=True, help="Score, but do not print the results table afterwards.")
 @click.option("--fic/--no-fic", default=True, show_default=True,
               help="Score FuseReviews with its NLI/coverage models when they are in the local cache.")
 @click.option("--fic-download", is_flag=True,
               help="Allow fetching the pinned FIC models from the Hub (flan-t5-xxl is ~45 GB).")
 def replay(manifest: Path, out: Path, model: str | None, name: str | None, backend: str, model_args: str | None,
-           shard: str | None, batch_size: int | None,
+           shard: str | None, batch_size: int | str | None, threads: int | None,
            dtype: str, q4: bool, q8: bool, prompt_path: str, truncation: str | None, limit: int | None,
-           data_dir: Path | None, prompts_dir: Path | None, allow_unfrozen: bool, echo_delay: float,
-           no_score: bool, fic: bool, fic_download: bool) -> None:
+           datasets: str | None, runs: str | None, max_new_tokens: int | None, temperature: float | None,
+           top_p: float | None, data_dir: Path | None, prompts_dir: Path | None, allow_unfrozen: bool,
+           echo_delay: float, no_score: bool, no_report: bool, fic: bool, fic_download: bool) -> None:
     """Generate predictions for a frozen manifest (resumable), then score them.
 
     An unfrozen MANIFEST (manifests/paper.json) is first made whole: its pinned sources are fetched
     and verified (or read from --data-dir/--prompts-dir), it is frozen into OUT and verified, and
-    that frozen copy is replayed.
+    that frozen copy is replayed. What is printed, plus debug detail, is kept in OUT/replay.log.
     """
+    import shlex
+    import sys
+
     from seam_repro.files import guard_outputs
     from seam_repro.manifest.trust import load_trusted
     from seam_repro.run.replay import ReplayOptions
     from seam_repro.run.replay import replay as run_replay
     from seam_repro.run.shard import parse_shard
-    from seam_repro.run.store import count_stored, predictions_root
+    from seam_repro.run.store import count_stored, predictions_root, run_log_path
+    from seam_repro.verbosity import run_log
 
     if q4 and q8:
         raise click.BadParameter("give at most one of --load-in-4bit / --load-in-8bit")
-    guard_outputs([("--out", out)], inputs=[manifest], read_dirs=[data_dir, prompts_dir])
-    on_interrupt(lambda: f"{count_stored(out)} predictions are kept in {predictions_root(out)} (one fsynced line each)")
-    if allow_unfrozen:
-        loaded = load_trusted(manifest, allow_unfrozen=True)
-    else:  # an unfrozen manifest (paper.json): fetch, freeze into --out, verify, then replay
-        from seam_repro.run.prepare import freeze_for_replay
+    guard_outputs([("--out", out)], inputs=[manifest], read_dirs=[data_dir, prompts_dir])  # before the log lands
+    with run_log(run_log_path(out)):
+        log().debug("command: seam-repro " + shlex.join(sys.argv[1:]))
+        on_interrupt(lambda: f"{count_stored(out)} predictions are kept in {predictions_root(out)} "
+                     "(one fsynced line each)")
+        if allow_unfrozen:
+            loaded = load_trusted(manifest, allow_unfrozen=True)
+        else:  # an unfrozen manifest (paper.json): fetch, freeze into --out, verify, then replay
+            from seam_repro.run.prepare import freeze_for_replay
 
-        loaded = freeze_for_replay(manifest, out, data_dir=data_dir, prompts_dir=prompts_dir,
-                                   echo=lambda line: click.echo(line, err=True))
-        if Path(loaded.path) != manifest:  # the frozen copy records where its data lies
-            data_dir, prompts_dir = None, None
-    options = ReplayOptions(model=model, backend=backend, name=name, model_args=model_args, dtype=dtype,
-                            quantization="4bit" if q4 else "8bit" if q8 else None, prompt_path=prompt_path,
-                            truncation=truncation, echo_delay=echo_delay,
-                            shard=parse_shard(shard) if shard else None, batch_size=batch_size, limit=limit,
-                            data_dir=data_dir, prompts_dir=prompts_dir, allow_unfrozen=allow_unfrozen)
-    summary = run_replay(loaded, out, options)
-    click.echo(f"{summary.model_slug}: {summary.generated} generated, {summary.already_done} already stored, "
-               f"{summary.in_shard} in this shard; {len(summary.truncated)} truncated; "
-               f"{summary.tokens_per_second:.1f} output tok/s")
-    click.echo(f"predictions: {predictions_root(out) / summary.model_slug}")
-    if shard or no_score:
-        return
-    on_interrupt(f"all predictions are kept in {predictions_root(out)}; no partial score file is left")
-    paths, table = score_and_tabulate(out, fic=fic, fic_download=fic_download)
-    for path in paths:
-        click.echo(f"scores: {path}")
-    if table:
-        click.echo(table)
+            loaded = freeze_for_replay(manifest, out, data_dir=data_dir, prompts_dir=prompts_dir,
+                                       echo=lambda line: say(line, err=True))
+            if Path(loaded.path) != manifest:  # the frozen copy records where its data lies
+                data_dir, prompts_dir = None, None
+        options = ReplayOptions(model=model, backend=backend, name=name, model_args=model_args, dtype=dtype,
+                                quantization="4bit" if q4 else "8bit" if q8 else None, prompt_path=prompt_path,
+                                truncation=truncation, echo_delay=echo_delay,
+                                shard=parse_shard(shard) if shard else None, batch_size=batch_size, threads=threads,
+                                limit=limit, datasets=datasets, runs=runs,
+                                generation_overrides={"max_new_tokens": max_new_tokens, "temperature": temperature,
+                                                      "top_p": top_p},
+                                data_dir=data_dir, prompts_dir=prompts_dir, allow_unfrozen=allow_unfrozen)
+        summary = run_replay(loaded, out, options)
+        say(f"{summary.model_slug}: {summary.generated} generated, {summary.already_done} already stored, "
+            f"{summary.in_shard} in this shard; {len(summary.truncated)} truncated; "
+            f"{summary.tokens_per_second:.1f} output tok/s")
+        say(f"predictions: {predictions_root(out) / summary.model_slug}")
+        if shard or no_score:
+            return
+        on_interrupt(f"all predictions are kept in {predictions_root(out)}; no partial score file is left")
+        paths, table = score_and_tabulate(out, fic=fic, fic_download=fic_download, table=not no_report)
+        for path in paths:
+            say(f"scores: {path}")
+        if table:
+            click.echo(table)
+            log_printed(table)
+        elif no_report:
+            say(f"results table not printed (--no-report); see it with: seam-repro report {out} --out REPORT_DIR")
 
 
-def score_and_tabulate(run_dir: Path, fic: bool, fic_download: bool) -> tuple[list[Path], str]:
+def score_and_tabulate(run_dir: Path, fic: bool, fic_download: bool, table: bool = True) -> tuple[list[Path], str]:
     """Score the run just replayed and render its results table (the score, aggregate and report
-    stages, in that order). A failure while building the table is reported in its place: the
-    predictions and scores stay valid."""
+    stages, in that order; ``table`` False skips the last). A failure while building the table is
+    reported in its place: the predictions and scores stay valid."""
     from seam_repro.analysis.aggregate import load_run_dir
     from seam_repro.analysis.report import build_report, render_markdown
     from seam_repro.scoring.loop import score_run_dir
 
     paths = score_run_dir(run_dir, fic=fic, fic_download=fic_download)
+    if not table:
+        return paths, ""
     try:
         return paths, render_markdown(build_report(load_run_dir(run_dir)))
     except SeamReproError as exc:

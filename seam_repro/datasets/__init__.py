@@ -33,12 +33,10 @@ def __getattr__(name: str) -> Any:
 
 def load_dataset(name: str, path: str | Path) -> LoadedDataset:
     """Load every split of dataset ``name`` from ``path`` (a folder or file in the source format)."""
-    from seam_repro.datasets.info import DATASET_INFO
     from seam_repro.specs import load_suite
 
-    if name not in DATASET_INFO:
-        raise InputError(path, f"unknown dataset '{name}'; expected one of {', '.join(DATASET_INFO)}")
-    return load_suite("seam").spec(name).load(path)
+    suite = load_suite("seam")
+    return suite.spec(suite.canonical_name(name, str(path), field=None)).load(path)
 
 
 # ----------------------------------------------------------------------------------------------

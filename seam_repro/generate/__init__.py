@@ -21,7 +21,7 @@ from seam_repro.generate.base import (
 BACKENDS = ("hf", "vllm", "openai", "echo")
 
 __all__ = ["BACKENDS", "Backend", "EchoBackend", "GenerationRequest", "GenerationResult",
-           "make_backend", "model_pins", "parse_model_spec"]
+           "make_backend", "model_pins", "parse_model_spec", "require_model_available"]
 
 
 def model_pins() -> dict[str, Any]:
@@ -41,6 +41,22 @@ def parse_model_spec(spec: str) -> tuple[str, str]:
         raise InputError("--model", f"{model_id!r} has no pinned revision in seam_repro/data/models.json and is not "
                          "a local folder; pass ID@REVISION (a 40-hex commit of the Hub repo) or a folder path")
     return model_id, pinned["revision"]
+
+
+def require_model_available(backend: str, model: str | None) -> None:
+    """For a Hub model on the hf backend: refuse in one line, in under 2 s, when it is neither
+    cached nor reachable (``network.require_hub_or_cache``), and keep the Hub client's retry
+    warnings off the terminal. Replay asks before anything slow (rendering, torch). (vLLM resolves
+    models itself.)"""
+    if backend != "hf" or model is None:
+        return
+    from seam_repro.generate.local import is_local_spec
+    from seam_repro.network import quiet_retries, require_hub_or_cache
+
+    if is_local_spec(model):
+        return
+    quiet_retries()
+    require_hub_or_cache(*parse_model_spec(model))
 
 
 def _dtype_arg(cli_dtype: str, args: dict[str, Any]) -> str:

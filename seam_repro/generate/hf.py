@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import copy
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,10 @@ wall). Above 8 the padding of the shorter prompts to the longest of a batch cost
 wider matrix products gain. Earlier sweeps on cores shared with other jobs ranked 4 and 8 either
 way: compare sizes only within one quiet run. On an accelerator the manifest's ``batch_size`` (the
 paper's 3) applies."""
+
+AUTO_BATCH_CAP = 64
+"""The largest batch ``--batch-size auto`` tries on a GPU (beyond it the gain is small and one
+out-of-memory batch late in a run costs more)."""
 
 
 def require_transformers() -> None:
@@ -136,6 +141,18 @@ class RowSampler:
 
 
 @dataclass
+class StepHook:
+    """A logits processor that only counts: it calls ``hook`` once per decoding step and returns
+    the scores untouched (the sampled tokens are the same with or without it)."""
+
+    hook: Callable[[], None]
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        self.hook()
+        return scores
+
+
+@dataclass
 class PreparedPrompt:
     """Token ids fed to the model plus what must be recorded about how they were made."""
 
@@ -176,6 +193,9 @@ class HFBackend:
         # upstream: pad_token_id = model.config.eos_token_id
         self.pad_id = pad if pad is not None else (self.eos_ids[0] if self.eos_ids else 0)
         tokenizer.padding_side = "left"
+        self.step_hook: Callable[[], None] | None = None
+        """Called once per decoding step of a batch (replay's progress bar: an ETA within seconds
+        rather than after the first whole batch); it never sees or changes the logits."""
 
     # -- recorded facts -------------------------------------------------------------------
     def chat_template_sha256(self) -> str | None:
@@ -209,6 +229,41 @@ class HFBackend:
     def default_batch_size(self, settings: GenerationSettings) -> int:
         """``CPU_BATCH_SIZE`` (measured: benchmarks/bench_batch.py) on CPU, else the manifest's."""
         return CPU_BATCH_SIZE if str(getattr(self.model, "device", "")) == "cpu" else settings.batch_size
+
+    def auto_batch_size(self, requests: list[GenerationRequest], settings: GenerationSettings,
+                        cap: int = AUTO_BATCH_CAP) -> tuple[int, str]:
+        """``--batch-size auto``: the largest batch that fits, and how it was found. On CPU memory is
+        rarely the limit and larger batches are slower (padding), so it is ``CPU_BATCH_SIZE``. On a
+        GPU, before the run starts, one forward pass over ``b`` copies of the longest prompt padded to
+        its full length plus ``max_new_tokens`` (what the last decoding step of the first batch
+        holds) is tried from ``cap`` down, halving on out-of-memory."""
+        if not requests:
+            return 1, "no prompts to generate"
+        if str(getattr(self.model, "device", "")) == "cpu":
+            return CPU_BATCH_SIZE, f"CPU: {CPU_BATCH_SIZE}, the measured best (benchmarks/bench_batch.py)"
+        import torch
+
+        longest = max(len(self.prepare(r.prompt, settings).ids) for r in requests)
+        width = longest + settings.max_new_tokens
+        if self.context_length:
+            width = min(width, self.context_length)
+        size = max(1, min(cap, len(requests)))
+        while True:
+            try:
+                with torch.inference_mode():
+                    ids = torch.full((size, width), self.pad_id, dtype=torch.long, device=self.model.device)
+                    self.model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=True)
+                del ids
+                return size, (f"GPU: {size} rows of {width} tokens (longest prompt + max_new_tokens) fit in one "
+                              f"forward pass, tried from {min(cap, len(requests))} down")
+            except torch.cuda.OutOfMemoryError:
+                if size == 1:
+                    raise PrerequisiteError(out_of_memory_message(1, longest, settings, RuntimeError(
+                        "one row of the longest prompt does not fit"))) from None
+                size //= 2
+            finally:
+                if torch.cuda.is_available():
+                    torch.cuda.empty_cache()
 
     # -- prompts --------------------------------------------------------------------------
     def budget(self, settings: GenerationSettings) -> int | None:
@@ -272,6 +327,8 @@ class HFBackend:
         width = input_ids.shape[1]
         resolved = self.resolved_generation(settings)
         processors = LogitsProcessorList()
+        if self.step_hook is not None:
+            processors.append(StepHook(self.step_hook))
         if settings.do_sample:
             processors.append(RowSampler([r.seed for r in requests], settings.temperature,
                                          resolved["top_k"], resolved["top_p"]))

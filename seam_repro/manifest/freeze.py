@@ -71,7 +71,9 @@ def build_manifest(cfg: SeamConfig, profile: str, choices: list[RunChoices], sou
 
 
 def _progress(it: Iterator[Any], total: int, enabled: bool) -> Iterator[Any]:
-    if not enabled:
+    from seam_repro.verbosity import progress_wanted
+
+    if not progress_wanted(enabled):
         return it
     from tqdm import tqdm
 

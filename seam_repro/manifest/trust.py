@@ -143,15 +143,20 @@ def run_protocol(tm: TrustedManifest, run_json: dict[str, Any], slug: str, n_sco
         "temperature": gen.get("temperature", cfg_gen.get("temperature")),
         "max_new_tokens": gen.get("max_new_tokens", cfg_gen.get("max_new_tokens")),
         "prompt_path": gen.get("prompt_path"),
+        "generation_overrides": gen.get("overrides") or {},
         "generation": {"backend": entry.get("backend_name"), "prompt_path": gen.get("prompt_path"),
                        "max_new_tokens": gen.get("max_new_tokens"), "temperature": gen.get("temperature"),
                        "do_sample": gen.get("do_sample"), "top_p": gen.get("top_p"),
                        "truncation": gen.get("truncation"), "dtype": backend.get("dtype"),
                        "batch_size": entry.get("batch_size"), "limit": run_json.get("limit"),
-                       "shard": run_json.get("shard"),
+                       "shard": run_json.get("shard"), "selection": run_json.get("selection"),
                        # --model-args that can change the text (all of them: environment.model_args)
                        "model_args": gen.get("model_args") or {}},
     }
+
+
+def _overrides(protocol: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in (protocol.get("generation_overrides") or {}).items()) or "none"
 
 
 def protocol_differences(mine: dict[str, Any] | None, ref: dict[str, Any] | None) -> list[str]:
@@ -168,6 +173,9 @@ def protocol_differences(mine: dict[str, Any] | None, ref: dict[str, Any] | None
         a, b = mine.get(name), ref[name]
         if a != b:
             out.append(f"{name}: {a!r} vs {b!r}")
+    if (mine.get("generation_overrides") or {}) != (ref.get("generation_overrides") or {}):
+        out.append(f"generation overrides: {_overrides(mine)} vs {_overrides(ref)} (replay --max-new-tokens/--temperature/"
+                   "--top-p leave the manifest's protocol)")
     if mine.get("partial") and not ref.get("partial"):
         out.append(f"instances: partial ({mine.get('scored_instances')} of {mine.get('instances')} scored)")
     return out

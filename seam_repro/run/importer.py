@@ -277,8 +277,12 @@ def read_upstream_dir(root: Path, model_id: str, expected: dict[Key, str]) -> di
     return out
 
 
-def read_plain_jsonl(path: Path, expected: dict[Key, str]) -> dict[Key, Imported]:
-    """Outputs from a JSONL of ``{dataset, run, instance_id, output[, prompt | prompt_sha256]}``."""
+def read_plain_jsonl(path: Path, expected: dict[Key, str], suite: str = "seam") -> dict[Key, Imported]:
+    """Outputs from a JSONL of ``{dataset, run, instance_id, output[, prompt | prompt_sha256]}``;
+    ``dataset`` in any spelling the suite's resolver accepts (``musique``, ``MuSiQue``)."""
+    from seam_repro.specs import load_suite
+
+    names = load_suite(suite)
     out: dict[Key, Imported] = {}
     matcher = Matcher(expected)
     for lineno, rec in iter_jsonl(path, what="outputs JSONL file"):
@@ -287,7 +291,7 @@ def read_plain_jsonl(path: Path, expected: dict[Key, str]) -> dict[Key, Imported
             value = rec.get(fld)
             if not isinstance(value, typ) or isinstance(value, bool):
                 raise InputError(path, f"missing or not a {typ.__name__}", record=where, field=fld)
-        named = (rec["dataset"], rec["run"], rec["instance_id"])
+        named = (names.canonical_name(rec["dataset"], str(path), "dataset", where), rec["run"], rec["instance_id"])
         digest, fld = None, "prompt"
         if "prompt" in rec:
             if not isinstance(rec["prompt"], str):
@@ -432,7 +436,7 @@ def import_outputs(manifest_path: Path, out: Path, *, model: str, upstream_dir: 
         source: dict[str, Any] = {"format": "upstream-seam-predictions", "path": str(upstream_dir)}
     else:
         assert jsonl is not None
-        outputs = read_plain_jsonl(Path(jsonl), expected)
+        outputs = read_plain_jsonl(Path(jsonl), expected, (manifest.get("config") or {}).get("suite", "seam"))
         source = {"format": "jsonl", "path": str(jsonl)}
     chosen = covered_records(records, outputs, upstream_dir or jsonl)
     differ, same = _differing(Path(out), model_id, outputs, chosen, manifest.get("digest"))

@@ -7,6 +7,7 @@ frozen manifest, each instance carries its own seed, and resume works per instan
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from collections.abc import Sequence
@@ -23,6 +24,7 @@ from seam_repro.manifest.prompts import check_prompt_records
 from seam_repro.manifest.trust import TrustedManifest
 from seam_repro.run.shard import Shard, select_shard
 from seam_repro.run.store import Key, PredictionStore, model_slug, prepare_run_dir, write_run_manifest
+from seam_repro.verbosity import run_accepted
 
 
 @dataclass(frozen=True)
@@ -43,10 +45,21 @@ class ReplayOptions:
     truncation: str | None = None
     echo_delay: float = 0.0
     shard: Shard | None = None
-    batch_size: int | None = None
+    batch_size: int | str | None = None
     """None = the backend's ``default_batch_size``: its measured best for its device where it has
-    one (hf on CPU), at least its concurrency (openai), else the manifest's batch size."""
+    one (hf on CPU), at least its concurrency (openai), else the manifest's batch size. ``"auto"``:
+    the largest that fits, found by the backend before the run (:func:`choose_batch_size`)."""
+    threads: int | None = None
+    """``--threads``: torch CPU threads for local weights; None = chosen (``generate/threads.py``)."""
     limit: int | None = None
+    datasets: str | None = None
+    """``--datasets``: comma-separated dataset names (any case, the paper's spelling); None = all."""
+    runs: str | None = None
+    """``--runs``: run indices and ranges (``0,3-5``); None = all."""
+    generation_overrides: dict[str, Any] = field(default_factory=dict)
+    """``--max-new-tokens``/``--temperature``/``--top-p`` given on the command line: they leave the
+    manifest's protocol, so they are recorded and every comparison marks the run (see
+    :func:`override_settings`)."""
     data_dir: Path | None = None
     prompts_dir: Path | None = None
     allow_unfrozen: bool = False
@@ -88,6 +101,69 @@ def apply_limit(records: Sequence[dict[str, Any]], limit: int | None) -> list[di
     return out
 
 
+OVERRIDABLE = ("max_new_tokens", "temperature", "top_p")
+"""The generation settings a replay may override (``--max-new-tokens``, ``--temperature``, ``--top-p``)."""
+
+
+def override_settings(generation: dict[str, Any] | None, overrides: dict[str, Any],
+                      source: str) -> tuple[GenerationSettings, dict[str, Any]]:
+    """The manifest's generation settings with the command line's overrides applied, checked by the
+    same rules as the manifest's (``GenerationSettings.from_manifest``), and the overrides as
+    recorded. ``--temperature 0`` means greedy decoding (``do_sample`` false), as in lm-eval."""
+    given = {k: v for k, v in overrides.items() if v is not None}
+    unknown = sorted(set(given) - set(OVERRIDABLE))
+    if unknown:
+        raise InputError("replay", f"cannot override {unknown}; expected some of {list(OVERRIDABLE)}")
+    merged = {**(generation or {}), **given}
+    if given.get("temperature") == 0:
+        merged["do_sample"] = False
+        given["do_sample"] = False
+    where = source + (" with " + ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in given.items()
+                                          if k in OVERRIDABLE) if given else "")
+    return GenerationSettings.from_manifest(merged, source=where), given
+
+
+def parse_runs(text: str, n_runs: int) -> list[int]:
+    """``--runs 0,3-5`` -> [0, 3, 4, 5]: indices and inclusive ranges, each in 0..n_runs-1."""
+    out: list[int] = []
+    form = f"comma-separated run indices or ranges in 0..{n_runs - 1}, such as 0,3-5"
+    for part in str(text).split(","):
+        low, dash, high = part.strip().partition("-")
+        if not low.isdigit() or (dash and not high.isdigit()):
+            raise InputError("--runs", f"expected {form}, got {text!r}")
+        a, b = int(low), int(high) if dash else int(low)
+        if a > b or b >= n_runs:
+            raise InputError("--runs", f"expected {form}, got {part.strip()!r}")
+        out.extend(range(a, b + 1))
+    return sorted(set(out))
+
+
+def select_records(records: Sequence[dict[str, Any]], manifest: dict[str, Any], datasets: str | None,
+                   runs: str | None) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """The records of the chosen datasets and runs, and the selection as run.json records it (None
+    when everything is chosen). Like ``--limit``, a selection makes a partial run: ``score`` lists
+    what was not replayed, and ``submit``/``diff``/``report`` mark it partial."""
+    if datasets is None and runs is None:
+        return list(records), None
+    from seam_repro.specs import load_suite
+
+    config = manifest.get("config") or {}
+    in_manifest = list(dict.fromkeys(r["dataset"] for r in manifest.get("runs", [])))
+    chosen_ds: list[str] | None = None
+    if datasets is not None:
+        chosen_ds = load_suite(config.get("suite", "seam")).canonical_names(datasets, "--datasets", "datasets")
+        absent = [d for d in chosen_ds if d not in in_manifest]
+        if absent:
+            raise InputError("--datasets", f"{', '.join(absent)} not in this manifest; it holds "
+                             f"{', '.join(in_manifest)}")
+    chosen_runs = None if runs is None else parse_runs(runs, int(config.get("num_different_runs", 1)))
+    selection = {"datasets": chosen_ds, "runs": chosen_runs}
+    keep_ds = set(in_manifest if chosen_ds is None else chosen_ds)
+    keep_runs = None if chosen_runs is None else set(chosen_runs)
+    out = [r for r in records if r["dataset"] in keep_ds and (keep_runs is None or r["run"] in keep_runs)]
+    return out, selection
+
+
 def batch_order(records: Sequence[dict[str, Any]]) -> list[int]:
     """Indices of ``records`` in the order replay batches them: longest prompt first, ties in record
     order (a function of the records only, so a resume rebuilds the same batches)."""
@@ -97,7 +173,9 @@ def batch_order(records: Sequence[dict[str, Any]]) -> list[int]:
 def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings: GenerationSettings,
                    run_dir: Path, manifest: dict[str, Any], *, shard: Shard | None = None, batch_size: int = 8,
                    limit: int | None = None, progress: bool = True, model_args: dict[str, Any] | None = None,
-                   display_name: str | None = None) -> ReplaySummary:
+                   display_name: str | None = None, selection: dict[str, Any] | None = None,
+                   overrides: dict[str, Any] | None = None,
+                   session_notes: dict[str, Any] | None = None) -> ReplaySummary:
     """Generate every not-yet-stored instance of ``shard`` and append it to the store.
 
     Batches are fixed slices of the shard's instances ordered by prompt length (longest first, ties
@@ -109,6 +187,10 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
     a killed-and-resumed run equals an uninterrupted one even where padding perturbs the logits (see
     ``generate/hf.py``). The cost is at most one repeated batch per resume. A different
     ``--batch-size`` or ``--shard`` is allowed on resume but is warned about.
+
+    ``session_notes`` (the thread count, how ``--batch-size auto`` chose) are recorded in this
+    session's entry of run.json. A backend with a ``step_hook`` (hf) moves the progress bar at every
+    decoding step, so the first ETA shows within seconds instead of after the first whole batch.
     """
     if batch_size < 1:
         raise InputError("--batch-size", f"expected an integer >= 1, got {batch_size}")
@@ -121,6 +203,8 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
     if protocol_args(backend.name, recorded):
         # result-relevant backend options travel with every prediction: resume and merge compare them
         generation = {**generation, "model_args": protocol_args(backend.name, recorded)}
+    if overrides:  # a departure from the manifest's protocol travels with every prediction, as model_args do
+        generation = {**generation, "overrides": dict(sorted(overrides.items()))}
     entry = {"id": backend.model_id, "revision": backend.revision, "backend_name": backend.name,
              "backend": backend.describe(), "generation": generation, "batch_size": batch_size,
              "name": display_name or backend.model_id, "model_args": recorded}
@@ -129,17 +213,18 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
     fingerprint["model_args"] = recorded
     session = {"started_utc": datetime.now(UTC).isoformat(timespec="seconds"), "argv": sys.argv[1:],
                "shard": None if shard is None else str(shard), "batch_size": batch_size,
-               "fingerprint": fingerprint}
+               "fingerprint": fingerprint, **(session_notes or {})}
     # whatever a backend reports or the command line holds, no registered secret is written
     generation, entry, session = redact_json(generation), redact_json(entry), redact_json(session)
     opened: list[PredictionStore] = []  # stored predictions are checked before run.json is touched
     run_json = prepare_run_dir(run_dir, manifest=manifest, prompts=list(records), model_entry=entry,
                                session=session, extra={"shard": None if shard is None else str(shard),
-                                                       "limit": limit},
+                                                       "limit": limit, "selection": selection},
                                check_existing=lambda: opened.append(
                                    PredictionStore(run_dir, backend.model_id, backend.revision, hashes)))
     if manifest.get("schema_version") is not None:  # a real manifest (tests may pass a bare dict)
         write_run_manifest(Path(run_dir), manifest)
+    run_accepted(Path(run_dir))
     first_batch_size = run_json["models"][model_slug(backend.model_id)].get("batch_size")
     store = opened[0]
     mine = select_shard(records, shard)
@@ -151,22 +236,47 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
                             sum(k in store.done for k in keys), repaired=store.repaired)
     from tqdm import tqdm
 
+    from seam_repro.verbosity import PRINTED, progress_wanted
+
+    tty = bool(getattr(sys.stderr, "isatty", lambda: False)())
     # smoothing=0: the ETA is the average rate since this session started (not a jumpy moving
-    # average), and instances already stored before a resume do not count towards it.
-    bar = tqdm(total=len(mine), initial=summary.already_done, disable=not progress, unit="inst",
+    # average), and instances already stored before a resume do not count towards it. In a log file
+    # (no terminal) the bar is printed at most every 30 s, so per-step progress cannot flood it.
+    bar = tqdm(total=len(mine), initial=summary.already_done, disable=not progress_wanted(progress), unit="inst",
                desc=f"{backend.name}:{summary.model_slug}", file=sys.stderr, smoothing=0,
-               bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]")
+               mininterval=0.5 if tty else 30.0,
+               bar_format="{l_bar}{bar}| {n:.0f}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]")
+
+    def note(line: str) -> None:
+        bar.write(line)
+        logging.getLogger(PRINTED).warning(line)
+
     for path, dropped in store.repaired:
-        bar.write(f"resume: dropped a torn last line ({dropped} bytes) of {path}")
+        note(f"resume: dropped a torn last line ({dropped} bytes) of {path}")
     if first_batch_size not in (None, batch_size) and summary.already_done:
-        bar.write(f"warning: this run started with batch size {first_batch_size}, now {batch_size}; batch "
-                  "composition can perturb logits, so resumed instances may differ from an uninterrupted run")
+        note(f"warning: this run started with batch size {first_batch_size}, now {batch_size}; batch "
+             "composition can perturb logits, so resumed instances may differ from an uninterrupted run")
     start = time.perf_counter()
+    step_share = [0.0, 0.0]  # per decoding step: instances of the batch it stands for; progress so far
+    hooked = hasattr(backend, "step_hook") and not bar.disable
+
+    def step() -> None:
+        # a batch is at most max_new_tokens steps long; it finishes early when every row ends, and the
+        # remainder is added when it is stored, so the estimate errs on the slow side
+        add = min(step_share[0], step_share[0] * settings.max_new_tokens - step_share[1] - 1e-9)
+        if add > 0:
+            step_share[1] += add
+            bar.update(add)
+
+    if hooked:
+        backend.step_hook = step  # type: ignore[attr-defined]
     try:
         for batch_idx in todo:
             batch = [GenerationRequest(*keys[j][:2], keys[j][2], mine[j]["prompt"], mine[j]["prompt_sha256"],
                                        mine[j]["gen_seed"]) for j in batch_idx]
             written = 0
+            fresh = sum(keys[j] not in store.done for j in batch_idx)
+            step_share[:] = [fresh / settings.max_new_tokens, 0.0]
             for req, res in zip(batch, backend.generate(batch, settings), strict=True):
                 if req.key in store.done:
                     continue  # regenerated only to keep the batch composition of an uninterrupted run
@@ -177,18 +287,22 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
                 summary.output_tokens += res.n_output_tokens
                 if res.truncated:
                     summary.truncated.append(req.key)
-                    bar.write(f"warning: {req.key}: prompt of {res.n_prompt_tokens_full} tokens exceeds the "
-                              f"context budget; truncated to {res.n_prompt_tokens} ({generation.get('truncation')})")
+                    note(f"warning: {req.key}: prompt of {res.n_prompt_tokens_full} tokens exceeds the "
+                         f"context budget; truncated to {res.n_prompt_tokens} ({generation.get('truncation')})")
             summary.seconds = time.perf_counter() - start
             bar.set_postfix_str(f"{summary.tokens_per_second:.1f} tok/s", refresh=False)
-            bar.update(written)  # one refresh per batch: each state is printed once
+            bar.update(written - step_share[1])  # the batch's steps so far, completed to whole instances
     finally:
         store.close()
-        if not getattr(sys.stderr, "isatty", lambda: False)():
+        if hooked:
+            backend.step_hook = None  # type: ignore[attr-defined]
+        if not tty:
             # In a log file tqdm's close() would print the last state a second time.
-            bar.disable = True
-            if progress:
+            if not bar.disable:
+                if bar.last_print_n != bar.n:  # the final state, which mininterval may have held back
+                    bar.refresh()
                 sys.stderr.write("\n")
+            bar.disable = True
         bar.close()
         close = getattr(backend, "close", None)
         if callable(close):
@@ -197,29 +311,71 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
     return summary
 
 
+def choose_batch_size(engine: Backend, records: Sequence[dict[str, Any]], settings: GenerationSettings,
+                      shard: Shard | None) -> tuple[int, str]:
+    """``--batch-size auto``: the backend's ``auto_batch_size`` over this shard's prompts where it
+    has one (hf: tried on the GPU, a fixed measured choice on CPU), else its default batch size."""
+    finder = getattr(engine, "auto_batch_size", None)
+    if finder is None:
+        size = engine.default_batch_size(settings)
+        return size, f"{engine.name}: {size}, the backend's default (it has no memory limit to probe)"
+    mine = select_shard(records, shard)
+    requests = [GenerationRequest(r["dataset"], r["run"], r["instance_id"], r["prompt"], r["prompt_sha256"],
+                                  r["gen_seed"]) for r in mine]
+    return finder(requests, settings)
+
+
 def replay(tm: TrustedManifest, out: Path, options: ReplayOptions) -> ReplaySummary:
     """Render the prompts of a manifest loaded and checked once by the caller (``load_trusted``,
     ``run.prepare.freeze_for_replay``), refuse any that does not hash to the manifest, then (and only
     then) load the model and generate into ``out``."""
-    from seam_repro.generate import make_backend
+    from seam_repro.generate import make_backend, require_model_available
     from seam_repro.generate.model_args import parse_model_args
     from seam_repro.manifest.prompts import render_records
     from seam_repro.manifest.trust import check_rendered
+    from seam_repro.verbosity import log
 
     args = parse_model_args(options.backend, options.model_args)  # before any slow step: a typo fails in a second
+    require_model_available(options.backend, options.model)  # offline is told in seconds, before rendering
+    notes: dict[str, Any] = {}
+    threads = None
+    if options.backend == "hf":  # local weights: torch's CPU threads (chosen before this process adds load)
+        from seam_repro.generate.threads import apply_threads, choose_threads
+
+        threads = choose_threads(options.threads)
+        notes["threads"] = threads.as_dict()
+        log().debug(f"torch CPU threads: {threads.threads} ({threads.source}; {threads.usable_cores} usable "
+                    f"core(s), {threads.load if threads.load is not None else 'unknown'} busy)")
+    elif options.threads is not None:
+        raise InputError("--threads", f"applies to local weights on CPU (--backend hf), not --backend {options.backend}")
     if options.name is not None and not options.name.strip():
         raise InputError("--name", "expected a non-empty display name")
     manifest_path = Path(tm.path)
     manifest = tm.manifest
     config = manifest.get("config") or {}
-    settings = GenerationSettings.from_manifest(config.get("generation"), source=str(manifest_path))
+    settings, overrides = override_settings(config.get("generation"), options.generation_overrides,
+                                            str(manifest_path))
     rendered = render_records(manifest, data_dir=options.data_dir, prompts_dir=options.prompts_dir,
                               base=manifest_path, allow_unfrozen=options.allow_unfrozen)
     check_rendered(tm, rendered)
-    records = apply_limit(rendered, options.limit)
+    chosen, selection = select_records(rendered, manifest, options.datasets, options.runs)
+    records = apply_limit(chosen, options.limit)
+    if threads is not None:
+        apply_threads(threads)
     engine = make_backend(options.backend, options.model, dtype=options.dtype, quantization=options.quantization,
                           prompt_path=options.prompt_path, truncation=options.truncation,
                           echo_delay=options.echo_delay, model_args=args)
+    if options.batch_size == "auto":
+        batch_size, why = choose_batch_size(engine, records, settings, options.shard)
+        notes["batch_size_auto"] = why
+        log().info(f"--batch-size auto: {batch_size} ({why})")
+    elif isinstance(options.batch_size, int):
+        batch_size = options.batch_size
+    elif options.batch_size is None:
+        batch_size = engine.default_batch_size(settings)
+    else:
+        raise InputError("--batch-size", f"expected an integer >= 1 or 'auto', got {options.batch_size!r}")
     return run_generation(records, engine, settings, Path(out), manifest, shard=options.shard,
-                          batch_size=options.batch_size or engine.default_batch_size(settings), limit=options.limit,
-                          progress=options.progress, model_args=args, display_name=options.name)
+                          batch_size=batch_size, limit=options.limit,
+                          progress=options.progress, model_args=args, display_name=options.name,
+                          selection=selection, overrides=overrides, session_notes=notes)

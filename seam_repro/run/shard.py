@@ -80,7 +80,7 @@ def merge_run_dirs(shard_dirs: Sequence[Path], out: Path) -> dict[str, int]:
     runs = [require_run_json(Path(d), required=("models", "sessions")) for d in shard_dirs]
     first = runs[0]
     for d, rj in zip(shard_dirs, runs, strict=True):
-        for name in ("manifest_digest", "prompts_sha256", "limit"):
+        for name in ("manifest_digest", "prompts_sha256", "limit", "selection"):
             if rj.get(name) != first.get(name):
                 raise PredictionsError(f"{run_json_path(d)}: {name} {rj.get(name)!r} differs from "
                                        f"{run_json_path(shard_dirs[0])} ({first.get(name)!r})")
@@ -119,7 +119,8 @@ def merge_run_dirs(shard_dirs: Sequence[Path], out: Path) -> dict[str, int]:
         write_json_atomic(run_json_path(work), {
         "schema_version": RUN_SCHEMA_VERSION, "manifest_digest": first.get("manifest_digest"),
         "prompt_digest": first.get("prompt_digest"), "profile": first.get("profile"), "prompts_sha256": first.get("prompts_sha256"),
-            "fingerprint": first.get("fingerprint"), "limit": first.get("limit"), "shard": None, "models": models,
+            "fingerprint": first.get("fingerprint"), "limit": first.get("limit"),
+            "selection": first.get("selection"), "shard": None, "models": models,
             "sessions": [s for rj in runs for s in rj.get("sessions", [])],
             "merged_from": [{"dir": str(d), "shard": rj.get("shard")} for d, rj in zip(shard_dirs, runs, strict=True)],
         })

@@ -49,6 +49,11 @@ def prompts_path(run_dir: Path) -> Path:
     return Path(run_dir) / "prompts.jsonl"
 
 
+def run_log_path(run_dir: Path) -> Path:
+    """``replay``'s log: what it printed plus debug detail (``verbosity.run_log``)."""
+    return Path(run_dir) / "replay.log"
+
+
 def run_manifest_path(run_dir: Path) -> Path:
     """Copy of the replayed manifest inside a run folder: what ``score`` checks the run against."""
     return Path(run_dir) / "manifest.json"
@@ -258,7 +263,7 @@ def write_prompts(path: Path, records: Iterable[dict[str, Any]]) -> None:
 _RUN_FIELDS: dict[str, tuple[type, ...]] = {
     "manifest_digest": (str, type(None)), "prompt_digest": (str, type(None)), "profile": (str, type(None)),
     "prompts_sha256": (str, type(None)), "models": (dict,), "sessions": (list,), "shard": (str, type(None)),
-    "limit": (int, type(None)), "fingerprint": (dict, type(None)),
+    "limit": (int, type(None)), "fingerprint": (dict, type(None)), "selection": (dict, type(None)),
 }
 _MODEL_FIELDS: dict[str, tuple[type, ...]] = {"id": (str,), "revision": (str,), "backend_name": (str, type(None)),
                                               "generation": (dict, type(None))}
@@ -430,6 +435,20 @@ def resume_command(run_json: dict[str, Any], slug: str | None = None) -> str:
     return "the `seam-repro replay` command that made this folder, with the same --out"
 
 
+def partial_reason(run_json: dict[str, Any]) -> str | None:
+    """The options that made a run partial on purpose (``--datasets X --runs 0-2 --limit 5``), as
+    run.json records them; None for a run of the whole manifest."""
+    chosen = run_json.get("selection") or {}
+    parts = []
+    if chosen.get("datasets") is not None:
+        parts.append("--datasets " + ",".join(chosen["datasets"]))
+    if chosen.get("runs") is not None:
+        parts.append("--runs " + ",".join(map(str, chosen["runs"])))
+    if run_json.get("limit"):
+        parts.append(f"--limit {run_json['limit']}")
+    return " ".join(parts) or None
+
+
 @dataclass
 class Coverage:
     """What a run folder holds relative to its manifest; built by :func:`check_run_prompts`."""
@@ -443,7 +462,8 @@ class Coverage:
     def _missing_entries(self, preds: dict[Key, Any], slug: str | None = None) -> list[dict[str, Any]]:
         """One entry per (dataset, run) with instances the manifest lists but this model has no score for;
         instances a replay did not reach name the command that resumes it."""
-        limit = self.run_json.get("limit")
+        not_replayed = f"not replayed ({partial_reason(self.run_json) or 'no prompt records in prompts.jsonl'})"
+        chosen = self.run_json.get("selection") or {}
         by_run: dict[tuple[str, int], list[str]] = {}
         totals: dict[tuple[str, int], int] = {}
         for key in self.tm.expected:
@@ -454,13 +474,16 @@ class Coverage:
         predicted = {k[0] for k in preds}
         out = []
         for (ds, run), ids in by_run.items():
+            unchosen = (chosen.get("datasets") is not None and ds not in chosen["datasets"]) or \
+                (chosen.get("runs") is not None and run not in chosen["runs"])
             if self.run_json.get("shard"):  # a shard holds only its own instances, by design
                 reason = (f"not in shard {self.run_json['shard']} (merge the shards with `seam-repro merge`, "
                           "then score the merged folder)")
+            elif unchosen or (ds in predicted and all((ds, run, i) not in self.present for i in ids)):
+                reason = not_replayed if (unchosen or self.run_json.get("limit")) \
+                    else "no prompt records in prompts.jsonl"
             elif ds not in predicted:
                 reason = "no predictions for this dataset (predictions/<model>/" + ds + "/ is missing or empty)"
-            elif all((ds, run, i) not in self.present for i in ids):
-                reason = (f"not replayed (--limit {limit})" if limit else "no prompt records in prompts.jsonl")
             else:
                 reason = f"no prediction (the replay stopped before it); resume with: {resume_command(self.run_json, slug)}"
             out.append({"dataset": ds, "run": run, "missing": len(ids), "of": totals[(ds, run)],

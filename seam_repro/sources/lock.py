@@ -92,9 +92,15 @@ class Lock:
         named = [s for s in self.sources if s.name == only]
         if named:
             return named
-        providing = [s for s in self.sources if only in s.data or only in s.prompts]
-        if not providing:
-            raise InputError(self.path, f"--only {only}: not a source, dataset or 'prompts'; sources: {', '.join(s.name for s in self.sources)}")
+        from seam_repro.specs import load_suite
+
+        try:
+            name = load_suite("seam").canonical_name(only, "--only", field=None)
+        except InputError:
+            raise InputError("--only", f"{only!r} is not a dataset, 'prompts' or a source id; datasets: "
+                             f"{', '.join(s.display_name for s in load_suite('seam').datasets.values())} "
+                             "(any case; `seam-repro datasets list` shows the source ids)") from None
+        providing = [s for s in self.sources if name in s.data or name in s.prompts]
         defaults = [s for s in providing if s.default]
         return defaults or providing
 
