@@ -70,9 +70,14 @@ def _paraphrases(run_dir: Path, manifest: dict[str, Any], prompts_dir: Path | No
 
     out: dict[str, list[str] | str] = {}
     pins = (manifest.get("sources") or {}).get("prompts") or {}
+    recorded = ((manifest.get("provenance") or {}).get("paths") or {}).get("prompts") or {}
     for name in dict.fromkeys(r["dataset"] for r in manifest.get("runs", [])):
+        # a recorded path is relative to the manifest replayed, which the run folder does not name:
+        # only an absolute one can be followed (the pinned hash is checked either way)
+        where = recorded.get(name)
+        where = where if isinstance(where, str) and Path(where).is_absolute() else None
         try:
-            path = resolve_prompt_path(name, prompts_dir, None, run_dir)
+            path = resolve_prompt_path(name, prompts_dir, where, run_dir)
             want = (pins.get(name) or {}).get("sha256")
             got = sha256_file(path)
             if want and got != want:
@@ -95,13 +100,6 @@ def _read_source(index: int, run_dir: Path, prompts_dir: Path | None) -> _Source
     src = _Source(index, run_dir, str(manifest.get("profile", "upstream")), load_prompts(prompts_path(run_dir)), runs)
     src.paraphrases = _paraphrases(run_dir, manifest, prompts_dir)
     return src
-
-
-def _label_map(models: list[ModelScores]) -> list[str]:
-    """Display labels, unique across inputs (the same name from two folders gets the folder name)."""
-    from seam_repro.analysis.report import display_names
-
-    return display_names(models)
 
 
 def _score_lines(ms: ModelScores) -> dict[Key, dict[str, Any]]:
@@ -127,12 +125,12 @@ def _alt_scores(line: dict[str, Any]) -> dict[str, Any]:
 def build_site(inputs: list[Path], out: Path, reference: ReferenceTable | None = None,
                prompts_dir: Path | None = None, command: str = "") -> Path:
     """Write the site into ``out`` (built aside and renamed in whole); returns ``out/index.html``."""
-    from seam_repro.analysis.report import build_report
+    from seam_repro.analysis.report import build_report, display_names
     from seam_repro.analysis.submit import load_inputs
     from seam_repro.scoring.loop import load_predictions, parsed_response
 
     models = load_inputs(inputs)
-    labels = _label_map(models)
+    labels = display_names(models)
     rep = build_report(models, reference, command=command)
     sources: dict[Path, _Source] = {}
     files: dict[str, Any] = {}
