@@ -67,8 +67,13 @@ def _paraphrases(run_dir: Path, manifest: dict[str, Any], prompts_dir: Path | No
     """Per dataset, the prompt file's instruction paraphrases (checked against the manifest's pin),
     or the reason they cannot be shown; the run folder keeps only their indices."""
     from seam_repro.sources.resolve import read_prompt_file, resolve_prompt_path
+    from seam_repro.specs import load_suite
 
     out: dict[str, list[str] | str] = {}
+    try:
+        specs = load_suite(str((manifest.get("config") or {}).get("suite") or "seam")).datasets
+    except SeamReproError:  # a suite this kit does not ship: the default demonstration key is tried
+        specs = {}
     pins = (manifest.get("sources") or {}).get("prompts") or {}
     recorded = ((manifest.get("provenance") or {}).get("paths") or {}).get("prompts") or {}
     for name in dict.fromkeys(r["dataset"] for r in manifest.get("runs", [])):
@@ -83,7 +88,7 @@ def _paraphrases(run_dir: Path, manifest: dict[str, Any], prompts_dir: Path | No
             if want and got != want:
                 out[name] = f"{path} has sha256 {got}, the manifest pins {want}"
                 continue
-            out[name] = [p["instructions"] for p in read_prompt_file(path)["prompts"]]
+            out[name] = [p["instructions"] for p in read_prompt_file(path, specs.get(name))["prompts"]]
         except (MissingDataError, InputError) as exc:
             out[name] = f"paraphrase text not available ({exc})"
     return out
@@ -140,6 +145,7 @@ def build_site(inputs: list[Path], out: Path, reference: ReferenceTable | None =
         paper = reference.name_for_hf_id(ms.model_id) if reference is not None else None
         entry: dict[str, Any] = {"label": label, "id": ms.model_id, "revision": ms.revision, "paper": paper,
                                  "browsable": False, "source": ms.source,
+                                 "unscored": dict(ms.unscored),
                                  "runs": {name: {str(r): v for r, v in sorted(ds.runs.items())}
                                           for name, ds in ms.datasets.items()}}
         model_entries.append(entry)
