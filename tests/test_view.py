@@ -161,3 +161,17 @@ def test_a_bundle_shows_in_the_summary_only(echo_runs: dict[str, Path], tmp_path
     summary = json.loads((echo_runs["full"] / "scores" / "echo" / "summary.json").read_text("utf-8"))
     assert index["models"][0]["runs"]["MusiQue"] == summary["datasets"]["MusiQue"]["runs"]
     assert index["report"]["datasets"]["MusiQue"]["rows"][0]["model"] == "echo"
+
+
+def test_report_view_links_the_site(viewed: tuple[Path, Path], tmp_path: Path) -> None:
+    from seam_repro.cli import main as cli_main
+
+    run, _ = viewed
+    out = tmp_path / "report"
+    with pytest.raises(SystemExit) as exc:
+        cli_main(["report", str(run), "--view", "--out", str(out)])
+    assert exc.value.code == 0
+    assert "[run explorer](view/index.html)" in (out / "report.md").read_text("utf-8")
+    assert json.loads((out / "report.json").read_text("utf-8"))["view"] == "view/index.html"
+    index = _data(out / "view", "index")
+    assert index["report"]["datasets"]["MusiQue"]["rows"][0]["model"] == "echo"

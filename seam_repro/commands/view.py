@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
-import sys
 from pathlib import Path
 
 import click
@@ -21,12 +19,12 @@ def view(inputs: tuple[Path, ...], out_dir: Path, reference: str | None, prompts
     """Write a static run explorer (open OUT/index.html from disk): the Table 3 summary, per dataset
     every instance's score per run and model, each prediction with its prompt, factors and gold."""
     from seam_repro.analysis.reference import load_reference
+    from seam_repro.commands.report import _command_line
     from seam_repro.files import guard_outputs
     from seam_repro.view.build import build_site
 
     guard_outputs([("--out", out_dir)], inputs=[*inputs, reference if reference not in (None, "paper") else None],
                   read_dirs=[p for p in inputs if p.is_dir()])
     ref = load_reference(reference) if reference else None
-    command = "seam-repro " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    click.echo(str(build_site(list(inputs), out_dir, ref, prompts_dir, command)))
+    click.echo(str(build_site(list(inputs), out_dir, ref, prompts_dir, _command_line())))
     return 0

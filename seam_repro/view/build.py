@@ -128,15 +128,17 @@ def _alt_scores(line: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_site(inputs: list[Path], out: Path, reference: ReferenceTable | None = None,
-               prompts_dir: Path | None = None, command: str = "") -> Path:
-    """Write the site into ``out`` (built aside and renamed in whole); returns ``out/index.html``."""
+               prompts_dir: Path | None = None, command: str = "", report: dict[str, Any] | None = None) -> Path:
+    """Write the site into ``out`` (built aside and renamed in whole); returns ``out/index.html``.
+    ``report``: ``build_report``'s result for the same inputs, when the caller has it (``report
+    --view``): the ASO ranking is the slow part and is not worth doing twice."""
     from seam_repro.analysis.report import build_report, display_names
     from seam_repro.analysis.submit import load_inputs
     from seam_repro.scoring.loop import load_predictions, parsed_response
 
     models = load_inputs(inputs)
     labels = display_names(models)
-    rep = build_report(models, reference, command=command)
+    rep = report if report is not None else build_report(models, reference, command=command)
     sources: dict[Path, _Source] = {}
     files: dict[str, Any] = {}
     datasets: dict[str, dict[str, Any]] = {}
