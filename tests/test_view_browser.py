@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from trust_helpers import echo_runs  # noqa: F401 - session fixture
+from trust_helpers import echo_runs, smoke_copy  # noqa: F401 - session fixture
 
 XSS = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2"> plantedword & </pre>'
 CHROMIUM = os.environ.get("SEAM_REPRO_CHROMIUM", "/usr/bin/chromium")
@@ -58,16 +58,19 @@ def driver() -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def site(echo_runs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:  # noqa: F811
-    """The smoke echo run with one MusiQue prediction replaced by an XSS payload (then re-scored),
-    viewed with the paper beside it."""
+    """The smoke echo run plus a second echo model (``echo-b``: other seeded words), one MusiQue
+    prediction replaced by an XSS payload (then re-scored), viewed with the paper beside it."""
     from seam_repro.cli import main
     from seam_repro.files import read_jsonl
+    from seam_repro.manifest.trust import load_trusted
+    from seam_repro.run.replay import ReplayOptions, replay
     from seam_repro.scoring.loop import score_run_dir
 
     root = tmp_path_factory.mktemp("view-browser")
     run = root / "run"
     shutil.copytree(echo_runs["full"], run)
     shutil.rmtree(run / "scores")
+    replay(load_trusted(smoke_copy(root)), run, ReplayOptions(model="echo-b", backend="echo", progress=False))
     pred_file = run / "predictions" / "echo" / "MusiQue" / "run_1.jsonl"
     lines = read_jsonl(pred_file)
     lines[0]["output"] = XSS
@@ -77,12 +80,12 @@ def site(echo_runs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -
     with pytest.raises(SystemExit) as exc:
         main(["view", str(run), "--out", str(out), "--reference", "paper"])
     assert exc.value.code == 0
-    scores = read_jsonl(run / "scores" / "echo" / "instance_scores.jsonl")
+    scores = {m: read_jsonl(run / "scores" / m / "instance_scores.jsonl") for m in ("echo", "echo-b")}
     summary = json.loads((run / "scores" / "echo" / "summary.json").read_text("utf-8"))
+    preds = {(m, "MusiQue", ln["run"], ln["instance_id"]): ln["output"] for m in ("echo", "echo-b")
+             for f in (run / "predictions" / m / "MusiQue").glob("*.jsonl") for ln in read_jsonl(f)}
     return {"url": (out / "index.html").as_uri(), "planted": ("MusiQue", 1, lines[0]["instance_id"]),
-            "scores": scores, "summary": summary, "preds": {("MusiQue", ln["run"], ln["instance_id"]): ln["output"]
-                                                            for f in (run / "predictions" / "echo" / "MusiQue").glob("*.jsonl")
-                                                            for ln in read_jsonl(f)}}
+            "scores": scores, "summary": summary, "preds": preds}
 
 
 def _shots() -> Path | None:
@@ -148,9 +151,9 @@ def test_cell_shows_prediction_and_score_and_xss_stays_text(driver: Any, site: d
     musique = [d.text for d in _open(driver, site["url"], "#nav").find_elements(By.TAG_NAME, "a")].index(ds) - 1
     _open(driver, site["url"] + f"#page=ds&d={musique}", "#grid")
     _shot(driver, "instances", tmp_path)
-    driver.find_element(By.CSS_SELECTOR, f'#grid tr[data-instance="{iid}"] td[data-run="{run}"]').click()
+    driver.find_element(By.CSS_SELECTOR, f'#grid tr[data-instance="{iid}"] td[data-model="echo"][data-run="{run}"]').click()
     _wait_text(driver, "#prediction", XSS)  # the payload, character for character, as text
-    line = next(ln for ln in site["scores"] if (ln["dataset"], ln["run"], ln["instance_id"]) == (ds, run, iid))
+    line = next(ln for ln in site["scores"]["echo"] if (ln["dataset"], ln["run"], ln["instance_id"]) == (ds, run, iid))
     assert driver.find_element(By.ID, "score").text == f"{line['score']:.2f}"
     assert driver.find_element(By.ID, "validity").text == ("valid" if line["valid_format"] else "invalid")
     assert f"instance {iid}" in driver.find_element(By.ID, "cell-title").text
@@ -172,7 +175,7 @@ def test_filters_change_the_rows(driver: Any, site: dict[str, Any]) -> None:
     ds, _, iid = site["planted"]
     musique = [d.text for d in _open(driver, site["url"], "#nav").find_elements(By.TAG_NAME, "a")].index(ds) - 1
     _open(driver, site["url"] + f"#page=ds&d={musique}", "#grid")
-    lines = [ln for ln in site["scores"] if ln["dataset"] == ds]
+    lines = [ln for m in ("echo", "echo-b") for ln in site["scores"][m] if ln["dataset"] == ds]
     ids = list(dict.fromkeys(ln["instance_id"] for ln in lines))
     _wait_text(driver, "#row-count", f"{len(ids)} of {len(ids)} instances")
 
@@ -205,10 +208,13 @@ def test_two_models_side_by_side(driver: Any, site: dict[str, Any], tmp_path: Pa
     musique = names.index(ds) - 1
     options = _open(driver, site["url"] + f"#page=pair&d={musique}", "#p-i").find_elements(By.TAG_NAME, "option")
     i = next(o.get_attribute("value") for o in options if o.text == iid)
-    _open(driver, site["url"] + f"#page=pair&d={musique}&r={run}&i={i}&a=0&b=0", f'#pair .compare-side[data-run="{run}"]')
+    _open(driver, site["url"] + f"#page=pair&d={musique}&r={run}&i={i}&a=0&b=1", f'#pair .compare-side[data-run="{run}"]')
     sides = driver.find_elements(By.CSS_SELECTOR, "#pair .compare-side")
-    assert len(sides) == 2 and all(s.get_attribute("data-run") == str(run) for s in sides)
-    assert [s.find_element(By.CSS_SELECTOR, "pre.prediction").text for s in sides] == [site["preds"][(ds, run, iid)]] * 2
+    assert [(s.get_attribute("data-model"), s.get_attribute("data-run")) for s in sides] == [
+        ("echo", str(run)), ("echo-b", str(run))]
+    want = [site["preds"][(m, ds, run, iid)] for m in ("echo", "echo-b")]
+    assert want[0] != want[1]
+    assert [s.find_element(By.CSS_SELECTOR, "pre.prediction").text for s in sides] == want
     assert driver.execute_script("return window.__xss === undefined")
     _shot(driver, "pair", tmp_path)
     assert _severe(driver) == []
