@@ -175,3 +175,16 @@ def test_report_view_links_the_site(viewed: tuple[Path, Path], tmp_path: Path) -
     assert json.loads((out / "report.json").read_text("utf-8"))["view"] == "view/index.html"
     index = _data(out / "view", "index")
     assert index["report"]["datasets"]["MusiQue"]["rows"][0]["model"] == "echo"
+
+
+def test_a_run_folder_without_its_manifest_is_refused(viewed: tuple[Path, Path], tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    run, _ = viewed
+    bare = tmp_path / "run"
+    shutil.copytree(run, bare)
+    (bare / "manifest.json").unlink()
+    capsys.readouterr()
+    assert _view(str(bare), "--out", str(tmp_path / "site")) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(bare) in err and "manifest.json" in err
+    assert not (tmp_path / "site").exists()
