@@ -127,7 +127,9 @@ def test_summary_shows_summary_json(driver: Any, site: dict[str, Any], tmp_path:
     checked = 0
     for ds, entry in site["summary"]["datasets"].items():
         runs = entry["runs"]
-        if all(v is None for v in runs.values()):
+        if all(v is None for v in runs.values()):  # FuseReviews here (no FIC model): said, not shown as 0
+            cell = driver.find_element(By.CSS_SELECTOR, f'#table3 tr[data-model="echo"] td[data-dataset="{ds}"]')
+            assert cell.text == "not scored" and entry["reason"] in cell.get_attribute("title")
             continue
         row = driver.find_element(By.CSS_SELECTOR, f'#per-run tr[data-model="echo"][data-dataset="{ds}"]')
         shown = {td.get_attribute("data-run"): td.text for td in row.find_elements(By.CSS_SELECTOR, "td[data-run]")}

@@ -84,8 +84,8 @@
     names.forEach(function (ds) {
       rep.datasets[ds].rows.forEach(function (row) { (byModel[row.model] = byModel[row.model] || {})[ds] = row; });
     });
-    const paperOf = {};
-    index.models.forEach(function (m) { if (m.paper) paperOf[m.label] = m.paper; });
+    const paperOf = {}, unscored = {};
+    index.models.forEach(function (m) { if (m.paper) paperOf[m.label] = m.paper; unscored[m.label] = m.unscored || {}; });
     const head = el("tr", {}, el("th", { class: "name" }, "Model"), names.map(function (ds) {
       return el("th", { title: rep.datasets[ds].metric || "" }, rep.datasets[ds].display_name || ds);
     }), el("th", {}, "AR"), el("th", {}, "ARSD"));
@@ -97,8 +97,9 @@
         names.map(function (ds) {
           const r = rows[ds];
           const paper = paperOf[label] && byModel[paperOf[label]] && byModel[paperOf[label]][ds];
-          return el("td", { "data-dataset": ds },
-            r ? el("span", { class: "mean-std" }, fmt(r.mean) + " ± " + fmt(r.std)) : "–",
+          const why = !r && unscored[label] && unscored[label][ds];
+          return el("td", { "data-dataset": ds, title: why ? "not scored: " + why : null },
+            r ? el("span", { class: "mean-std" }, fmt(r.mean) + " ± " + fmt(r.std)) : why ? "not scored" : "–",
             r ? " (" + r.rank + ")" : null,
             paper ? el("span", { class: "paper" }, "paper: " + fmt(paper.mean) + " ± " + fmt(paper.std)) : null);
         }),
