@@ -173,7 +173,7 @@ def build_site(inputs: list[Path], out: Path, reference: ReferenceTable | None =
             cell = {"o": pred["output"], "p": parsed, "s": line.get("score"), "v": line.get("valid_format"),
                     "mv": line.get("metric_version"), "alt": _alt_scores(line), "t": bool(pred.get("truncated"))}
             per_ds.setdefault(ds, {}).setdefault(str(run), {})[iid] = cell
-            d = datasets.setdefault(ds, {"instances": {}, "cols": [], "prompt_files": {}})
+            d = datasets.setdefault(ds, {"instances": {}, "cols": []})
             d["instances"].setdefault(iid, None)
         for ds, by_run in per_ds.items():
             d = datasets[ds]
@@ -182,7 +182,6 @@ def build_site(inputs: list[Path], out: Path, reference: ReferenceTable | None =
             files[pred_name] = by_run
             for run in sorted(by_run, key=int):
                 prompt_name = f"prompt_{d_index}_{src.index}_{run}"
-                d["prompt_files"][f"{src.index}/{run}"] = prompt_name
                 if prompt_name not in files:
                     files[prompt_name] = _prompt_file(src, ds, int(run))
                 d["cols"].append({"model": m_index, "run": int(run), "src": src.index, "pred": pred_name,
@@ -276,10 +275,10 @@ def _write_figures(rep: dict[str, Any], tmp: Path, index: dict[str, Any]) -> Non
 
     from seam_repro.analysis.plots import plot_ar_arsd, plot_boxes
 
+    if not any(d.get("rows") for d in rep["datasets"].values()):
+        return
     for plot, name, title in ((plot_boxes, "box_plots.png", "Scores per run (box plots)"),
                               (plot_ar_arsd, "ar_arsd.png", "Average rank vs. its spread (AR / ARSD)")):
-        if not any(d.get("rows") for d in rep["datasets"].values()):
-            return
         buf = io.BytesIO()
         plot(rep, buf)
         atomic_write_bytes(tmp / name, buf.getvalue())
