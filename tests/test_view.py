@@ -32,9 +32,9 @@ def _data(site: Path, name: str) -> Any:
     raw = (site / "data" / f"{name}.js").read_bytes()
     assert raw.isascii()  # no charset can garble it; U+2028 and friends are escaped
     text = raw.decode("ascii")
-    prefix = f"SEAMVIEW.put({json.dumps(name)},"
-    assert text.startswith(prefix) and text.endswith(");\n")
-    return json.loads(text[len(prefix):-3])
+    prefix = f"SEAMVIEW.put({json.dumps(name)},JSON.parse("
+    assert text.startswith(prefix) and text.endswith("));\n")
+    return json.loads(json.loads(text[len(prefix):-4]))
 
 
 @pytest.fixture(scope="module")

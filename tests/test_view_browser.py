@@ -220,3 +220,24 @@ def test_two_models_side_by_side(driver: Any, site: dict[str, Any], tmp_path: Pa
     assert driver.execute_script("return window.__xss === undefined")
     _shot(driver, "pair", tmp_path)
     assert _severe(driver) == []
+
+
+def test_data_keys_stay_data_in_the_browser(driver: Any, site: dict[str, Any]) -> None:
+    """An instance id "__proto__" in a data file is an own property once the browser reads it (an
+    object literal would set the prototype instead), and U+2028 and "</script>" survive intact."""
+    from seam_repro.view.build import _js
+
+    probe = Path(site["url"].removeprefix("file://")).parent / "data" / "probe.js"
+    value = {"__proto__": {"o": "x\u2028</script>\U0001f600"}, "constructor": 1}
+    probe.write_bytes(_js("probe", value))
+    _open(driver, site["url"], "#table3")
+    got = driver.execute_async_script("""
+        const done = arguments[arguments.length - 1], put = SEAMVIEW.put;
+        SEAMVIEW.put = function (name, obj) {
+          SEAMVIEW.put = put;
+          done([Object.keys(obj), Object.getPrototypeOf(obj) === Object.prototype, obj["__proto__"].o]);
+        };
+        const s = document.createElement("script");
+        s.src = "data/probe.js";
+        document.head.appendChild(s);""")
+    assert got == [["__proto__", "constructor"], True, value["__proto__"]["o"]]

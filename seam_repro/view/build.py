@@ -57,10 +57,11 @@ class _Source:
 
 
 def _js(name: str, obj: Any) -> bytes:
-    """A data file: one call that hands the object to the page. ``ensure_ascii`` keeps the file
-    7-bit, so no page or server charset can garble it, and JSON is valid JavaScript."""
+    """A data file: one call that hands the object to the page, as JSON text given to ``JSON.parse``
+    (not an object literal, where a key ``"__proto__"`` from the data would set the prototype
+    instead of a property). ``ensure_ascii`` keeps the file 7-bit, so no charset can garble it."""
     body = json.dumps(obj, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
-    return f"SEAMVIEW.put({json.dumps(name)},{body});\n".encode("ascii")
+    return f"SEAMVIEW.put({json.dumps(name)},JSON.parse({json.dumps(body)}));\n".encode("ascii")
 
 
 def _paraphrases(run_dir: Path, manifest: dict[str, Any], prompts_dir: Path | None) -> dict[str, list[str] | str]:

@@ -47,6 +47,9 @@
     if (Array.isArray(kid)) { kid.forEach(function (k) { add(parent, k); }); return; }
     parent.appendChild(typeof kid === "object" ? kid : document.createTextNode(String(kid)));
   }
+  // Keys are run data (instance ids): only own properties count, so an id like "constructor" or
+  // "__proto__" is looked up as data, never as something every object inherits.
+  function own(obj, key) { return obj && Object.prototype.hasOwnProperty.call(obj, key) ? obj[key] : undefined; }
   function fmt(x, nd) { return x === null || x === undefined ? "–" : Number(x).toFixed(nd === undefined ? 1 : nd); }
   function href(params) {
     return "#" + Object.keys(params).map(function (k) {
@@ -214,7 +217,7 @@
     if (f.min !== "" && !(s !== null && s >= Number(f.min))) return false;
     if (f.max !== "" && !(s !== null && s <= Number(f.max))) return false;
     if (q) {
-      const cell = ((store[col.pred] || {})[String(col.run)] || {})[grid.instances[i]];
+      const cell = own(own(store[col.pred], String(col.run)), grid.instances[i]);
       if (!cell || String(cell.o).toLowerCase().indexOf(q) < 0) return false;
     }
     return true;
@@ -269,8 +272,8 @@
     const col = grid.cols[c];
     return Promise.all([load(col.pred), load(col.prompt)]).then(function (got) {
       const iid = grid.instances[i];
-      return { col: col, iid: iid, cell: (got[0][String(col.run)] || {})[iid] || null, run: got[1],
-        inst: got[1].instances[iid] || {} };
+      return { col: col, iid: iid, cell: own(own(got[0], String(col.run)), iid) || null, run: got[1],
+        inst: own(got[1].instances, iid) || {} };
     });
   }
   function facts(pairs) {
