@@ -199,6 +199,11 @@ def test_filters_change_the_rows(driver: Any, site: dict[str, Any]) -> None:
     _wait_text(driver, "#row-count", f"1 of {len(ids)} instances")
     rows = driver.find_elements(By.CSS_SELECTOR, "#grid tbody tr")
     assert [r.get_attribute("data-instance") for r in rows] == [iid]
+    from selenium.webdriver.common.keys import Keys
+
+    run = site["planted"][1]  # a cell opens from the keyboard too
+    rows[0].find_element(By.CSS_SELECTOR, f'td[data-model="echo"][data-run="{run}"]').send_keys(Keys.ENTER)
+    _wait_text(driver, "#prediction", XSS)
     assert _severe(driver) == []
 
 

@@ -257,7 +257,10 @@
         const td = el("td", { class: cls, "data-col": c, "data-model": model(col.model).label, "data-run": col.run },
           v === null || v === undefined ? "·" : fmt(col.s[r.i]));
         if (!(v === null || v === undefined)) {
-          td.addEventListener("click", function () { location.hash = href({ page: "cell", d: d, c: c, i: r.i }); });
+          const open = function () { location.hash = href({ page: "cell", d: d, c: c, i: r.i }); };
+          td.tabIndex = 0;  // reachable with Tab, opened with Enter, like a link
+          td.addEventListener("click", open);
+          td.addEventListener("keydown", function (ev) { if (ev.key === "Enter") open(); });
         }
         tr.appendChild(td);
       });
