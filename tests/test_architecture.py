@@ -29,6 +29,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("metrics", ("seam_repro.metrics",)),
     ("scoring", ("seam_repro.scoring",)),
     ("analysis", ("seam_repro.analysis",)),
+    ("view", ("seam_repro.view",)),
     ("commands", ("seam_repro.commands", "seam_repro.cli", "seam_repro.docs", "seam_repro.__main__")),
 ]
 

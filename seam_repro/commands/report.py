@@ -30,8 +30,10 @@ def _command_line() -> str:
 @click.option("--manifest", default=None, help="Manifest digest (or manifest file) every input must match.")
 @click.option("--seed", default=42, show_default=True, type=int, help="Root seed of the ASO bootstrap.")
 @click.option("--deepsig", is_flag=True, help="Cross-check adjacent pairs with the deepsig package, if installed.")
+@click.option("--view", "with_view", is_flag=True,
+              help="Also write the run explorer (`seam-repro view`) to OUT/view/ and link it from report.md.")
 def report(inputs: tuple[Path, ...], out_dir: Path, reference: str | None, manifest: str | None, seed: int,
-           deepsig: bool) -> int:
+           deepsig: bool, with_view: bool) -> int:
     """Rank run directories and bundles (and reference models) like the paper's Table 3."""
     from seam_repro.analysis.aso import AsoParams
     from seam_repro.analysis.reference import load_reference
@@ -39,15 +41,22 @@ def report(inputs: tuple[Path, ...], out_dir: Path, reference: str | None, manif
     from seam_repro.analysis.submit import load_inputs, resolve_manifest_digest
     from seam_repro.files import guard_outputs
 
-    names = ("report.json", "report.md", "box_plots.png", "ar_arsd.png")
+    names = ("report.json", "report.md", "box_plots.png", "ar_arsd.png", "view")
     guard_outputs([("--out", out_dir)] + [("--out", out_dir / n) for n in names],
                   inputs=[*inputs, reference if reference not in (None, "paper") else None, *_manifest_file(manifest)],
                   read_dirs=[p for p in inputs if p.is_dir()])
     models = load_inputs(list(inputs), resolve_manifest_digest(manifest))
     ref = load_reference(reference) if reference else None
     rep = build_report(models, ref, AsoParams(seed=seed), deepsig=deepsig, command=_command_line())
+    if with_view:  # first, so report.md never links a site that failed to build
+        from seam_repro.view.build import build_site
+
+        site = build_site(list(inputs), out_dir / "view", ref, command=_command_line(), report=rep)
+        rep["view"] = site.relative_to(out_dir).as_posix()
     for p in write_report(rep, out_dir):
         click.echo(str(p))
+    if with_view:
+        click.echo(str(site))
     return 0
 
 

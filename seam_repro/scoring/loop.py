@@ -496,3 +496,11 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
                    **coverage.summary_fields(model_dir, datasets, preds)}
         written.append(write_scores(out_root / model_dir.name, lines, summary))
     return written
+
+
+def parsed_response(rec: dict[str, Any], pred: dict[str, Any], model: dict[str, Any], profile: str) -> str:
+    """The response the profile's metric scored (its primary variant's extraction), recomputed the
+    way ``_score_instance`` does so a reader of the run (``seam-repro view``) sees what was scored."""
+    variant = "upstream" if profile == "upstream" else "corrected"
+    spec = registry.get(metric_names(rec)[variant])
+    return _extract(spec.extraction[VARIANTS.index(variant)], rec, pred, model)
