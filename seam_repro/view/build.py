@@ -261,12 +261,15 @@ def _prompt_file(src: _Source, ds: str, run: int) -> dict[str, Any]:
 def _summary(rep: dict[str, Any]) -> dict[str, Any]:
     """The report's Table 3 content the summary page shows (ASO tables left to report.json)."""
     keep = ("rank", "model", "mean", "std", "n_runs", "runs", "from_summary_stats", "format_rate", "model_id",
-            "paper_rank", "protocol_mismatch")
+            "paper_rank", "protocol_mismatch", "rank_if_comparable")
+    st = rep["stability"]
+    apart = st.get("apart") or {}  # runs under another protocol: ranked apart, as report.md shows them
     return {"reference": rep.get("reference"), "manifest_digest": rep.get("manifest_digest"),
             "model_order": rep.get("model_order"), "notes": rep.get("notes"),
-            "stability": {k: rep["stability"].get(k) for k in ("average_rank", "arsd")},
+            "stability": {"average_rank": st.get("average_rank"), "arsd": st.get("arsd"),
+                          "apart": {m: {k: a.get(k) for k in ("average_rank", "arsd")} for m, a in apart.items()}},
             "datasets": {name: {"display_name": d.get("display_name"), "metric": d.get("metric"),
-                                "rows": [{k: row.get(k) for k in keep} for row in d.get("rows", [])]}
+                                "rows": [{k: row.get(k) for k in keep} for row in d.get("rows", []) + d.get("apart", [])]}
                          for name, d in rep["datasets"].items()}}
 
 
@@ -279,7 +282,7 @@ def _write_figures(rep: dict[str, Any], tmp: Path, index: dict[str, Any]) -> Non
     if not any(d.get("rows") for d in rep["datasets"].values()):
         return
     for plot, name, title in ((plot_boxes, "box_plots.png", "Scores per run (box plots)"),
-                              (plot_ar_arsd, "ar_arsd.png", "Average rank vs. its spread (AR / ARSD)")):
+                              (plot_ar_arsd, "ar_arsd.png", "Average rank and its spread (AR, ARSD per model and dataset)")):
         buf = io.BytesIO()
         plot(rep, buf)
         atomic_write_bytes(tmp / name, buf.getvalue())

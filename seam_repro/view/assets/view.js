@@ -92,6 +92,12 @@
     const head = el("tr", {}, el("th", { class: "name" }, "Model"), names.map(function (ds) {
       return el("th", { title: rep.datasets[ds].metric || "" }, rep.datasets[ds].display_name || ds);
     }), el("th", {}, "AR"), el("th", {}, "ARSD"));
+    // a run under another protocol has its AR/ARSD apart from the comparable models': shown in parentheses
+    function stat(key, label) {
+      const own = (rep.stability[key] || {})[label];
+      const apart = (rep.stability.apart || {})[label];
+      return el("td", {}, own !== undefined ? fmt(own, 2) : apart ? "(" + fmt(apart[key], 2) + ") ‡" : "–");
+    }
     const body = (rep.model_order || []).map(function (label) {
       const rows = byModel[label] || {};
       const isRef = names.some(function (ds) { return rows[ds] && rows[ds].from_summary_stats; });
@@ -103,11 +109,12 @@
           const why = !r && unscored[label] && unscored[label][ds];
           return el("td", { "data-dataset": ds, title: why ? "not scored: " + why : null },
             r ? el("span", { class: "mean-std" }, fmt(r.mean) + " ± " + fmt(r.std)) : why ? "not scored" : "–",
-            r ? " (" + r.rank + ")" : null,
+            r ? (r.rank !== null && r.rank !== undefined ? " (" + r.rank + ")"
+              : el("span", { class: "apart", title: "protocol differs: " + (r.protocol_mismatch || []).join("; ") },
+                " (‡ not ranked; " + (r.rank_if_comparable || "–") + " if comparable)")) : null,
             paper ? el("span", { class: "paper" }, "paper: " + fmt(paper.mean) + " ± " + fmt(paper.std)) : null);
         }),
-        el("td", {}, fmt((rep.stability.average_rank || {})[label], 2)),
-        el("td", {}, fmt((rep.stability.arsd || {})[label], 2)));
+        stat("average_rank", label), stat("arsd", label));
     });
     const out = [el("h1", {}, "Summary"),
       el("p", { class: "note" }, "Mean ± population std over runs, 0-100 scale; (rank) by ASO as in the paper's Table 3." +
