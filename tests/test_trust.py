@@ -156,8 +156,10 @@ def test_duplicated_or_unknown_score_lines_are_refused(echo_runs: dict[str, Path
             load_inputs([run])
         msg = str(exc.value)
         assert "\n" not in msg
-        if how == "duplicate":
-            assert "duplicate score for" in msg
+        if how == "duplicate":  # old main named the folder and called the line number "instance N"
+            key = json.loads(lines[0])
+            assert msg.startswith(f"{f}: record line {len(lines) + 1}: duplicate score for"), msg
+            assert "already scored at line 1" in msg and repr(key["instance_id"]) in msg
         else:
             assert msg.startswith(str(f)) and "instance zz is not in" in msg and "manifest.json" in msg
 

@@ -271,7 +271,7 @@ def parse_bundle(data: Any, path: Path) -> ModelScores:
         if not isinstance(ds, dict) or not isinstance(ds.get("instances"), list):
             raise InputError(path, "expected an 'instances' list", f"datasets.{name}", "instances")
         for i, obj in enumerate(ds["instances"]):
-            it = parse_instance_line(path, i + 1, obj)
+            it = parse_instance_line(path, i + 1, obj, f"datasets.{name}.instances[{i}]")
             if it.dataset != name:
                 raise InputError(path, f"instance of {it.dataset!r} listed under {name!r}", f"datasets.{name}.instances[{i}]",
                                  "dataset")
