@@ -59,13 +59,19 @@ class TrustedManifest:
         return out
 
 
-def trusted(manifest: dict[str, Any], path: str) -> TrustedManifest:
-    """Wrap an already validated manifest dict."""
+def trusted(manifest: dict[str, Any], path: str, *, check_digests: bool = True) -> TrustedManifest:
+    """Wrap an already validated manifest dict, its prompt digests recomputed from its instances
+    (``check_digests=False``: ``verify``, which reports a differing digest as drift)."""
+    from seam_repro.manifest.format import check_prompt_digests
+
+    if check_digests:
+        check_prompt_digests(manifest, path)
     expected = {(r["dataset"], r["run"], i["id"]): i for r in manifest.get("runs", []) for i in r["instances"]}
     return TrustedManifest(path, manifest, expected)
 
 
-def load_trusted(path: str | Path, *, allow_unfrozen: bool = False, purpose: str = "run") -> TrustedManifest:
+def load_trusted(path: str | Path, *, allow_unfrozen: bool = False, purpose: str = "run",
+                 check_digests: bool = True) -> TrustedManifest:
     """Read and check a manifest once; consumers pass the result along instead of re-reading.
     ``purpose`` names what an unfrozen manifest would make (a throwaway run, import, ...)."""
     from seam_repro.manifest.format import load_manifest
@@ -74,7 +80,7 @@ def load_trusted(path: str | Path, *, allow_unfrozen: bool = False, purpose: str
     if not manifest["frozen"] and not allow_unfrozen:
         raise ManifestError(f"{path}: field 'frozen': the manifest is not frozen; run `seam-repro freeze {path}` "
                             f"first or pass --allow-unfrozen for a throwaway {purpose}")
-    return trusted(manifest, str(path))
+    return trusted(manifest, str(path), check_digests=check_digests)
 
 
 def _target_hash(target: Any) -> set[str]:
