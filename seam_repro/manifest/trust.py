@@ -204,14 +204,32 @@ def seeds_dirs() -> list[Path]:
 
 
 def shipped_seeds(seeds_dir: Path | None = None) -> dict[str, dict[str, Any]]:
-    """``seeds/<name>.json`` records by manifest digest (empty when no seeds/ folder is found)."""
+    """``seeds/<name>.json`` records by manifest digest (empty when no seeds/ folder is found).
+
+    Two files for one digest are refused unless they record the same seeds and digests (a copy
+    under another name): which one checks a bundle must never depend on how the files sort."""
     out: dict[str, dict[str, Any]] = {}
-    for root in ([seeds_dir] if seeds_dir is not None else seeds_dirs()[:1]):
-        for p in sorted(root.glob("*.json")):
-            rec = read_json(p, what="seeds file")
-            if isinstance(rec.get("manifest_digest"), str):
-                out[rec["manifest_digest"]] = {**rec, "_path": str(p)}
+    for p in seeds_files(seeds_dir):
+        rec = read_json(p, what="seeds file")
+        digest = rec.get("manifest_digest")
+        if not isinstance(digest, str):
+            continue
+        first = out.get(digest)
+        if first is not None and _seeds_content(first) != _seeds_content(rec):
+            raise InputError(p, f"records manifest {digest[:16]}… like {first['_path']} but with other seeds or "
+                             "prompt digests; keep one seeds file per manifest digest", field="manifest_digest")
+        out.setdefault(digest, {**rec, "_path": str(p)})
     return out
+
+
+def seeds_files(seeds_dir: Path | None = None) -> list[Path]:
+    """The seeds files that :func:`shipped_seeds` reads (inputs of every bundle-checking command)."""
+    roots = [seeds_dir] if seeds_dir is not None else seeds_dirs()[:1]
+    return [p for root in roots for p in sorted(root.glob("*.json"))]
+
+
+def _seeds_content(rec: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in rec.items() if k not in ("manifest", "_path")}
 
 
 def seeds_view(manifest: dict[str, Any]) -> dict[str, Any]:
