@@ -22,7 +22,14 @@ import numpy as np
 
 from seam_repro.errors import InputError
 from seam_repro.files import iter_jsonl, read_json
-from seam_repro.run.store import RunRecords, check_scores_against_run, read_run_records, scores_root
+from seam_repro.run.store import (
+    RunRecords,
+    check_scores_against_run,
+    display_name_problem,
+    read_run_records,
+    run_json_path,
+    scores_root,
+)
 
 RUN_LEVEL_TASKS = frozenset({"coreference"})
 """Tasks whose run score is computed over the whole run (micro CoNLL-F1), not averaged over instances."""
@@ -218,6 +225,9 @@ def build_model_scores(summary: Any, instances: list[InstanceScore], path: objec
             intended = {"metric": intended["metric"], "runs": _runs_map(path, intended.get("runs"), rec, "intended.runs")}
         datasets[name] = DatasetScores(name, ds["metric"], runs, fmt, tuple(items), corrected, intended)
     display = model.get("name") if isinstance(model.get("name"), str) else ""
+    problem = display_name_problem(display) if display else None
+    if problem:
+        raise InputError(path, problem, field="model.name")
     extra = {k: summary[k] for k in ("protocol", "coverage", "unscored", "predictions_digest") if k in summary}
     return ModelScores(model["id"], str(model.get("revision", "")), summary["manifest_digest"],
                        summary["prompt_digest"], datasets, source, extra=extra, unscored=unscored, name=display)
@@ -253,6 +263,10 @@ def load_run_dir(run_dir: Path, run: RunRecords | None = None) -> list[ModelScor
 def _with_display_name(ms: ModelScores, entry: Any) -> ModelScores:
     """Take the display name recorded by ``replay --name`` for this model, if any."""
     name = entry.get("name") if isinstance(entry, dict) else None
+    problem = display_name_problem(name) if isinstance(name, str) and name else None
+    if problem:
+        raise InputError(run_json_path(Path(ms.source).parent.parent), problem,
+                         field=f"models.{Path(ms.source).name}.name")
     if isinstance(name, str) and name and name != ms.model_id and not ms.name:
         return replace(ms, name=name)
     return ms

@@ -22,7 +22,14 @@ from seam_repro.generate.fingerprint import environment_fingerprint
 from seam_repro.manifest.prompts import check_prompt_records
 from seam_repro.manifest.trust import TrustedManifest
 from seam_repro.run.shard import Shard, select_shard
-from seam_repro.run.store import Key, PredictionStore, model_slug, prepare_run_dir, write_run_manifest
+from seam_repro.run.store import (
+    Key,
+    PredictionStore,
+    display_name_problem,
+    model_slug,
+    prepare_run_dir,
+    write_run_manifest,
+)
 
 
 @dataclass(frozen=True)
@@ -203,8 +210,9 @@ def replay(tm: TrustedManifest, out: Path, options: ReplayOptions) -> ReplaySumm
     from seam_repro.manifest.trust import check_rendered
 
     args = parse_model_args(options.backend, options.model_args)  # before any slow step: a typo fails in a second
-    if options.name is not None and not options.name.strip():
-        raise InputError("--name", "expected a non-empty display name")
+    problem = display_name_problem(options.name) if options.name is not None else None
+    if problem:
+        raise InputError("--name", problem)
     manifest_path = Path(tm.path)
     manifest = tm.manifest
     config = manifest.get("config") or {}

@@ -89,6 +89,26 @@ def model_slug(model_id: str) -> str:
     return model_id.replace("/", "__").replace("@", "__")
 
 
+MAX_DISPLAY_NAME = 200
+"""Longest display name accepted: a table cell and a plot label, not a paragraph."""
+
+
+def display_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a display name (``None`` when it can): it is shown in report.md's
+    tables, notes and plots, where a line break or other control character starts a new row or
+    heading. Table pipes are escaped on output (``report.md_cell``), so they are allowed."""
+    import unicodedata
+
+    if not name.strip():
+        return "expected a non-empty display name"
+    if len(name) > MAX_DISPLAY_NAME:
+        return f"expected at most {MAX_DISPLAY_NAME} characters, got {len(name)}"
+    for ch in name:
+        if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp"):
+            return f"expected printable text on one line, got the control character {ch!r}"
+    return None
+
+
 def predictions_path(run_dir: Path, model_id: str, dataset: str, run: int) -> Path:
     return predictions_root(run_dir) / model_slug(model_id) / dataset / f"run_{run}.jsonl"
 
