@@ -11,7 +11,6 @@ equivalent; the digest-upward habit follows lm-evaluation-harness (per-sample ha
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ from seam_repro.analysis.aggregate import (
     parse_instance_line,
 )
 from seam_repro.errors import InputError
-from seam_repro.files import atomic_write_text, read_json
+from seam_repro.files import atomic_write_text, owned_tempdir, read_json
 from seam_repro.hashing import sha256_json
 from seam_repro.run.store import (
     RunRecords,
@@ -102,7 +101,7 @@ def rederive(run_dir: Path, ms: ModelScores, run: RunRecords) -> dict[str, Any]:
 
     profile = (ms.extra.get("protocol") or {}).get("profile")
     src = Path(ms.source) / "instance_scores.jsonl"
-    with tempfile.TemporaryDirectory(prefix="seam-repro-submit-") as tmp:
+    with owned_tempdir("seam-repro-submit-") as tmp:
         # FIC models are tried only when the disk holds FIC scores to re-derive (never downloaded)
         fic = any(it.metric.startswith("fic") and it.score is not None
                   for ds in ms.datasets.values() for it in ds.instances)

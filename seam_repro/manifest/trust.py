@@ -224,8 +224,14 @@ def shipped_seeds(seeds_dir: Path | None = None) -> dict[str, dict[str, Any]]:
 
 def seeds_files(seeds_dir: Path | None = None) -> list[Path]:
     """The seeds files that :func:`shipped_seeds` reads (inputs of every bundle-checking command)."""
-    roots = [seeds_dir] if seeds_dir is not None else seeds_dirs()[:1]
+    roots = [seeds_dir] if seeds_dir is not None else seeds_read_dirs()
     return [p for root in roots for p in sorted(root.glob("*.json"))]
+
+
+def seeds_read_dirs() -> list[Path]:
+    """The seeds/ folder that bundle checks read (none when there is none): an input of ``report``
+    and ``diff``, guarded against their outputs."""
+    return seeds_dirs()[:1]
 
 
 def _seeds_content(rec: dict[str, Any]) -> dict[str, Any]:

@@ -59,6 +59,11 @@ def frozen_manifest_path(run_dir: Path, manifest_path: Path) -> Path:
     return Path(run_dir) / f"{Path(manifest_path).stem}.frozen.json"
 
 
+RUN_FOLDER_WRITES = ("run.json", "prompts.jsonl", "predictions", "scores")
+"""What ``replay`` (re)writes in a run folder: no input of the replay may lie there (``guard_output``).
+``manifest.json`` is written only where absent (``write_run_manifest``), so resuming from it is safe."""
+
+
 def predictions_root(run_dir: Path) -> Path:
     return Path(run_dir) / "predictions"
 

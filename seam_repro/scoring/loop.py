@@ -49,6 +49,7 @@ from seam_repro.run.store import (
     predictions_root,
     prompts_path,
     run_json_path,
+    run_manifest_path,
     scores_root,
     write_scores,
 )
@@ -472,8 +473,9 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
     run_json: dict[str, Any] = require_run_json(run_dir)
     out_root = Path(out_dir) if out_dir is not None else scores_root(run_dir)
     # Scores may go anywhere but over what is being scored.
-    guard_outputs([("--out", out_root)], inputs=[run_dir, run_json_path(run_dir), prompts_path(run_dir)],
-                  read_dirs=[predictions_root(run_dir)])
+    guard_outputs([("--out", out_root)], inputs=[run_dir, run_json_path(run_dir), prompts_path(run_dir),
+                                                 run_manifest_path(run_dir)],
+                  read_dirs=[predictions_root(run_dir)], writes=[d.name for d in model_dirs(run_dir)])
     profile = profile or run_json.get("profile") or "upstream"
     if profile not in PROFILES:
         raise InputError("--profile", f"unknown profile '{profile}'; expected one of {', '.join(PROFILES)}")
