@@ -162,7 +162,7 @@ def test_names_cannot_inject_rows_into_report_md(tmp_path: Path) -> None:
         assert {row.count("|") for row in table} == {table[0].count("|")}, table
 
 
-@pytest.mark.parametrize("name", ["two\nlines", "tab\there", "nul\x00", "sep\u2028", " ", "x" * 201])
+@pytest.mark.parametrize("name", ["two\nlines", "tab\there", "nul\x00", "sep\u2028", "rtl\u202eoverride", " ", "x" * 201])
 def test_display_names_are_checked_at_input(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     """Old main: `replay --name` took any text (a newline made rows in report.md), and so did a

@@ -108,8 +108,8 @@ def display_name_problem(name: str) -> str | None:
         return "expected a non-empty display name"
     if len(name) > MAX_DISPLAY_NAME:
         return f"expected at most {MAX_DISPLAY_NAME} characters, got {len(name)}"
-    for ch in name:
-        if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp"):
+    for ch in name:  # line breaks and other controls, and the bidi overrides that reorder a row
+        if unicodedata.category(ch) in ("Cc", "Zl", "Zp") or "\u202a" <= ch <= "\u202e" or "\u2066" <= ch <= "\u2069":
             return f"expected printable text on one line, got the control character {ch!r}"
     return None
 
