@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import hashlib
 import json
 import math
@@ -412,12 +413,106 @@ _CREATE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0
     | getattr(os, "O_BINARY", 0)
 
 
+# --- temporaries named by their owner, so a later run can clean what a killed one left ----------------
+LEGACY_TEMP_AGE_S = 24 * 3600
+"""A temporary named without its owner (written by an older kit) is removed once it is this old:
+no write of the kit keeps a temporary open for a day."""
+
+_OWNER = re.compile(r"h([0-9a-f]{6})p(\d+)-[0-9a-f]{12}")
+_LEGACY = re.compile(r"[0-9a-f]{12}|[a-z0-9_]{8}")  # the random parts older kits used (own hex, mkdtemp)
+
+
+@functools.cache
+def _host_tag() -> str:
+    """This machine, in six hex digits: a pid means something only on the host that made it."""
+    name = os.uname().nodename if hasattr(os, "uname") else os.environ.get("COMPUTERNAME", "")
+    return hashlib.sha256(name.encode("utf-8", "replace")).hexdigest()[:6]
+
+
+def owner_token() -> str:
+    """``h<host>p<pid>-<random>``: what names a temporary this process creates (see :func:`sweep_leftovers`)."""
+    return f"h{_host_tag()}p{os.getpid()}-{os.urandom(6).hex()}"
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # no permission: another user's live process
+        return True
+    return True
+
+
+def sweep_leftovers(folder: str | Path, prefix: str, suffix: str = "") -> list[str]:
+    """Remove what a killed earlier run left in ``folder``: entries named ``<prefix><token><suffix>``
+    whose token (:func:`owner_token`) names a process of this host that is gone, and entries in an
+    older kit's unowned form (``<prefix><random><suffix>``) older than ``LEGACY_TEMP_AGE_S``. A live
+    process's temporaries (this one's included) and another host's (on a shared disk: its pids mean
+    nothing here) are left alone, until the age rule. Best effort: what cannot be removed stays.
+    Returns the names removed."""
+    import time
+
+    removed: list[str] = []
+    host = _host_tag()
+    try:
+        entries = [e for e in os.scandir(folder) if e.name.startswith(prefix) and e.name.endswith(suffix)]
+    except OSError:
+        return removed
+    for entry in entries:
+        middle = entry.name[len(prefix):len(entry.name) - len(suffix)]
+        owner = _OWNER.fullmatch(middle)
+        if owner is not None and owner.group(1) == host:
+            if _pid_alive(int(owner.group(2))):
+                continue
+        elif owner is not None or _LEGACY.fullmatch(middle):
+            try:
+                if time.time() - entry.stat(follow_symlinks=False).st_mtime < LEGACY_TEMP_AGE_S:
+                    continue
+            except OSError:
+                continue
+        else:
+            continue  # not a temporary of ours
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                import shutil  # only here: every atomic write sweeps, few find a folder to remove
+
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+            removed.append(entry.name)
+        except OSError:
+            pass
+    return removed
+
+
+@contextlib.contextmanager
+def owned_tempdir(prefix: str) -> Iterator[Path]:
+    """A private folder ``$TMPDIR/<prefix><owner token>``, removed when the block ends; what a
+    killed earlier run of the same command left under that prefix is removed first."""
+    import shutil
+    import tempfile
+
+    root = Path(tempfile.gettempdir())
+    sweep_leftovers(root, prefix)
+    work = root / f"{prefix}{owner_token()}"
+    work.mkdir(mode=0o700)
+    try:
+        yield work
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def _new_sibling(p: Path) -> tuple[int, str]:
-    """Create a new private file ``.<name>.<random>.tmp`` beside ``p`` (exclusive, no symlink
+    """Create a new private file ``.<name>.<owner token>.tmp`` beside ``p`` (exclusive, no symlink
     followed, mode 0600, not inherited by child processes): what ``tempfile.mkstemp`` does, without
-    its imports (shutil with bz2 and lzma: ~4 ms of every writing command)."""
+    its imports (shutil with bz2 and lzma: ~4 ms of every writing command). What a killed earlier
+    write of ``p`` left there is removed first (:func:`sweep_leftovers`)."""
+    sweep_leftovers(p.parent, f".{p.name}.", ".tmp")
     for _ in range(100):
-        tmp = os.path.join(p.parent, f".{p.name}.{os.urandom(6).hex()}.tmp")
+        tmp = os.path.join(p.parent, f".{p.name}.{owner_token()}.tmp")
         try:
             return os.open(tmp, _CREATE_NEW, 0o600), tmp
         except FileExistsError:
@@ -503,18 +598,20 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     """Build a folder in a temporary sibling and rename it to ``path`` only when the block succeeds.
 
     ``path`` must not exist yet (refusing is safer than merging into someone's folder). A kill or an
-    error inside the block leaves no ``path`` at all, only a ``.<name>.partial-*`` sibling that the
-    next attempt ignores, so a retry is never blocked and a partial folder is never scored.
+    error inside the block leaves no ``path`` at all, only a ``.<name>.partial-<owner>`` sibling that
+    the next attempt removes (:func:`sweep_leftovers`), so a retry is never blocked and a partial
+    folder is never scored.
     """
     final = Path(path)
     if final.exists():
         raise OutputError(f"{final}: already exists; choose a new output folder")
     ensure_dir(final.parent)
     import shutil
-    import tempfile
 
+    sweep_leftovers(final.parent, f".{final.name}.partial-")
     try:
-        work = Path(tempfile.mkdtemp(prefix=f".{final.name}.partial-", dir=final.parent))
+        work = final.parent / f".{final.name}.partial-{owner_token()}"
+        work.mkdir(mode=0o700)
     except OSError as exc:
         raise OutputError(f"{final}: cannot create folder: {_os_problem(exc)}") from None
     try:
@@ -576,13 +673,19 @@ def _file_id(path: str | Path) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
-def guard_output(output: str | Path, *, inputs: Iterable[str | Path] = (),
-                 read_dirs: Iterable[str | Path] = (), option: str = "--out") -> None:
-    """Refuse an output path that resolves to one of the command's inputs, or that lies inside a
-    folder the command reads (a run folder), before anything is written.
+def guard_output(output: str | Path, *, inputs: Iterable[str | Path | None] = (),
+                 read_dirs: Iterable[str | Path | None] = (), writes: Iterable[str] = (),
+                 option: str = "--out") -> None:
+    """The one guard every writing command calls before it writes: refuse an output path that
+    resolves to one of the command's inputs, that lies inside a folder the command reads (a run
+    folder, a model folder, seeds/), or, for an output folder, whose ``writes`` (the names the
+    command writes in it; ``"."``: anything in it) would land on an input file or folder.
 
-    Symlinks and ``..`` are resolved first, so ``-o ./x/../config.json`` is caught too.
+    Symlinks and ``..`` are resolved first, so ``-o ./x/../config.json`` and an output folder whose
+    ``predictions`` is a link into a model folder are caught too. Inputs include those a command
+    finds indirectly (seeds files, a manifest's recorded data, a run's manifest copy).
     """
+    inputs, read_dirs = list(inputs), list(read_dirs)
     out = _resolved(output)
     out_id = _file_id(out)
     for item in inputs:
@@ -602,15 +705,25 @@ def guard_output(output: str | Path, *, inputs: Iterable[str | Path] = (),
         if out == root or root in out.parents:
             raise OutputError(f"{option} {output}: lies inside {folder}, which this command reads; "
                               "choose a path outside it")
+    spots = [(w, _resolved(out / w)) for w in writes]
+    for item in (*inputs, *read_dirs) if spots else ():
+        if item is None:
+            continue
+        where = _resolved(item)
+        for name, spot in spots:
+            if where == spot or spot in where.parents:
+                held = "holds" if name == "." else f"would write {name} over"
+                raise OutputError(f"{option} {output}: {held} {item}, which this command reads; "
+                                  "choose another output folder")
 
 
 def guard_outputs(outputs: Iterable[tuple[str, str | Path | None]], *, inputs: Iterable[str | Path | None] = (),
-                  read_dirs: Iterable[str | Path | None] = ()) -> None:
+                  read_dirs: Iterable[str | Path | None] = (), writes: Iterable[str] = ()) -> None:
     """:func:`guard_output` for several ``(option, path)`` outputs of one command (``None`` skipped)."""
-    inputs, read_dirs = list(inputs), list(read_dirs)
+    inputs, read_dirs, writes = list(inputs), list(read_dirs), list(writes)
     for option, path in outputs:
         if path is not None and str(path) != "-":
-            guard_output(path, inputs=inputs, read_dirs=read_dirs, option=option)
+            guard_output(path, inputs=inputs, read_dirs=read_dirs, writes=writes, option=option)
 
 
 def _type_name(t: type) -> str:

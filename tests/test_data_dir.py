@@ -151,3 +151,24 @@ def test_fetch_tries_every_source_and_names_the_offline_route(tmp_path: Path, mo
     assert "hf-scico               verified" in text  # tried after the first failure, found in DIR/SciCo/
     assert "1 source(s) failed:" in text and "first-missing: --data-dir" in text and "offline route:" in text
     assert (tmp_path / "c" / "data" / "SciCo" / "test.parquet").read_bytes() == good
+
+
+@pytest.mark.parametrize("damage", ["truncated", "no prompts list"])
+def test_check_refuses_a_prompt_file_that_is_not_whole(tmp_path: Path, damage: str) -> None:
+    """Old main: `datasets check` called a prompt file that was cut short (not JSON complete) or
+    lacked its 'prompts' list "found" and exited 0; sample and replay then failed on it."""
+    mixed_layout(tmp_path / "data")
+    prompts = tmp_path / "prompts"
+    shutil.copytree(FIX / "prompts", prompts)
+    target = prompts / load_suite("seam").spec("SciCo").prompt_file
+    text = target.read_text()
+    target.write_text(text[: len(text) // 2] if damage == "truncated" else json.dumps({"demonstrations": []}))
+    res = CliRunner().invoke(cli, ["datasets", "check", "--data-dir", str(tmp_path / "data"), "--prompts-dir",
+                                   str(prompts)], standalone_mode=False)
+    assert res.exception is None and res.return_value == 1, res.output
+    blocks = {b.split()[0]: b for b in res.output.split("\n") if b and not b.startswith(" ")}
+    assert blocks["SciCo"].endswith("MISSING") and f"prompts: {target}" not in res.output
+    bad = [line for line in res.output.splitlines() if "readable prompt file" in line]
+    assert len(bad) == 1 and str(target) in bad[0], res.output
+    assert ("not valid JSON" in bad[0]) if damage == "truncated" else ("'prompts'" in bad[0])
+    assert "5 of 6 datasets complete" in res.output

@@ -141,15 +141,17 @@ def test_split_prediction_keeps_the_whole_text() -> None:
 def test_import_refuses_prompts_that_do_not_hash_to_the_manifest(manifest, tmp_path: Path) -> None:
     """Old main: import rendered prompts from the data given and matched outputs to them without
     checking them against the manifest, so drifted data re-keyed outputs under the manifest's digest."""
+    from trust_helpers import forge
+
     from seam_repro.errors import ManifestError
-    from seam_repro.manifest.format import dump_manifest, seal
+    from seam_repro.manifest.format import dump_manifest
 
     path, records = manifest
     m = json.loads(path.read_text())
     inst = m["runs"][0]["instances"][0]
     inst["prompt_sha256"] = "0" * 64
     resealed = tmp_path / "resealed.json"
-    resealed.write_text(dump_manifest(seal(m)))
+    resealed.write_text(dump_manifest(forge(m)))
     jsonl = tmp_path / "outputs.jsonl"
     jsonl.write_text("".join(json.dumps({"dataset": r["dataset"], "run": r["run"], "instance_id": r["instance_id"],
                                          "prompt_sha256": r["prompt_sha256"], "output": "x"}) + "\n" for r in records))

@@ -179,6 +179,19 @@ def test_changed_prompt_hash_is_listed_with_a_unified_diff(sampled):
     assert "--- recorded MusiQue run 0" in output and "+++ regenerated" in output
 
 
+def test_forged_run_prompt_digest_is_reported_by_verify(sampled):
+    """Old main: verify compared only the overall prompt_digest, so a run's forged digest (resealed)
+    passed; replay now refuses such a manifest (trust.trusted) and verify lists it as drift."""
+    out, dd = sampled
+    m = json.loads(out.read_text())
+    m["runs"][1]["prompt_digest"] = "cd" * 32
+    write_manifest(seal(m), out)
+    code, output = run("verify", out, "--data-dir", dd, "--prompts-dir", FIX / "prompts")
+    assert code == 1
+    assert f"{m['runs'][1]['dataset']} run {m['runs'][1]['run']}" in output
+    assert "prompt_digest differs from its instances' prompt_sha256" in output
+
+
 def test_changed_choice_is_reported_as_drift_from_the_seed(sampled):
     out, dd = sampled
     m = json.loads(out.read_text())

@@ -94,3 +94,25 @@ def test_real_records_aliases_and_upstream_parity() -> None:
         # upstream's "'s"/"'t" quote fix breaks values starting with s/t ("the Anglican Communion"),
         # so those fall back to the raw string (same tokens, but not counted as a dict)
         assert is_dict == (not rec["answer"].startswith(("s", "t"))), rec["id"]
+
+
+def test_normalize_answer_equals_squads_per_character_form() -> None:
+    """normalize_answer drops punctuation with one str.translate; SQuAD's answer.py (which upstream's
+    MuSiQue metric copies) does it character by character. Same text on random mixes of ASCII
+    punctuation, non-ASCII punctuation (kept by both), articles and whitespace."""
+    import random
+    import re
+    import string
+
+    from seam_repro.metrics.musique import normalize_answer
+
+    def squad(s: str) -> str:
+        exclude = set(string.punctuation)
+        s = "".join(ch for ch in s.lower() if ch not in exclude)
+        return " ".join(re.sub(r"\b(a|an|the)\b", " ", s).split())
+
+    rng = random.Random(28)
+    alphabet = list(string.punctuation) + list("«»—–…¿é ÉİK\t\n") + ["the", "A", "an", " ", "x", "Paris"]
+    for _ in range(500):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        assert normalize_answer(text) == squad(text), text

@@ -141,7 +141,12 @@ def fake_stages(monkeypatch: pytest.MonkeyPatch) -> dict:
     for r in records(3):
         runs.setdefault((r["dataset"], r["run"]), []).append(
             {"id": r["instance_id"], "gen_seed": r["gen_seed"], "prompt_sha256": r["prompt_sha256"]})
-    state = {"manifest": {**MANIFEST, "runs": [{"dataset": d, "run": k, "instances": v} for (d, k), v in runs.items()]}}
+    from seam_repro.hashing import digest_of_hashes
+
+    run_list = [{"dataset": d, "run": k, "instances": v, "prompt_digest": digest_of_hashes(i["prompt_sha256"] for i in v)}
+                for (d, k), v in runs.items()]
+    every = digest_of_hashes(i["prompt_sha256"] for r in run_list for i in r["instances"])
+    state = {"manifest": {**MANIFEST, "runs": run_list, "prompt_digest": every, "sources": {"prompts": {}, "data": {}}}}
     import seam_repro.manifest.format
     import seam_repro.manifest.prompts
 

@@ -18,6 +18,7 @@ from seam_repro.analysis.reference import load_reference
 from seam_repro.analysis.report import build_report, render_markdown, surrogate_runs, write_report
 from seam_repro.analysis.submit import load_inputs, make_bundle, write_bundle
 from seam_repro.cli import main
+from seam_repro.errors import InputError
 
 FAST = AsoParams(b=200)
 
@@ -408,3 +409,66 @@ def test_other_format_versions_say_what_was_found_and_which_kit_writes_the_expec
         load_manifest(tmp_path / "m.json")
     assert (f"schema_version 3 found (written by seam-repro {manifest['provenance']['kit_version']}); "
             f"seam-repro {__version__} (this kit) reads and writes schema_version 2; a newer") in str(mexc.value)
+
+
+def _table_rows(md: str) -> list[str]:
+    return [line for line in md.splitlines() if line.startswith("|")]
+
+
+def test_names_cannot_inject_rows_into_report_md(tmp_path: Path) -> None:
+    """Old main: a model id or display name holding a newline (or a table pipe) was written into
+    report.md as is, so it added rows and cells of its own. Every input name is now one escaped cell."""
+    dirs = _three_models(tmp_path / "plain")
+    plain = _table_rows(render_markdown(build_report(load_inputs(dirs), None, FAST)))
+    forged_id = "org/low\n| 1 | forged | 99.0 ± 0.0 | 1.00 |"
+    write_scores(tmp_path / "forged", forged_id, {"MultiNews": {"metric": "rouge_geo", "instances": [
+        (r, f"i{r}", float(r), r % 2 == 0) for r in range(10)]}})
+    info = json.loads((dirs[2] / "run.json").read_text())
+    info["models"]["org__mid"]["name"] = "Mid | v2"  # a pipe is a fine name: escaped in the cell
+    (dirs[2] / "run.json").write_text(json.dumps(info))
+    rep = build_report(load_inputs([dirs[1], dirs[2], tmp_path / "forged"]), None, FAST)
+    md = render_markdown(rep)
+    rows = _table_rows(md)
+    assert len(rows) == len(plain) and not any("forged" in r and r.startswith("| 1 | forged") for r in rows)
+    assert "| 3 | org/low\\n\\| 1 \\| forged \\| 99.0 ± 0.0 \\| 1.00 \\| | 4.5 ± 2.9 |" in md
+    assert "| 2 | Mid \\| v2 | 14.5 ± 2.9 |" in md
+    tables: list[list[str]] = [[]]
+    for line in md.splitlines():  # every row of a table has as many cells as its header
+        if line.startswith("|"):
+            tables[-1].append(line.replace("\\|", ""))
+        elif tables[-1]:
+            tables.append([])
+    for table in filter(None, tables):
+        assert {row.count("|") for row in table} == {table[0].count("|")}, table
+
+
+@pytest.mark.parametrize("name", ["two\nlines", "tab\there", "nul\x00", "sep\u2028", "rtl\u202eoverride", " ", "x" * 201])
+def test_display_names_are_checked_at_input(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Old main: `replay --name` took any text (a newline made rows in report.md), and so did a
+    display name edited into run.json or summary.json. Each is one line naming where, exit 2."""
+    from trust_helpers import smoke_copy
+
+    manifest = smoke_copy(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["seam-repro", "replay", str(manifest), "--backend", "echo", "--limit", "1",
+                                      "--out", str(tmp_path / "run"), "--name", name])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and err.startswith("error: --name: expected ") and "\n" not in err, err
+    assert not (tmp_path / "run").exists()
+    (d,) = _three_models(tmp_path / "runs")[:1]
+    info = json.loads((d / "run.json").read_text())
+    info["models"]["org__low"]["name"] = name
+    (d / "run.json").write_text(json.dumps(info))
+    if name.strip():  # an empty name in run.json means "show the id", as before
+        with pytest.raises(InputError, match=r"run\.json: field 'models\.org__low\.name': expected ") as err_info:
+            load_inputs([d])
+        assert "\n" not in str(err_info.value)
+    summary = d / "scores" / "org__low" / "summary.json"
+    s = json.loads(summary.read_text())
+    s["model"]["name"] = name
+    summary.write_text(json.dumps(s))
+    if name.strip():
+        with pytest.raises(InputError, match=r"summary\.json: field 'model\.name': expected "):
+            load_inputs([d])

@@ -266,3 +266,28 @@ def test_seeds_folder_is_found_through_the_environment(bundle: dict, tmp_path: P
     ms = read_bundle(tmp_path / "b.json")
     assert ms.extra["seeds_checked"] is False
     assert any("No seeds/ folder" in n for n in build_report([ms], None, AsoParams(b=100))["notes"])
+
+
+def test_two_seeds_files_for_one_manifest_are_refused_unless_identical(bundle: dict, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Old main: two seeds files for one manifest digest were resolved by file name (the last in
+    sort order won), so a genuine bundle passed or failed depending on what the files were called."""
+    write_bundle(bundle, tmp_path / "b.json")
+    seeds = tmp_path / "seeds"
+    seeds.mkdir()
+    genuine = json.loads((REPO / "seeds" / "smoke.json").read_text())
+    other = json.loads(json.dumps(genuine))
+    other["runs"][0]["prompt_digest"] = "1" * 64
+    (seeds / "a-other.json").write_text(json.dumps(other))
+    (seeds / "z-smoke.json").write_text(json.dumps(genuine))  # sorts last: old main checked against it only
+    monkeypatch.setenv("SEAM_REPRO_SEEDS", str(seeds))
+    monkeypatch.setattr(sys, "argv", ["seam-repro", "diff", str(tmp_path / "b.json"), "--allow-protocol-mismatch"])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and len(err.splitlines()) == 1, err
+    assert err.startswith(f"error: {seeds / 'z-smoke.json'}: field 'manifest_digest'") and \
+        str(seeds / "a-other.json") in err and "one seeds file per manifest digest" in err
+    (seeds / "a-other.json").write_text(json.dumps({**genuine, "manifest": "a-other.json"}))  # a copy: fine
+    assert read_bundle(tmp_path / "b.json").extra["seeds_checked"] is True

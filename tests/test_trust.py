@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from trust_helpers import REPO, echo_runs, smoke_copy  # noqa: F401 - session fixture
+from trust_helpers import REPO, echo_runs, forge, smoke_copy  # noqa: F401 - session fixture
 
 from seam_repro.analysis.aggregate import load_run_dir
 from seam_repro.analysis.aso import AsoParams
@@ -48,7 +48,7 @@ def test_replay_refuses_a_resealed_manifest_before_loading_a_model(tmp_path: Pat
     m = json.loads(path.read_text())
     inst = m["runs"][3]["instances"][1]
     inst["prompt_sha256"] = "0" * 64
-    path.write_text(dump_manifest(seal(m)))
+    path.write_text(dump_manifest(forge(m)))
 
     import seam_repro.generate
 
@@ -66,6 +66,26 @@ def test_replay_refuses_a_resealed_manifest_before_loading_a_model(tmp_path: Pat
     assert f"{m['runs'][3]['dataset']} run {m['runs'][3]['run']} instance {inst['id']}: prompt hashes to" in msg
     assert "expects prompt_sha256 " + "0" * 64 in msg
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("where", ["top", "run"])
+def test_replay_refuses_a_resealed_manifest_with_a_forged_prompt_digest(where: str, tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Old main: a manifest whose prompt_digest (overall or per run) was replaced and the whole
+    resealed replayed, and the forged digest went on into summaries and bundles."""
+    path = smoke_copy(tmp_path)
+    m = json.loads(path.read_text())
+    if where == "top":
+        m["prompt_digest"] = "ab" * 32
+    else:
+        m["runs"][2]["prompt_digest"] = "ab" * 32
+    path.write_text(dump_manifest(seal(m)))
+    code, out = _cli(["replay", path, "--backend", "echo", "--out", tmp_path / "out", "--limit", "1"],
+                     monkeypatch, capsys)
+    field = "prompt_digest" if where == "top" else "runs/2/prompt_digest"
+    assert code == 2 and out.startswith(f"error: {path}: field '{field}': recorded {'ab' * 32} but"), out
+    assert len(out.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
 
 
 def test_replay_copies_the_manifest_and_loads_it_once(echo_runs: dict[str, Path],  # noqa: F811
@@ -158,8 +178,10 @@ def test_duplicated_or_unknown_score_lines_are_refused(echo_runs: dict[str, Path
             load_inputs([run])
         msg = str(exc.value)
         assert "\n" not in msg
-        if how == "duplicate":
-            assert "duplicate score for" in msg
+        if how == "duplicate":  # old main named the folder and called the line number "instance N"
+            key = json.loads(lines[0])
+            assert msg.startswith(f"{f}: record line {len(lines) + 1}: duplicate score for"), msg
+            assert "already scored at line 1" in msg and repr(key["instance_id"]) in msg
         else:
             assert msg.startswith(str(f)) and "instance zz is not in" in msg and "manifest.json" in msg
 

@@ -42,6 +42,16 @@ def manifest_for(prompts: list[dict[str, Any]], profile: str = "upstream", suite
     return seal(manifest)
 
 
+def forge(manifest: dict[str, Any]) -> dict[str, Any]:
+    """Reseal an edited manifest the way a careful forger would: prompt digests recomputed from the
+    edited instance hashes, then the seal (``trust.trusted`` recomputes both digests)."""
+    for run in manifest["runs"]:
+        run["prompt_digest"] = digest_of_hashes(i["prompt_sha256"] for i in run["instances"])
+    manifest["prompt_digest"] = digest_of_hashes(i["prompt_sha256"] for r in manifest["runs"]
+                                                 for i in r["instances"])
+    return seal(manifest)
+
+
 def seal_run_dir(run_dir: Path, prompts: list[dict[str, Any]], **kw: Any) -> dict[str, Any]:
     """Write RUN_DIR/manifest.json for ``prompts`` and point run.json at it; returns the manifest."""
     m = manifest_for(prompts, **kw)

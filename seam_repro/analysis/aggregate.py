@@ -27,7 +27,14 @@ import numpy as np
 
 from seam_repro.errors import InputError
 from seam_repro.files import iter_jsonl, read_json
-from seam_repro.run.store import RunRecords, check_scores_against_run, read_run_records, scores_root
+from seam_repro.run.store import (
+    RunRecords,
+    check_scores_against_run,
+    display_name_problem,
+    read_run_records,
+    run_json_path,
+    scores_root,
+)
 
 RUN_LEVEL_TASKS = frozenset({"coreference"})
 """Tasks whose run score is computed over the whole run (micro CoNLL-F1), not averaged over instances."""
@@ -45,6 +52,9 @@ class InstanceScore:
     """0-100; ``None`` when only a run-level score exists (coreference) or the scorer gave none."""
     valid_format: bool
     metric_version: str = ""
+    origin: str = field(default="", compare=False)
+    """Where the line was read (``line 7`` of instance_scores.jsonl, a bundle's
+    ``datasets.X.instances[3]``), so a refusal can point at it."""
 
 
 @dataclass(frozen=True)
@@ -129,11 +139,12 @@ def _null_runs(raw: Any) -> list[int]:
     return sorted(int(k) for k, v in raw.items() if v is None)
 
 
-def parse_instance_line(path: object, lineno: int, obj: Any) -> InstanceScore:
-    """Validate one ``instance_scores.jsonl`` record."""
+def parse_instance_line(path: object, lineno: int, obj: Any, record: str | None = None) -> InstanceScore:
+    """Validate one ``instance_scores.jsonl`` record (``record``: where it sits when it is not a
+    file line, e.g. a bundle's ``datasets.X.instances[3]``)."""
+    rec = record or f"line {lineno}"
     if not isinstance(obj, dict):
-        raise InputError(path, "expected a JSON object", f"line {lineno}")
-    rec = f"line {lineno}"
+        raise InputError(path, "expected a JSON object", rec)
     for key in ("dataset", "instance_id", "metric"):
         if not isinstance(obj.get(key), str):
             raise InputError(path, "expected a string", rec, key)
@@ -144,7 +155,7 @@ def parse_instance_line(path: object, lineno: int, obj: Any) -> InstanceScore:
         raise InputError(path, f"expected true/false, got {obj.get('valid_format')!r}", rec, "valid_format")
     score = _number(path, obj.get("score"), rec, "score", nullable=True)
     return InstanceScore(obj["dataset"], run, obj["instance_id"], obj["metric"], score,
-                         obj["valid_format"], str(obj.get("metric_version", "")))
+                         obj["valid_format"], str(obj.get("metric_version", "")), rec)
 
 
 def read_instance_scores(path: Path) -> list[InstanceScore]:
@@ -168,8 +179,10 @@ def _mean_by_run(items: Iterable[InstanceScore]) -> tuple[dict[int, float], dict
     return means, rates
 
 
-def build_model_scores(summary: Any, instances: list[InstanceScore], path: object, source: str = "") -> ModelScores:
+def build_model_scores(summary: Any, instances: list[InstanceScore], path: object, source: str = "",
+                       instances_path: object | None = None) -> ModelScores:
     """Check ``summary.json`` against the instance lines and build per-run scores.
+    ``instances_path``: the file the instance lines came from (default ``path``: a bundle holds both).
 
     Non-coreference run scores are recomputed as the mean of the run's non-null instance scores; a
     run value in ``summary.json`` that disagrees (beyond 1e-6) is an input error, because the two
@@ -186,13 +199,14 @@ def build_model_scores(summary: Any, instances: list[InstanceScore], path: objec
     if not isinstance(ds_raw, dict) or not ds_raw:
         raise InputError(path, "expected a non-empty object {dataset: {...}}", field="datasets")
     by_ds: dict[str, list[InstanceScore]] = {}
-    seen: set[tuple[str, int, str]] = set()
-    for n, it in enumerate(instances, start=1):
+    seen: dict[tuple[str, int, str], str] = {}
+    for it in instances:
         key = (it.dataset, it.run, it.instance_id)
         if key in seen:
-            raise InputError(source or path, f"duplicate score for {it.dataset} run {it.run} instance {it.instance_id} "
-                             "(expected one line per instance)", f"instance {n}")
-        seen.add(key)
+            raise InputError(instances_path or path, f"duplicate score for {it.dataset} run {it.run} instance "
+                             f"{it.instance_id!r}: key (dataset, run, instance_id) = {key!r} was already scored at "
+                             f"{seen[key]} (expected one line per instance)", it.origin or None)
+        seen[key] = it.origin or "an earlier line"
         by_ds.setdefault(it.dataset, []).append(it)
     unknown = sorted(set(by_ds) - set(ds_raw))
     if unknown:
@@ -237,6 +251,9 @@ def build_model_scores(summary: Any, instances: list[InstanceScore], path: objec
                         "runs": _runs_map(path, intended.get("runs"), rec, "intended.runs", nullable=True)}
         datasets[name] = DatasetScores(name, ds["metric"], runs, fmt, tuple(items), corrected, intended, missing)
     display = model.get("name") if isinstance(model.get("name"), str) else ""
+    problem = display_name_problem(display) if display else None
+    if problem:
+        raise InputError(path, problem, field="model.name")
     extra = {k: summary[k] for k in ("protocol", "profile", "coverage", "unscored", "predictions_digest")
              if k in summary}
     return ModelScores(model["id"], str(model.get("revision", "")), summary["manifest_digest"],
@@ -254,7 +271,7 @@ def load_scores_dir(score_dir: Path, run: RunRecords | None = None) -> ModelScor
     summary = read_json(summary_path, what="summary.json", expect=None)
     instances = read_instance_scores(inst_path)
     check_scores_against_run(score_dir, summary, instances, run or read_run_records(Path(score_dir).parent.parent))
-    return build_model_scores(summary, instances, summary_path, str(score_dir))
+    return build_model_scores(summary, instances, summary_path, str(score_dir), instances_path=inst_path)
 
 
 def load_run_dir(run_dir: Path, run: RunRecords | None = None) -> list[ModelScores]:
@@ -273,6 +290,10 @@ def load_run_dir(run_dir: Path, run: RunRecords | None = None) -> list[ModelScor
 def _with_display_name(ms: ModelScores, entry: Any) -> ModelScores:
     """Take the display name recorded by ``replay --name`` for this model, if any."""
     name = entry.get("name") if isinstance(entry, dict) else None
+    problem = display_name_problem(name) if isinstance(name, str) and name else None
+    if problem:
+        raise InputError(run_json_path(Path(ms.source).parent.parent), problem,
+                         field=f"models.{Path(ms.source).name}.name")
     if isinstance(name, str) and name and name != ms.model_id and not ms.name:
         return replace(ms, name=name)
     return ms

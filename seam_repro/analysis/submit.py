@@ -11,7 +11,6 @@ equivalent; the digest-upward habit follows lm-evaluation-harness (per-sample ha
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ from seam_repro.analysis.aggregate import (
     parse_instance_line,
 )
 from seam_repro.errors import InputError, version_mismatch
-from seam_repro.files import atomic_write_text, read_json
+from seam_repro.files import atomic_write_text, owned_tempdir, read_json
 from seam_repro.hashing import sha256_json
 from seam_repro.run.store import (
     RunRecords,
@@ -105,7 +104,7 @@ def rederive(run_dir: Path, ms: ModelScores, run: RunRecords) -> dict[str, Any]:
 
     profile = (ms.extra.get("protocol") or {}).get("profile")
     src = Path(ms.source) / "instance_scores.jsonl"
-    with tempfile.TemporaryDirectory(prefix="seam-repro-submit-") as tmp:
+    with owned_tempdir("seam-repro-submit-") as tmp:
         # FIC models are tried only when the disk holds FIC scores to re-derive (never downloaded)
         fic = any(it.metric.startswith("fic") and it.score is not None
                   for ds in ms.datasets.values() for it in ds.instances)
@@ -276,7 +275,7 @@ def parse_bundle(data: Any, path: Path) -> ModelScores:
         if not isinstance(ds, dict) or not isinstance(ds.get("instances"), list):
             raise InputError(path, "expected an 'instances' list", f"datasets.{name}", "instances")
         for i, obj in enumerate(ds["instances"]):
-            it = parse_instance_line(path, i + 1, obj)
+            it = parse_instance_line(path, i + 1, obj, f"datasets.{name}.instances[{i}]")
             if it.dataset != name:
                 raise InputError(path, f"instance of {it.dataset!r} listed under {name!r}", f"datasets.{name}.instances[{i}]",
                                  "dataset")

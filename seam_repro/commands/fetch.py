@@ -43,7 +43,7 @@ def fetch(only: str | None, data_dir: Path | None, cache: Path | None, progress:
     from seam_repro.verbosity import progress_wanted
 
     root = cache_root(cache)
-    guard_outputs([("--cache", root)], read_dirs=[data_dir])
+    guard_outputs([("--cache", root)], read_dirs=[data_dir], writes=["."])  # the cache is written throughout
     failed: list[tuple[str, str]] = []
     for src in load_lock().select(only):
         try:

@@ -131,12 +131,14 @@ def replay(manifest: Path, out: Path, model: str | None, name: str | None, backe
     from seam_repro.run.replay import ReplayOptions
     from seam_repro.run.replay import replay as run_replay
     from seam_repro.run.shard import parse_shard
-    from seam_repro.run.store import count_stored, predictions_root, run_log_path
+    from seam_repro.run.store import RUN_FOLDER_WRITES, count_stored, predictions_root, run_log_path
     from seam_repro.verbosity import run_log
 
     if q4 and q8:
         raise click.BadParameter("give at most one of --load-in-4bit / --load-in-8bit")
-    guard_outputs([("--out", out)], inputs=[manifest], read_dirs=[data_dir, prompts_dir])  # before the log lands
+    model_dir = Path(model) if model and Path(model).is_dir() else None  # a local model folder is read too
+    guard_outputs([("--out", out)], inputs=[manifest], read_dirs=[data_dir, prompts_dir, model_dir],
+                  writes=RUN_FOLDER_WRITES)  # before the log lands
     with run_log(run_log_path(out)):
         log().debug("command: seam-repro " + shlex.join(sys.argv[1:]))
         on_interrupt(lambda: f"{count_stored(out)} predictions are kept in {predictions_root(out)} "
@@ -150,6 +152,11 @@ def replay(manifest: Path, out: Path, model: str | None, name: str | None, backe
                                        echo=lambda line: say(line, err=True))
             if Path(loaded.path) != manifest:  # the frozen copy records where its data lies
                 data_dir, prompts_dir = None, None
+        if data_dir is None or prompts_dir is None:  # then the data and prompt files the manifest records are read
+            from seam_repro.manifest.prompts import recorded_inputs
+
+            guard_outputs([("--out", out)], read_dirs=recorded_inputs(loaded.manifest, Path(loaded.path).parent),
+                          writes=RUN_FOLDER_WRITES)
         options = ReplayOptions(model=model, backend=backend, name=name, model_args=model_args, dtype=dtype,
                                 quantization="4bit" if q4 else "8bit" if q8 else None, prompt_path=prompt_path,
                                 truncation=truncation, echo_delay=echo_delay,

@@ -40,11 +40,12 @@ def report(inputs: tuple[Path, ...], out_dir: Path, reference: str | None, manif
     from seam_repro.analysis.report import build_report, write_report
     from seam_repro.analysis.submit import load_inputs, resolve_manifest_digest
     from seam_repro.files import guard_outputs
+    from seam_repro.manifest.trust import seeds_read_dirs
 
     names = ("report.json", "report.md", "box_plots.png", "ar_arsd.png", "view")
-    guard_outputs([("--out", out_dir)] + [("--out", out_dir / n) for n in names],
+    guard_outputs([("--out", out_dir)],
                   inputs=[*inputs, reference if reference not in (None, "paper") else None, *_manifest_file(manifest)],
-                  read_dirs=[p for p in inputs if p.is_dir()])
+                  read_dirs=[*(p for p in inputs if p.is_dir()), *seeds_read_dirs()], writes=names)
     models = load_inputs(list(inputs), resolve_manifest_digest(manifest))
     ref = load_reference(reference) if reference else None
     rep = build_report(models, ref, AsoParams(seed=seed), deepsig=deepsig, command=_command_line())
@@ -83,9 +84,10 @@ def diff(run_dirs: tuple[Path, ...], reference: str, tolerance: str | None, as_n
     from seam_repro.analysis.reference import load_reference
     from seam_repro.analysis.submit import load_inputs
     from seam_repro.files import atomic_write_text, guard_outputs
+    from seam_repro.manifest.trust import seeds_read_dirs
 
     guard_outputs([("--json", json_out)], inputs=[*run_dirs, reference if reference != "paper" else None],
-                  read_dirs=[p for p in run_dirs if p.is_dir()])
+                  read_dirs=[*(p for p in run_dirs if p.is_dir()), *seeds_read_dirs()])  # seeds/ checks bundles
     tol = parse_tolerance(tolerance)
     models = load_inputs(list(run_dirs))
     rep = diff_models(models, load_reference(reference), tol, as_name, allow_protocol_mismatch)

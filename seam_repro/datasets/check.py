@@ -54,10 +54,17 @@ def check_data_dir(data_dir: Path, suite: str = "seam", prompts_dir: Path | None
                     res.missing.append(f"instances in split '{ds.default_split}' (it is empty)")
         if prompts_dir is not None:
             candidate = Path(prompts_dir) / ds.prompt_file
-            if candidate.is_file():
-                res.prompt_file = candidate
-            else:
+            if not candidate.is_file():
                 res.missing.append(f"prompt file {candidate}")
+            else:  # read as sample/replay will: a truncated or malformed file is not "found"
+                from seam_repro.sources.resolve import read_prompt_file
+
+                try:
+                    read_prompt_file(candidate, spec.spec(name))
+                except SeamReproError as exc:
+                    res.missing.append(f"readable prompt file: {exc}")
+                else:
+                    res.prompt_file = candidate
         out.append(res)
     return out
 

@@ -21,7 +21,7 @@ from seam_repro import __version__
 from seam_repro.config import SeamConfig, parse_config
 from seam_repro.errors import InputError, ManifestError, version_mismatch
 from seam_repro.files import atomic_write_bytes, atomic_write_text, dumps_indented, iter_jsonl, read_json
-from seam_repro.hashing import canonical_json, sha256_bytes, sha256_json
+from seam_repro.hashing import canonical_json, digest_of_hashes, sha256_bytes, sha256_json
 
 if TYPE_CHECKING:  # `prompts` reads a manifest and draws nothing: seam_repro.sample stays unloaded (~0.5 ms)
     from seam_repro.instances import Instance
@@ -181,6 +181,29 @@ def validate_manifest(manifest: Any, where: str) -> None:
             if key in seen:
                 raise ManifestError(f"{where}: duplicate instance {key} in runs")
             seen.add(key)
+
+
+def check_prompt_digests(manifest: dict[str, Any], where: str) -> None:
+    """The per-run and overall ``prompt_digest`` are digests of the instances' ``prompt_sha256``
+    (``freeze.render_manifest``); recompute them. The seal alone cannot catch a forged digest
+    sealed anew, and bundles and seeds/ carry the digest as the prompts' identity. Called by
+    ``trust.trusted`` for every consumer but ``verify``, which lists the drift instead."""
+    if not manifest["frozen"]:
+        return
+    every: list[str] = []
+    for i, run in enumerate(manifest["runs"]):
+        hashes = [rec["prompt_sha256"] for rec in run["instances"]]
+        every += hashes
+        want = digest_of_hashes(hashes)
+        if run["prompt_digest"] != want:
+            raise ManifestError(f"{where}: field 'runs/{i}/prompt_digest': recorded {run['prompt_digest']} but the "
+                                f"run's instance prompt_sha256 values digest to {want}; the manifest was forged "
+                                "or damaged (re-create it with `seam-repro freeze`)")
+    want = digest_of_hashes(every)
+    if manifest["prompt_digest"] != want:
+        raise ManifestError(f"{where}: field 'prompt_digest': recorded {manifest['prompt_digest']} but the "
+                            f"instances' prompt_sha256 values digest to {want}; the manifest was forged or damaged "
+                            "(re-create it with `seam-repro freeze`)")
 
 
 def load_manifest(path: str | Path) -> dict[str, Any]:

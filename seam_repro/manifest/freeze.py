@@ -179,8 +179,6 @@ def freeze_manifest(loaded: TrustedManifest, out: Path | None, data_dir: Any, pr
     if m["frozen"]:
         raise ManifestError(f"{manifest}: already frozen (digest {m['digest']}); nothing to do")
     out = out or manifest.with_name(manifest.stem + ".frozen.json")
-    if out.resolve() == manifest.resolve():
-        raise ManifestError(f"{manifest}: refusing to overwrite the input; pass -o OUT")
     _guard(out, store, [manifest], [data_dir, prompts_dir])
     cfg = manifest_config(m)
     return _sample(cfg, m["profile"], manifest.resolve().parent, out, data_dir, prompts_dir, store, on_note,

@@ -253,7 +253,7 @@ def records_jsonl(parts: Iterable[tuple[dict[str, Any], bytes, bytes]]) -> tuple
     return pieces, n
 
 
-def _recorded_inputs(m: dict[str, Any], base: Path) -> list[Path]:
+def recorded_inputs(m: dict[str, Any], base: Path) -> list[Path]:
     """Prompt and data files a manifest records (paths, in provenance, relative to the manifest's folder)."""
     out: list[Path] = []
     src = recorded_sources(m)
@@ -276,7 +276,7 @@ def prompts_jsonl(manifest: Path, out: Path, data_dir: Any = None, prompts_dir: 
     m = load_manifest(manifest)
     store = (m.get("provenance") or {}).get("prompt_store") or {}
     guard_outputs([("-o", out)], inputs=[manifest.parent / str(store.get("path", manifest.name)),
-                                         *_recorded_inputs(m, manifest.parent)])
+                                         *recorded_inputs(m, manifest.parent)])
     return records_jsonl(_render_parts(m, data_dir, prompts_dir, manifest))
 
 

@@ -58,13 +58,19 @@ class TrustedManifest:
         return out
 
 
-def trusted(manifest: dict[str, Any], path: str) -> TrustedManifest:
-    """Wrap an already validated manifest dict."""
+def trusted(manifest: dict[str, Any], path: str, *, check_digests: bool = True) -> TrustedManifest:
+    """Wrap an already validated manifest dict, its prompt digests recomputed from its instances
+    (``check_digests=False``: ``verify``, which reports a differing digest as drift)."""
+    from seam_repro.manifest.format import check_prompt_digests
+
+    if check_digests:
+        check_prompt_digests(manifest, path)
     expected = {(r["dataset"], r["run"], i["id"]): i for r in manifest.get("runs", []) for i in r["instances"]}
     return TrustedManifest(path, manifest, expected)
 
 
-def load_trusted(path: str | Path, *, allow_unfrozen: bool = False, purpose: str = "run") -> TrustedManifest:
+def load_trusted(path: str | Path, *, allow_unfrozen: bool = False, purpose: str = "run",
+                 check_digests: bool = True) -> TrustedManifest:
     """Read and check a manifest once; consumers pass the result along instead of re-reading.
     ``purpose`` names what an unfrozen manifest would make (a throwaway run, import, ...)."""
     from seam_repro.manifest.format import load_manifest
@@ -73,7 +79,7 @@ def load_trusted(path: str | Path, *, allow_unfrozen: bool = False, purpose: str
     if not manifest["frozen"] and not allow_unfrozen:
         raise ManifestError(f"{path}: field 'frozen': the manifest is not frozen; run `seam-repro freeze {path}` "
                             f"first or pass --allow-unfrozen for a throwaway {purpose}")
-    return trusted(manifest, str(path))
+    return trusted(manifest, str(path), check_digests=check_digests)
 
 
 def _target_hash(target: Any) -> set[str]:
@@ -208,14 +214,38 @@ def seeds_dirs() -> list[Path]:
 
 
 def shipped_seeds(seeds_dir: Path | None = None) -> dict[str, dict[str, Any]]:
-    """``seeds/<name>.json`` records by manifest digest (empty when no seeds/ folder is found)."""
+    """``seeds/<name>.json`` records by manifest digest (empty when no seeds/ folder is found).
+
+    Two files for one digest are refused unless they record the same seeds and digests (a copy
+    under another name): which one checks a bundle must never depend on how the files sort."""
     out: dict[str, dict[str, Any]] = {}
-    for root in ([seeds_dir] if seeds_dir is not None else seeds_dirs()[:1]):
-        for p in sorted(root.glob("*.json")):
-            rec = read_json(p, what="seeds file")
-            if isinstance(rec.get("manifest_digest"), str):
-                out[rec["manifest_digest"]] = {**rec, "_path": str(p)}
+    for p in seeds_files(seeds_dir):
+        rec = read_json(p, what="seeds file")
+        digest = rec.get("manifest_digest")
+        if not isinstance(digest, str):
+            continue
+        first = out.get(digest)
+        if first is not None and _seeds_content(first) != _seeds_content(rec):
+            raise InputError(p, f"records manifest {digest[:16]}… like {first['_path']} but with other seeds or "
+                             "prompt digests; keep one seeds file per manifest digest", field="manifest_digest")
+        out.setdefault(digest, {**rec, "_path": str(p)})
     return out
+
+
+def seeds_files(seeds_dir: Path | None = None) -> list[Path]:
+    """The seeds files that :func:`shipped_seeds` reads (inputs of every bundle-checking command)."""
+    roots = [seeds_dir] if seeds_dir is not None else seeds_read_dirs()
+    return [p for root in roots for p in sorted(root.glob("*.json"))]
+
+
+def seeds_read_dirs() -> list[Path]:
+    """The seeds/ folder that bundle checks read (none when there is none): an input of ``report``
+    and ``diff``, guarded against their outputs."""
+    return seeds_dirs()[:1]
+
+
+def _seeds_content(rec: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in rec.items() if k not in ("manifest", "_path")}
 
 
 def seeds_view(manifest: dict[str, Any]) -> dict[str, Any]:

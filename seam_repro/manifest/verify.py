@@ -186,6 +186,10 @@ def verify_manifest(loaded: TrustedManifest, data_dir: Any = None, prompts_dir: 
         report.mismatches.append(Mismatch(ds, run_k, iid, f"cannot be rendered: {reason}"))
     if digest_of_hashes(hashes) != manifest["prompt_digest"] and not report.mismatches:
         report.mismatches.append(Mismatch("*", -1, None, "prompt_digest differs"))
+    for run in runs:  # a run's digest covers its recorded instance hashes (compared one by one above)
+        if run["prompt_digest"] != digest_of_hashes(i["prompt_sha256"] for i in run["instances"]):
+            report.mismatches.append(Mismatch(run["dataset"], run["run"], None,
+                                              "prompt_digest differs from its instances' prompt_sha256"))
     return report
 
 

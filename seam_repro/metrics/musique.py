@@ -33,14 +33,15 @@ MAX_LITERAL_CHARS = 20_000
 MAX_NESTING = 50
 """Deeper bracket nesting is treated as unparseable (guards the parser's recursion)."""
 
-_PUNCT = frozenset(string.punctuation)
+_DROP_PUNCT = str.maketrans("", "", string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 
 
 # --- SQuAD answer normalisation (as MusiQue_metrics/answer.py) -------------------------------------
 def normalize_answer(text: str) -> str:
-    """Lower-case, drop ASCII punctuation, drop articles a/an/the, collapse whitespace."""
-    text = "".join(ch for ch in text.lower() if ch not in _PUNCT)
+    """Lower-case, drop ASCII punctuation, drop articles a/an/the, collapse whitespace. (SQuAD's
+    per-character ``''.join(ch for ch in text if ch not in exclude)``, as one ``translate``.)"""
+    text = text.lower().translate(_DROP_PUNCT)
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from seam_repro.errors import HashMismatchError, ManifestError, MissingDataError
+from seam_repro.files import owned_tempdir
 from seam_repro.manifest.trust import TrustedManifest, load_trusted
 from seam_repro.run.store import frozen_manifest_path
 from seam_repro.sources.lock import Lock, load_lock
@@ -120,7 +120,7 @@ def freeze_for_replay(manifest_path: Path, run_dir: Path, *, data_dir: Path | No
     names = [d["name"] for d in (unfrozen.get("config") or {}).get("datasets", [])]
     root = cache_root(cache)
     out = frozen_manifest_path(run_dir, manifest_path)
-    with tempfile.TemporaryDirectory(prefix="seam-repro-inputs-") as tmp:
+    with owned_tempdir("seam-repro-inputs-") as tmp:
         if data_dir is None or prompts_dir is None:
             try:
                 data_paths, prompt_paths = _fetch_needed(

@@ -23,7 +23,14 @@ from seam_repro.generate.fingerprint import environment_fingerprint
 from seam_repro.manifest.prompts import check_prompt_records
 from seam_repro.manifest.trust import TrustedManifest
 from seam_repro.run.shard import Shard, select_shard
-from seam_repro.run.store import Key, PredictionStore, model_slug, prepare_run_dir, write_run_manifest
+from seam_repro.run.store import (
+    Key,
+    PredictionStore,
+    display_name_problem,
+    model_slug,
+    prepare_run_dir,
+    write_run_manifest,
+)
 from seam_repro.verbosity import run_accepted
 
 
@@ -336,6 +343,9 @@ def replay(tm: TrustedManifest, out: Path, options: ReplayOptions) -> ReplaySumm
     from seam_repro.verbosity import log
 
     args = parse_model_args(options.backend, options.model_args)  # before any slow step: a typo fails in a second
+    problem = display_name_problem(options.name) if options.name is not None else None
+    if problem:
+        raise InputError("--name", problem)
     require_model_available(options.backend, options.model)  # offline is told in seconds, before rendering
     notes: dict[str, Any] = {}
     threads = None
@@ -348,8 +358,6 @@ def replay(tm: TrustedManifest, out: Path, options: ReplayOptions) -> ReplaySumm
                     f"core(s), {threads.load if threads.load is not None else 'unknown'} busy)")
     elif options.threads is not None:
         raise InputError("--threads", f"applies to local weights on CPU (--backend hf), not --backend {options.backend}")
-    if options.name is not None and not options.name.strip():
-        raise InputError("--name", "expected a non-empty display name")
     manifest_path = Path(tm.path)
     manifest = tm.manifest
     config = manifest.get("config") or {}

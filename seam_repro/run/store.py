@@ -64,6 +64,11 @@ def frozen_manifest_path(run_dir: Path, manifest_path: Path) -> Path:
     return Path(run_dir) / f"{Path(manifest_path).stem}.frozen.json"
 
 
+RUN_FOLDER_WRITES = ("run.json", "prompts.jsonl", "predictions", "scores")
+"""What ``replay`` (re)writes in a run folder: no input of the replay may lie there (``guard_output``).
+``manifest.json`` is written only where absent (``write_run_manifest``), so resuming from it is safe."""
+
+
 def predictions_root(run_dir: Path) -> Path:
     return Path(run_dir) / "predictions"
 
@@ -92,6 +97,26 @@ def write_scores(target: Path, lines: Iterable[dict[str, Any]], summary: dict[st
 def model_slug(model_id: str) -> str:
     """Directory name of a model: ``/`` and ``@`` become ``__``."""
     return model_id.replace("/", "__").replace("@", "__")
+
+
+MAX_DISPLAY_NAME = 200
+"""Longest display name accepted: a table cell and a plot label, not a paragraph."""
+
+
+def display_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a display name (``None`` when it can): it is shown in report.md's
+    tables, notes and plots, where a line break or other control character starts a new row or
+    heading. Table pipes are escaped on output (``report.md_cell``), so they are allowed."""
+    import unicodedata
+
+    if not name.strip():
+        return "expected a non-empty display name"
+    if len(name) > MAX_DISPLAY_NAME:
+        return f"expected at most {MAX_DISPLAY_NAME} characters, got {len(name)}"
+    for ch in name:  # line breaks and other controls, and the bidi overrides that reorder a row
+        if unicodedata.category(ch) in ("Cc", "Zl", "Zp") or "\u202a" <= ch <= "\u202e" or "\u2066" <= ch <= "\u2069":
+            return f"expected printable text on one line, got the control character {ch!r}"
+    return None
 
 
 def predictions_path(run_dir: Path, model_id: str, dataset: str, run: int) -> Path:

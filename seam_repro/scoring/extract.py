@@ -72,6 +72,25 @@ def upstream_generated_text(prompt: str, output: str, *, inst_template: bool = F
     return prompt + output
 
 
+MAX_OUTPUT_BEYOND_PROMPT = 65_536
+"""Characters of a stored output scored beyond its prompt's length; the rest is cut before
+extraction, the instance is marked ``valid_format`` false and its line says so
+(``details.output_capped``). Model output is untrusted
+and every metric's work grows with it (10 MB took minutes). A generated answer is at most
+``max_new_tokens`` tokens (500 in SEAM: ~2,500 characters, and 65,536 even if every token were 128
+characters), and an output that repeats its prompt (imports) is allowed the prompt's length on top,
+so no real output is cut."""
+
+
+def cap_output(output: str, prompt: str) -> tuple[str, dict[str, int] | None]:
+    """``output`` cut to ``len(prompt) + MAX_OUTPUT_BEYOND_PROMPT`` characters, and the record of the
+    cut (``None`` when nothing was cut)."""
+    limit = len(prompt) + MAX_OUTPUT_BEYOND_PROMPT
+    if len(output) <= limit:
+        return output, None
+    return output[:limit], {"chars": len(output), "scored_chars": limit}
+
+
 _END_OF_TURN = ("<|eot_id|>", "<|end_of_text|>", "<end_of_turn>", "<eos>", "</s>", "<|im_end|>", "<|endoftext|>")
 _LEADING_MARKERS = (ANSWER_MARKER, FIC_MARKER, ASP_MARKER, "Answer:", "**Answer**:", "**Answer:**")
 _NEXT_EXAMPLE = re.compile(

@@ -49,10 +49,11 @@ from seam_repro.run.store import (
     predictions_root,
     prompts_path,
     run_json_path,
+    run_manifest_path,
     scores_root,
     write_scores,
 )
-from seam_repro.scoring.extract import extract, extract_clean
+from seam_repro.scoring.extract import cap_output, extract, extract_clean
 from seam_repro.scoring.validity import is_valid
 
 SEAM_TASKS: tuple[str, ...] = ("coreference", "summarization", "qa", "fic")
@@ -228,6 +229,23 @@ def _extract(how: str, rec: dict[str, Any], pred: dict[str, Any], model: dict[st
     return extract_clean(pred["output"])
 
 
+def _capped(pred: dict[str, Any], rec: dict[str, Any], details: dict[str, Any]) -> dict[str, Any]:
+    """``pred`` with its output (and recorded prompt text) cut to what is scored (``cap_output``);
+    the cut is recorded in the instance line's ``details``."""
+    out, cut = cap_output(pred["output"], rec["prompt"])
+    text = pred.get("upstream_prompt_text")
+    text_cut = None
+    if isinstance(text, str):
+        text, text_cut = cap_output(text, rec["prompt"])
+    if cut is None and text_cut is None:
+        return pred
+    if cut is not None:
+        details["output_capped"] = cut
+    if text_cut is not None:
+        details["upstream_prompt_text_capped"] = text_cut
+    return {**pred, "output": out, "upstream_prompt_text": text}
+
+
 def _new_line(key: Key, profile: str, pred: dict[str, Any], decodable: bool) -> dict[str, Any]:
     line: dict[str, Any] = {"dataset": key[0], "run": key[1], "instance_id": key[2], "metric": None, "score": None,
                             "valid_format": False, "metric_version": None, "details": {"profile": profile}}
@@ -251,6 +269,7 @@ def _score_instance(key: Key, rec: dict[str, Any], pred: dict[str, Any], model: 
     primary = "upstream" if profile == "upstream" else "corrected"
     decodable = bool(pred.get("_decodable", True))
     line = _new_line(key, profile, pred, decodable)
+    pred = _capped(pred, rec, line["details"])
     names = metric_names(rec)
     responses: dict[str, str] = {}
     valid = None
@@ -281,7 +300,8 @@ def _score_instance(key: Key, rec: dict[str, Any], pred: dict[str, Any], model: 
             line["details"].update(result.details)
             valid = result.valid_format
     task = rec["task"]
-    line["valid_format"] = decodable and (is_valid(task, responses[primary]) if task in SEAM_TASKS else bool(valid))
+    line["valid_format"] = decodable and (is_valid(task, responses[primary]) if task in SEAM_TASKS else bool(valid)) \
+        and "output_capped" not in line["details"]  # cut short: its format is not the model's
     line["_resp"] = responses
     return line
 
@@ -311,7 +331,7 @@ def _score_units(parent: Key, units: list[tuple[dict[str, Any], dict[str, Any]]]
             spans: list[tuple[str, int]] = []
             valid: list[bool] = []
             for rec, pred in sorted(units, key=lambda u: u[0]["target"]["doc_index"]):
-                parsed = igcs.parse_answer(extract_clean(pred["output"]))
+                parsed = igcs.parse_answer(extract_clean(_capped(pred, rec, line["details"])["output"]))
                 spans += [(s, rec["target"]["doc_index"]) for s in parsed.spans]
                 valid.append(parsed.valid and bool(pred.get("_decodable", True)))
             result = igcs.score_instance(spans, target["references"], igcs.SourceIndex(target["documents"]))  # type: ignore[arg-type]
@@ -468,8 +488,9 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
     run_json: dict[str, Any] = require_run_json(run_dir)
     out_root = Path(out_dir) if out_dir is not None else scores_root(run_dir)
     # Scores may go anywhere but over what is being scored.
-    guard_outputs([("--out", out_root)], inputs=[run_dir, run_json_path(run_dir), prompts_path(run_dir)],
-                  read_dirs=[predictions_root(run_dir)])
+    guard_outputs([("--out", out_root)], inputs=[run_dir, run_json_path(run_dir), prompts_path(run_dir),
+                                                 run_manifest_path(run_dir)],
+                  read_dirs=[predictions_root(run_dir)], writes=[d.name for d in model_dirs(run_dir)])
     profile = profile or run_json.get("profile") or "upstream"
     if profile not in PROFILES:
         raise InputError("--profile", f"unknown profile '{profile}'; expected one of {', '.join(PROFILES)}")

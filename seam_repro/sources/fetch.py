@@ -28,7 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from seam_repro.errors import HashMismatchError, InputError, MissingDataError, SeamReproError
-from seam_repro.files import atomic_write_json, ensure_dir, read_json
+from seam_repro.files import atomic_write_json, ensure_dir, owner_token, read_json, sweep_leftovers
 from seam_repro.hashing import sha256_file
 from seam_repro.network import first_hop, hub_address, quiet_retries, unreachable_reason
 from seam_repro.sources.lock import Lock, Source, SourceFile, load_lock
@@ -95,12 +95,13 @@ def _write_state(cache: Path, name: str, obj: dict[str, Any]) -> None:
 
 # -------------------------------------------------------------------------------------- transfers
 def _temp_beside(dest: Path) -> Path:
-    import tempfile
-
+    """A new private ``.<name>.<owner>.part`` beside ``dest``, after removing what a killed earlier
+    download of ``dest`` left (``files.sweep_leftovers``)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
-    os.close(fd)
-    return Path(tmp)
+    sweep_leftovers(dest.parent, f".{dest.name}.", ".part")
+    tmp = dest.parent / f".{dest.name}.{owner_token()}.part"
+    os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    return tmp
 
 
 def _stream(url: str, tmp: Path, artifact: str, progress: bool, timeout: float) -> None:
@@ -235,7 +236,6 @@ def _unsafe_reason(info: zipfile.ZipInfo) -> str | None:
 def safe_extract(archive: Path, target: Path) -> list[str]:
     """Extract ``archive`` into ``target`` (replacing it) after checking every member name."""
     import shutil
-    import tempfile
     import zipfile
 
     try:
@@ -249,7 +249,9 @@ def safe_extract(archive: Path, target: Path) -> list[str]:
             if reason is not None:
                 raise InputError(archive, f"refusing to extract: {reason}", record=f"member {info.filename!r}")
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
+        sweep_leftovers(target.parent, f".{target.name}.")  # what a killed earlier extraction left
+        tmp = target.parent / f".{target.name}.{owner_token()}"
+        tmp.mkdir(mode=0o700)
         try:
             names = []
             for info in infos:
