@@ -40,6 +40,8 @@ SKIPPED: dict[str, str] = {
     "seam-repro replay paper.frozen.json --model meta-llama/Meta-Llama-3-8B-Instruct --prompt-path upstream "
     "--out runs/l3-8b": "needs paper.frozen.json (network) and an 8B Hub model (network, a GPU)",
     "seam-repro diff runs/l3-8b --reference paper": "needs runs/l3-8b from the 8B replay above",
+    "seam-repro view runs/l3-8b runs/mistral other.bundle.json --reference paper --out site/":
+        "needs the 8B and Mistral runs above (network, a GPU); the browser test builds a site from an echo run",
     "seam-repro replay manifests/smoke.json --model ./checkpoints/run7 --name \"Run 7 (ours)\" --out runs/run7":
         "needs a local model checkpoint (local folders: tests/test_local_model.py)",
     "seam-repro replay paper.frozen.json --model ./checkpoints/run7 --name \"Run 7 (ours)\" --model-args "
