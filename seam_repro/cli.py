@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "report": "seam_repro.commands.report:report",
     "diff": "seam_repro.commands.report:diff",
     "submit": "seam_repro.commands.report:submit",
+    "sensitivity": "seam_repro.commands.sensitivity:sensitivity",
 }
 
 EPILOG = """\b
