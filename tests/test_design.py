@@ -162,3 +162,27 @@ def test_design_manifest_is_sealed_reproducible_and_verifies(tmp_path: Path) -> 
     (tmp_path / "edited.json").write_text(json.dumps(edited))
     res = CliRunner().invoke(cli, ["verify", str(tmp_path / "edited.json")])
     assert res.exit_code != 0 and "edited after it was sealed" in str(res.exception)
+
+
+def test_instances_a_redrawn_selection_brings_in_get_mention_ids_from_their_own_seed() -> None:
+    from seam_repro.instances import Mention
+
+    def row(rid: int) -> Instance:
+        return Instance("SciCo", "test", str(rid), rid, (), paragraphs=(("w",), ("w",)), paragraph_doc_ids=(0, 1),
+                        mentions=tuple(Mention(0, paragraph=0, start=0, end=0) for _ in range(3)))
+
+    data = {"SciCo": LoadedDataset("SciCo", {"test": [row(i) for i in range(6)]})}
+    raw = {"random_seed": 7, "num_different_runs": 4, "num_demonstrations": 2, "max_num_samples": 2,
+           "design": {"kind": "one-factor", "factors": ["instance_selection"]},
+           "datasets": [{"name": "SciCo", "split_name": "test"}]}
+    runs = draw_all(parse_config(raw, "seam-repro-1"), "seam-repro-1", data, {"SciCo": _prompts()})
+    base = runs[0]
+    assert any(iid not in base.mention_ids for c in runs for iid in c.instance_ids)
+    for c in runs:
+        assert set(c.mention_ids) == set(c.instance_ids)
+        for iid, ids in c.mention_ids.items():
+            if iid in base.mention_ids:
+                assert ids == base.mention_ids[iid]
+            else:
+                rng = random.Random(_seed("design", 7, "SciCo", "mention_ids", iid))
+                assert ids == tuple(rng.sample(range(1, 100), k=3))

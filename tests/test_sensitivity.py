@@ -156,7 +156,7 @@ def test_end_to_end_one_factor_and_noise_designs_on_the_smoke_fixtures(tmp_path:
     iid = _sample_replay_score(tmp_path, None, "iid")
     out = tmp_path / "report"
     res = CliRunner().invoke(cli, ["sensitivity", str(para), str(noise), str(iid), "--out", str(out),
-                                   "--bootstrap", "20"])
+                                   "--bootstrap", "10"])
     assert res.exit_code == 0, (res.output, res.exception)
     result = json.loads((out / "sensitivity.json").read_text())
     assert {p.name for p in out.iterdir()} == {"sensitivity.md", "sensitivity.json", "variance_shares.png",
