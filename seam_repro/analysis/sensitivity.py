@@ -507,7 +507,7 @@ def plot_shares(result: Mapping[str, Any], out: Any) -> None:
             for e in result["designs"] for ds, cells in e["attribution"].items()
             for m, cell in cells.items() if "share" in cell]
     comps = sorted({c for _, s in bars for c in s}, key=lambda c: (c == RESIDUAL, c != INSTANCE, c))
-    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.45 * max(len(bars), 1)))
+    fig, ax = plt.subplots(figsize=(11, 1.6 + 0.45 * max(len(bars), 1)))
     cmap = plt.get_cmap("tab10")
     for y, (_, share) in enumerate(bars):
         left = 0.0
@@ -519,7 +519,7 @@ def plot_shares(result: Mapping[str, Any], out: Any) -> None:
     ax.set_xlabel("share of score variance")
     ax.invert_yaxis()
     if bars:
-        ax.legend(fontsize=8, loc="lower right")
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     else:
         ax.text(0.5, 0.5, "no per-instance scores to attribute", ha="center", transform=ax.transAxes)
     fig.tight_layout()
