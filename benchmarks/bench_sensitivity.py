@@ -78,10 +78,10 @@ def main() -> None:
     dt = time.perf_counter() - t0
     print(f"{args.studies} studies x {args.boot} bootstrap fits, {args.instances} instances x {args.runs} runs: "
           f"{dt:.0f} s ({dt / args.studies:.2f} s per study)")
-    print("component  planted  coverage(95%): percentile (reported)  basic  logit  mean share  (MC s.e.)")
+    print("component  planted  coverage(95%): percentile  basic  logit (reported)  mean share  (MC s.e.)")
     for k, r in out.items():
-        print(f"{k:<10} {r['planted']:>7.2f}  {r['coverage_percentile']:>36.3f}  {r['coverage_basic']:>5.3f}  "
-              f"{r['coverage_logit']:>5.3f}  {r['mean_share']:>10.3f}  ({r['mc_se']:.3f})")
+        print(f"{k:<10} {r['planted']:>7.2f}  {r['coverage_percentile']:>25.3f}  {r['coverage_basic']:>5.3f}  "
+              f"{r['coverage_logit']:>16.3f}  {r['mean_share']:>10.3f}  ({r['mc_se']:.3f})")
 
 
 if __name__ == "__main__":
