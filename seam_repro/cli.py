@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "diff": "seam_repro.commands.report:diff",
     "submit": "seam_repro.commands.report:submit",
     "view": "seam_repro.commands.view:view",
+    "sensitivity": "seam_repro.commands.sensitivity:sensitivity",
 }
 
 EPILOG = """\b

@@ -15,6 +15,7 @@ import math
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from seam_repro.design import design_json, parse_design
 from seam_repro.errors import InputError
 from seam_repro.files import read_json
 from seam_repro.specs import load_suite
@@ -114,8 +115,12 @@ class SeamConfig(NamedTuple):
     models: tuple[str, ...] = ()
     suite: str = "seam"
     """The suite declaring the datasets (``data/suites/<suite>.json``)."""
+    design: tuple[str, ...] | None = None
+    """Factors a controlled design redraws (``seam_repro.design``); None = SEAM's i.i.d. runs."""
 
     def as_json(self) -> dict[str, Any]:
+        # An i.i.d. config writes no "design" key, so every manifest frozen before designs keeps its digest.
+        extra = {} if self.design is None else {"design": design_json(self.design)}
         return {
             "random_seed": self.random_seed,
             "num_different_runs": self.num_runs,
@@ -131,6 +136,7 @@ class SeamConfig(NamedTuple):
             "generation": self.generation,
             "models": list(self.models),
             "suite": self.suite,
+            **extra,
         }
 
 
@@ -242,8 +248,9 @@ def parse_config(raw: dict[str, Any], profile: str, where: str = "config") -> Se
     models = raw.get("models", [])
     if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
         raise InputError(where, "expected a list of model ids", field="models")
+    design = parse_design(raw.get("design"), where, runs)
     return SeamConfig(seed, runs, demos, cap, key, tuple(notes), tuple(datasets), generation, tuple(models),
-                      suite.name)
+                      suite.name, design)
 
 
 def read_config(path: str | Path, profile: str) -> SeamConfig:

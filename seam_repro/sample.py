@@ -232,7 +232,10 @@ def _choices(name: str, run: int, split: str, prompt: _PromptDraw, max_docs: int
 
 def draw_all(cfg: SeamConfig, profile: str, data: dict[str, LoadedDataset],
              prompt_files: dict[str, dict[str, Any]], rng: random.Random | None = None) -> list[RunChoices]:
-    """Choices of every (dataset, run) in config order. ``rng`` may be injected (tests record calls)."""
+    """Choices of every (dataset, run) in config order. ``rng`` may be injected (tests record calls).
+    A config naming a controlled design draws through ``seam_repro.design``."""
+    if cfg.design is not None:
+        return draw_design(cfg, profile, data, prompt_files, rng)
     suite = load_suite(cfg.suite)
     for entry in cfg.datasets:
         check_split_not_empty(data[entry.name], entry.split)
@@ -258,3 +261,89 @@ def check_split_not_empty(data: LoadedDataset, split: str) -> None:
         files = ", ".join(sorted(data.files)) or "no files"
         raise InputError(data.name, f"split '{split}' has no instances (read {files}); expected at least one",
                          field="split_name")
+
+
+def _design_lacks(factor: str, base: RunChoices, cfg: SeamConfig, data: LoadedDataset, n_prompts: int,
+           n_pool: int) -> str | None:
+    """Why ``factor`` cannot vary on this dataset (None when it can)."""
+    if factor == "paraphrase" and n_prompts < 2:
+        return f"the prompt file has {n_prompts} paraphrase"
+    if factor == "document_order" and base.max_num_docs < 2:
+        return f"prompts have {base.max_num_docs} document slot"
+    if factor == "instance_selection":
+        n = len(_groups(list(data.split(base.split))))
+        if cfg.max_instances == -1 or n <= cfg.max_instances:
+            return f"every one of the {n} instances is evaluated (max_num_samples is -1 or >= {n})"
+    if factor == "few_shot_examples" and (cfg.num_demos == 0 or n_pool <= cfg.num_demos):
+        return f"{cfg.num_demos} demonstrations are taken from a pool of {n_pool}"
+    if factor == "few_shot_order" and cfg.num_demos < 2:
+        return f"{cfg.num_demos} demonstration(s) have one order"
+    if factor == "generation_seed" and not cfg.generation.get("do_sample", True):
+        return "generation.do_sample is false, so the seed changes no output"
+    return None
+
+
+def _design_demos(base: tuple[int, ...], n_pool: int, cfg: SeamConfig, name: str, run: int,
+           factors: tuple[str, ...]) -> tuple[int, ...]:
+    demos = list(base)
+    if "few_shot_examples" in factors:
+        rank = sorted(range(len(demos)), key=lambda j: demos[j])  # rank[k]: slot of the k-th smallest
+        new = sorted(_generator(derive_seed("design", cfg.random_seed, name, "few_shot_examples", run))
+                     .sample(range(n_pool), k=len(demos)))
+        for k, slot in enumerate(rank):
+            demos[slot] = new[k]
+    if "few_shot_order" in factors:
+        perm = _generator(derive_seed("design", cfg.random_seed, name, "few_shot_order", run)) \
+            .sample(range(len(demos)), k=len(demos))
+        demos = [demos[j] for j in perm]
+    return tuple(demos)
+
+
+def draw_design(cfg: SeamConfig, profile: str, data: dict[str, LoadedDataset],
+                prompt_files: dict[str, dict[str, Any]], rng: random.Random | None = None) -> list[RunChoices]:
+    """Choices of every (dataset, run) of ``cfg``'s controlled design (``seam_repro.design`` says how
+    the base draw is made and from which seeds each named factor is redrawn)."""
+    factors = cfg.design or ()
+    iid = draw_all(cfg._replace(design=None), profile, data, prompt_files, rng)
+    suite = load_suite(cfg.suite)
+    out: list[RunChoices] = []
+    for entry in cfg.datasets:
+        name, spec = entry.name, suite.spec(entry.name)
+        base = next(c for c in iid if c.dataset == name and c.run == 0)
+        n_prompts = len(prompt_files[name].get("prompts", []))
+        n_pool = len(prompt_files[name].get(spec.sampling.demo_key, []))
+        for factor in factors:
+            why = _design_lacks(factor, base, cfg, data[name], n_prompts, n_pool)
+            if why is not None:
+                raise InputError(name, f"design factor '{factor}' cannot vary on this dataset: {why}",
+                                 field="design.factors")
+        insts = {i.instance_id: i for i in data[name].split(base.split)}
+        for run in range(cfg.num_runs):
+            if run == 0:
+                out.append(base)
+                continue
+
+            def gen(factor: str, run: int = run, name: str = name) -> Any:
+                return _generator(derive_seed("design", cfg.random_seed, name, factor, run))
+
+            paraphrase = gen("paraphrase").choice(range(n_prompts)) if "paraphrase" in factors \
+                else base.paraphrase_index
+            order = tuple(gen("document_order").sample(range(base.max_num_docs), k=base.max_num_docs)) \
+                if "document_order" in factors else base.doc_order
+            ids = base.instance_ids
+            if "instance_selection" in factors:
+                chosen = _subsample(gen("instance_selection"), {base.split: list(insts.values())},
+                                    cfg.max_instances, base.split)
+                ids = tuple(i.instance_id for i in chosen)
+            mentions = {}
+            if spec.sampling.mention_population is not None:
+                for iid in ids:
+                    mentions[iid] = base.mention_ids[iid] if iid in base.mention_ids else _mention_ids(
+                        _generator(derive_seed("design", cfg.random_seed, name, "mention_ids", iid)),
+                        spec.sampling, insts[iid], corrected=profile != "upstream")
+            seed_run = run if "generation_seed" in factors else 0
+            out.append(base._replace(
+                run=run, paraphrase_index=paraphrase, doc_order=order, instance_ids=ids, mention_ids=mentions,
+                demo_indices=_design_demos(base.demo_indices, n_pool, cfg, name, run, factors),
+                gen_seeds=derive_seeds(("generate", cfg.random_seed, name, seed_run), ids)))
+    return out

@@ -19,7 +19,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("seam_repro", "seam_repro.errors", "seam_repro.hashing", "seam_repro.files",
                     "seam_repro.network", "seam_repro.instances", "seam_repro.verbosity")),
     ("specs", ("seam_repro.specs",)),
-    ("config", ("seam_repro.config",)),
+    ("config", ("seam_repro.config", "seam_repro.design")),
     ("sources", ("seam_repro.sources", "seam_repro.datasets")),
     ("sample", ("seam_repro.sample",)),
     ("render", ("seam_repro.render",)),

@@ -40,6 +40,9 @@ SKIPPED: dict[str, str] = {
     "seam-repro replay paper.frozen.json --model meta-llama/Meta-Llama-3-8B-Instruct --prompt-path upstream "
     "--out runs/l3-8b": "needs paper.frozen.json (network) and an 8B Hub model (network, a GPU)",
     "seam-repro diff runs/l3-8b --reference paper": "needs runs/l3-8b from the 8B replay above",
+    "seam-repro sensitivity runs/noise runs/iid --out report-noise/ --bootstrap 100":
+        "needs runs of the decoding-noise and i.i.d. configs the comment above describes; "
+        "tests/test_sensitivity.py samples, replays and attributes both end to end",
     "seam-repro view runs/l3-8b runs/mistral other.bundle.json --reference paper --out site/":
         "needs the 8B and Mistral runs above (network, a GPU); the browser test builds a site from an echo run",
     "seam-repro replay manifests/smoke.json --model ./checkpoints/run7 --name \"Run 7 (ours)\" --out runs/run7":
@@ -102,6 +105,10 @@ STAND_INS: dict[str, tuple[str, str]] = {
     "seam-repro replay manifests/igcs-mini.json --out runs/igcs":
         ("an embedded-model replay (.ci/run stage 3 runs it with --limit 1); the echo backend here",
          "seam-repro replay manifests/igcs-mini.json --out runs/igcs --backend echo"),
+    "seam-repro replay para.json --out runs/para-emb":
+        ("an embedded-model replay of 36 prompts (minutes on CPU); a second echo model gives the sensitivity "
+         "command after it a two-model run folder",
+         "seam-repro replay para.json --out runs/para-emb --backend echo --name echo-b"),
 }
 """README command -> (why it is not run as written, the command run in its place)."""
 

@@ -48,6 +48,13 @@ def sample(config: Path, out: Path, profile: str, data_dir, prompts_dir, store_p
     Examples:
       seam-repro sample generate.json -o paper.json --data-dir ~/seam-data
       seam-repro sample my.json -o my.json --profile seam-repro-1 --prompts-dir prompts/
+      seam-repro sample manifests/smoke-paraphrase.config.json -o para.json \\
+          --prompts-dir manifests/fixtures/prompts   # one-factor design (config key "design")
+
+    A config's "design" fixes every choice at run 0's draw and redraws only the named factors:
+    {"kind": "one-factor", "factors": ["paraphrase"]} or "decoding-noise" (only generation seeds).
+    Factors: paraphrase, document_order, instance_selection, few_shot_examples, few_shot_order,
+    generation_seed.
     """
     from seam_repro.manifest.freeze import sample_manifest
 

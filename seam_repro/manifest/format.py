@@ -241,6 +241,8 @@ def manifest_config(manifest: dict[str, Any], where: str = "manifest config") ->
     }
     if c["max_instances_key"]:
         raw[c["max_instances_key"]] = c["max_instances"]
+    if "design" in c:
+        raw["design"] = c["design"]
     cfg = parse_config(raw, manifest["profile"], where=f"{where}: config" if where != "manifest config" else where)
     return cfg
 
