@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate
 from json.encoder import encode_basestring
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from seam_repro.errors import InputError, SeamReproError
 from seam_repro.hashing import read_bytes_hashed, remember_sha256
@@ -468,6 +468,36 @@ def atomic_write_bytes(path: str | Path, data: bytes | Sequence[bytes]) -> None:
         raise OutputError(f"{p}: cannot write: {_os_problem(exc)}; nothing was changed") from None
     finally:
         if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def atomic_writer(path: str | Path) -> Iterator[BinaryIO]:
+    """A binary file to write ``path``'s next content into, line by line (content too large to hold):
+    a temporary sibling, fsynced and renamed to ``path`` when the block succeeds, removed when it
+    raises, so ``path`` is either old or new, whole. An OSError inside the block is reported as a
+    failure to write ``path``."""
+    p = Path(path)
+    ensure_dir(p.parent)
+    try:
+        fd, tmp = _new_sibling(p)
+    except OSError as exc:
+        raise OutputError(f"{p}: cannot write: {_os_problem(exc)}; nothing was changed") from None
+    done = False
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fd, _file_mode(p))
+            yield fh
+            fh.flush()
+            os.fsync(fd)
+        os.replace(tmp, p)
+        done = True
+        _fsync_dir(p.parent)
+    except OSError as exc:
+        raise OutputError(f"{p}: cannot write: {_os_problem(exc)}; nothing was changed") from None
+    finally:
+        if not done:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
 

@@ -126,7 +126,7 @@ def score_and_tabulate(run_dir: Path, fic: bool, fic_download: bool) -> tuple[li
     from seam_repro.analysis.report import build_report, render_markdown
     from seam_repro.scoring.loop import score_run_dir
 
-    paths = score_run_dir(run_dir, fic=fic, fic_download=fic_download)
+    paths = score_run_dir(run_dir, fic=fic, fic_download=fic_download, progress=True)
     try:
         return paths, render_markdown(build_report(load_run_dir(run_dir)))
     except SeamReproError as exc:

@@ -146,13 +146,11 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
     todo = [b for b in batches if any(keys[j] not in store.done for j in b)]
     summary = ReplaySummary(Path(run_dir), model_slug(backend.model_id), len(mine),
                             sum(k in store.done for k in keys), repaired=store.repaired)
-    from tqdm import tqdm
+    from seam_repro.run.progress import close_bar, progress_bar
 
-    # smoothing=0: the ETA is the average rate since this session started (not a jumpy moving
-    # average), and instances already stored before a resume do not count towards it.
-    bar = tqdm(total=len(mine), initial=summary.already_done, disable=not progress, unit="inst",
-               desc=f"{backend.name}:{summary.model_slug}", file=sys.stderr, smoothing=0,
-               bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]")
+    # instances already stored before a resume do not count towards the rate (and so the ETA)
+    bar = progress_bar(len(mine), f"{backend.name}:{summary.model_slug}", "inst", progress,
+                       initial=summary.already_done)
     for path, dropped in store.repaired:
         bar.write(f"resume: dropped a torn last line ({dropped} bytes) of {path}")
     if first_batch_size not in (None, batch_size) and summary.already_done:
@@ -180,12 +178,7 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
             bar.update(written)  # one refresh per batch: each state is printed once
     finally:
         store.close()
-        if not getattr(sys.stderr, "isatty", lambda: False)():
-            # In a log file tqdm's close() would print the last state a second time.
-            bar.disable = True
-            if progress:
-                sys.stderr.write("\n")
-        bar.close()
+        close_bar(bar, progress)
         close = getattr(backend, "close", None)
         if callable(close):
             close()

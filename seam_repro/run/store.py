@@ -74,14 +74,39 @@ def model_dirs(run_dir: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
 
 
-def write_scores(target: Path, lines: Iterable[dict[str, Any]], summary: dict[str, Any]) -> Path:
-    """One model's scores folder (``scores/<model_slug>/`` or under ``score --out``):
-    ``instance_scores.jsonl`` then ``summary.json``, each written atomically; returns the summary path."""
-    files.ensure_dir(target)
-    body = "".join(json.dumps(ln, ensure_ascii=False, allow_nan=False) + "\n" for ln in lines)
-    files.atomic_write_bytes(target / "instance_scores.jsonl", body.encode("utf-8"))
-    files.atomic_write_bytes(target / "summary.json", files.dumps_json(summary, indent=1).encode("utf-8"))
-    return target / "summary.json"
+class ScoresWriter:
+    """One model's scores folder (``scores/<model_slug>/`` or under ``score --out``), written while
+    scoring goes: ``instance_scores.jsonl`` and ``samples.jsonl`` line by line into temporary
+    siblings, renamed in place when the block succeeds, then ``summary.json`` (set ``summary``
+    inside the block). An error inside the block leaves the folder as it was."""
+
+    def __init__(self, target: Path):
+        self.target = Path(target)
+        self.summary: dict[str, Any] | None = None
+        self._stack = contextlib.ExitStack()
+
+    def __enter__(self) -> ScoresWriter:
+        with contextlib.ExitStack() as stack:
+            self._lines = stack.enter_context(files.atomic_writer(self.target / "instance_scores.jsonl"))
+            self._samples = stack.enter_context(files.atomic_writer(self.target / "samples.jsonl"))
+            self._stack = stack.pop_all()
+        return self
+
+    def write(self, line: dict[str, Any], sample: dict[str, Any]) -> None:
+        for fh, obj in ((self._lines, line), (self._samples, sample)):
+            fh.write((json.dumps(obj, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8"))
+
+    def __exit__(self, *exc: Any) -> None:
+        if exc[0] is None and self.summary is None:
+            self._stack.__exit__(RuntimeError, RuntimeError("no summary"), None)
+            raise RuntimeError("ScoresWriter: summary not set")
+        self._stack.__exit__(*exc)
+        if exc[0] is None:
+            files.atomic_write_bytes(self.target / "summary.json", files.dumps_json(self.summary, indent=1).encode("utf-8"))
+
+    @property
+    def summary_path(self) -> Path:
+        return self.target / "summary.json"
 
 
 def model_slug(model_id: str) -> str:
@@ -472,14 +497,17 @@ class Coverage:
         return fields
 
 
-def check_run_prompts(run_dir: Path, prompts: dict[Key, dict[str, Any]], run_json: dict[str, Any]) -> Coverage:
-    """Check every prompt record and gold target of ``RUN_DIR/prompts.jsonl`` against the manifest
-    the run was replayed from (``score``); refuse the first that differs."""
+def check_run_prompts(run_dir: Path, prompts: Iterable[tuple[Key, dict[str, Any]]], run_json: dict[str, Any]) -> Coverage:
+    """Check every prompt record and gold target of ``RUN_DIR/prompts.jsonl`` (``(key, record)``
+    pairs, read as they come) against the manifest the run was replayed from (``score``); refuse
+    the first that differs."""
     tm = load_run_manifest(run_dir, run_json)
     where = prompts_path(run_dir)
     metrics: dict[str, str] = {}
     tasks: dict[str, str] = {}
-    for n, (key, rec) in enumerate(prompts.items(), start=1):
+    present: dict[Key, None] = {}
+    for n, (key, rec) in enumerate(prompts, start=1):
+        present[key] = None
         if tm.frozen:
             problem = record_problems(tm, rec)
             if problem is None and "target" not in rec:
@@ -490,9 +518,9 @@ def check_run_prompts(run_dir: Path, prompts: dict[Key, dict[str, Any]], run_jso
             metrics.setdefault(key[0], rec["metric"])
         tasks.setdefault(key[0], rec.get("task"))
     if not tm.frozen:  # an --allow-unfrozen run: the prompts it holds are all there is to expect
-        tm = TrustedManifest(tm.path, tm.manifest, {k: {} for k in prompts})
+        tm = TrustedManifest(tm.path, tm.manifest, {k: {} for k in present})
     _fill_metrics(tm, metrics, tasks)
-    return Coverage(tm, run_json, set(prompts), metrics, tasks)
+    return Coverage(tm, run_json, set(present), metrics, tasks)
 
 
 def _fill_metrics(tm: TrustedManifest, metrics: dict[str, str], tasks: dict[str, str]) -> None:
