@@ -173,6 +173,7 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
                     summary.truncated.append(req.key)
                     bar.write(f"warning: {req.key}: prompt of {res.n_prompt_tokens_full} tokens exceeds the "
                               f"context budget; truncated to {res.n_prompt_tokens} ({generation.get('truncation')})")
+            store.sync()  # once per batch: a machine crash loses at most this batch, never an earlier one
             summary.seconds = time.perf_counter() - start
             bar.set_postfix_str(f"{summary.tokens_per_second:.1f} tok/s", refresh=False)
             bar.update(written)  # one refresh per batch: each state is printed once
