@@ -87,6 +87,25 @@ def test_concurrency_is_bounded() -> None:
     assert 1 < srv.max_in_flight <= 3
 
 
+def test_one_thread_pool_serves_every_batch() -> None:
+    """Threads are started once per run, not per batch (a pause between batches the server sees)."""
+    import threading
+
+    with FakeServer() as srv:
+        b = backend(srv, concurrency=3)
+        real, names = b._request, set()
+
+        def named(*a: object) -> object:
+            names.add(threading.current_thread().name)
+            return real(*a)
+
+        b._request = named  # type: ignore[method-assign]
+        for _ in range(4):
+            b.generate(reqs(3), GenerationSettings())
+        b.close()
+    assert 1 < len(names) <= 3 and len({n.rsplit("_", 1)[0] for n in names}) == 1
+
+
 def test_retry_after_header_and_bad_values() -> None:
     assert _retry_after("2") == 2.0 and _retry_after("9999") == 60.0
     assert _retry_after(None) is None and _retry_after("Wed, 21 Oct 2015 07:28:00 GMT") is None

@@ -71,6 +71,7 @@ class OpenAIBackend:
     retries: int = field(default=0, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _stop: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
+    _pool: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         import httpx
@@ -195,7 +196,9 @@ class OpenAIBackend:
         """All requests of the batch, ``concurrency`` at a time; results in request order."""
         if len(requests) <= 1 or self.concurrency == 1:
             return [self._request(r, settings) for r in requests]
-        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests)))
+        if self._pool is None:  # one pool for the whole run: no thread start-up between batches
+            self._pool = ThreadPoolExecutor(max_workers=self.concurrency)
+        pool = self._pool
         try:
             futures = [pool.submit(self._request, r, settings) for r in requests]
             # the first failure, whichever request it is, ends the wait (waiting in request order
@@ -210,11 +213,12 @@ class OpenAIBackend:
             # instead of waiting up to `timeout` for each of them
             self._stop.set()
             self._client.close()
-            raise
-        finally:
             pool.shutdown(wait=False, cancel_futures=True)
+            raise
 
     def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
         self._client.close()
 
 
