@@ -11,7 +11,10 @@ offline machine fails in seconds with one line, not after the client's retry loo
 from __future__ import annotations
 
 import os
+import socket
 import sys
+from pathlib import Path
+from urllib.parse import urlsplit
 
 from seam_repro.errors import InputError
 
@@ -36,8 +39,6 @@ def network_wanted(args: list[str]) -> bool:
     if command == "fetch" or "--fic-download" in args:
         return True
     if command == "replay":
-        from pathlib import Path  # every start-up asks; only replay needs a path (keeps --version light)
-
         model = _option_value(args, "--model")
         backend = _option_value(args, "--backend") or "hf"
         return model is not None and backend != "echo" and not Path(model.split("@")[0]).is_dir()
@@ -61,8 +62,6 @@ def apply_policy(args: list[str]) -> bool:
 
 def _hub_address() -> tuple[str, int]:
     """Host and port a Hub request would first connect to (the HTTPS proxy when one is set)."""
-    from urllib.parse import urlsplit  # only a Hub probe needs it; every command imports this module
-
     proxy = os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy")
     url = urlsplit(proxy or os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
     return url.hostname or "huggingface.co", url.port or (443 if url.scheme == "https" else 80)
@@ -70,8 +69,6 @@ def _hub_address() -> tuple[str, int]:
 
 def hub_unreachable_reason(timeout: float = PROBE_TIMEOUT_S) -> str | None:
     """None when a TCP connection to the Hub (or proxy) opens within ``timeout``; else why not."""
-    import socket  # ~3 ms of imports (selectors, array) that only a Hub probe needs
-
     host, port = _hub_address()
     try:
         with socket.create_connection((host, port), timeout=timeout):
@@ -92,8 +89,6 @@ def is_cached(model_id: str, revision: str | None) -> bool:
 
 def require_hub_or_cache(model_id: str, revision: str | None) -> None:
     """Fail fast, in one line, when a Hub model is neither cached nor reachable (offline machine)."""
-    from pathlib import Path
-
     if Path(model_id).is_dir() or is_cached(model_id, revision):
         return
     if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):

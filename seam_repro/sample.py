@@ -24,16 +24,14 @@ true document count, so adding a dataset or a training row changes nothing else.
 from __future__ import annotations
 
 import hashlib
+import random
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from seam_repro.config import SeamConfig
 from seam_repro.errors import InputError
 from seam_repro.instances import Instance, LoadedDataset
 from seam_repro.specs import DatasetSpec, SamplingPlan, load_suite
-
-if TYPE_CHECKING:
-    import random
 
 
 def _seed_of(joined: str) -> int:
@@ -54,10 +52,7 @@ def derive_seeds(parts: Sequence[object], lasts: Sequence[str]) -> dict[str, int
 
 
 def _generator(seed: int) -> random.Random:
-    """A stdlib generator seeded with ``seed``. ``random`` is imported here, on the first draw, not
-    with the module: an importer that never draws saves ~1 ms of start-up."""
-    import random
-
+    """A stdlib generator seeded with ``seed``."""
     return random.Random(seed)
 
 

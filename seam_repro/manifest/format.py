@@ -12,6 +12,7 @@ give the same digest in any folder. The file is written with sorted keys and a f
 
 from __future__ import annotations
 
+import gzip
 import platform
 import sys
 from pathlib import Path
@@ -124,8 +125,6 @@ def write_manifest(manifest: dict[str, Any], path: str | Path) -> None:
 def write_prompt_store(lines: bytes, path: str | Path) -> str:
     """Gzip the prompt records' JSONL (``manifest.prompts.records_jsonl``: the bytes ``prompts``
     writes) with deterministic bytes (mtime 0); returns its sha256."""
-    import gzip  # only --store-prompts writes one; every manifest reader imports this module
-
     data = gzip.compress(lines, mtime=0)
     atomic_write_bytes(path, data)
     return sha256_bytes(data)

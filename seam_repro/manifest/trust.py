@@ -18,6 +18,7 @@ and what was expected.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -190,8 +191,6 @@ def score_keys(keys: Iterable[Key]) -> set[Key]:
 # --- seeds/ -----------------------------------------------------------------------------------------
 def seeds_dirs() -> list[Path]:
     """Where ``seeds/`` is looked for: ``$SEAM_REPRO_SEEDS``, the checkout's ``seeds/``, ``./seeds``."""
-    import os
-
     env = os.environ.get("SEAM_REPRO_SEEDS")
     cands = ([Path(env)] if env else []) + [SEEDS_DIR, Path.cwd() / "seeds"]
     return [p for p in dict.fromkeys(c.resolve() for c in cands) if p.is_dir()]
