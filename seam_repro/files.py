@@ -70,8 +70,7 @@ _LONG_TEXT = 1 << 16
 
 def _depth_exceeds(text: str, limit: int) -> bool:
     """True when brackets outside strings nest deeper than ``limit``; linear, no recursion, and
-    no Python step per character: a per-character loop was the largest cost of reading the
-    datasets in ``sample``, then the regexes that replaced it (~5 ms of a 220 KB ECB+ file).
+    no Python step per character (a per-character loop dominated reading the datasets).
 
     Characters other than brackets and quotes are deleted by ``bytes.translate`` (in UTF-8 a byte
     below 0x80 is always that ASCII character; a lone surrogate passes as three high bytes). In a
@@ -82,7 +81,7 @@ def _depth_exceeds(text: str, limit: int) -> bool:
     """
     # Every opener, even one in a string, bounds the depth: two counts settle most texts (a JSONL
     # line, a CSV cell, a prompt file). A long ASCII text (a token file, a manifest) seldom passes
-    # them, and ~140 us of counting a 200 KB one bought nothing: it goes straight to the bytes.
+    # them, so it goes straight to the bytes.
     if (len(text) < _LONG_TEXT or not text.isascii()) and text.count("[") + text.count("{") <= limit:
         return False
     if "\\" in text:
@@ -283,10 +282,10 @@ _MAX_INDENTED_DEPTH = 64
 
 
 def dumps_indented(obj: Any) -> str:
-    """``json.dumps(obj, sort_keys=True, indent=1, ensure_ascii=False)``, the same text ~3x faster.
+    """``json.dumps(obj, sort_keys=True, indent=1, ensure_ascii=False)``, the same text.
 
-    With an indent, ``json`` encodes in pure Python through nested generators (~1 us per value;
-    a 680-prompt manifest is ~6,000 values). This writes dicts with ``str`` keys, lists, tuples,
+    With an indent, ``json`` encodes in pure Python through nested generators, a cost per value
+    that a manifest's tens of thousands of values make visible. This writes dicts with ``str`` keys, lists, tuples,
     ``str``, ``int``, ``bool``, ``None`` and finite ``float`` values of exactly those types into one
     list, a scalar inline in its container's loop, each string through the same C escaper.
     Anything else (another key or value type, a subclass, NaN, nesting deeper than 64, which is
@@ -410,8 +409,7 @@ _CREATE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0
 
 def _new_sibling(p: Path) -> tuple[int, str]:
     """Create a new private file ``.<name>.<random>.tmp`` beside ``p`` (exclusive, no symlink
-    followed, mode 0600, not inherited by child processes): what ``tempfile.mkstemp`` does, without
-    its imports (shutil with bz2 and lzma: ~4 ms of every writing command)."""
+    followed, mode 0600, not inherited by child processes): what ``tempfile.mkstemp`` does."""
     for _ in range(100):
         tmp = os.path.join(p.parent, f".{p.name}.{os.urandom(6).hex()}.tmp")
         try:
@@ -426,9 +424,9 @@ _IOV_MAX = 1024
 
 
 def _write_all(fd: int, chunks: Sequence[bytes]) -> None:
-    """Write the chunks' concatenation through ``writev`` in batches, without joining them: for
-    the ~8 MB of ``prompts`` the joined copy and its fresh pages cost ~4 ms of CPU. A short write
-    (and a system without ``writev``) finishes a batch with ``write``."""
+    """Write the chunks' concatenation through ``writev`` in batches, without joining them (a
+    joined copy of a run's prompts doubles what is held). A short write (and a system without
+    ``writev``) finishes a batch with ``write``."""
     writev = getattr(os, "writev", None)
     for i in range(0, len(chunks), _IOV_MAX):
         batch = chunks[i:i + _IOV_MAX]
@@ -589,7 +587,7 @@ def _file_id(path: str | Path) -> tuple[int, int] | None:
     there, ``_UNKNOWN`` when it cannot be told (no permission, say).
 
     It spares :func:`guard_output` resolving every input (``realpath`` takes an ``lstat`` per path
-    component: ~1 ms of ``sample``'s and ``prompts``' 35 data and prompt files). ``realpath`` of a
+    component of each data and prompt file). ``realpath`` of a
     normalized path (``abspath``: no ``..`` left) that exists is the path of the very file the
     kernel finds there, so where that file is not the one at the resolved output path (or nothing
     is there), the two resolved paths differ. Every other input (missing, unknown, or the same

@@ -46,7 +46,7 @@ def derive_seed(*parts: object) -> int:
 
 def derive_seeds(parts: Sequence[object], lasts: Sequence[str]) -> dict[str, int]:
     """``{x: derive_seed(*parts, x) for x in lasts}``, the shared ``parts`` joined once: one
-    generation seed per instance of a run (680 of them: ~0.6 ms less than separate calls)."""
+    generation seed per instance of a run."""
     prefix = "|".join([*(str(p) for p in parts), ""])
     return {x: _seed_of(prefix + x) for x in lasts}
 

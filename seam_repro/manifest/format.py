@@ -24,7 +24,7 @@ from seam_repro.errors import InputError, ManifestError
 from seam_repro.files import atomic_write_bytes, atomic_write_text, dumps_indented, iter_jsonl, read_json
 from seam_repro.hashing import canonical_json, sha256_bytes, sha256_json
 
-if TYPE_CHECKING:  # `prompts` reads a manifest and draws nothing: seam_repro.sample stays unloaded (~0.5 ms)
+if TYPE_CHECKING:  # `prompts` reads a manifest and draws nothing: seam_repro.sample is not needed
     from seam_repro.instances import Instance
     from seam_repro.sample import RunChoices
     from seam_repro.specs import DatasetSpec
