@@ -150,6 +150,35 @@ def _layout_by_rows(tokens: tuple) -> tuple:
     return texts, first_row, tuple(texts[r] for r in rows), {r: n for n, r in enumerate(rows)}
 
 
+def test_ecb_layout_equals_the_row_by_row_layout(tmp_path: Path) -> None:
+    """Consecutive token ids take the one-slice path, others the filter-and-sort path; both give the
+    row-by-row layout (random documents, and every document of the fixture and real topics)."""
+    from seam_repro.datasets import ecb
+    from seam_repro.instances import Token
+    from seam_repro.render.coref import _layout
+
+    rng = random.Random(11)
+    documents = []
+    for _ in range(2000):
+        n = rng.randint(0, 12)
+        kind = rng.random()
+        if kind < 0.4:  # consecutive ids, the corpus's numbering
+            first_id = rng.randint(0, 3)
+            ids = list(range(first_id, first_id + n))
+        else:
+            ids = sorted(rng.randint(0, 15) for _ in range(n)) if kind < 0.7 else [rng.randint(0, 15) for _ in range(n)]
+        documents.append(tuple(Token(rng.randint(0, 3), tid, f"w{k}", rng.random() < 0.5) for k, tid in enumerate(ids)))
+    for folder in _ecb_folders(tmp_path):
+        documents += [d.tokens for split in ecb.load(folder).splits.values() for i in split for d in i.documents]
+    for tokens in documents:
+        layout = _layout(tokens)
+        texts, first_row, parts, position = _layout_by_rows(tokens)
+        assert (layout.texts, layout.parts) == (texts, parts), tokens
+        probes = [t.token_id + d for t in tokens for d in (-1, 0, 1)] + [-1, 0, 16, 1.0, 2.5, True, "3", None]
+        assert [layout.row(tid) for tid in probes] == [first_row.get(tid) for tid in probes], tokens
+        assert [layout.place(r) for r in range(-1, len(tokens) + 2)] == [position.get(r) for r in range(-1, len(tokens) + 2)]
+
+
 @pytest.mark.parametrize("text", ['{"a": [1, 2.5, "x"]}', "\ufeff{}", "NaN", '{"t": -Infinity}', "[1e400]", "[1e5]",
                                   '{"a": }', "", "  ", "[1] [2]", '"\\ud800"', "0", '{"a": 1, "a": 2}', "[" * 70 + "]" * 70])
 def test_shared_strict_decoder_equals_json_loads_with_hooks(text: str) -> None:
@@ -212,24 +241,25 @@ def test_ecb_mention_fast_check_agrees_with_the_field_by_field_check() -> None:
 
 
 def _ecb_documents_by_parts(instance, mention_ids) -> list[str]:  # type: ignore[no-untyped-def]
-    """The marked documents one row at a time (``_layout_by_rows``): copy every part, put the
-    marked ones in, join."""
+    """The marked documents as first written: copy every part, put the marked ones in, join."""
+    from seam_repro.render.coref import _layout
+
     docs = {d.doc_id: d for d in instance.documents}
     marked: dict[str, dict[int, str]] = {}
     for k, m in enumerate(instance.mentions):
-        texts_of, first_row, _, _ = _layout_by_rows(docs[m.doc_id].tokens)
+        layout = _layout(docs[m.doc_id].tokens)
         texts = marked.setdefault(m.doc_id, {})
-        row = first_row[m.token_ids[0]]
-        texts[row] = f"[{texts.get(row, texts_of[row])}"
-        row = first_row[m.token_ids[-1]]
-        texts[row] = f"{texts.get(row, texts_of[row])}]({mention_ids[k]})"
+        row = layout.row(m.token_ids[0])
+        texts[row] = f"[{texts.get(row, layout.texts[row])}"
+        row = layout.row(m.token_ids[-1])
+        texts[row] = f"{texts.get(row, layout.texts[row])}]({mention_ids[k]})"
     used = []
     for doc_id in dict.fromkeys(m.doc_id for m in instance.mentions):
-        _, _, span, position = _layout_by_rows(docs[doc_id].tokens)
-        parts = list(span)
+        layout = _layout(docs[doc_id].tokens)
+        parts = list(layout.parts)
         for row, text in marked[doc_id].items():
-            if row in position:
-                parts[position[row]] = text
+            if layout.place(row) is not None:
+                parts[layout.place(row)] = text
         used.append(" ".join(parts))
     return used
 
