@@ -2,7 +2,9 @@
 ``sample`` + ``prompts``, ``replay`` (echo backend), ``score`` and ``report`` at multiples of the bench
 data (benchmarks/synth.py: 680 prompts at 1x, 6 datasets, 10 runs).
 
-Each stage runs as its own process (so peak RSS is that stage's alone, read from ``wait4``), with
+Each stage runs as its own process in the checkout (``-m`` puts the working folder first on the
+path: another checkout there would be measured instead), so peak RSS is that stage's alone, read
+from ``wait4``, with
 the Hugging Face hub offline (the FIC models are then unavailable, as on most machines). Per-item
 figures divide by the number of prompts: a stage that streams shows a flat per-prompt time and a
 flat peak RSS.
@@ -45,7 +47,7 @@ def run_stage(name: str, cmds: list[list[str]]) -> Stage:
     wall = cpu = rss = 0.0
     for cmd in cmds:
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=REPO)
         assert proc.stderr is not None
         err = proc.stderr.read()
         _, status, usage = os.wait4(proc.pid, 0)

@@ -65,7 +65,7 @@ def measure(manifest: Path, out: Path, latency: float, concurrency: int) -> tupl
         cmd = [sys.executable, "-m", "seam_repro", "replay", str(manifest), "--backend", "openai",
                "--model", "fake-model", "--out", str(out), "--prompts-dir", str(PROMPTS), "--no-score",
                "--model-args", f"base_url={srv.base_url},concurrency={concurrency},send_seed=true"]
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=REPO)
         if proc.returncode != 0:
             raise SystemExit(f"replay failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
         assert srv.first is not None
@@ -90,7 +90,7 @@ def main() -> None:
         manifest = work / "m.json"
         subprocess.run([sys.executable, "-m", "seam_repro", "sample", str(config), "-o", str(manifest),
                         "--prompts-dir", str(PROMPTS)], env=dict(os.environ, PYTHONPATH=str(REPO)), check=True,
-                       capture_output=True)
+                       capture_output=True, cwd=REPO)
         for n in (int(x) for x in args.concurrency.split(",")):
             answered, rate = measure(manifest, work / f"run{n}", args.latency, n)
             ideal = n / args.latency
