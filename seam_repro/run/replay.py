@@ -178,11 +178,13 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
             bar.set_postfix_str(f"{summary.tokens_per_second:.1f} tok/s", refresh=False)
             bar.update(written)  # one refresh per batch: each state is printed once
     finally:
-        store.close()
-        close_bar(bar, progress)
-        close = getattr(backend, "close", None)
-        if callable(close):
-            close()
+        try:
+            store.close()  # syncs what the last batch wrote; a failure to sync is still reported after the bar
+        finally:
+            close_bar(bar, progress)
+            close = getattr(backend, "close", None)
+            if callable(close):
+                close()
     summary.seconds = time.perf_counter() - start
     return summary
 
