@@ -6,7 +6,7 @@
 #   make demo      replay the bundled smoke manifest on CPU into runs/smoke, view it in runs/smoke-view
 #   make test      ruff + pytest (exits non-zero on any failure, or when no test ran)
 #   make verify    `seam-repro verify` every frozen manifest under manifests/
-#   make bench     one table: kit figures vs their anchors (upstream generator, scorer.pl, raw generate)
+#   make bench     kit figures vs their anchors (upstream generator, scorer.pl, raw generate), growth, openai
 #   make docs      rewrite the CLI reference section of README.md
 #   make image     build the CUDA image;  make image-cpu  the CPU image (needs a Docker engine)
 #   make image-check  build the CPU image with buildah/podman (no engine) and check the kit inside it
@@ -24,6 +24,7 @@ TORCH_VERSION = 2.13.0
 SMOLLM2_VERSION = 0.1.2
 IMAGE = seam-repro
 BENCH_ARGS =
+GROWTH_SCALES = 1,10
 
 # Locking. The lock files must not depend on this machine's pip configuration (local wheel
 # folders, mirrors, caps), so pip-compile runs with no config file and no PIP_FIND_LINKS.
@@ -81,10 +82,15 @@ verify: $(STAMP)
 	if [ -n "$$failed" ]; then echo "make verify: failed:$$failed" >&2; exit 1; fi; \
 	echo "make verify: $$n frozen manifest(s) verified"
 
-# One table (benchmarks/bench.py): each figure beside its anchor measured in the same run. The other
+# One table (benchmarks/bench.py): each figure beside its anchor measured in the same run; then how
+# each stage's time and memory grow with the work (benchmarks/bench_growth.py at GROWTH_SCALES times
+# the bench data; 100 takes many minutes: `make bench GROWTH_SCALES=1,10,100`) and the openai
+# backend's throughput against a fixed-latency local server (benchmarks/bench_openai.py). The other
 # benchmarks/bench_*.py print more detail on one stage each; run them directly.
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py $(BENCH_ARGS)
+	$(BIN)/python benchmarks/bench_growth.py --scales $(GROWTH_SCALES)
+	$(BIN)/python benchmarks/bench_openai.py
 
 docs: $(STAMP)
 	$(BIN)/python -m seam_repro.docs --write README.md

@@ -121,8 +121,7 @@ def _fail(message: str, code: int) -> None:
 
 def _no_collection_at_exit() -> None:
     """Freeze the garbage collector's view of the heap when the process exits, so the interpreter's
-    last collection does not walk every object a command leaves behind (sample, prompts and verify
-    each spent ~7-9 ms of CPU there). The objects are still freed as the interpreter tears down;
+    last collection does not walk every object a command leaves behind. The objects are still freed as the interpreter tears down;
     only objects caught in reference cycles are left to the OS, whose finalizers Python never
     promised to run at exit (atexit handlers, flushes and closes are unaffected). Registered once
     per process, however often ``main`` runs."""
@@ -133,8 +132,7 @@ def _no_collection_at_exit() -> None:
 BOUNDED_COMMANDS = frozenset({"sample", "freeze", "prompts", "verify", "conll-score"})
 """Commands whose work is bounded by their inputs and that build many objects referring to no
 cycle (records, tokens, spans; reference counting frees them). The cyclic collector pauses while
-they run: its passes over the growing heap cost 5-10 ms of each one's 0.1-0.2 s on the bench
-inputs. Long-running commands (replay, score) keep it running."""
+they run (its passes over the growing heap find nothing to free). Long-running commands (replay, score) keep it running."""
 
 
 def _command_name(args: list[str]) -> str | None:

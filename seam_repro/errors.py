@@ -52,18 +52,6 @@ class PrerequisiteError(SeamReproError):
     """An optional dependency is missing; the message carries the install command."""
 
 
-class SchemaRejection(ValueError):
-    """What the precompiled check raises where fastjsonschema's generated code raises its
-    ``JsonSchemaValueException`` (same arguments): importing fastjsonschema to get that class cost
-    every manifest-reading command ~3 ms (its drafts, code generator and decimal), and the code
-    raises and catches it even for valid manifests (``not`` and ``anyOf`` branches)."""
-
-    def __init__(self, message: str, value: object = None, name: str | None = None, definition: object = None,
-                 rule: str | None = None) -> None:
-        super().__init__(message)
-        self.value, self.name, self.definition, self.rule = value, name, definition, rule
-
-
 def version_mismatch(what: str, found: object, expected: int, written_by: object = None,
                      remedy: str = "") -> str:
     """One line for a file whose format version (``schema_version``, ``bundle_version``) this kit

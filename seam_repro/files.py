@@ -13,16 +13,20 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import gzip
 import hashlib
 import json
 import math
 import os
 import re
+import shutil
+import tempfile
+import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate
 from json.encoder import encode_basestring
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from seam_repro.errors import InputError, SeamReproError
 from seam_repro.hashing import read_bytes_hashed, remember_sha256
@@ -67,8 +71,7 @@ _LONG_TEXT = 1 << 16
 
 def _depth_exceeds(text: str, limit: int) -> bool:
     """True when brackets outside strings nest deeper than ``limit``; linear, no recursion, and
-    no Python step per character: a per-character loop was the largest cost of reading the
-    datasets in ``sample``, then the regexes that replaced it (~5 ms of a 220 KB ECB+ file).
+    no Python step per character (a per-character loop dominated reading the datasets).
 
     Characters other than brackets and quotes are deleted by ``bytes.translate`` (in UTF-8 a byte
     below 0x80 is always that ASCII character; a lone surrogate passes as three high bytes). In a
@@ -79,7 +82,7 @@ def _depth_exceeds(text: str, limit: int) -> bool:
     """
     # Every opener, even one in a string, bounds the depth: two counts settle most texts (a JSONL
     # line, a CSV cell, a prompt file). A long ASCII text (a token file, a manifest) seldom passes
-    # them, and ~140 us of counting a 200 KB one bought nothing: it goes straight to the bytes.
+    # them, so it goes straight to the bytes.
     if (len(text) < _LONG_TEXT or not text.isascii()) and text.count("[") + text.count("{") <= limit:
         return False
     if "\\" in text:
@@ -168,9 +171,6 @@ def read_bytes(path: str | Path, *, what: str = "file") -> bytes:
 
 def gunzip(data: bytes, where: object) -> bytes:
     """Decompress gzip bytes; a file that is not gzip or was cut short is an :class:`InputError`."""
-    import gzip  # with zlib, ~2 ms of imports that only .gz inputs need
-    import zlib
-
     try:
         return gzip.decompress(data)
     except gzip.BadGzipFile:
@@ -283,10 +283,10 @@ _MAX_INDENTED_DEPTH = 64
 
 
 def dumps_indented(obj: Any) -> str:
-    """``json.dumps(obj, sort_keys=True, indent=1, ensure_ascii=False)``, the same text ~3x faster.
+    """``json.dumps(obj, sort_keys=True, indent=1, ensure_ascii=False)``, the same text.
 
-    With an indent, ``json`` encodes in pure Python through nested generators (~1 us per value;
-    a 680-prompt manifest is ~6,000 values). This writes dicts with ``str`` keys, lists, tuples,
+    With an indent, ``json`` encodes in pure Python through nested generators, a cost per value
+    that a manifest's tens of thousands of values make visible. This writes dicts with ``str`` keys, lists, tuples,
     ``str``, ``int``, ``bool``, ``None`` and finite ``float`` values of exactly those types into one
     list, a scalar inline in its container's loop, each string through the same C escaper.
     Anything else (another key or value type, a subclass, NaN, nesting deeper than 64, which is
@@ -356,11 +356,6 @@ def _indented(obj: Any, ind: str, out: list[str]) -> None:
             _indented(value, inner, out)
         sep = nxt
     out.append("\n" + ind + "]")
-
-
-def dumps_jsonl(records: Iterable[Any]) -> str:
-    return "".join(json.dumps(r, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
-                   for r in records)
 
 
 def _os_problem(exc: OSError) -> str:
@@ -493,7 +488,6 @@ def owned_tempdir(prefix: str) -> Iterator[Path]:
     """A private folder ``$TMPDIR/<prefix><owner token>``, removed when the block ends; what a
     killed earlier run of the same command left under that prefix is removed first."""
     import shutil
-    import tempfile
 
     root = Path(tempfile.gettempdir())
     sweep_leftovers(root, prefix)
@@ -507,9 +501,9 @@ def owned_tempdir(prefix: str) -> Iterator[Path]:
 
 def _new_sibling(p: Path) -> tuple[int, str]:
     """Create a new private file ``.<name>.<owner token>.tmp`` beside ``p`` (exclusive, no symlink
-    followed, mode 0600, not inherited by child processes): what ``tempfile.mkstemp`` does, without
-    its imports (shutil with bz2 and lzma: ~4 ms of every writing command). What a killed earlier
-    write of ``p`` left there is removed first (:func:`sweep_leftovers`)."""
+    followed, mode 0600, not inherited by child processes): what ``tempfile.mkstemp`` does, with a name
+    that says which process owns it, so what a killed earlier write of ``p`` left there is removed
+    first (:func:`sweep_leftovers`)."""
     sweep_leftovers(p.parent, f".{p.name}.", ".tmp")
     for _ in range(100):
         tmp = os.path.join(p.parent, f".{p.name}.{owner_token()}.tmp")
@@ -525,9 +519,9 @@ _IOV_MAX = 1024
 
 
 def _write_all(fd: int, chunks: Sequence[bytes]) -> None:
-    """Write the chunks' concatenation through ``writev`` in batches, without joining them: for
-    the ~8 MB of ``prompts`` the joined copy and its fresh pages cost ~4 ms of CPU. A short write
-    (and a system without ``writev``) finishes a batch with ``write``."""
+    """Write the chunks' concatenation through ``writev`` in batches, without joining them (a
+    joined copy of a run's prompts doubles what is held). A short write (and a system without
+    ``writev``) finishes a batch with ``write``."""
     writev = getattr(os, "writev", None)
     for i in range(0, len(chunks), _IOV_MAX):
         batch = chunks[i:i + _IOV_MAX]
@@ -567,6 +561,36 @@ def atomic_write_bytes(path: str | Path, data: bytes | Sequence[bytes]) -> None:
                 os.unlink(tmp)
 
 
+@contextlib.contextmanager
+def atomic_writer(path: str | Path) -> Iterator[BinaryIO]:
+    """A binary file to write ``path``'s next content into, line by line (content too large to hold):
+    a temporary sibling, fsynced and renamed to ``path`` when the block succeeds, removed when it
+    raises, so ``path`` is either old or new, whole. An OSError inside the block is reported as a
+    failure to write ``path``."""
+    p = Path(path)
+    ensure_dir(p.parent)
+    try:
+        fd, tmp = _new_sibling(p)
+    except OSError as exc:
+        raise OutputError(f"{p}: cannot write: {_os_problem(exc)}; nothing was changed") from None
+    done = False
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fd, _file_mode(p))
+            yield fh
+            fh.flush()
+            os.fsync(fd)
+        os.replace(tmp, p)
+        done = True
+        _fsync_dir(p.parent)
+    except OSError as exc:
+        raise OutputError(f"{p}: cannot write: {_os_problem(exc)}; nothing was changed") from None
+    finally:
+        if not done:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
 def atomic_write_text(path: str | Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
@@ -576,7 +600,11 @@ def atomic_write_json(path: str | Path, obj: Any, *, indent: int | None = 1, sor
 
 
 def atomic_write_jsonl(path: str | Path, records: Iterable[Any]) -> None:
-    atomic_write_text(path, dumps_jsonl(records))
+    """One compact JSON line per record, written atomically a line at a time (a run's prompts are hundreds of
+    MB at 100x the paper's instances: joined, then encoded, they were held three times over)."""
+    with atomic_writer(path) as fh:
+        for r in records:
+            fh.write((json.dumps(r, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n").encode("utf-8"))
 
 
 def _fsync_dir(path: Path) -> None:
@@ -606,8 +634,6 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     if final.exists():
         raise OutputError(f"{final}: already exists; choose a new output folder")
     ensure_dir(final.parent)
-    import shutil
-
     sweep_leftovers(final.parent, f".{final.name}.partial-")
     try:
         work = final.parent / f".{final.name}.partial-{owner_token()}"
@@ -659,7 +685,7 @@ def _file_id(path: str | Path) -> tuple[int, int] | None:
     there, ``_UNKNOWN`` when it cannot be told (no permission, say).
 
     It spares :func:`guard_output` resolving every input (``realpath`` takes an ``lstat`` per path
-    component: ~1 ms of ``sample``'s and ``prompts``' 35 data and prompt files). ``realpath`` of a
+    component of each data and prompt file). ``realpath`` of a
     normalized path (``abspath``: no ``..`` left) that exists is the path of the very file the
     kernel finds there, so where that file is not the one at the resolved output path (or nothing
     is there), the two resolved paths differ. Every other input (missing, unknown, or the same

@@ -6,7 +6,6 @@ import hashlib
 import json
 import os
 from collections.abc import Iterable
-from json.encoder import c_make_encoder, encode_basestring, encode_basestring_ascii
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +46,8 @@ _READ: dict[tuple[int, int, int, int], str] = {}
 """sha256 of files already read whole, keyed by (device, inode, size, mtime_ns), so a loader that
 parses a file and then records its hash reads it once, and the recorded hash is that of the very
 bytes that were parsed (see :func:`read_bytes_hashed` and :func:`remember_sha256`). The file's
-identity is its inode, not its resolved path: ``os.path.realpath`` took an ``lstat`` per path
-component of every data file, ~1.5 ms of each ``sample`` and ``prompts``."""
+identity is its inode, not its resolved path (``os.path.realpath`` takes an ``lstat`` per path
+component)."""
 
 
 def _key(st: os.stat_result) -> tuple[int, int, int, int]:
@@ -85,46 +84,9 @@ def sha256_file(path: str | Path) -> str:
     return h.hexdigest()
 
 
-class ReusedEncoder:
-    """``encoder.encode(obj)`` without what ``JSONEncoder.encode`` does on every call: for any value
-    but a string it builds a new C encoder (~1 µs, more than encoding a small value takes). Built
-    once here, the C encoder runs without the circular-reference check; a circular value fails
-    with ``RecursionError`` instead, and then ``encoder.encode`` itself says what ``json.dumps``
-    says (``ValueError``). Same class, same options, so the same text."""
-
-    __slots__ = ("_encoder", "_c_encoder", "_string")
-
-    def __init__(self, encoder: json.JSONEncoder) -> None:
-        self._encoder = encoder
-        self._string = encode_basestring_ascii if encoder.ensure_ascii else encode_basestring
-        self._c_encoder = None
-        if c_make_encoder is not None and encoder.indent is None:  # what JSONEncoder.iterencode requires too
-            self._c_encoder = c_make_encoder(None, encoder.default, self._string, None, encoder.key_separator,
-                                             encoder.item_separator, encoder.sort_keys, encoder.skipkeys,
-                                             encoder.allow_nan)
-
-    def encode(self, obj: Any) -> str:
-        if type(obj) is str:
-            return self._string(obj)  # type: ignore[no-any-return]
-        if self._c_encoder is None:
-            return self._encoder.encode(obj)
-        try:
-            return "".join(self._c_encoder(obj, 0))
-        except RecursionError:  # circular or too deep: the checked encoder raises what json.dumps raises
-            return self._encoder.encode(obj)
-
-
-_CANONICAL = ReusedEncoder(json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                                            allow_nan=False))
-"""The encoder ``json.dumps`` would build with these options on every call (it reuses one only for
-default options), built once: a target hash per prompt made that a measurable part of ``prompts``.
-Same class, same options, so the same text as ``json.dumps(obj, sort_keys=True, separators=(",",
-":"), ensure_ascii=False, allow_nan=False)``."""
-
-
 def canonical_json(obj: Any) -> bytes:
     """Canonical serialization: sorted keys, no insignificant whitespace, UTF-8, no NaN."""
-    return _CANONICAL.encode(obj).encode("utf-8")
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
 
 
 def sha256_json(obj: Any) -> str:

@@ -7,15 +7,14 @@ MultiNews/FuseReviews, a topic for ECB+, ``guid``/``id`` strings elsewhere) beca
 renders and reports that id; ``instance_id`` is its canonical string form used in manifests.
 
 The records are named tuples, not frozen dataclasses: every command that loads data defines them,
-and a frozen dataclass compiles six methods when its class is created (0.5-2.7 ms per class,
-11-18 ms for the kit's records per command) where a named tuple needs ~0.1 ms; they also construct
-several times faster. What that means for callers: ``inst._replace(...)`` instead of
+and a frozen dataclass compiles six methods when its class is created, where a named tuple
+compiles none; named tuples also construct several times faster. What that means for callers: ``inst._replace(...)`` instead of
 ``dataclasses.replace``; equality is tuple equality over every field; the mapping defaults are
 one shared read-only ``{}``; never ``json.dumps`` a record (it would write a list).
 
 No ``from __future__ import annotations`` here (nor in ``specs.py`` and ``config.py``, which hold
 the other many-field records): ``typing.NamedTuple`` compiles every string annotation into a
-``ForwardRef`` when the class is created (~30 µs a field); an evaluated annotation costs a fraction.
+``ForwardRef`` when the class is created; an evaluated annotation costs a fraction.
 """
 
 from collections.abc import Mapping

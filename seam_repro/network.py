@@ -12,8 +12,13 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import sys
+import threading
+import time
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from seam_repro.errors import InputError
 
@@ -43,8 +48,6 @@ def network_wanted(args: list[str]) -> bool:
     if command == "fetch" or "--fic-download" in args:
         return True
     if command == "replay":
-        from pathlib import Path  # every start-up asks; only replay needs a path (keeps --version light)
-
         model = _option_value(args, "--model")
         backend = _option_value(args, "--backend") or "hf"
         return model is not None and backend != "echo" and not Path(model.split("@")[0]).is_dir()
@@ -70,8 +73,7 @@ def first_hop(url: str) -> tuple[str, int]:
     """Host and port a request for ``url`` first connects to: the HTTPS/HTTP proxy when one is set
     and ``NO_PROXY`` does not exempt the host (urllib and huggingface_hub both honour them), else
     the URL's own host."""
-    from urllib.parse import urlsplit  # only a probe needs it; every command imports this module
-    from urllib.request import proxy_bypass_environment
+    from urllib.request import proxy_bypass_environment  # brings http.client, email and ssl: a probe's alone
 
     target = urlsplit(url)
     proxy_var = "HTTPS_PROXY" if target.scheme == "https" else "HTTP_PROXY"
@@ -98,10 +100,6 @@ def unreachable_reason(host: str, port: int, timeout: float = PROBE_TIMEOUT_S) -
     else why not. The lookup runs in a daemon thread because ``socket.create_connection``'s timeout
     does not cover it: a machine whose resolver is unreachable waits 20 s or more per lookup. One
     probe per address per process: a second source on the same host reuses the answer."""
-    import socket  # ~3 ms of imports (selectors, array) that only a probe needs
-    import threading
-    import time
-
     if (host, port) in _probed:
         return _probed[(host, port)]
     where = f"{host}:{port}"
@@ -180,8 +178,6 @@ def is_cached(model_id: str, revision: str | None) -> bool:
 
 def require_hub_or_cache(model_id: str, revision: str | None) -> None:
     """Fail fast, in one line, when a Hub model is neither cached nor reachable (offline machine)."""
-    from pathlib import Path
-
     if Path(model_id).is_dir() or is_cached(model_id, revision):
         return
     if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):

@@ -24,16 +24,14 @@ true document count, so adding a dataset or a training row changes nothing else.
 from __future__ import annotations
 
 import hashlib
+import random
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from seam_repro.config import SeamConfig
 from seam_repro.errors import InputError
 from seam_repro.instances import Instance, LoadedDataset
 from seam_repro.specs import DatasetSpec, SamplingPlan, load_suite
-
-if TYPE_CHECKING:
-    import random
 
 
 def _seed_of(joined: str) -> int:
@@ -48,16 +46,13 @@ def derive_seed(*parts: object) -> int:
 
 def derive_seeds(parts: Sequence[object], lasts: Sequence[str]) -> dict[str, int]:
     """``{x: derive_seed(*parts, x) for x in lasts}``, the shared ``parts`` joined once: one
-    generation seed per instance of a run (680 of them: ~0.6 ms less than separate calls)."""
+    generation seed per instance of a run."""
     prefix = "|".join([*(str(p) for p in parts), ""])
     return {x: _seed_of(prefix + x) for x in lasts}
 
 
 def _generator(seed: int) -> random.Random:
-    """A stdlib generator seeded with ``seed``. ``random`` is imported here, on the first draw, not
-    with the module: an importer that never draws saves ~1 ms of start-up."""
-    import random
-
+    """A stdlib generator seeded with ``seed``."""
     return random.Random(seed)
 
 

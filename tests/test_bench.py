@@ -59,3 +59,14 @@ def test_io_floor_reads_every_input_and_writes_the_bytes_asked(tmp_path: Path) -
     failed = subprocess.run([sys.executable, str(script), "prompts", str(listing), "0", "1", str(out)],
                             capture_output=True)
     assert failed.returncode != 0
+
+
+def test_growth_table_gives_per_prompt_cost_and_peak_memory() -> None:
+    import bench_growth
+
+    results = {1: (680, [bench_growth.Stage("score", 2.0, 1.36, 130.4)]),
+               10: (6440, [bench_growth.Stage("score", 9.0, 6.44, 140.0)])}
+    table = bench_growth.table(results).splitlines()
+    assert table[0] == "| stage | 1x (680 prompts) | 10x (6,440 prompts) |"
+    assert table[2] == ("| score | 2.0 s wall, 1.4 s CPU (2.00 ms/prompt), 130 MiB | "
+                        "9.0 s wall, 6.4 s CPU (1.00 ms/prompt), 140 MiB |")

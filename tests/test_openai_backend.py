@@ -87,6 +87,25 @@ def test_concurrency_is_bounded() -> None:
     assert 1 < srv.max_in_flight <= 3
 
 
+def test_one_thread_pool_serves_every_batch() -> None:
+    """Threads are started once per run, not per batch (a pause between batches the server sees)."""
+    import threading
+
+    with FakeServer() as srv:
+        b = backend(srv, concurrency=3)
+        real, names = b._request, set()
+
+        def named(*a: object) -> object:
+            names.add(threading.current_thread().name)
+            return real(*a)
+
+        b._request = named  # type: ignore[method-assign]
+        for _ in range(4):
+            b.generate(reqs(3), GenerationSettings())
+        b.close()
+    assert 1 < len(names) <= 3 and len({n.rsplit("_", 1)[0] for n in names}) == 1
+
+
 def test_retry_after_header_and_bad_values() -> None:
     assert _retry_after("2") == 2.0 and _retry_after("9999") == 60.0
     assert _retry_after(None) is None and _retry_after("Wed, 21 Oct 2015 07:28:00 GMT") is None
@@ -150,7 +169,8 @@ def test_replay_resumes_after_server_failure_and_never_writes_the_key(tmp_path: 
 
 @pytest.mark.skipif(not SMOKE.is_file(), reason="shipped smoke manifest not in this checkout")
 def test_replay_batches_are_at_least_the_concurrency(tmp_path: Path) -> None:
-    """The smoke manifest's batch size is 4; concurrency 6 must not be capped by it."""
+    """The smoke manifest's batch size is 4; concurrency 6 must not be capped by it: a batch is
+    ``BATCH_WAVES`` waves of 6 requests, so the server is kept busy across a batch's end."""
     from seam_repro.manifest.trust import load_trusted
     from seam_repro.run.replay import ReplayOptions, replay
 
@@ -159,7 +179,7 @@ def test_replay_batches_are_at_least_the_concurrency(tmp_path: Path) -> None:
             backend="openai", model="fake-model", limit=1, progress=False,
             model_args=f"base_url={srv.base_url},concurrency=6,backoff=0.01"))
     assert summary.generated == 18 and srv.max_in_flight == 6
-    assert json.loads((tmp_path / "run" / "run.json").read_text())["models"]["fake-model"]["batch_size"] == 6
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["models"]["fake-model"]["batch_size"] == 6 * 4
 
 
 def test_a_failed_request_cuts_the_others_short() -> None:

@@ -2,13 +2,12 @@
 
 ``records_jsonl`` escapes a run's shared prompt prefix once and splices it into the record's
 line, as UTF-8 bytes (``json_string_utf8``: three byte replacements unless a control character
-other than the newline is present), writing a rendered record's other fields one by one;
-``PrefixHasher`` hashes the prefix once. All are checked
+other than the newline is present); ``PrefixHasher`` hashes the prefix once. All are checked
 against the plain ``json.dumps(record, ensure_ascii=False, sort_keys=True)`` encoded to UTF-8 and
 ``sha256_text(prompt)`` on hostile texts: quotes, backslashes, every control character, non-ASCII,
 lone surrogates' neighbours, and field values that spell the very key the splice looks for.
-``canonical_json`` (the hashes) and ``dumps_indented`` (the manifest file) are held to the
-``json.dumps`` calls they replace, errors included.
+``dumps_indented`` (the manifest file) is held to the ``json.dumps`` call it replaces, errors
+included.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seam_repro.files import dumps_indented
-from seam_repro.hashing import PrefixHasher, ReusedEncoder, canonical_json, sha256_text
+from seam_repro.hashing import PrefixHasher, sha256_text
 from seam_repro.manifest.prompts import json_string_utf8, records_jsonl
 
 TRICKY = ['"prompt": ""', '", "prompt": "', "\\", '"', "\n", "\t", "\x00", "\x1f", "\x7f", "é", "\u2028", "😀", "",
@@ -164,57 +163,10 @@ def test_prefix_hasher_is_sha256_of_the_whole_text(prefix: str, blocks: list[str
     assert hasher.prefix_utf8 == prefix.encode()
 
 
-def _canonical_plain(obj: object) -> bytes:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
-
-
 json_values = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False,
                                                                                         allow_infinity=False), texts),
                            lambda inner: st.one_of(st.lists(inner, max_size=4), st.tuples(inner, inner),
                                                    st.dictionaries(texts, inner, max_size=4)), max_leaves=12)
-
-
-@settings(max_examples=300, deadline=None)
-@given(json_values)
-def test_canonical_json_is_json_dumps(obj: object) -> None:
-    assert canonical_json(obj) == _canonical_plain(obj)
-
-
-def _circular_dict() -> dict:
-    loop: dict = {"a": 1}
-    loop["b"] = [loop]
-    return loop
-
-
-def _nested(depth: int) -> list:
-    deep: list = []
-    for _ in range(depth):
-        deep = [deep]
-    return deep
-
-
-@pytest.mark.parametrize("obj", [float("nan"), [float("inf")], {"a": {1: 2, "b": 3}}, {"k": object()},
-                                 _circular_dict(), [1, _circular_dict()], _nested(5000)])
-def test_canonical_json_refuses_what_json_dumps_refuses(obj: object) -> None:
-    with pytest.raises((ValueError, TypeError, RecursionError)) as plain:
-        _canonical_plain(obj)
-    with pytest.raises(plain.type, match=str(plain.value)[:20] or None):
-        canonical_json(obj)
-    assert canonical_json({"after": [1, "a"]}) == b'{"after":[1,"a"]}'  # a failure leaves nothing behind
-
-
-@settings(max_examples=200, deadline=None)
-@given(json_values, st.sampled_from([{}, {"ensure_ascii": False}, {"sort_keys": True, "separators": (",", ":")},
-                                     {"indent": 2}, {"skipkeys": True}, {"allow_nan": False}]))
-def test_reused_encoder_is_the_encoder(obj: object, options: dict) -> None:
-    encoder = json.JSONEncoder(**options)
-    try:
-        expected = encoder.encode(obj)
-    except ValueError:
-        with pytest.raises(ValueError):
-            ReusedEncoder(encoder).encode(obj)
-        return
-    assert ReusedEncoder(encoder).encode(obj) == expected == json.dumps(obj, **options)
 
 
 def _indented_plain(obj: object) -> str:

@@ -82,12 +82,3 @@ def test_template_options_count_in_spec_equality() -> None:
 
     assert spec() == spec(template_options={})
     assert spec(template_options={"selection_type": "sentences"}) != spec()
-
-
-def test_sample_module_imports_random_only_to_draw() -> None:
-    """``prompts`` imports ``sample.py`` for its recorded-choice checks alone; ``random`` (~1 ms of
-    start-up) comes with the first draw."""
-    code = ("import sys; from seam_repro import sample; before = 'random' in sys.modules; "
-            "sample._generator(1); print(before, 'random' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
-    assert out.stdout.split() == ["False", "True"], out.stderr

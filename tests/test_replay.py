@@ -271,16 +271,19 @@ def test_hf_backend_prefers_the_measured_cpu_batch_size() -> None:
 
 
 def test_every_backend_names_its_default_batch_size() -> None:
-    """replay asks the backend (no duck typing): served backends keep at least their concurrency
-    in flight, vLLM and echo take the manifest's, import takes everything in one batch."""
+    """replay asks the backend (no duck typing): served backends send BATCH_WAVES waves of their
+    concurrency per batch (the manifest's size if larger), vLLM and echo take the manifest's, import
+    takes everything in one batch."""
     from seam_repro.generate.openai_compat import OpenAIBackend
     from seam_repro.generate.vllm import VLLMBackend
     from seam_repro.run.importer import ImportBackend
 
     settings = GenerationSettings(batch_size=3)
     served = OpenAIBackend("m", "r", "http://127.0.0.1:9", concurrency=8)
-    assert served.default_batch_size(settings) == 8
-    assert OpenAIBackend("m", "r", "http://127.0.0.1:9", concurrency=2).default_batch_size(settings) == 3
+    assert served.default_batch_size(settings) == 8 * 4
+    assert OpenAIBackend("m", "r", "http://127.0.0.1:9", concurrency=2).default_batch_size(settings) == 8
+    assert OpenAIBackend("m", "r", "http://127.0.0.1:9", concurrency=2).default_batch_size(
+        GenerationSettings(batch_size=9)) == 9
     assert EchoBackend().default_batch_size(settings) == 3
     assert VLLMBackend.default_batch_size(object.__new__(VLLMBackend), settings) == 3
     assert ImportBackend("m", "r", {("D", 0, str(i)): None for i in range(5)}).default_batch_size(settings) == 5

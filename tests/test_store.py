@@ -151,3 +151,33 @@ def test_run_json_created_then_checked_on_resume(tmp_path: Path) -> None:
         _prepare(tmp_path, shard="1/2")
     assert not (tmp_path / "prompts.jsonl.new").exists()
     assert json.loads((tmp_path / "run.json").read_text())["models"]["org__m"]["revision"] == "r1"
+
+
+def test_one_fsync_per_file_per_sync_and_sigkill_keeps_every_written_line(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The crash guarantee: lines reach the kernel as they are appended (a SIGKILL of the writer
+    loses none), and ``sync`` (once per batch in replay) is the only fsync."""
+    import os
+    import signal
+
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real_fsync(fd))
+    store = PredictionStore(tmp_path, "org/m", "rev1", hashes(6))
+    for i in range(3):
+        store.append(req(i), res(i), {})
+    assert synced == []
+    store.sync()
+    assert len(synced) == 1
+    store.sync()  # nothing new: no fsync
+    assert len(synced) == 1
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child dies by SIGKILL
+        for i in range(3, 6):
+            store.append(req(i), res(i), {})
+        os.kill(os.getpid(), signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    lines = predictions_path(tmp_path, "org/m", "MusiQue", 0).read_text("utf-8").splitlines()
+    assert [json.loads(x)["instance_id"] for x in lines] == [f"id{i}" for i in range(6)]
+    store.close()

@@ -191,7 +191,7 @@ def score_and_tabulate(run_dir: Path, fic: bool, fic_download: bool, table: bool
     from seam_repro.analysis.report import build_report, render_markdown
     from seam_repro.scoring.loop import score_run_dir
 
-    paths = score_run_dir(run_dir, fic=fic, fic_download=fic_download)
+    paths = score_run_dir(run_dir, fic=fic, fic_download=fic_download, progress=True)
     if not table:
         return paths, ""
     try:

@@ -23,7 +23,7 @@ from seam_repro.instances import Instance, LoadedDataset
 def __getattr__(name: str) -> Any:
     """``DATASET_INFO`` and ``DatasetInfo`` (``datasets/info.py``), built on first use: only
     ``datasets list`` and :func:`load_dataset` need them, while every command that loads data
-    imports this package (the table and its named tuple were ~0.4 ms of each such command)."""
+    imports this package."""
     if name in ("DATASET_INFO", "DatasetInfo"):
         from seam_repro.datasets import info
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -412,8 +413,6 @@ BYTES_PER_PARAM = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "8bit": 1.0, "4bit": 0
 
 def available_memory_bytes() -> tuple[int, str]:
     """Memory that ``device_map="auto"`` can place weights in: every CUDA device plus host RAM."""
-    import os
-
     import torch
 
     gpus = sum(torch.cuda.get_device_properties(i).total_memory for i in range(torch.cuda.device_count())) \

@@ -12,6 +12,7 @@ give the same digest in any folder. The file is written with sorted keys and a f
 
 from __future__ import annotations
 
+import gzip
 import platform
 import sys
 from pathlib import Path
@@ -23,7 +24,7 @@ from seam_repro.errors import InputError, ManifestError, version_mismatch
 from seam_repro.files import atomic_write_bytes, atomic_write_text, dumps_indented, iter_jsonl, read_json
 from seam_repro.hashing import canonical_json, digest_of_hashes, sha256_bytes, sha256_json
 
-if TYPE_CHECKING:  # `prompts` reads a manifest and draws nothing: seam_repro.sample stays unloaded (~0.5 ms)
+if TYPE_CHECKING:  # `prompts` reads a manifest and draws nothing: seam_repro.sample is not needed
     from seam_repro.instances import Instance
     from seam_repro.sample import RunChoices
     from seam_repro.specs import DatasetSpec
@@ -124,8 +125,6 @@ def write_manifest(manifest: dict[str, Any], path: str | Path) -> None:
 def write_prompt_store(lines: bytes, path: str | Path) -> str:
     """Gzip the prompt records' JSONL (``manifest.prompts.records_jsonl``: the bytes ``prompts``
     writes) with deterministic bytes (mtime 0); returns its sha256."""
-    import gzip  # only --store-prompts writes one; every manifest reader imports this module
-
     data = gzip.compress(lines, mtime=0)
     atomic_write_bytes(path, data)
     return sha256_bytes(data)

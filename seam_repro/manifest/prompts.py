@@ -11,7 +11,7 @@ from typing import Any
 
 from seam_repro.errors import InputError, ManifestError, SeamReproError
 from seam_repro.files import guard_outputs
-from seam_repro.hashing import PrefixHasher, ReusedEncoder, sha256_json, sha256_text
+from seam_repro.hashing import PrefixHasher, sha256_json, sha256_text
 from seam_repro.instances import Instance
 from seam_repro.manifest.format import (
     check_instance_choices,
@@ -161,7 +161,7 @@ def _render_parts(manifest: dict[str, Any], data_dir: Any, prompts_dir: Any, bas
                            base_dir=base_dir, recorded=recorded_sources(manifest))
     runs = manifest["runs"]
     if not manifest["frozen"]:
-        from seam_repro.sample import draw_all  # a frozen manifest draws nothing (~0.5 ms of imports)
+        from seam_repro.sample import draw_all  # a frozen manifest draws nothing
 
         runs = [choices_to_run(c) for c in draw_all(cfg, manifest["profile"], sources.data, sources.prompt_files)]
     return iter_rendered_parts(runs, manifest["profile"], sources, cfg.suite,
@@ -169,7 +169,7 @@ def _render_parts(manifest: dict[str, Any], data_dir: Any, prompts_dir: Any, bas
 
 
 _RECORD_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
-"""The encoder ``json.dumps(record, ensure_ascii=False, sort_keys=True)`` builds on every call, built once."""
+"""What ``json.dumps(record, ensure_ascii=False, sort_keys=True)`` uses."""
 _ALL_BUT_RARE_CONTROLS = bytes(c for c in range(0x100) if c >= 0x20 or c == 0x0A)
 """``bytes.translate`` deletes these, leaving the control bytes other than the newline: usually
 none, so nothing is written (twice as fast as mapping them and searching the copy)."""
@@ -180,75 +180,33 @@ def json_string_utf8(data: bytes) -> bytes:
     without its two quotes.
 
     Prompt text holds newlines but rarely another control character: then escaping is three byte
-    replacements (``\\``, ``"``, newline), ~3x faster than ``encode_basestring`` and no UCS-2
-    intermediate. In UTF-8 a byte below 0x80 is always that ASCII character, so replacing bytes is
+    replacements (``\\``, ``"``, newline) on the bytes, no UCS-2 intermediate (at the paper's scale
+    a fifth of ``prompts``' CPU time). In UTF-8 a byte below 0x80 is always that ASCII character, so replacing bytes is
     replacing characters. Any other control character takes ``encode_basestring`` itself."""
     if data.translate(None, _ALL_BUT_RARE_CONTROLS):
         return encode_basestring(data.decode("utf-8"))[1:-1].encode("utf-8")
     return data.replace(b"\\", b"\\\\").replace(b'"', b'\\"').replace(b"\n", b"\\n")
 
 
-_ALWAYS_KEYS = frozenset(("dataset", "gen_seed", "instance_id", "prompt", "prompt_sha256", "run", "split", "target",
-                          "target_sha256", "task"))
-_RENDERED_KEYS = _ALWAYS_KEYS | {"answer_aliases", "mention_ids", "metric"}
-"""The keys of the records ``iter_rendered_parts`` makes: always, and all it may add."""
-
-
-_VALUE_JSON = ReusedEncoder(_RECORD_JSON)
-"""``_RECORD_JSON`` for one value at a time: JSON text of a value does not depend on where it sits
-(no indent), so a record's line can be written a field at a time."""
-
-
-def _optional_field(record: dict[str, Any], key: str) -> str:
-    return f'"{key}": {_VALUE_JSON.encode(record[key])}, ' if key in record else ""
-
-
-def _around_prompt(record: dict[str, Any]) -> tuple[str, str] | None:
-    """The record's line as ``json.dumps(record, ensure_ascii=False, sort_keys=True) + "\\n"``
-    writes it, before and after the prompt's value (its quotes excluded), for a record of the shape
-    ``iter_rendered_parts`` makes: written field by field in sorted key order, which is most of
-    what the C encoder took ~3 µs a record for. None for a record of any other shape (a key
-    unknown or missing, a number field not exactly an ``int``, a string field not a ``str``)."""
-    if not _ALWAYS_KEYS <= record.keys() <= _RENDERED_KEYS:
-        return None
-    run, seed = record["run"], record["gen_seed"]
-    if type(run) is not int or type(seed) is not int:  # a bool is no int here: the encoder writes true
-        return None
-    try:
-        return (f'{{{_optional_field(record, "answer_aliases")}"dataset": {encode_basestring(record["dataset"])}, '
-                f'"gen_seed": {seed}, "instance_id": {encode_basestring(record["instance_id"])}, '
-                f'{_optional_field(record, "mention_ids")}{_optional_field(record, "metric")}"prompt": "',
-                f'", "prompt_sha256": {encode_basestring(record["prompt_sha256"])}, "run": {run}, '
-                f'"split": {encode_basestring(record["split"])}, "target": {_VALUE_JSON.encode(record["target"])}, '
-                f'"target_sha256": {encode_basestring(record["target_sha256"])}, '
-                f'"task": {encode_basestring(record["task"])}}}\n')
-    except TypeError:  # a string field that is no str (or a value no encoder takes): the encoder says
-        return None
-
-
 def records_jsonl(parts: Iterable[tuple[dict[str, Any], bytes, bytes]]) -> tuple[list[bytes], int]:
     """The records as UTF-8 JSONL, each line ``json.dumps(record, ensure_ascii=False, sort_keys=True)``
     with ``"prompt"`` = prefix + block (``iter_rendered_parts``'s UTF-8 bytes; the same bytes), and
-    how many. The JSONL is returned as chunks, ``b"".join(chunks)``, for
-    ``files.atomic_write_bytes`` to write unjoined (~8 MB of ``prompts``: a joined copy cost ~4 ms
-    of CPU). The run's shared prompt prefix is escaped once per run instead of once per prompt (the
-    prompt is most of a record, and the prefix most of a prompt), and the prompt text is never
-    joined as ``str``: a prefix with one character beyond Latin-1 would make all ~8 MB of it UCS-2,
-    then encoded again. The other fields are written around the prompt by ``_around_prompt``; a
-    record of another shape goes through the encoder with an empty prompt, whose ``"prompt": ""``
-    is a key (a string value cannot hold an unescaped quote, and sorted keys put no other value
-    that could spell it before it), split there."""
+    how many, as chunks for ``files.atomic_write_bytes`` to write unjoined.
+
+    The prompt is most of a record and the run's shared prefix (its demonstrations) most of a prompt,
+    so the prefix is escaped once per run and spliced in as bytes, never joined as ``str`` (a prefix
+    with one character beyond Latin-1 would make every prompt UCS-2): at the paper's scale this is
+    a third of ``prompts``' CPU time. The other fields are the encoder's text of the record with an
+    empty prompt, split after ``"prompt": "`` (a key: a string value cannot hold an unescaped quote,
+    and sorted keys put no other value that could spell it before it)."""
     pieces: list[bytes] = []
     last_prefix, escaped_prefix, n = None, b"", 0
     for record, prefix, block in parts:
         if prefix is not last_prefix:
             last_prefix, escaped_prefix = prefix, json_string_utf8(prefix)
-        around = _around_prompt(record)
-        if around is None:
-            line = _RECORD_JSON.encode({**record, "prompt": ""})
-            at = line.index('"prompt": ""') + 11  # after the value's opening quote
-            around = line[:at], line[at:] + "\n"
-        pieces += (around[0].encode("utf-8"), escaped_prefix, json_string_utf8(block), around[1].encode("utf-8"))
+        line = _RECORD_JSON.encode({**record, "prompt": ""})
+        at = line.index('"prompt": ""') + 11  # after the value's opening quote
+        pieces += (line[:at].encode("utf-8"), escaped_prefix, json_string_utf8(block), (line[at:] + "\n").encode("utf-8"))
         n += 1
     return pieces, n
 

@@ -18,6 +18,7 @@ and what was expected.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -204,8 +205,6 @@ def score_keys(keys: Iterable[Key]) -> set[Key]:
 def seeds_dirs() -> list[Path]:
     """Where ``seeds/`` is looked for: ``$SEAM_REPRO_SEEDS``, the seeds shipped in the package
     (``seam_repro/data/seeds``, which a clone's ``seeds/`` links to), ``./seeds``."""
-    import os
-
     from seam_repro.manifest.shipped import SEEDS_DIR
 
     env = os.environ.get("SEAM_REPRO_SEEDS")

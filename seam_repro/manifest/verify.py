@@ -10,6 +10,7 @@ stop verification: everything that can still be rendered is rendered, so the rep
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -221,8 +222,6 @@ def _diff(store: dict[tuple[str, int, str], tuple[str, bool]] | str | None, key:
     text, trusted = store[key]
     label = f"recorded {key[0]} run {key[1]} {key[2]}" + ("" if trusted else " (stored text does NOT hash to "
                                                                              "the sealed prompt_sha256)")
-    import difflib  # only a mismatch is diffed; verify of a good manifest never needs it
-
     lines = difflib.unified_diff(text.splitlines(keepends=True), actual.splitlines(keepends=True),
                                  fromfile=label, tofile="regenerated", n=2)
     return "".join(lines)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import permutations, product
 from math import perm, prod
 from typing import Any
 
@@ -338,8 +339,6 @@ def _own_assignment(m: list[list[float]], integral: bool) -> list[Chosen] | None
 def _enumerated_assignment(w: list[list[float]], integral: bool) -> list[list[tuple[int, int]]]:
     """The assignments ``_own_assignment`` lists, by trying every way to pair the rows of ``w``
     with distinct columns (the assignments scipy chooses among)."""
-    from itertools import permutations
-
     ways = list(permutations(range(len(w[0])), len(w)))
     values = [sum(map(list.__getitem__, w, way)) for way in ways]
     best = max(values)
@@ -582,8 +581,6 @@ def _settle_ties(
     could not pin down (each given as its key rows, its dense similarity matrix and those options):
     any of its options where every combination of them gives the same float total (so whichever
     scipy would choose makes no difference), else scipy's choice on the same matrix."""
-    from itertools import product
-
     options = [found for _, _, found in tied]
     if all(found is not None for found in options) and prod(len(found) for found in options) <= 64:  # type: ignore[arg-type]
         combos = [[pair for part in combo for pair in part] for combo in product(*options)]  # type: ignore[arg-type]

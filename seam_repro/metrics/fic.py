@@ -69,6 +69,40 @@ def load_pins(path: Path = PINS_FILE) -> tuple[ModelPin, ModelPin]:
     return pins[0], pins[1]
 
 
+def _hub_cache() -> Path:
+    """The Hugging Face hub cache as the environment names it now (huggingface_hub reads it once, at import)."""
+    env = os.environ
+    if env.get("HF_HUB_CACHE") or env.get("HUGGINGFACE_HUB_CACHE"):
+        return Path(env.get("HF_HUB_CACHE") or env["HUGGINGFACE_HUB_CACHE"]).expanduser()
+    home = env.get("HF_HOME") or os.path.join(env.get("XDG_CACHE_HOME") or "~/.cache", "huggingface")
+    return Path(home).expanduser() / "hub"
+
+
+def check_available(pins: tuple[ModelPin, ModelPin], allow_download: bool = False) -> None:
+    """Raise when the FIC models cannot be loaded, decided without importing torch, transformers or
+    spaCy (seconds of start-up that scoring a run without them should not pay).
+
+    Only what is certain is decided here: a missing package, or a pinned Hub model absent from the
+    local cache when nothing may be downloaded. Everything else is left to ``_load``'s errors."""
+    from importlib.util import find_spec
+
+    missing = [name for name in ("torch", "transformers", "spacy", "huggingface_hub") if find_spec(name) is None]
+    if missing:
+        raise PrerequisiteError(f"FIC scoring needs {', '.join(missing)}; run: {INSTALL_HINT}")
+    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
+    if allow_download and not offline:
+        return
+    from huggingface_hub import try_to_load_from_cache
+
+    for pin, role in zip(pins, ("faithfulness", "coverage"), strict=True):
+        if Path(pin.id).is_dir() or pin.revision is None:  # a local folder, or _load's "unpinned" error
+            continue
+        if not isinstance(try_to_load_from_cache(pin.id, "config.json", cache_dir=_hub_cache(), revision=pin.revision), str):
+            how = "offline" if allow_download else "pass --fic-download to fetch it"
+            raise MissingDataError(f"FIC {role} model {pin.id}@{pin.revision} is not available "
+                                   f"(not in the local cache; {how})")
+
+
 def _load(pin: ModelPin, role: str, allow_download: bool = False, **tok_kwargs: Any) -> tuple[Any, Any]:
     """Tokenizer and seq2seq model for one pin; clear errors when offline or unpinned.
 
@@ -163,6 +197,7 @@ class FicScorer:
     def from_pins(cls, pins: tuple[ModelPin, ModelPin] | None = None, allow_download: bool = False) -> FicScorer:
         """Load the pinned models (raises PrerequisiteError / MissingDataError when unavailable)."""
         pins = pins or load_pins()
+        check_available(pins, allow_download)
         splitter = sentence_splitter()
         faith = _load(pins[0], "faithfulness", allow_download)
         cover = _load(pins[1], "coverage", allow_download, model_max_length=pins[1].max_length or 800, use_fast=True)

@@ -241,18 +241,12 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
     todo = [b for b in batches if any(keys[j] not in store.done for j in b)]
     summary = ReplaySummary(Path(run_dir), model_slug(backend.model_id), len(mine),
                             sum(k in store.done for k in keys), repaired=store.repaired)
-    from tqdm import tqdm
+    from seam_repro.run.progress import close_bar, progress_bar
+    from seam_repro.verbosity import PRINTED
 
-    from seam_repro.verbosity import PRINTED, progress_wanted
-
-    tty = bool(getattr(sys.stderr, "isatty", lambda: False)())
-    # smoothing=0: the ETA is the average rate since this session started (not a jumpy moving
-    # average), and instances already stored before a resume do not count towards it. In a log file
-    # (no terminal) the bar is printed at most every 30 s, so per-step progress cannot flood it.
-    bar = tqdm(total=len(mine), initial=summary.already_done, disable=not progress_wanted(progress), unit="inst",
-               desc=f"{backend.name}:{summary.model_slug}", file=sys.stderr, smoothing=0,
-               mininterval=0.5 if tty else 30.0,
-               bar_format="{l_bar}{bar}| {n:.0f}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]")
+    # instances already stored before a resume do not count towards the rate (and so the ETA)
+    bar = progress_bar(len(mine), f"{backend.name}:{summary.model_slug}", "inst", progress,
+                       initial=summary.already_done)
 
     def note(line: str) -> None:
         bar.write(line)
@@ -296,24 +290,20 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
                     summary.truncated.append(req.key)
                     note(f"warning: {req.key}: prompt of {res.n_prompt_tokens_full} tokens exceeds the "
                          f"context budget; truncated to {res.n_prompt_tokens} ({generation.get('truncation')})")
+            store.sync()  # once per batch: a machine crash loses at most this batch, never an earlier one
             summary.seconds = time.perf_counter() - start
             bar.set_postfix_str(f"{summary.tokens_per_second:.1f} tok/s", refresh=False)
             bar.update(written - step_share[1])  # the batch's steps so far, completed to whole instances
     finally:
-        store.close()
         if hooked:
             backend.step_hook = None  # type: ignore[attr-defined]
-        if not tty:
-            # In a log file tqdm's close() would print the last state a second time.
-            if not bar.disable:
-                if bar.last_print_n != bar.n:  # the final state, which mininterval may have held back
-                    bar.refresh()
-                sys.stderr.write("\n")
-            bar.disable = True
-        bar.close()
-        close = getattr(backend, "close", None)
-        if callable(close):
-            close()
+        try:
+            store.close()  # syncs what the last batch wrote; a failure to sync is still reported after the bar
+        finally:
+            close_bar(bar)
+            close = getattr(backend, "close", None)
+            if callable(close):
+                close()
     summary.seconds = time.perf_counter() - start
     return summary
 

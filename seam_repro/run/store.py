@@ -4,7 +4,10 @@ here (the scoring loop still reads prompts.jsonl and predictions/ itself and wri
 
 Replaces upstream SEAM's per-(dataset, run) DataFrame JSON written once at the end
 (``datasets_classes/base.py::Dataset.predict``): a crash there lost the whole file. Here each
-prediction is one JSONL line, flushed and fsynced as soon as it exists; on resume a torn last line
+prediction is one JSONL line, handed to the kernel (one ``write``) as soon as it exists, and each
+file is fsynced once per batch: a SIGKILL of the process loses no line already written (only the
+instances of the batch not yet written), a machine crash or power loss at most the lines written
+since the last batch's fsync, never a line of an earlier batch; on resume a torn last line
 (a write cut by a kill) is dropped by truncating the file to its last newline, every kept line is
 checked against the run (model revision, prompt hash), and an instance is never written twice.
 Format: docs/ARCHITECTURE.md "Predictions store".
@@ -84,14 +87,39 @@ def model_dirs(run_dir: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
 
 
-def write_scores(target: Path, lines: Iterable[dict[str, Any]], summary: dict[str, Any]) -> Path:
-    """One model's scores folder (``scores/<model_slug>/`` or under ``score --out``):
-    ``instance_scores.jsonl`` then ``summary.json``, each written atomically; returns the summary path."""
-    files.ensure_dir(target)
-    body = "".join(json.dumps(ln, ensure_ascii=False, allow_nan=False) + "\n" for ln in lines)
-    files.atomic_write_bytes(target / "instance_scores.jsonl", body.encode("utf-8"))
-    files.atomic_write_bytes(target / "summary.json", files.dumps_json(summary, indent=1).encode("utf-8"))
-    return target / "summary.json"
+class ScoresWriter:
+    """One model's scores folder (``scores/<model_slug>/`` or under ``score --out``), written while
+    scoring goes: ``instance_scores.jsonl`` and ``samples.jsonl`` line by line into temporary
+    siblings, renamed in place when the block succeeds, then ``summary.json`` (set ``summary``
+    inside the block). An error inside the block leaves the folder as it was."""
+
+    def __init__(self, target: Path):
+        self.target = Path(target)
+        self.summary: dict[str, Any] | None = None
+        self._stack = contextlib.ExitStack()
+
+    def __enter__(self) -> ScoresWriter:
+        with contextlib.ExitStack() as stack:
+            self._lines = stack.enter_context(files.atomic_writer(self.target / "instance_scores.jsonl"))
+            self._samples = stack.enter_context(files.atomic_writer(self.target / "samples.jsonl"))
+            self._stack = stack.pop_all()
+        return self
+
+    def write(self, line: dict[str, Any], sample: dict[str, Any]) -> None:
+        for fh, obj in ((self._lines, line), (self._samples, sample)):
+            fh.write((json.dumps(obj, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8"))
+
+    def __exit__(self, *exc: Any) -> None:
+        if exc[0] is None and self.summary is None:
+            self._stack.__exit__(RuntimeError, RuntimeError("no summary"), None)
+            raise RuntimeError("ScoresWriter: summary not set")
+        self._stack.__exit__(*exc)
+        if exc[0] is None:
+            files.atomic_write_bytes(self.target / "summary.json", files.dumps_json(self.summary, indent=1).encode("utf-8"))
+
+    @property
+    def summary_path(self) -> Path:
+        return self.target / "summary.json"
 
 
 def model_slug(model_id: str) -> str:
@@ -214,11 +242,14 @@ def read_predictions(path: Path, model_id: str | None = None, revision: str | No
 
 
 class PredictionWriter:
-    """Appends lines to one predictions file with flush + fsync per line."""
+    """Appends lines to one predictions file: one ``write`` per line (flush), ``fsync`` on
+    :meth:`sync` and :meth:`close` (an fsync per line cost more than generating with the echo
+    backend; one per batch bounds what a machine crash can lose to the batch in flight)."""
 
     def __init__(self, path: Path):
         files.ensure_dir(path.parent)
         self.path = path
+        self._dirty = False
         try:
             self._fh = open(path, "ab")
         except OSError as exc:
@@ -229,7 +260,7 @@ class PredictionWriter:
         try:
             self._fh.write(encode_line(record))
             self._fh.flush()
-            os.fsync(self._fh.fileno())
+            self._dirty = True
         except OSError as exc:
             # A partial line may be on disk; it is unterminated, so readers skip it and a resume
             # truncates it. Every earlier line is complete and kept.
@@ -237,9 +268,23 @@ class PredictionWriter:
                               "the predictions written so far are kept; fix this and rerun the same command to resume"
                               ) from None
 
+    def sync(self) -> None:
+        """Make every line written so far durable."""
+        if self._dirty:
+            try:
+                os.fsync(self._fh.fileno())
+            except OSError as exc:
+                raise OutputError(f"{self.path}: cannot sync the predictions: "
+                                  f"{files.describe_os_error(exc).split(': ', 1)[-1]}; rerun the same command to "
+                                  "resume (lines that were not synced are checked and kept or regenerated)") from None
+            self._dirty = False
+
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self._fh.close()
+        try:
+            self.sync()
+        finally:
+            with contextlib.suppress(OSError):
+                self._fh.close()
 
 
 class PredictionStore:
@@ -270,10 +315,17 @@ class PredictionStore:
         self._writers[fk].write(make_record(req, res, self.model_id, self.revision, generation))
         self.done.add(req.key)
 
-    def close(self) -> None:
+    def sync(self) -> None:
+        """fsync every file written since the last sync (``replay`` calls this once per batch)."""
         for w in self._writers.values():
-            w.close()
-        self._writers.clear()
+            w.sync()
+
+    def close(self) -> None:
+        try:
+            for w in self._writers.values():
+                w.close()
+        finally:
+            self._writers.clear()
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:
@@ -543,14 +595,17 @@ class Coverage:
         return fields
 
 
-def check_run_prompts(run_dir: Path, prompts: dict[Key, dict[str, Any]], run_json: dict[str, Any]) -> Coverage:
-    """Check every prompt record and gold target of ``RUN_DIR/prompts.jsonl`` against the manifest
-    the run was replayed from (``score``); refuse the first that differs."""
+def check_run_prompts(run_dir: Path, prompts: Iterable[tuple[Key, dict[str, Any]]], run_json: dict[str, Any]) -> Coverage:
+    """Check every prompt record and gold target of ``RUN_DIR/prompts.jsonl`` (``(key, record)``
+    pairs, read as they come) against the manifest the run was replayed from (``score``); refuse
+    the first that differs."""
     tm = load_run_manifest(run_dir, run_json)
     where = prompts_path(run_dir)
     metrics: dict[str, str] = {}
     tasks: dict[str, str] = {}
-    for n, (key, rec) in enumerate(prompts.items(), start=1):
+    present: dict[Key, None] = {}
+    for n, (key, rec) in enumerate(prompts, start=1):
+        present[key] = None
         if tm.frozen:
             problem = record_problems(tm, rec)
             if problem is None and "target" not in rec:
@@ -561,9 +616,9 @@ def check_run_prompts(run_dir: Path, prompts: dict[Key, dict[str, Any]], run_jso
             metrics.setdefault(key[0], rec["metric"])
         tasks.setdefault(key[0], rec.get("task"))
     if not tm.frozen:  # an --allow-unfrozen run: the prompts it holds are all there is to expect
-        tm = TrustedManifest(tm.path, tm.manifest, {k: {} for k in prompts})
+        tm = TrustedManifest(tm.path, tm.manifest, {k: {} for k in present})
     _fill_metrics(tm, metrics, tasks)
-    return Coverage(tm, run_json, set(prompts), metrics, tasks)
+    return Coverage(tm, run_json, set(present), metrics, tasks)
 
 
 def _fill_metrics(tm: TrustedManifest, metrics: dict[str, str], tasks: dict[str, str]) -> None:

@@ -29,7 +29,7 @@ failures (``valid_format: false``) and still get a score, never a crash.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,8 @@ from seam_repro.metrics import registry
 from seam_repro.metrics.registry import ScoringContext
 from seam_repro.metrics.unflushed import DEFAULT_BLOCK_SIZE
 from seam_repro.run.store import (
+    Coverage,
+    ScoresWriter,
     check_run_prompts,
     model_dirs,
     prediction_files,
@@ -51,7 +53,6 @@ from seam_repro.run.store import (
     run_json_path,
     run_manifest_path,
     scores_root,
-    write_scores,
 )
 from seam_repro.scoring.extract import cap_output, extract, extract_clean
 from seam_repro.scoring.validity import is_valid
@@ -62,12 +63,13 @@ Key = tuple[str, int, str]
 
 
 # --- reading --------------------------------------------------------------------------------------
-def _jsonl(path: Path) -> list[tuple[int, dict[str, Any], bool]]:
-    """(line number, object, decodable) for each complete line. A torn (unterminated, unparseable)
-    last line is skipped; bytes that are not UTF-8 are replaced and flagged instead of failing."""
+def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any], bool]]:
+    """(line number, object, decodable) for each complete line, read as they come. A torn
+    (unterminated, unparseable) last line is skipped; bytes that are not UTF-8 are replaced and
+    flagged instead of failing."""
     flagged: set[int] = set()
-    rows = list(iter_jsonl(path, lenient_tail=True, undecodable=flagged))
-    return [(n, obj, n not in flagged) for n, obj in rows]
+    for n, obj in iter_jsonl(path, lenient_tail=True, undecodable=flagged):
+        yield n, obj, n not in flagged
 
 
 SCORED_FIELDS: dict[str, type] = {"dataset": str, "run": int, "instance_id": str, "prompt": str,
@@ -75,11 +77,12 @@ SCORED_FIELDS: dict[str, type] = {"dataset": str, "run": int, "instance_id": str
 """What scoring needs of a prompt record (``gen_seed`` is replay's, not scoring's)."""
 
 
-def load_prompts(path: Path) -> dict[Key, dict[str, Any]]:
-    """Prompt records keyed by (dataset, run, instance_id), in file order, hashes re-checked."""
+def iter_prompts(path: Path) -> Iterator[tuple[Key, dict[str, Any]]]:
+    """Prompt records of ``prompts.jsonl`` with their keys, in file order, each checked as it is
+    read (fields, target hash and form); a duplicate key is refused."""
     if not path.is_file():
         raise InputError(path, "prompts file not found (expected RUN_DIR/prompts.jsonl from `seam-repro replay`)")
-    out: dict[Key, dict[str, Any]] = {}
+    seen: set[Key] = set()
     for lineno, rec, _ in _jsonl(path):
         where = f"line {lineno}"
         check_prompt_record(rec, path, where, SCORED_FIELDS)
@@ -92,10 +95,15 @@ def load_prompts(path: Path) -> dict[Key, dict[str, Any]]:
         else:
             _check_target(path, where, rec["task"], target)
         key = (rec["dataset"], rec["run"], rec["instance_id"])
-        if key in out:
+        if key in seen:
             raise InputError(path, f"duplicate prompt record for {key}", record=where)
-        out[key] = rec
-    return out
+        seen.add(key)
+        yield key, rec
+
+
+def load_prompts(path: Path) -> dict[Key, dict[str, Any]]:
+    """Prompt records keyed by (dataset, run, instance_id), in file order, hashes re-checked."""
+    return dict(iter_prompts(path))
 
 
 def _check_target(path: Path, where: str, task: str, target: Any) -> None:
@@ -121,44 +129,61 @@ def _clean_text(text: str, decodable: bool) -> tuple[str, bool]:
     return text, decodable
 
 
+def read_prediction_file(path: Path, hashes: Mapping[Key, str], model: dict[str, Any] | None,
+                         ) -> tuple[dict[Key, dict[str, Any]], dict[str, Any] | None]:
+    """The predictions of one ``<dataset>/run_<k>.jsonl`` file, checked against the prompts' hashes
+    and against ``model`` (the first file's model, or None); returns them and the model."""
+    preds: dict[Key, dict[str, Any]] = {}
+    ds = path.parent.name
+    for lineno, rec, decodable in _jsonl(path):
+        where = f"line {lineno}"
+        require_fields(rec, {"dataset": str, "run": int, "instance_id": str, "output": str,
+                             "prompt_sha256": str, "model": dict}, path, where)
+        if rec["dataset"] != ds or path.name != f"run_{rec['run']}.jsonl":
+            raise InputError(path, f"record of {rec['dataset']} run {rec['run']} filed under {ds}/{path.name}",
+                             record=where)
+        key = (rec["dataset"], rec["run"], rec["instance_id"])
+        if key not in hashes:
+            raise PredictionsError(f"{path}: {where}: instance {key} is not in prompts.jsonl")
+        if rec["prompt_sha256"] != hashes[key]:
+            raise PredictionsError(f"{path}: {where}: prompt_sha256 of {key} differs from prompts.jsonl "
+                                   "(predictions were made for other prompts)")
+        if key in preds:
+            raise PredictionsError(f"{path}: {where}: duplicate prediction for {key}")
+        got = {"id": rec["model"].get("id"), "revision": rec["model"].get("revision")}
+        if model is None:
+            model = got
+        elif got != model:
+            raise PredictionsError(f"{path}: {where}: model {got} differs from {model} in the same directory")
+        rec["output"], rec["_decodable"] = _clean_text(rec["output"], decodable)
+        if "upstream_prompt_text" in rec:
+            if not isinstance(rec["upstream_prompt_text"], str):
+                raise InputError(path, "expected the decoded truncated prompt as a string", record=where,
+                                 field="upstream_prompt_text")
+            rec["upstream_prompt_text"] = _clean_text(rec["upstream_prompt_text"], True)[0]
+        preds[key] = rec
+    return preds, model
+
+
+def _check_complete(model_dir: Path, model: dict[str, Any] | None) -> None:
+    """No predictions at all is an error. Instances without a prediction (an interrupted replay, a torn
+    last line) are not: they are scored as absent and listed as unscored with the resume command
+    (``store.Coverage``), so the run's summary is marked partial rather than refused."""
+    if model is None:
+        raise PredictionsError(f"{model_dir}: no predictions found (expected <dataset>/run_<k>.jsonl files)")
+
+
 def load_predictions(model_dir: Path, prompts: dict[Key, dict[str, Any]]) -> tuple[dict[Key, dict[str, Any]], dict[str, Any]]:
     """All predictions of one model directory, checked against the prompts; returns them and the
-    model's ``{"id", "revision"}``. Instances without a prediction (an interrupted replay, a torn last
-    line) are not an error here: they are scored as absent and listed as unscored with the resume
-    command (``store.Coverage``), so the run's summary is marked partial rather than refused."""
+    model's ``{"id", "revision"}``. Instances without a prediction are left out (see ``_check_complete``)."""
+    hashes = {k: r["prompt_sha256"] for k, r in prompts.items()}
     preds: dict[Key, dict[str, Any]] = {}
     model: dict[str, Any] | None = None
     for path in prediction_files(model_dir):
-        ds = path.parent.name
-        for lineno, rec, decodable in _jsonl(path):
-            where = f"line {lineno}"
-            require_fields(rec, {"dataset": str, "run": int, "instance_id": str, "output": str,
-                                 "prompt_sha256": str, "model": dict}, path, where)
-            if rec["dataset"] != ds or path.name != f"run_{rec['run']}.jsonl":
-                raise InputError(path, f"record of {rec['dataset']} run {rec['run']} filed under {ds}/{path.name}",
-                                 record=where)
-            key = (rec["dataset"], rec["run"], rec["instance_id"])
-            if key not in prompts:
-                raise PredictionsError(f"{path}: {where}: instance {key} is not in prompts.jsonl")
-            if rec["prompt_sha256"] != prompts[key]["prompt_sha256"]:
-                raise PredictionsError(f"{path}: {where}: prompt_sha256 of {key} differs from prompts.jsonl "
-                                       "(predictions were made for other prompts)")
-            if key in preds:
-                raise PredictionsError(f"{path}: {where}: duplicate prediction for {key}")
-            got = {"id": rec["model"].get("id"), "revision": rec["model"].get("revision")}
-            if model is None:
-                model = got
-            elif got != model:
-                raise PredictionsError(f"{path}: {where}: model {got} differs from {model} in the same directory")
-            rec["output"], rec["_decodable"] = _clean_text(rec["output"], decodable)
-            if "upstream_prompt_text" in rec:
-                if not isinstance(rec["upstream_prompt_text"], str):
-                    raise InputError(path, "expected the decoded truncated prompt as a string", record=where,
-                                     field="upstream_prompt_text")
-                rec["upstream_prompt_text"] = _clean_text(rec["upstream_prompt_text"], True)[0]
-            preds[key] = rec
-    if model is None:
-        raise PredictionsError(f"{model_dir}: no predictions found (expected <dataset>/run_<k>.jsonl files)")
+        got, model = read_prediction_file(path, hashes, model)
+        preds.update(got)
+    _check_complete(model_dir, model)
+    assert model is not None
     return preds, model
 
 
@@ -345,45 +370,115 @@ def _score_units(parent: Key, units: list[tuple[dict[str, Any], dict[str, Any]]]
     return line
 
 
+class ModelScorer:
+    """Scores one model's predictions one (dataset, run) at a time, so that only one run's prompts,
+    predictions and instance lines are held at once; what the summary needs of each run is kept
+    (its aggregates) and :meth:`datasets` assembles the ``datasets`` block of summary.json."""
+
+    def __init__(self, model: dict[str, Any], profile: str, fic: _Fic, gold_block_size: int = DEFAULT_BLOCK_SIZE):
+        self.model, self.profile, self.gold_block_size = model, profile, gold_block_size
+        self.ctx = ScoringContext(fic=fic)
+        self.tasks: dict[str, str] = {}
+        self.first: dict[str, dict[str, Any]] = {}
+        self.runs: dict[str, dict[int, tuple[dict[str, Any], dict[str, Any]]]] = {}
+
+    def score_group(self, items: Iterable[tuple[Key, dict[str, Any], dict[str, Any]]]) -> list[dict[str, Any]]:
+        """Instance lines of one (dataset, run), given its (key, prompt record, prediction) triples in
+        prompt order; each line keeps the responses its extractions gave under ``_resp``."""
+        order: list[Key] = []
+        single: dict[Key, dict[str, Any]] = {}
+        grouped: dict[Key, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
+        recs: dict[Key, dict[str, Any]] = {}
+        for key, rec, pred in items:
+            task = rec["task"]
+            if self.tasks.setdefault(key[0], task) != task:
+                raise InputError("prompts.jsonl", f"dataset {key[0]} has records of tasks '{self.tasks[key[0]]}' "
+                                 f"and '{task}'", record=f"{key}", field="task")
+            self.first.setdefault(key[0], rec)
+            recs[key] = rec
+            target = rec.get("target")
+            if isinstance(target, dict) and "doc_index" in target:  # a document unit of a document-level instance
+                parent = (key[0], key[1], str(target.get("parent", key[2])))
+                if parent not in grouped:
+                    grouped[parent] = []
+                    order.append(parent)
+                grouped[parent].append((rec, pred))
+                continue
+            single[key] = _score_instance(key, rec, pred, self.model, self.profile, self.ctx)
+            order.append(key)
+        lines = [single[k] if k in single else _score_units(k, grouped[k], self.profile) for k in order]
+        if lines:
+            ds, run = lines[0]["dataset"], lines[0]["run"]
+            if run in self.runs.get(ds, {}):
+                raise InputError("prompts.jsonl", f"dataset {ds} run {run} scored twice", record=f"{order[0]}")
+            self.runs.setdefault(ds, {})[run] = self._summarise_run(ds, run, lines, recs)
+        return lines
+
+    def _summarise_run(self, ds: str, run: int, lines: list[dict[str, Any]], recs: dict[Key, dict[str, Any]],
+                       ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """This run's entries of the dataset's summary block and of its ``corrected`` block: each
+        variant's metric aggregated as the registry says, format rate and count."""
+        primary = "upstream" if self.profile == "upstream" else "corrected"
+        specs = self._specs(ds)
+        out: dict[str, Any] = {"runs": {}, "format_rate": {}, "n_instances": {}}
+        corrected: dict[str, Any] = {"runs": {}}
+        k = str(run)
+        out["format_rate"][k] = sum(ln["valid_format"] for ln in lines) / len(lines)
+        out["n_instances"][k] = len(lines)
+        AGGREGATIONS[specs[primary].aggregation](ds, run, lines, recs, primary, self.gold_block_size, out, corrected)
+        if specs["corrected"].run_extras is not None:
+            corrected["extra"] = {name: {k: extra} for name, extra in
+                                  specs["corrected"].run_extras([ln["details"]["corrected"] for ln in lines]).items()}
+        return out, corrected
+
+    def _specs(self, ds: str) -> dict[str, registry.MetricSpec]:
+        names = metric_names(self.first[ds])
+        return {v: registry.get(names[v]) for v in VARIANTS}
+
+    def datasets(self) -> dict[str, Any]:
+        """The ``datasets`` block of summary.json: runs in order, datasets in the order first scored."""
+        primary = "upstream" if self.profile == "upstream" else "corrected"
+        blocks: dict[str, Any] = {}
+        for ds, runs in self.runs.items():
+            specs = self._specs(ds)
+            out: dict[str, Any] = {"task": self.tasks[ds], "runs": {}, "format_rate": {}, "n_instances": {},
+                                   "metric": specs[primary].name}
+            corrected: dict[str, Any] = {"metric": specs["corrected"].name, "runs": {}}
+            if specs["corrected"].run_extras is not None:
+                corrected["extra"] = {}
+            for run in sorted(runs):
+                _merge(out, runs[run][0])
+                _merge(corrected, runs[run][1])
+            corrected["extraction"] = "clean"
+            out["corrected"] = corrected
+            out["extraction"] = EXTRACTION_LABEL[specs[primary].extraction[VARIANTS.index(primary)]]
+            blocks[ds] = out
+        return blocks
+
+
+def _merge(into: dict[str, Any], part: dict[str, Any]) -> None:
+    """Merge one run's summary entries (nested dicts keyed by run) into the dataset's block."""
+    for key, value in part.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
+
+
 def score_model(prompts: dict[Key, dict[str, Any]], preds: dict[Key, dict[str, Any]], model: dict[str, Any],
                 profile: str, fic: _Fic, gold_block_size: int = DEFAULT_BLOCK_SIZE,
                 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Instance lines (prompt order) and the ``datasets`` block of summary.json: one loop for every
-    suite, each metric's extraction, instance computation and run aggregation from the registry."""
-    ctx = ScoringContext(fic=fic)
-    tasks: dict[str, str] = {}
-    order: list[Key] = []
-    single: dict[Key, dict[str, Any]] = {}
-    grouped: dict[Key, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
+    """Instance lines (grouped by dataset and run, prompt order within) and the ``datasets`` block
+    of summary.json for predictions held in memory (``score_run_dir`` streams instead)."""
+    scorer = ModelScorer(model, profile, fic, gold_block_size)
+    groups: dict[tuple[str, int], list[tuple[Key, dict[str, Any], dict[str, Any]]]] = {}
     for key, rec in prompts.items():
-        if key not in preds:
-            continue
-        pred, task = preds[key], rec["task"]
-        if tasks.setdefault(key[0], task) != task:
-            raise InputError("prompts.jsonl", f"dataset {key[0]} has records of tasks '{tasks[key[0]]}' and '{task}'",
-                             record=f"{key}", field="task")
-        target = rec.get("target")
-        if isinstance(target, dict) and "doc_index" in target:  # a document unit of a document-level instance
-            parent = (key[0], key[1], str(target.get("parent", key[2])))
-            if parent not in grouped:
-                grouped[parent] = []
-                order.append(parent)
-            grouped[parent].append((rec, pred))
-            continue
-        single[key] = _score_instance(key, rec, pred, model, profile, ctx)
-        order.append(key)
-    lines = [single[k] if k in single else _score_units(k, grouped[k], profile) for k in order]
-    per: dict[str, dict[int, list[dict[str, Any]]]] = {}
-    for line in lines:
-        per.setdefault(line["dataset"], {}).setdefault(line["run"], []).append(line)
-    first = {}
-    for key in order:
-        first.setdefault(key[0], prompts.get(key) or grouped[key][0][0])
-    datasets = {ds: _summarise(ds, tasks[ds], metric_names(first[ds]), runs, prompts, profile, gold_block_size)
-                for ds, runs in per.items()}
+        if key in preds:
+            groups.setdefault(key[:2], []).append((key, rec, preds[key]))  # type: ignore[index]
+    lines = [ln for items in groups.values() for ln in scorer.score_group(items)]
     for line in lines:
         line.pop("_resp", None)
-    return lines, datasets
+    return lines, scorer.datasets()
 
 
 def _coref_runs(ds: str, run: int, lines: list[dict[str, Any]], prompts: dict[Key, dict[str, Any]],
@@ -451,37 +546,64 @@ AGGREGATIONS: dict[str, Callable[..., None]] = {"mean": _mean_runs, "conll_micro
 """Run-level aggregation named by a metric's registry entry (``MetricSpec.aggregation``)."""
 
 
-def _summarise(ds: str, task: str, names: dict[str, str], runs: dict[int, list[dict[str, Any]]],
-               prompts: dict[Key, dict[str, Any]], profile: str, gold_block_size: int) -> dict[str, Any]:
-    """The ``summary.json`` block of one dataset: per run, each variant's metric aggregated as the
-    registry says (mean of instance scores, or the CoNLL micro-average), format rate and counts."""
-    primary = "upstream" if profile == "upstream" else "corrected"
-    specs = {v: registry.get(names[v]) for v in VARIANTS}
-    out: dict[str, Any] = {"task": task, "runs": {}, "format_rate": {}, "n_instances": {},
-                           "metric": specs[primary].name}
-    corrected: dict[str, Any] = {"metric": specs["corrected"].name, "runs": {}}
-    if specs["corrected"].run_extras is not None:
-        corrected["extra"] = {}
-    for run, lines in sorted(runs.items()):
-        k = str(run)
-        out["format_rate"][k] = sum(ln["valid_format"] for ln in lines) / len(lines)
-        out["n_instances"][k] = len(lines)
-        AGGREGATIONS[specs[primary].aggregation](ds, run, lines, prompts, primary, gold_block_size, out, corrected)
-        for variant, spec in specs.items():
-            if variant == "corrected" and spec.run_extras is not None:
-                for name, extra in spec.run_extras([ln["details"]["corrected"] for ln in lines]).items():
-                    corrected["extra"].setdefault(name, {})[k] = extra
-    corrected["extraction"] = "clean"
-    out["corrected"] = corrected
-    out["extraction"] = EXTRACTION_LABEL[specs[primary].extraction[VARIANTS.index(primary)]]
+RUN_FACTORS_SKIPPED = frozenset({"dataset", "run", "instances", "prompt_digest", "split"})
+INSTANCE_FACTORS_SKIPPED = frozenset({"id", "prompt_sha256", "target_sha256"})
+
+
+def _run_factors(coverage: Coverage) -> dict[tuple[str, int], dict[str, Any]]:
+    """What was sampled for each (dataset, run) of the manifest (demonstrations, document order,
+    paraphrase, ...): its run entry less the names and hashes."""
+    return {(r["dataset"], r["run"]): {k: v for k, v in r.items() if k not in RUN_FACTORS_SKIPPED}
+            for r in coverage.tm.manifest.get("runs", []) if isinstance(r, dict) and "dataset" in r}
+
+
+def _sample(line: dict[str, Any], recs: dict[Key, dict[str, Any]], preds: dict[Key, dict[str, Any]],
+            factors: dict[str, Any], expected: Mapping[Key, dict[str, Any]]) -> dict[str, Any]:
+    """One line of ``samples.jsonl``: what a user joins by hand over predictions/, prompts.jsonl
+    and instance_scores.jsonl. A document-level instance (IGCS) lists its units' prompts and outputs."""
+    key = (line["dataset"], line["run"], line["instance_id"])
+    out: dict[str, Any] = {"dataset": key[0], "run": key[1], "instance_id": key[2]}
+    own = {k: v for k, v in expected.get(key, {}).items() if k not in INSTANCE_FACTORS_SKIPPED}
+    if key in recs:
+        out.update(prompt_sha256=recs[key]["prompt_sha256"], factors={**factors, **own},
+                   prediction=preds[key]["output"], parsed=line["_resp"], gold=recs[key].get("target"))
+    else:
+        units = [k for k, r in recs.items() if isinstance(r.get("target"), dict)
+                 and str(r["target"].get("parent", k[2])) == key[2] and "doc_index" in r["target"]]
+        out.update(factors=factors, units=[{"instance_id": k[2], "prompt_sha256": recs[k]["prompt_sha256"],
+                                            "prediction": preds[k]["output"]} for k in units],
+                   gold=recs[units[0]]["target"].get("references") if units else None)
+    variants = {v: line["details"][v]["score"] for v in ("upstream", "upstream_intended", "corrected")
+                if isinstance(line["details"].get(v), dict)}
+    out.update(metric=line["metric"], score=line["score"], scores=variants, valid_format=line["valid_format"])
     return out
+
+
+def _prompt_groups(path: Path, sizes: dict[tuple[str, int], int], hashes: Mapping[Key, str],
+                   ) -> Iterator[list[tuple[Key, dict[str, Any]]]]:
+    """Prompt records (checked already) a whole (dataset, run) at a time, each group as soon as its
+    last record is read: one group held at a time when the file lists runs one after another."""
+    pending: dict[tuple[str, int], list[tuple[Key, dict[str, Any]]]] = {}
+    for lineno, rec, _ in _jsonl(path):
+        key = (rec.get("dataset"), rec.get("run"), rec.get("instance_id"))
+        if hashes.get(key) != rec.get("prompt_sha256"):  # type: ignore[arg-type]
+            raise InputError(path, "changed while it was being scored; run `seam-repro score` again",
+                             record=f"line {lineno}")
+        group = pending.setdefault(key[:2], [])  # type: ignore[arg-type]
+        group.append((key, rec))  # type: ignore[arg-type]
+        if len(group) == sizes[key[:2]]:  # type: ignore[index]
+            yield pending.pop(key[:2])  # type: ignore[arg-type]
 
 
 def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | None = None, *, fic: bool = True,
                   fic_factory: Callable[[], Any] | None = None, fic_download: bool = False,
-                  gold_block_size: int = DEFAULT_BLOCK_SIZE) -> list[Path]:
+                  gold_block_size: int = DEFAULT_BLOCK_SIZE, progress: bool = False) -> list[Path]:
     """Score every model under ``RUN_DIR/predictions``; returns the summary.json paths written.
-    ``gold_block_size``: file system block size for the as-published coreference score."""
+    ``gold_block_size``: file system block size for the as-published coreference score.
+
+    Streams: prompts.jsonl is read twice (checked and indexed, then one (dataset, run) at a time
+    beside that run's predictions file), so memory holds one run's records, not the run folder's."""
+    from seam_repro.run.progress import close_bar, progress_bar
     from seam_repro.run.store import require_run_json
 
     run_dir = Path(run_dir)
@@ -494,8 +616,16 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
     profile = profile or run_json.get("profile") or "upstream"
     if profile not in PROFILES:
         raise InputError("--profile", f"unknown profile '{profile}'; expected one of {', '.join(PROFILES)}")
-    prompts = load_prompts(prompts_path(run_dir))
-    coverage = check_run_prompts(run_dir, prompts, run_json)  # trust chain: every record vs the manifest
+    hashes: dict[Key, str] = {}
+    sizes: dict[tuple[str, int], int] = {}
+
+    def indexed() -> Iterator[tuple[Key, dict[str, Any]]]:
+        for key, rec in iter_prompts(prompts_path(run_dir)):
+            hashes[key] = rec["prompt_sha256"]
+            sizes[key[:2]] = sizes.get(key[:2], 0) + 1  # type: ignore[index]
+            yield key, rec
+
+    coverage = check_run_prompts(run_dir, indexed(), run_json)  # trust chain: every record vs the manifest
     pred_root = predictions_root(run_dir)
     models = model_dirs(run_dir)
     if not models:
@@ -507,15 +637,46 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
 
         fic_factory = partial(FicScorer.from_pins, allow_download=fic_download)
     fic_state = _Fic(fic, fic_factory)
+    factors = _run_factors(coverage)
     written = []
     for model_dir in models:
-        preds, model = load_predictions(model_dir, prompts)
-        lines, datasets = score_model(prompts, preds, model, profile, fic_state, gold_block_size)
-        summary = {"model": model, "manifest_digest": run_json.get("manifest_digest"),
-                   "prompt_digest": digest_of_hashes(r["prompt_sha256"] for r in prompts.values()),
-                   "profile": profile, "kit_version": __version__, "datasets": datasets,
-                   **coverage.summary_fields(model_dir, datasets, preds)}
-        written.append(write_scores(out_root / model_dir.name, lines, summary))
+        model: dict[str, Any] | None = None
+        scorer: ModelScorer | None = None
+        scored: set[Key] = set()
+        visited: set[Path] = set()
+        bar = progress_bar(len(hashes), f"score:{model_dir.name}", "inst", progress)
+        try:
+            with ScoresWriter(out_root / model_dir.name) as out:
+                for group in _prompt_groups(prompts_path(run_dir), sizes, hashes):
+                    ds, run = group[0][0][:2]
+                    path = model_dir / ds / f"run_{run}.jsonl"
+                    preds: dict[Key, dict[str, Any]] = {}
+                    if path.is_file():
+                        visited.add(path)
+                        preds, model = read_prediction_file(path, hashes, model)
+                    items = [(k, rec, preds[k]) for k, rec in group if k in preds]
+                    if items:
+                        assert model is not None
+                        scorer = scorer or ModelScorer(model, profile, fic_state, gold_block_size)
+                        recs = dict(group)
+                        for line in scorer.score_group(items):
+                            sample = _sample(line, recs, preds, factors.get((ds, run), {}), coverage.tm.expected)
+                            line.pop("_resp", None)
+                            out.write(line, sample)
+                        scored.update(preds)
+                    bar.update(len(group))
+                for path in prediction_files(model_dir):  # files of no prompted run: refused unless empty
+                    if path not in visited:
+                        model = read_prediction_file(path, hashes, model)[1]
+                _check_complete(model_dir, model)
+                datasets = scorer.datasets() if scorer is not None else {}
+                out.summary = {"model": model, "manifest_digest": run_json.get("manifest_digest"),
+                               "prompt_digest": digest_of_hashes(hashes.values()),
+                               "profile": profile, "kit_version": __version__, "datasets": datasets,
+                               **coverage.summary_fields(model_dir, datasets, scored)}
+        finally:
+            close_bar(bar)
+        written.append(out.summary_path)
     return written
 
 

@@ -20,24 +20,23 @@ Cache: ``--cache DIR``, else ``$SEAM_REPRO_CACHE``, else ``~/.cache/seam-repro``
 from __future__ import annotations
 
 import hashlib
+import http.client
 import os
+import shutil
 import stat
+import urllib.error
+import urllib.request
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from seam_repro.errors import HashMismatchError, InputError, MissingDataError, SeamReproError
 from seam_repro.files import atomic_write_json, ensure_dir, owner_token, read_json, sweep_leftovers
 from seam_repro.hashing import sha256_file
 from seam_repro.network import first_hop, hub_address, quiet_retries, unreachable_reason
 from seam_repro.sources.lock import Lock, Source, SourceFile, load_lock
-
-if TYPE_CHECKING:
-    import zipfile
-
-# shutil, tempfile and zipfile (~5 ms of imports) are imported where a copy, download or extraction
-# happens: sample, prompts and verify import this module only for cached_source_path.
 
 CHUNK = 1 << 16
 HfDownload = Callable[..., str]
@@ -106,10 +105,6 @@ def _temp_beside(dest: Path) -> Path:
 
 def _stream(url: str, tmp: Path, artifact: str, progress: bool, timeout: float) -> None:
     """Stream ``url`` into ``tmp``; raise DownloadError if the body is shorter than announced."""
-    import http.client  # the HTTP stack (~25 ms of imports) only where a download happens
-    import urllib.error
-    import urllib.request
-
     from tqdm import tqdm
 
     try:
@@ -171,7 +166,6 @@ def _local_copy(data_dir: Path, f: SourceFile, datasets: tuple[str, ...] | list[
 def obtain(src: Source, f: SourceFile, cache: Path, tofu: dict[str, Any], *, data_dir: Path | None = None,
            hf_download: HfDownload | None = None, progress: bool = True, timeout: float = 60.0) -> bool:
     """Put one verified file at ``cache/f.dest``; return True if its hash is pinned."""
-    import shutil
 
     dest = cache / f.dest
     artifact = f"{src.name}:{PurePosixPath(f.dest).name}"
@@ -235,8 +229,6 @@ def _unsafe_reason(info: zipfile.ZipInfo) -> str | None:
 
 def safe_extract(archive: Path, target: Path) -> list[str]:
     """Extract ``archive`` into ``target`` (replacing it) after checking every member name."""
-    import shutil
-    import zipfile
 
     try:
         zf = zipfile.ZipFile(archive)
@@ -327,7 +319,6 @@ def fetch_source(src: Source, cache: Path, *, data_dir: Path | None = None, hf_d
                 result.notes.append(f"{dataset}: no folder with {rule['marker']} in the archive")
             else:
                 paths[f"data:{dataset}"] = folder.relative_to(cache).as_posix()
-        import shutil
 
         for dataset, mapping in src.install.items():
             folder = cache / "data" / f"{dataset}-{src.name}"

@@ -20,8 +20,7 @@ from seam_repro.files import parse_json_text, read_text
 
 KINDS: frozenset[str] = frozenset({"url", "hf", "zip", "ecbplus"})
 PACKAGED_LOCK = Path(__file__).parents[1] / "data" / "sources.lock.json"
-"""Found beside the package like the suite files (specs.SUITES_DIR): importlib.resources would cost
-every command that looks up a cache path ~4 ms of imports (tempfile, shutil, zipfile)."""
+"""Found beside the package like the suite files (specs.SUITES_DIR)."""
 _HEX = {"sha256": re.compile(r"^[0-9a-f]{64}$"), "git_blob_sha1": re.compile(r"^[0-9a-f]{40}$")}
 
 

@@ -51,8 +51,6 @@ class Sources:
 
 def _cached(kind: str, name: str) -> Path | None:
     """Where ``seam-repro fetch`` put a source, if it is there."""
-    # Only a source with no explicit or recorded path comes to the cache: the fetch and lock modules
-    # (four dataclasses, ~3 ms to define) are imported then, not by every command that resolves one.
     from seam_repro.sources.fetch import cached_source_path
 
     path = cached_source_path(kind, name)
