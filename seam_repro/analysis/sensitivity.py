@@ -290,6 +290,99 @@ def ranking_agreement(run_scores: Mapping[str, np.ndarray], n_boot: int, seed: i
     return curve
 
 
+# --- factor-level effects from recorded choices ----------------------------------------------------
+
+RUN_FACTORS = {"paraphrase": "instruction paraphrase", "n_demonstrations": "number of few-shot examples",
+               "max_num_docs": "document slots"}
+"""Run-level factors with a small set of named levels whose effect on the score can be estimated
+from any design's recorded choices (a document order or demonstration set is new in every i.i.d.
+run, so it has no level seen twice: its share is the variance attribution above)."""
+
+
+def run_factor_level(factor: str, run: Mapping[str, Any]) -> int:
+    """The level of ``factor`` a manifest run records."""
+    if factor == "paraphrase":
+        return int(run["paraphrase_index"])
+    if factor == "n_demonstrations":
+        return len(run["demo_indices"])
+    if factor == "max_num_docs":
+        return int(run["max_num_docs"])
+    raise ValueError(factor)
+
+
+def level_effect(run_scores: Mapping[int, float], level_of: Mapping[int, int], level: float = 0.95) -> dict[str, Any]:
+    """Per-level deviation of the mean run score from the mean of the level means, with t
+    intervals, and the F test of no effect (statsmodels OLS ``score ~ 0 + C(level)``).
+
+    Why run scores, not instance scores: the factor is drawn once per run, so runs are its units of
+    replication. In i.i.d. runs every instance of a run also shares that run's document order and
+    demonstrations; an instance-level fit would count 100 scores of one run as 100 views of its
+    paraphrase and claim far narrower intervals than R runs allow. Instance recurrence is absorbed
+    too: each run is one observation. The residual is the spread of runs that share a level, so a
+    level seen in one run has an estimate but tells nothing about the noise, and with every level
+    seen once there is no test (said so, never a p-value)."""
+    try:
+        import statsmodels.formula.api as smf
+    except ImportError as exc:
+        raise PrerequisiteError("sensitivity needs statsmodels: pip install 'seam-repro[sensitivity]'") from exc
+    import pandas as pd
+
+    runs = sorted(r for r in run_scores if r in level_of)
+    df = pd.DataFrame({"score": [float(run_scores[r]) for r in runs], "level": [int(level_of[r]) for r in runs]})
+    levels = sorted(df["level"].unique().tolist())
+    n_per = {str(lv): int((df["level"] == lv).sum()) for lv in levels}
+    out: dict[str, Any] = {"n_runs": len(runs), "levels": [str(lv) for lv in levels], "n_runs_per_level": n_per}
+    if len(levels) < 2:
+        out["skipped"] = f"one level ({levels[0] if levels else 'none'}) over {len(runs)} scored run(s): no effect to estimate"
+        return out
+    df_resid = len(runs) - len(levels)
+    if df_resid < 1:
+        out["skipped"] = (f"every one of {len(levels)} levels seen in one run only: its effect cannot be told "
+                          "from that run's other draws (no test; add runs)")
+        return out
+    fit = smf.ols("score ~ 0 + C(level)", data=df).fit()
+    if fit.ssr <= 1e-12 * float((df["score"] ** 2).sum()):
+        out["skipped"] = (f"runs that share a level scored identically ({df_resid} residual df, zero spread): "
+                          "no noise to test the level means against")
+        return out
+    k = len(levels)
+    contrast = np.eye(k) - 1.0 / k  # level mean minus the mean of the level means
+    tt = fit.t_test(contrast)
+    ci = tt.conf_int(alpha=1 - level)
+    ft = fit.f_test(contrast[:-1])  # k - 1 independent contrasts: all level means equal
+    out.update(deviation={str(lv): float(tt.effect[j]) for j, lv in enumerate(levels)},
+               deviation_ci95={str(lv): [float(ci[j, 0]), float(ci[j, 1])] for j, lv in enumerate(levels)},
+               F=float(np.squeeze(ft.fvalue)), df=[int(ft.df_num), int(ft.df_denom)], p_value=float(ft.pvalue),
+               residual_std=float(np.sqrt(fit.scale)))
+    return out
+
+
+def factor_effects(runs: Sequence[Mapping[str, Any]], run_scores: Mapping[int, float]) -> dict[str, Any]:
+    """Effect of every ``RUN_FACTORS`` factor on one (model, dataset)'s run scores; a factor that
+    did not vary says so."""
+    return {f: level_effect(run_scores, {int(r["run"]): run_factor_level(f, r) for r in runs}) for f in RUN_FACTORS}
+
+
+GOLD_POSITION_NOTE = ("gold-document position: not estimated, the run folder records which documents the "
+                      "prompt shows but not which of them are gold")
+"""Said once per dataset: the manifest records each run's document order, but no dataset loader keeps
+a gold-document flag (MuSiQue's ``is_supporting`` is dropped at load), so no position is known."""
+
+
+def adjust_p_values(result: Mapping[str, Any]) -> None:
+    """Holm-adjust every effect test of the report as one family (statsmodels ``multipletests``),
+    written beside each raw p-value as ``p_holm``."""
+    from statsmodels.stats.multitest import multipletests
+
+    tests = [eff for entry in result["designs"] for cells in entry["effects"].values()
+             for cell in cells.values() for eff in cell.get("factors", {}).values() if "p_value" in eff]
+    if tests:
+        adjusted = multipletests([t["p_value"] for t in tests], method="holm")[1]
+        for t, p in zip(tests, adjusted, strict=True):
+            t["p_holm"] = float(p)
+            t["n_tests"] = len(tests)
+
+
 # --- run folders -> report ---------------------------------------------------------------------------
 
 @dataclass
@@ -372,7 +465,8 @@ def analyse(run_dirs: Sequence[Any], n_boot: int = 200, seed: int = 42) -> dict[
         design = design_label(group.manifest)
         named = design["kind"] != "iid"
         entry: dict[str, Any] = {"manifest_digest": group.digest, "manifest": group.where, "design": design,
-                                 "profile": group.manifest["profile"], "attribution": {}, "ranking": {}}
+                                 "profile": group.manifest["profile"], "attribution": {}, "ranking": {},
+                                 "effects": {}}
         datasets = [d["name"] for d in group.manifest["config"]["datasets"]]
         for d_index, dataset in enumerate(datasets):
             runs = [r for r in group.manifest["runs"] if r["dataset"] == dataset]
@@ -394,10 +488,16 @@ def analyse(run_dirs: Sequence[Any], n_boot: int = 200, seed: int = 42) -> dict[
                 except UnfittableError as err:
                     cell[label] = {"skipped": str(err)}
             entry["attribution"][dataset] = cell
+            entry["effects"][dataset] = {
+                label: ({"skipped": ms.unscored.get(dataset, "not scored")}
+                        if dataset not in ms.datasets or dataset in ms.unscored
+                        else {"factors": factor_effects(runs, ms.datasets[dataset].runs)})
+                for label, ms in sorted(group.models.items())}
             entry["ranking"][dataset] = _ranking(group.models, dataset, n_boot, seed + d_index)
         entry["ranking"]["all"] = _ranking(group.models, None, n_boot, seed)
         result["designs"].append(entry)
     result["noise_floor"] = _noise_floor(groups)
+    adjust_p_values(result)
     return result
 
 
@@ -477,6 +577,7 @@ def markdown(result: Mapping[str, Any]) -> str:
                     parts.append(_pct(cell["share"][c]) + (f" [{_pct(ci[0])}, {_pct(ci[1])}]" if ci else ""))
                 lines.append(f"| {model} | " + " | ".join(parts) + f" | {cell['n_instances']} | {cell['n_runs']} |")
             lines.append("")
+        lines += _effects_markdown(entry)
         lines += [f"### Ranking stability — {_design_name(entry['design'])}", ""]
         for dataset, rk in entry["ranking"].items():
             if "skipped" in rk:
@@ -498,6 +599,41 @@ def markdown(result: Mapping[str, Any]) -> str:
                 lines.append(f"| {ds} | {model} | {r['noise_std']:.2f} | {seam} | {beyond} |")
         lines.append("")
     return "\n".join(lines)
+
+
+def _num(x: float) -> str:
+    return f"{x:.2f}"
+
+
+def _effects_markdown(entry: Mapping[str, Any]) -> list[str]:
+    """Per dataset: one row per (model, factor that varied) with each level's deviation of the mean
+    run score, its 95% interval and run count, and the F test of no effect; one line for the rest."""
+    lines: list[str] = []
+    for dataset, cells in entry.get("effects", {}).items():
+        rows, notes = [], []
+        for model, cell in cells.items():
+            if "skipped" in cell:
+                notes.append(f"- {model}: {cell['skipped']}")
+                continue
+            for factor, eff in cell["factors"].items():
+                name = RUN_FACTORS[factor]
+                if "deviation" not in eff:
+                    notes.append(f"- {model}, {name}: {eff['skipped']}")
+                    continue
+                levels = "; ".join(f"{lv}: {_num(eff['deviation'][lv])} [{_num(eff['deviation_ci95'][lv][0])}, "
+                                   f"{_num(eff['deviation_ci95'][lv][1])}] (n={eff['n_runs_per_level'][lv]})"
+                                   for lv in eff["levels"])
+                rows.append(f"| {model} | {name} | {levels} | {eff['F']:.2f} ({eff['df'][0]}, {eff['df'][1]}) | "
+                            f"{eff['p_value']:.3f} | {eff['p_holm']:.3f} |")
+        lines += [f"### {dataset}: effects of recorded choices on the run score — {_design_name(entry['design'])}", ""]
+        if rows:
+            lines += ["Deviation of each level's mean run score from the mean over levels, 95% t interval, runs "
+                      "at that level (n); F test of no effect (OLS on run scores), Holm-adjusted over every "
+                      "test in this report.", "",
+                      "| model | factor | level: deviation [95% CI] (n) | F (df) | p | p Holm |",
+                      "|---|---|---|---|---|---|", *rows, ""]
+        lines += [*notes, f"- {GOLD_POSITION_NOTE}", ""]
+    return lines
 
 
 def plot_shares(result: Mapping[str, Any], out: Any) -> None:

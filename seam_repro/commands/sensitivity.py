@@ -25,7 +25,11 @@ def sensitivity(run_dirs: tuple[Path, ...], out_dir: Path, n_boot: int, seed: in
 
     Reads scored run folders (`score` first). Per (model, dataset): the share of score variance
     due to each factor the manifest's design varied, to the instance, and the residual (REML
-    mixed model, 95% two-way bootstrap intervals); per dataset and over all: P(model A ranks
+    mixed model, 95% two-way bootstrap intervals) and the effect on the run score of each
+    recorded run-level choice with a few levels seen in several runs (instruction paraphrase; the
+    number of demonstrations and document slots where they vary): each level's deviation with a
+    95% interval and runs per level, and an F test of no effect, Holm-adjusted over the report;
+    per dataset and over all: P(model A ranks
     above B) under a fresh draw of the runs and ranking agreement vs number of runs; from a
     decoding-noise design, the noise floor beside SEAM's std of i.i.d. runs of the same model.
     """
