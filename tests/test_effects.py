@@ -16,12 +16,13 @@ from click.testing import CliRunner
 
 pytest.importorskip("statsmodels")  # the `sensitivity` extra
 
-from seam_repro.analysis.sensitivity import GOLD_POSITION_NOTE, level_effect  # noqa: E402
+from seam_repro.analysis.sensitivity import level_effect  # noqa: E402
 from seam_repro.cli import cli  # noqa: E402
+from seam_repro.errors import SeamReproError  # noqa: E402
 
 ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from bench_sensitivity import effect_calibration  # noqa: E402
+from bench_sensitivity import effect_calibration, gold_calibration  # noqa: E402
 
 
 def test_planted_paraphrase_effect_is_recovered_and_the_test_keeps_its_size() -> None:
@@ -34,6 +35,15 @@ def test_planted_paraphrase_effect_is_recovered_and_the_test_keeps_its_size() ->
     assert planted["rejection_rate"] > 0.7, planted
     for r in (null, planted):
         assert 0.92 <= r["coverage"] <= 0.98, r  # per-level intervals cover the planted deviations
+
+
+def test_planted_gold_position_slope_is_recovered_and_the_test_keeps_its_size() -> None:
+    # 150 simulated studies (20 instances x 10 runs, one gold document among 10, a new order per run)
+    null, planted = gold_calibration(150, 0.0), gold_calibration(150, -4.0)
+    assert 0.01 <= null["rejection_rate"] <= 0.1, null  # nominal 5 %, Monte-Carlo s.e. ~1.8 %
+    assert planted["rejection_rate"] > 0.9, planted
+    for r in (null, planted):
+        assert 0.89 <= r["coverage"] <= 0.99, r
 
 
 def test_f_test_and_intervals_equal_statsmodels_anova_and_hand_formulas() -> None:
@@ -72,22 +82,47 @@ def test_levels_seen_once_or_a_single_level_say_so_instead_of_a_p_value() -> Non
     assert "p_value" not in single and single["skipped"].startswith("one level (3) over 2")
 
 
-def test_iid_echo_replay_of_the_smoke_fixtures_reports_paraphrase_effects(tmp_path: Path) -> None:
+def _gold_text_positions(prompt: str, gold_texts: set[str]) -> float | None:
+    """Relative place of the first gold paragraph among the test block's documents, read from the
+    rendered prompt (independent of the kit's document-order bookkeeping)."""
+    import re
+
+    block = prompt[prompt.rindex("*Question*:"):]
+    docs = re.findall(r"Document \d+: ```(.*?)```", block, flags=re.S)
+    hits = [j for j, d in enumerate(docs) if d in gold_texts]
+    return hits[0] / (len(docs) - 1) if hits else None
+
+
+@pytest.fixture(scope="module")
+def iid_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """10 i.i.d. runs of the smoke-paraphrase config (its design removed), replayed with echo and scored."""
+    tmp = tmp_path_factory.mktemp("iid")
     config = json.loads((ROOT / "manifests" / "smoke-paraphrase.config.json").read_text())
     del config["design"]  # SEAM's i.i.d. runs: every factor redrawn each run
     config["num_different_runs"] = 10
     config["datasets"] = [{**d, "path": str(ROOT / "manifests" / d["path"])} for d in config["datasets"]]
-    (tmp_path / "iid.config.json").write_text(json.dumps(config))
-    runner = CliRunner()
-    run_dir, out = tmp_path / "runs" / "iid", tmp_path / "report"
-    for args in (["sample", str(tmp_path / "iid.config.json"), "-o", str(tmp_path / "iid.json"),
+    (tmp / "iid.config.json").write_text(json.dumps(config))
+    run_dir = tmp / "runs" / "iid"
+    for args in (["sample", str(tmp / "iid.config.json"), "-o", str(tmp / "iid.json"),
                   "--prompts-dir", str(ROOT / "manifests" / "fixtures" / "prompts")],
-                 ["replay", str(tmp_path / "iid.json"), "--out", str(run_dir), "--backend", "echo"],
-                 ["score", str(run_dir), "--no-fic"],
-                 ["sensitivity", str(run_dir), "--out", str(out), "--bootstrap", "0"]):
-        res = runner.invoke(cli, args)
+                 ["replay", str(tmp / "iid.json"), "--out", str(run_dir), "--backend", "echo"],
+                 ["score", str(run_dir), "--no-fic"]):
+        res = CliRunner().invoke(cli, args)
         assert res.exit_code == 0, (args, res.output, res.exception)
-    result = json.loads((out / "sensitivity.json").read_text())
+    return run_dir
+
+
+def test_iid_echo_replay_of_the_smoke_fixtures_reports_paraphrase_and_gold_position_effects(
+        iid_run: Path, tmp_path: Path) -> None:
+    import statsmodels.formula.api as smf
+
+    run_dir, out, out_gold = iid_run, tmp_path / "report", tmp_path / "report-gold"
+    for args in (["sensitivity", str(run_dir), "--out", str(out), "--bootstrap", "0"],
+                 ["sensitivity", str(run_dir), "--out", str(out_gold), "--bootstrap", "0",
+                  "--data-dir", str(ROOT / "manifests" / "fixtures")]):
+        res = CliRunner().invoke(cli, args)
+        assert res.exit_code == 0, (args, res.output, res.exception)
+    result = json.loads((out_gold / "sensitivity.json").read_text())
     manifest = json.loads((run_dir / "manifest.json").read_text())
     summary = json.loads((run_dir / "scores" / "echo" / "summary.json").read_text())["datasets"]
     effects = result["designs"][0]["effects"]
@@ -106,7 +141,43 @@ def test_iid_echo_replay_of_the_smoke_fixtures_reports_paraphrase_effects(tmp_pa
             assert 0 <= eff["p_value"] <= eff["p_holm"] <= 1
             tested += 1
     assert tested >= 1
-    md = (out / "sensitivity.md").read_text()
-    assert "| echo | instruction paraphrase | 0: " in md
-    # a dataset without recorded gold documents says so in one line, once per dataset
-    assert md.count(f"- {GOLD_POSITION_NOTE}\n") == 3
+    # gold position, refitted from the rendered prompts and the fixture's is_supporting flags
+    gold_texts = {p["paragraph_text"] for line in (ROOT / "manifests" / "fixtures" / "musique" / "val.jsonl").read_text().splitlines()
+                  for p in json.loads(line)["paragraphs"] if p["is_supporting"]}
+    prompts = {(x["instance_id"], x["run"]): x["prompt"] for x in map(json.loads, (run_dir / "prompts.jsonl").read_text().splitlines())
+               if x["dataset"] == "MusiQue"}
+    scores = [x for x in map(json.loads, (run_dir / "scores" / "echo" / "instance_scores.jsonl").read_text().splitlines())
+              if x["dataset"] == "MusiQue" and x["score"] is not None]
+    df = pd.DataFrame({"score": [x["score"] for x in scores], "instance": [x["instance_id"] for x in scores],
+                       "run": [x["run"] for x in scores],
+                       "position": [_gold_text_positions(prompts[(x["instance_id"], x["run"])], gold_texts) for x in scores]})
+    df = df.dropna()
+    fit = smf.ols("score ~ C(instance) + C(run) + position", data=df).fit(
+        cov_type="cluster", cov_kwds={"groups": pd.factorize(df["instance"])[0]}, use_t=True)
+    gp = effects["MusiQue"]["echo"]["gold_position"]
+    assert gp["n_scores"] == len(df) and gp["n_instances"] == df["instance"].nunique()
+    assert gp["slope"] == pytest.approx(fit.params["position"], rel=1e-9)
+    assert gp["slope_ci95"] == pytest.approx(list(fit.conf_int().loc["position"]), rel=1e-9)
+    assert gp["p_value"] == pytest.approx(fit.pvalues["position"], rel=1e-9)
+    md_gold = (out_gold / "sensitivity.md").read_text()
+    assert "| echo | instruction paraphrase | 0: " in md_gold
+    assert "| echo | first gold document's position (0 first, 1 last) | slope: " in md_gold
+    # a dataset that marks no gold documents says so in one line; without --data-dir every dataset does
+    for dataset in ("MultiNews", "OpenASP"):
+        assert md_gold.count(f"- gold-document position: {dataset}'s data marks no gold documents\n") == 1
+    assert (out / "sensitivity.md").read_text().count("- gold-document position: not estimated;") == 3
+
+
+def test_data_dir_that_differs_from_the_manifest_is_one_line_and_writes_nothing(iid_run: Path, tmp_path: Path) -> None:
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(ROOT / "manifests" / "fixtures", data, ignore=shutil.ignore_patterns("prompts", "igcs", "zeroscrolls"))
+    with (data / "musique" / "val.jsonl").open("a") as fh:
+        fh.write("\n")
+    res = CliRunner().invoke(cli, ["sensitivity", str(iid_run), "--out", str(tmp_path / "o"), "--bootstrap", "0",
+                                   "--data-dir", str(data)])
+    assert res.exit_code != 0
+    assert isinstance(res.exception, SeamReproError)
+    assert "val.jsonl" in str(res.exception) and "\n" not in str(res.exception)
+    assert not (tmp_path / "o").exists()
