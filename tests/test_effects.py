@@ -181,3 +181,17 @@ def test_data_dir_that_differs_from_the_manifest_is_one_line_and_writes_nothing(
     assert isinstance(res.exception, SeamReproError)
     assert "val.jsonl" in str(res.exception) and "\n" not in str(res.exception)
     assert not (tmp_path / "o").exists()
+
+
+def test_data_dir_without_a_dataset_says_so_in_one_line_and_estimates_the_others(iid_run: Path, tmp_path: Path) -> None:
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(ROOT / "manifests" / "fixtures" / "musique", data / "musique")
+    out = tmp_path / "o"
+    res = CliRunner().invoke(cli, ["sensitivity", str(iid_run), "--out", str(out), "--bootstrap", "0",
+                                   "--data-dir", str(data)])
+    assert res.exit_code == 0, (res.output, res.exception)
+    md = (out / "sensitivity.md").read_text()
+    assert md.count(f"- gold-document position: not estimated; --data-dir {data} has no MultiNews data\n") == 1
+    assert "| echo | first gold document's position (0 first, 1 last) | slope: " in md

@@ -425,19 +425,26 @@ def gold_position_effect(obs: Observations, position: Mapping[tuple[str, int], f
     return out
 
 
-def load_gold_documents(manifest: Mapping[str, Any], data_dir: Any) -> dict[str, dict[str, Any]]:
+def load_gold_documents(manifest: Mapping[str, Any], data_dir: Any) -> dict[str, dict[str, Any] | None]:
     """``{dataset: {instance id: Instance}}`` of the datasets whose loader records gold documents,
-    read from ``data_dir`` and checked against the manifest's file hashes."""
+    read from ``data_dir`` and checked against the manifest's file hashes (a mismatch is an error:
+    positions from other data would be wrong); ``None`` for a dataset ``data_dir`` lacks, so one
+    dataset's data is enough for its own estimate."""
     from pathlib import Path
 
+    from seam_repro.errors import MissingDataError
     from seam_repro.sources.resolve import load_checked_data, resolve_data_path
     from seam_repro.specs import load_suite
 
     suite = load_suite(manifest["config"].get("suite", "seam"))
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, dict[str, Any] | None] = {}
     for entry in manifest["config"]["datasets"]:
         name = entry["name"]
-        path = resolve_data_path(name, None, data_dir, Path.cwd())
+        try:
+            path = resolve_data_path(name, None, data_dir, Path.cwd())
+        except MissingDataError:
+            out[name] = None
+            continue
         recorded = (manifest.get("sources", {}).get("data", {}).get(name) or {}).get("files") or {}
         loaded = load_checked_data(suite, name, path, recorded)
         by_id = {i.instance_id: i for split in loaded.splits.values() for i in split}
@@ -451,6 +458,8 @@ def gold_note(dataset: str, data_dir: Any, gold: Mapping[str, Any]) -> str | Non
     if data_dir is None:
         return ("gold-document position: not estimated; the run folder records the document order but not "
                 "which documents are gold (pass --data-dir to read them where the dataset marks them)")
+    if dataset in gold and gold[dataset] is None:
+        return f"gold-document position: not estimated; --data-dir {data_dir} has no {dataset} data"
     if dataset not in gold:
         return f"gold-document position: {dataset}'s data marks no gold documents"
     return None
@@ -583,7 +592,7 @@ def analyse(run_dirs: Sequence[Any], n_boot: int = 200, seed: int = 42, data_dir
                         if dataset not in ms.datasets or dataset in ms.unscored
                         else {"factors": factor_effects(runs, ms.datasets[dataset].runs)})
                 for label, ms in sorted(group.models.items())}
-            if dataset in gold:
+            if gold.get(dataset):
                 position = gold_positions(runs, gold[dataset])
                 for label, ms in sorted(group.models.items()):
                     eff = entry["effects"][dataset][label]
