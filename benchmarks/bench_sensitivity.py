@@ -7,6 +7,7 @@ per component, how often the nominal 95 % interval covers the planted share, the
 estimate (bias) with its Monte-Carlo standard error, and the time per study.
 
     python benchmarks/bench_sensitivity.py [--studies 200] [--boot 100] [--instances 20] [--runs 10]
+    python benchmarks/bench_sensitivity.py --effects --studies 2000   # the paraphrase-effect F test
 """
 
 from __future__ import annotations
@@ -66,13 +67,86 @@ def calibrate(studies: int, boot: int, n_inst: int, n_runs: int, first_seed: int
             for k in PLANTED}
 
 
+def simulate_runs(seed: int, paraphrase_effect: np.ndarray, n_inst: int = 20, n_runs: int = 10,
+                  run_sd: float = 1.0, noise_sd: float = 3.0) -> tuple[dict[int, float], dict[int, int]]:
+    """One i.i.d. study of run scores: every run draws a paraphrase uniformly from
+    ``len(paraphrase_effect)`` and a run-level shift (its document order and demonstrations,
+    sd ``run_sd``); the same ``n_inst`` instances (difficulty sd 5) recur in every run."""
+    rng = np.random.default_rng(seed)
+    difficulty = rng.normal(0, 5, n_inst)
+    para = {r: int(rng.integers(len(paraphrase_effect))) for r in range(n_runs)}
+    scores = {r: float(np.mean(50 + difficulty + paraphrase_effect[para[r]] + rng.normal(0, run_sd)
+                               + rng.normal(0, noise_sd, n_inst))) for r in range(n_runs)}
+    return scores, para
+
+
+def effect_calibration(studies: int, planted: np.ndarray) -> dict[str, float]:
+    """Rejection rate of the no-effect F test at 5 % and coverage of the per-level intervals over
+    ``studies`` simulated i.i.d. studies (studies with no test are counted apart)."""
+    from seam_repro.analysis.sensitivity import level_effect
+
+    tested = rejected = covered = n_ci = 0
+    for s in range(studies):
+        eff = level_effect(*simulate_runs(s, planted))
+        if "p_value" not in eff:
+            continue
+        tested += 1
+        rejected += eff["p_value"] < 0.05
+        seen = [int(lv) for lv in eff["levels"]]
+        for lv, t in zip(eff["levels"], planted[seen] - planted[seen].mean(), strict=True):
+            covered += eff["deviation_ci95"][lv][0] <= t <= eff["deviation_ci95"][lv][1]
+            n_ci += 1
+    return {"tested": tested, "rejection_rate": rejected / tested, "coverage": float(covered / n_ci)}
+
+
+def simulate_gold(seed: int, slope: float, n_inst: int = 20, n_runs: int = 10,
+                  n_docs: int = 10) -> tuple[Observations, dict[tuple[str, int], float]]:
+    """One i.i.d. study of instance scores: each instance has one gold document, each run a new
+    document order (so the gold document's relative position varies within instance and run), a
+    run-level shift and instance difficulty; the score moves by ``slope`` from first to last place."""
+    rng = np.random.default_rng(seed)
+    gold = rng.integers(n_docs, size=n_inst)
+    order = [rng.permutation(n_docs) for _ in range(n_runs)]
+    position = {(f"i{i}", r): float(np.flatnonzero(order[r] == gold[i])[0] / (n_docs - 1))
+                for i in range(n_inst) for r in range(n_runs)}
+    inst = np.repeat(np.arange(n_inst), n_runs)
+    run = np.tile(np.arange(n_runs), n_inst)
+    y = (rng.normal(0, 5, n_inst)[inst] + rng.normal(0, 1, n_runs)[run] + rng.normal(0, 3, len(inst))
+         + slope * np.array([position[(f"i{i}", r)] for i, r in zip(inst, run, strict=True)]))
+    return Observations(y, np.array([f"i{i}" for i in inst]), run, {}), position
+
+
+def gold_calibration(studies: int, slope: float) -> dict[str, float]:
+    """Rejection rate of the no-slope t test at 5 % and coverage of the slope's 95 % interval."""
+    from seam_repro.analysis.sensitivity import gold_position_effect
+
+    rejected = covered = 0
+    for s in range(studies):
+        eff = gold_position_effect(*simulate_gold(s, slope))
+        rejected += eff["p_value"] < 0.05
+        covered += eff["slope_ci95"][0] <= slope <= eff["slope_ci95"][1]
+    return {"rejection_rate": rejected / studies, "coverage": covered / studies}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--studies", type=int, default=200)
     ap.add_argument("--boot", type=int, default=100)
     ap.add_argument("--instances", type=int, default=20)
     ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--effects", action="store_true",
+                    help="calibrate the paraphrase-effect and gold-position tests on simulated i.i.d. studies instead")
     args = ap.parse_args()
+    if args.effects:
+        for name, planted in [("no effect", np.zeros(4)), ("planted 3/-1.5/0/-1.5", np.array([3.0, -1.5, 0.0, -1.5]))]:
+            r = effect_calibration(args.studies, planted)
+            print(f"{name:<22} {r['tested']} of {args.studies} studies tested: rejection at 5% "
+                  f"{r['rejection_rate']:.3f}, 95% interval coverage {r['coverage']:.3f}")
+        for slope in (0.0, -4.0):
+            r = gold_calibration(args.studies, slope)
+            print(f"gold position slope {slope:<4} {args.studies} studies: rejection at 5% "
+                  f"{r['rejection_rate']:.3f}, 95% interval coverage {r['coverage']:.3f}")
+        return
     t0 = time.perf_counter()
     out = calibrate(args.studies, args.boot, args.instances, args.runs)
     dt = time.perf_counter() - t0

@@ -12,6 +12,7 @@ import click
                "--prompts-dir manifests/fixtures/prompts\n"
                "  seam-repro replay para.json --out runs/para --backend echo && seam-repro score runs/para\n"
                "  seam-repro sensitivity runs/para --out reports/para\n"
+               "  seam-repro sensitivity runs/iid --out reports/iid --data-dir data/   # + gold-document position\n"
                "  seam-repro sensitivity runs/iid runs/noise --out report/   # noise floor vs SEAM's std")
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
@@ -20,12 +21,22 @@ import click
 @click.option("--bootstrap", "n_boot", default=200, show_default=True, type=click.IntRange(0, 100_000),
               help="Resamples for the intervals and ranking probabilities (0: point estimates only).")
 @click.option("--seed", default=42, show_default=True, type=int, help="Root seed of the bootstrap.")
-def sensitivity(run_dirs: tuple[Path, ...], out_dir: Path, n_boot: int, seed: int) -> int:
+@click.option("--data-dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="Dataset folder (as for replay) to read which documents are gold where a dataset marks "
+                   "them (MuSiQue's supporting paragraphs), for the gold-position effect; checked against "
+                   "the manifest's file hashes.")
+def sensitivity(run_dirs: tuple[Path, ...], out_dir: Path, n_boot: int, seed: int, data_dir: Path | None) -> int:
     """Which factor moves the score: variance shares per factor, ranking stability, noise floor.
 
     Reads scored run folders (`score` first). Per (model, dataset): the share of score variance
     due to each factor the manifest's design varied, to the instance, and the residual (REML
-    mixed model, 95% two-way bootstrap intervals); per dataset and over all: P(model A ranks
+    mixed model, 95% two-way bootstrap intervals) and the effect on the run score of each
+    recorded run-level choice with a few levels seen in several runs (instruction paraphrase; the
+    number of demonstrations and document slots where they vary): each level's deviation with a
+    95% interval and runs per level, and an F test of no effect; with --data-dir, the effect of
+    the first gold document's position (instance and run effects, clustered on instance); tests
+    Holm-adjusted over the report;
+    per dataset and over all: P(model A ranks
     above B) under a fresh draw of the runs and ranking agreement vs number of runs; from a
     decoding-noise design, the noise floor beside SEAM's std of i.i.d. runs of the same model.
     """
@@ -34,7 +45,7 @@ def sensitivity(run_dirs: tuple[Path, ...], out_dir: Path, n_boot: int, seed: in
 
     guard_outputs([("--out", out_dir)] + [("--out", out_dir / n) for n in REPORT_FILES],
                   inputs=list(run_dirs), read_dirs=list(run_dirs))
-    result = analyse(list(run_dirs), n_boot=n_boot, seed=seed)
+    result = analyse(list(run_dirs), n_boot=n_boot, seed=seed, data_dir=data_dir)
     for p in write_sensitivity_report(result, out_dir):
         click.echo(str(p))
     return 0

@@ -58,7 +58,9 @@ def _instance(path: Path, rec: str, row: dict, split: str) -> Instance:
         question=question,
         target={"is_answerable": answerable, "answer_content": answer},
         answer_aliases=tuple(aliases),
-        extra={"answerable_missing": "answerable" not in row},
+        # gold_documents: indices of the supporting paragraphs, for `sensitivity`'s gold-position effect
+        extra={"answerable_missing": "answerable" not in row,
+               "gold_documents": tuple(i for i, p in enumerate(paragraphs) if p.get("is_supporting") is True)},
     )
 
 

@@ -115,6 +115,19 @@ def read_prompt_file(path: Path, spec: Any = None) -> dict[str, Any]:
     return content
 
 
+def load_checked_data(suite: Any, name: str, data_path: Path, expected_files: dict[str, str]) -> Any:
+    """Load one dataset and check every file the manifest recorded against its sha256."""
+    loaded = suite.spec(name).load(data_path)
+    for fname, expected in expected_files.items():
+        actual = loaded.files.get(fname)
+        if actual is None:
+            raise MissingDataError(f"{name}: file '{fname}' recorded in the manifest was not read from "
+                                   f"{data_path}")
+        if actual != expected:
+            raise HashMismatchError(f"{name} data", Path(data_path) / fname, expected, actual)
+    return loaded
+
+
 def load_sources(cfg: SeamConfig, *, data_dir: Any = None, prompts_dir: Any = None,
                  base_dir: Path | None = None, recorded: dict[str, Any] | None = None) -> Sources:
     """Load every dataset and prompt file the config names, checking recorded hashes."""
@@ -130,15 +143,7 @@ def load_sources(cfg: SeamConfig, *, data_dir: Any = None, prompts_dir: Any = No
         name = entry.name
         rec_path = (rec_data.get(name) or {}).get("path")
         data_path = resolve_data_path(name, entry.path or rec_path, data_dir, base_dir)
-        loaded = suite.spec(name).load(data_path)
-        expected_files = (rec_data.get(name) or {}).get("files") or {}
-        for fname, expected in expected_files.items():
-            actual = loaded.files.get(fname)
-            if actual is None:
-                raise MissingDataError(f"{name}: file '{fname}' recorded in the manifest was not read from "
-                                       f"{data_path}")
-            if actual != expected:
-                raise HashMismatchError(f"{name} data", Path(data_path) / fname, expected, actual)
+        loaded = load_checked_data(suite, name, data_path, (rec_data.get(name) or {}).get("files") or {})
         sources.data[name], sources.data_paths[name] = loaded, data_path
         rp = rec_prompts.get(name) or {}
         ppath = resolve_prompt_path(name, prompts_dir, rp.get("path"), base_dir, suite.spec(name).prompt_file)
