@@ -22,7 +22,7 @@ import shutil
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seam_repro import files
 from seam_repro.errors import InputError, PredictionsError, SeamReproError, version_mismatch
@@ -38,6 +38,9 @@ from seam_repro.manifest.trust import (
     score_keys,
     trusted,
 )
+
+if TYPE_CHECKING:  # replay's spool; the commands that only read run folders do not import rendering
+    from seam_repro.run.spool import PromptSpool
 
 RUN_SCHEMA_VERSION = 1
 Key = tuple[str, int, str]
@@ -402,18 +405,22 @@ def require_run_json(run_dir: Path, required: tuple[str, ...] = ()) -> dict[str,
     return obj
 
 
-def prepare_run_dir(run_dir: Path, *, manifest: dict[str, Any], prompts: list[dict[str, Any]],
+def prepare_run_dir(run_dir: Path, *, manifest: dict[str, Any], prompts: list[dict[str, Any]] | PromptSpool,
                     model_entry: dict[str, Any], session: dict[str, Any], extra: dict[str, Any],
                     check_existing: Callable[[], Any] | None = None) -> dict[str, Any]:
     """Create run.json + prompts.jsonl, or check an existing run dir belongs to the same manifest,
     prompts, model revision, backend, generation settings and shard before resuming into it.
 
     ``check_existing`` (reading the stored predictions) runs after those checks and before
-    anything is replaced, so a refused resume leaves run.json and prompts.jsonl untouched."""
+    anything is replaced, so a refused resume leaves run.json and prompts.jsonl untouched. ``prompts``
+    is the records, or replay's spool of them (moved into place, not written again)."""
     run_dir = Path(run_dir)
     files.ensure_dir(run_dir)
     with files.staged_file(prompts_path(run_dir)) as staged_prompts:  # lands only if every check passes
-        write_prompts(staged_prompts, prompts)
+        if isinstance(prompts, list):
+            write_prompts(staged_prompts, prompts)
+        else:
+            prompts.install(staged_prompts, prompts_path(run_dir))
         prompts_sha = sha256_file(staged_prompts)
         current = load_run_json(run_dir)
         slug = model_slug(model_entry["id"])
