@@ -18,7 +18,7 @@ from typing import Any
 
 from seam_repro.config import GenerationSettings
 from seam_repro.errors import InputError
-from seam_repro.generate.base import Backend
+from seam_repro.generate.base import Backend, GenerationRequest
 from seam_repro.generate.fingerprint import environment_fingerprint
 from seam_repro.manifest.trust import TrustedManifest
 from seam_repro.run.shard import Shard, shard_of
@@ -311,13 +311,27 @@ def _generate(spool: PromptSpool, backend: Backend, settings: GenerationSettings
 
     if hooked:
         backend.step_hook = step  # type: ignore[attr-defined]
+    start_batch = getattr(backend, "start", None)
+
+    def begin(batch_idx: list[int]) -> tuple[list[GenerationRequest], Callable[[], list[Any]]]:
+        """A batch's requests and what gives its results: a backend that can queue a batch while
+        another is answered (``start``: openai) is given the next batch before replay waits for the
+        current one; others generate when the results are asked for."""
+        batch = [spool.request(j) for j in batch_idx]
+        if start_batch is not None:
+            return batch, start_batch(batch, settings)
+        return batch, lambda: backend.generate(batch, settings)
+
     try:
-        for batch_idx in todo:
-            batch = [spool.request(j) for j in batch_idx]
+        pending = begin(todo[0]) if todo else None
+        for k, batch_idx in enumerate(todo):
+            assert pending is not None
+            batch, results = pending
+            pending = begin(todo[k + 1]) if k + 1 < len(todo) else None
             written = 0
             fresh = sum(keys[j] not in store.done for j in batch_idx)
             step_share[:] = [fresh / settings.max_new_tokens, 0.0]
-            for req, res in zip(batch, backend.generate(batch, settings), strict=True):
+            for req, res in zip(batch, results(), strict=True):
                 if req.key in store.done:
                     continue  # regenerated only to keep the batch composition of an uninterrupted run
                 res = redact_record(res)

@@ -6,7 +6,8 @@ Replaces upstream SEAM's per-(dataset, run) DataFrame JSON written once at the e
 (``datasets_classes/base.py::Dataset.predict``): a crash there lost the whole file. Here each
 prediction is one JSONL line, handed to the kernel (one ``write``) as soon as it exists, and each
 file is fsynced once per batch: a SIGKILL of the process loses no line already written (only the
-instances of the batch not yet written), a machine crash or power loss at most the lines written
+instances of the batch not yet written, and of the next batch where the backend has already sent
+it: ``OpenAIBackend.start``), a machine crash or power loss at most the lines written
 since the last batch's fsync, never a line of an earlier batch; on resume a torn last line
 (a write cut by a kill) is dropped by truncating the file to its last newline, every kept line is
 checked against the run (model revision, prompt hash), and an instance is never written twice.
