@@ -383,7 +383,7 @@ def batching_row(backend: object, repeat: int) -> Row:
     from seam_repro.manifest.prompts import render_records
 
     smoke = REPO / "manifests" / "smoke.json"
-    records = render_records(load_manifest(smoke), base=smoke)
+    records = list(render_records(load_manifest(smoke), base=smoke))
     settings = GenerationSettings(max_new_tokens=4)
     lens = [len(backend.prepare(r["prompt"], settings).ids) for r in records]  # type: ignore[attr-defined]
 

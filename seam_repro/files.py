@@ -514,6 +514,13 @@ def _new_sibling(p: Path) -> tuple[int, str]:
     raise FileExistsError(errno.EEXIST, "no unused temporary name", str(p.parent))
 
 
+def temp_sibling(p: Path) -> tuple[int, str]:
+    """A new private file beside ``p`` (``_new_sibling``), its folder created if need be: for
+    content a command holds on disk while it works, which a killed earlier run's sweep removes."""
+    ensure_dir(p.parent)
+    return _new_sibling(p)
+
+
 _IOV_MAX = 1024
 """Buffers per ``writev`` call (Linux's IOV_MAX)."""
 
@@ -599,12 +606,17 @@ def atomic_write_json(path: str | Path, obj: Any, *, indent: int | None = 1, sor
     atomic_write_text(path, dumps_json(obj, indent=indent, sort_keys=sort_keys))
 
 
+def jsonl_line(record: Any) -> bytes:
+    """One compact JSON line (UTF-8, newline-terminated): the form of a run folder's prompts.jsonl."""
+    return (json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
 def atomic_write_jsonl(path: str | Path, records: Iterable[Any]) -> None:
     """One compact JSON line per record, written atomically a line at a time (a run's prompts are hundreds of
     MB at 100x the paper's instances: joined, then encoded, they were held three times over)."""
     with atomic_writer(path) as fh:
         for r in records:
-            fh.write((json.dumps(r, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n").encode("utf-8"))
+            fh.write(jsonl_line(r))
 
 
 def _fsync_dir(path: Path) -> None:

@@ -41,7 +41,7 @@ def manifest(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict]
     from seam_repro.manifest.format import load_manifest
     from seam_repro.manifest.prompts import render_records
 
-    return path, render_records(load_manifest(path), prompts_dir=PROMPTS_DIR, base=path)
+    return path, list(render_records(load_manifest(path), prompts_dir=PROMPTS_DIR, base=path))
 
 
 def _upstream_dir(root: Path, records: list[dict], edit=None) -> Path:

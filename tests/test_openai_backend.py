@@ -106,6 +106,25 @@ def test_one_thread_pool_serves_every_batch() -> None:
     assert 1 < len(names) <= 3 and len({n.rsplit("_", 1)[0] for n in names}) == 1
 
 
+def test_the_next_batch_is_sent_while_a_batch_is_answered(tmp_path: Path) -> None:
+    """Batches of one wave (2 requests, concurrency 2), the first request to arrive answered after
+    1 s: the next batch's first request reaches the server while that answer is awaited (the pool
+    does not drain at a batch's end), and every prediction is written once, in the store's order."""
+    from seam_repro.hashing import sha256_text
+    from seam_repro.run.replay import run_generation
+
+    recs = [{"dataset": "D", "run": 0, "instance_id": str(i), "prompt": f"prompt {i}",
+             "prompt_sha256": sha256_text(f"prompt {i}"), "gen_seed": i} for i in range(6)]
+    with FakeServer(script=["timeout"], slow=1.0) as srv:
+        b = backend(srv, concurrency=2)
+        summary = run_generation(recs, b, GenerationSettings(), tmp_path / "run", {"digest": "d"}, batch_size=2,
+                                 progress=False)
+    assert summary.generated == 6
+    assert [r["in_flight"] for r in srv.requests][:3] == [0, 1, 1]  # before: the third arrived to an idle server
+    lines = (tmp_path / "run" / "predictions" / "fake-model" / "D" / "run_0.jsonl").read_text().splitlines()
+    assert sorted(json.loads(x)["instance_id"] for x in lines) == [str(i) for i in range(6)]
+
+
 def test_retry_after_header_and_bad_values() -> None:
     assert _retry_after("2") == 2.0 and _retry_after("9999") == 60.0
     assert _retry_after(None) is None and _retry_after("Wed, 21 Oct 2015 07:28:00 GMT") is None

@@ -84,3 +84,18 @@ def test_rouge_is_linear_in_the_prediction() -> None:
     n = lcs_length(gold.split(), pred)
     assert time.perf_counter() - t < 5.0
     assert n == 6  # gold holds w1, w3, w7 twice each; the prediction offers them in every order
+
+
+def test_the_version_is_read_from_the_package_metadata_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every scored summary records the metric version; it was read from disk for each one."""
+    import importlib.metadata
+
+    from seam_repro.metrics import rouge
+
+    calls: list[str] = []
+    real = importlib.metadata.version
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: calls.append(name) or real(name))
+    rouge.version.cache_clear()
+    first = rouge.version()
+    assert all(rouge.version() == first for _ in range(5))
+    assert calls == ["rouge-score"] and f"rouge-score=={real('rouge-score')}/" in first

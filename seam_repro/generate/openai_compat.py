@@ -25,6 +25,7 @@ import random
 import re
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
@@ -242,40 +243,57 @@ class OpenAIBackend:
                                 n_output_tokens=int(usage["completion_tokens"]), served=served)
 
     def default_batch_size(self, settings: GenerationSettings) -> int:
-        """``BATCH_WAVES`` x ``concurrency`` (or the manifest's, if larger): a batch's requests are sent
-        together and the next batch starts when the last has been answered and written, so a batch
-        of one wave would leave the server idle at every batch's end while its answers are read
-        (outputs do not depend on how requests are batched; a kill loses at most the batch in flight)."""
+        """``BATCH_WAVES`` x ``concurrency`` (or the manifest's, if larger): fewer batch ends, where
+        the answers of a batch are written while the next batch's requests are already queued
+        (:meth:`start`); outputs do not depend on how requests are batched."""
         return max(settings.batch_size, BATCH_WAVES * self.concurrency)
 
     def generate(self, requests: list[GenerationRequest], settings: GenerationSettings) -> list[GenerationResult]:
         """All requests of the batch, ``concurrency`` at a time; results in request order."""
-        if len(requests) <= 1 or self.concurrency == 1:
-            return [self._request(r, settings) for r in requests]
+        return self.start(requests, settings)()
+
+    def start(self, requests: list[GenerationRequest], settings: GenerationSettings
+              ) -> Callable[[], list[GenerationResult]]:
+        """Queue a batch's requests behind those of any batch started before and return what waits
+        for its results (in request order). Replay starts the next batch before it waits for the
+        current one, so the pool's threads go on to the next batch's requests while this batch's
+        answers are written: the server is not left idle at a batch's end."""
+        if self.concurrency == 1:
+            return lambda: [self._request(r, settings) for r in requests]
         if self._pool is None:  # one pool for the whole run: no thread start-up between batches
             self._pool = ThreadPoolExecutor(max_workers=self.concurrency)
-        pool = self._pool
         try:
-            futures = [pool.submit(self._request, r, settings) for r in requests]
-            # the first failure, whichever request it is, ends the wait (waiting in request order
-            # would sit out the earlier requests' timeouts first)
-            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
-            for f in futures:
-                if f in done and f.exception() is not None:
-                    raise f.exception()  # type: ignore[misc]
-            return [f.result() for f in futures]
+            futures = [self._pool.submit(self._request, r, settings) for r in requests]
         except BaseException:
-            # a failed request or Ctrl-C ends the run: stop retries and cut in-flight requests
-            # instead of waiting up to `timeout` for each of them
-            self._stop.set()
-            self._client.close()
-            pool.shutdown(wait=False, cancel_futures=True)
+            self._abort()
             raise
 
-    def close(self) -> None:
+        def results() -> list[GenerationResult]:
+            try:
+                # the first failure, whichever request it is, ends the wait (waiting in request order
+                # would sit out the earlier requests' timeouts first)
+                done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+                for f in futures:
+                    if f in done and f.exception() is not None:
+                        raise f.exception()  # type: ignore[misc]
+                return [f.result() for f in futures]
+            except BaseException:
+                self._abort()
+                raise
+
+        return results
+
+    def _abort(self) -> None:
+        """A failed request or Ctrl-C ends the run: stop retries, drop queued requests (a batch
+        started ahead included) and cut in-flight ones instead of waiting up to ``timeout`` for each."""
+        self._stop.set()
+        self._client.close()
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
-        self._client.close()
+
+    def close(self) -> None:
+        """End of the run, or its failure: nothing started may go on sending."""
+        self._abort()
 
 
 MAX_URL_LENGTH = 2048

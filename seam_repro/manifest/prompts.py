@@ -140,13 +140,15 @@ def _few_shots_checked(ctx: RunContext, sources: Sources, name: str, demo_key: s
 
 
 def render_records(manifest: dict[str, Any], data_dir: Any = None, prompts_dir: Any = None,
-                   base: Any = None, allow_unfrozen: bool = False) -> list[dict[str, Any]]:
-    """Prompt records of a frozen manifest, rendered from its recorded choices.
+                   base: Any = None, allow_unfrozen: bool = False) -> Iterator[dict[str, Any]]:
+    """Prompt records of a frozen manifest, rendered from its recorded choices as they are asked
+    for (replay spools them to disk: held together, a run's prompts grow with the work). The
+    sources are loaded, and an unusable manifest refused, before the first record.
 
     An unfrozen manifest has no recorded choices; with ``allow_unfrozen`` they are drawn now from
     its config (same code as ``freeze``), which gives a usable but uncitable run.
     """
-    return list(_joined(_render_parts(manifest, data_dir, prompts_dir, base, allow_unfrozen)))
+    return _joined(_render_parts(manifest, data_dir, prompts_dir, base, allow_unfrozen))
 
 
 def _render_parts(manifest: dict[str, Any], data_dir: Any, prompts_dir: Any, base: Any,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,8 +111,16 @@ def record_problems(tm: TrustedManifest, rec: dict[str, Any]) -> str | None:
 def check_rendered(tm: TrustedManifest, records: Iterable[dict[str, Any]]) -> None:
     """Refuse rendered prompt records that do not hash to the manifest (``replay``, before any model
     is loaded). Lists every drifting (dataset, run, instance) as ``verify`` does."""
+    for _ in iter_checked(tm, records):
+        pass
+
+
+def iter_checked(tm: TrustedManifest, records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """``check_rendered`` as the records pass (replay spools them, never holding them all): each is
+    yielded, and the refusal, listing every drift, is raised after the last."""
     if not tm.frozen:
-        return  # choices drawn now: nothing recorded to compare with (uncitable by construction)
+        yield from records  # choices drawn now: nothing recorded to compare with (uncitable by construction)
+        return
     bad = []
     seen = set()
     for rec in records:
@@ -121,6 +129,7 @@ def check_rendered(tm: TrustedManifest, records: Iterable[dict[str, Any]]) -> No
         problem = record_problems(tm, rec)
         if problem:
             bad.append(f"{key[0]} run {key[1]} instance {key[2]}: {problem}")
+        yield rec
     bad += [f"{k[0]} run {k[1]} instance {k[2]}: in the manifest but not rendered" for k in tm.expected
             if k not in seen]
     if bad:

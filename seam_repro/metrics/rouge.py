@@ -121,8 +121,11 @@ def rouge_geo(prediction: str, target: str) -> RougeResult:
     return RougeResult(r1, r2, rl, geometric_mean_100(r1, r2, rl))
 
 
+@lru_cache(maxsize=1)
 def version() -> str:
-    """Metric version string recorded with every score (library version + settings)."""
+    """Metric version string recorded with every score (library version + settings). Made once per
+    process: every instance records it, and reading the package's metadata from disk costs about
+    as much as scoring an instance."""
     from importlib.metadata import version as pkg_version
 
     return f"rouge_geo/rouge-score=={pkg_version('rouge-score')}/stem=1/types=r1,r2,rL/geo-per-instance"

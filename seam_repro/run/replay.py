@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,9 +20,9 @@ from seam_repro.config import GenerationSettings
 from seam_repro.errors import InputError
 from seam_repro.generate.base import Backend, GenerationRequest
 from seam_repro.generate.fingerprint import environment_fingerprint
-from seam_repro.manifest.prompts import check_prompt_records
 from seam_repro.manifest.trust import TrustedManifest
-from seam_repro.run.shard import Shard, select_shard
+from seam_repro.run.shard import Shard, shard_of
+from seam_repro.run.spool import PromptSpool
 from seam_repro.run.store import (
     Key,
     PredictionStore,
@@ -92,20 +92,25 @@ class ReplaySummary:
         return self.output_tokens / self.seconds if self.seconds > 0 else 0.0
 
 
-def apply_limit(records: Sequence[dict[str, Any]], limit: int | None) -> list[dict[str, Any]]:
+def apply_limit(records: Iterable[dict[str, Any]], limit: int | None) -> list[dict[str, Any]]:
     """First ``limit`` instances of every (dataset, run), so a smoke run still covers all datasets."""
-    if limit is None:
-        return list(records)
-    if limit < 1:
+    return list(iter_limit(records, limit))
+
+
+def iter_limit(records: Iterable[dict[str, Any]], limit: int | None) -> Iterator[dict[str, Any]]:
+    """``apply_limit`` as the records pass (a bad ``limit`` is refused at once, not at the first record)."""
+    if limit is not None and limit < 1:
         raise InputError("--limit", f"expected an integer >= 1, got {limit}")
+    return iter(records) if limit is None else _limited(records, limit)
+
+
+def _limited(records: Iterable[dict[str, Any]], limit: int) -> Iterator[dict[str, Any]]:
     seen: dict[tuple[str, int], int] = {}
-    out = []
     for r in records:
         k = (r["dataset"], r["run"])
         if seen.get(k, 0) < limit:
             seen[k] = seen.get(k, 0) + 1
-            out.append(r)
-    return out
+            yield r
 
 
 OVERRIDABLE = ("max_new_tokens", "temperature", "top_p")
@@ -145,13 +150,20 @@ def parse_runs(text: str, n_runs: int) -> list[int]:
     return sorted(set(out))
 
 
-def select_records(records: Sequence[dict[str, Any]], manifest: dict[str, Any], datasets: str | None,
+def select_records(records: Iterable[dict[str, Any]], manifest: dict[str, Any], datasets: str | None,
                    runs: str | None) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """The records of the chosen datasets and runs, and the selection as run.json records it (None
     when everything is chosen). Like ``--limit``, a selection makes a partial run: ``score`` lists
     what was not replayed, and ``submit``/``diff``/``report`` mark it partial."""
+    keep, selection = record_selection(manifest, datasets, runs)
+    return [r for r in records if keep(r)], selection
+
+
+def record_selection(manifest: dict[str, Any], datasets: str | None, runs: str | None
+                     ) -> tuple[Callable[[dict[str, Any]], bool], dict[str, Any] | None]:
+    """``select_records`` as a test of one record (checked here, before any record is rendered)."""
     if datasets is None and runs is None:
-        return list(records), None
+        return lambda r: True, None
     from seam_repro.specs import load_suite
 
     config = manifest.get("config") or {}
@@ -167,17 +179,29 @@ def select_records(records: Sequence[dict[str, Any]], manifest: dict[str, Any], 
     selection = {"datasets": chosen_ds, "runs": chosen_runs}
     keep_ds = set(in_manifest if chosen_ds is None else chosen_ds)
     keep_runs = None if chosen_runs is None else set(chosen_runs)
-    out = [r for r in records if r["dataset"] in keep_ds and (keep_runs is None or r["run"] in keep_runs)]
-    return out, selection
+    return lambda r: r["dataset"] in keep_ds and (keep_runs is None or r["run"] in keep_runs), selection
 
 
 def batch_order(records: Sequence[dict[str, Any]]) -> list[int]:
     """Indices of ``records`` in the order replay batches them: longest prompt first, ties in record
     order (a function of the records only, so a resume rebuilds the same batches)."""
-    return sorted(range(len(records)), key=lambda j: (-len(records[j]["prompt"]), j))
+    return length_order([len(r["prompt"]) for r in records], range(len(records)))
 
 
-def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings: GenerationSettings,
+def length_order(lengths: Sequence[int], indices: Iterable[int]) -> list[int]:
+    """``indices`` (ascending) by prompt length, longest first, ties in index order: ``batch_order``
+    from the lengths alone, which is all replay keeps of a prompt between batches."""
+    return sorted(indices, key=lambda j: (-lengths[j], j))
+
+
+def shard_indices(spool: PromptSpool, shard: Shard | None) -> list[int]:
+    """Positions of ``shard``'s records in ``spool``, in record order (``select_shard`` by key)."""
+    if shard is None:
+        return list(range(len(spool)))
+    return [j for j, k in enumerate(spool.keys) if shard_of(*k, shard.count) == shard.index]
+
+
+def run_generation(records: Iterable[dict[str, Any]] | PromptSpool, backend: Backend, settings: GenerationSettings,
                    run_dir: Path, manifest: dict[str, Any], *, shard: Shard | None = None, batch_size: int = 8,
                    limit: int | None = None, progress: bool = True, model_args: dict[str, Any] | None = None,
                    display_name: str | None = None, selection: dict[str, Any] | None = None,
@@ -198,13 +222,29 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
     ``session_notes`` (the thread count, how ``--batch-size auto`` chose) are recorded in this
     session's entry of run.json. A backend with a ``step_hook`` (hf) moves the progress bar at every
     decoding step, so the first ETA shows within seconds instead of after the first whole batch.
+
+    ``records`` are spooled beside ``run_dir`` (``PromptSpool``) unless they come spooled; the spool
+    becomes the run's prompts.jsonl, and each batch reads its prompts back from it.
     """
     if batch_size < 1:
         raise InputError("--batch-size", f"expected an integer >= 1, got {batch_size}")
+    spool = records if isinstance(records, PromptSpool) else PromptSpool.write(Path(run_dir), records)
+    try:
+        return _generate(spool, backend, settings, run_dir, manifest, shard=shard, batch_size=batch_size,
+                         limit=limit, progress=progress, model_args=model_args, display_name=display_name,
+                         selection=selection, overrides=overrides, session_notes=session_notes)
+    finally:
+        spool.discard()
+
+
+def _generate(spool: PromptSpool, backend: Backend, settings: GenerationSettings, run_dir: Path,
+              manifest: dict[str, Any], *, shard: Shard | None, batch_size: int, limit: int | None, progress: bool,
+              model_args: dict[str, Any] | None, display_name: str | None, selection: dict[str, Any] | None,
+              overrides: dict[str, Any] | None, session_notes: dict[str, Any] | None) -> ReplaySummary:
     from seam_repro.generate.model_args import protocol_args, recorded_args
     from seam_repro.generate.redact import redact_json, redact_record
 
-    hashes = check_prompt_records(records)
+    hashes = spool.hashes
     generation = backend.resolved_generation(settings)
     recorded = recorded_args(backend.name, model_args or {})
     if protocol_args(backend.name, recorded):
@@ -224,7 +264,7 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
     # whatever a backend reports or the command line holds, no registered secret is written
     generation, entry, session = redact_json(generation), redact_json(entry), redact_json(session)
     opened: list[PredictionStore] = []  # stored predictions are checked before run.json is touched
-    run_json = prepare_run_dir(run_dir, manifest=manifest, prompts=list(records), model_entry=entry,
+    run_json = prepare_run_dir(run_dir, manifest=manifest, prompts=spool, model_entry=entry,
                                session=session, extra={"shard": None if shard is None else str(shard),
                                                        "limit": limit, "selection": selection},
                                check_existing=lambda: opened.append(
@@ -234,13 +274,13 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
     run_accepted(Path(run_dir))
     first_batch_size = run_json["models"][model_slug(backend.model_id)].get("batch_size")
     store = opened[0]
-    mine = select_shard(records, shard)
-    keys = [(r["dataset"], r["run"], r["instance_id"]) for r in mine]
-    order = batch_order(mine)
+    keys = spool.keys
+    mine = shard_indices(spool, shard)
+    order = length_order(spool.lengths, mine)
     batches = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
     todo = [b for b in batches if any(keys[j] not in store.done for j in b)]
     summary = ReplaySummary(Path(run_dir), model_slug(backend.model_id), len(mine),
-                            sum(k in store.done for k in keys), repaired=store.repaired)
+                            sum(keys[j] in store.done for j in mine), repaired=store.repaired)
     from seam_repro.run.progress import close_bar, progress_bar
     from seam_repro.verbosity import PRINTED
 
@@ -271,14 +311,27 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
 
     if hooked:
         backend.step_hook = step  # type: ignore[attr-defined]
+    start_batch = getattr(backend, "start", None)
+
+    def begin(batch_idx: list[int]) -> tuple[list[GenerationRequest], Callable[[], list[Any]]]:
+        """A batch's requests and what gives its results: a backend that can queue a batch while
+        another is answered (``start``: openai) is given the next batch before replay waits for the
+        current one; others generate when the results are asked for."""
+        batch = [spool.request(j) for j in batch_idx]
+        if start_batch is not None:
+            return batch, start_batch(batch, settings)
+        return batch, lambda: backend.generate(batch, settings)
+
     try:
-        for batch_idx in todo:
-            batch = [GenerationRequest(*keys[j][:2], keys[j][2], mine[j]["prompt"], mine[j]["prompt_sha256"],
-                                       mine[j]["gen_seed"]) for j in batch_idx]
+        pending = begin(todo[0]) if todo else None
+        for k, batch_idx in enumerate(todo):
+            assert pending is not None
+            batch, results = pending
+            pending = begin(todo[k + 1]) if k + 1 < len(todo) else None
             written = 0
             fresh = sum(keys[j] not in store.done for j in batch_idx)
             step_share[:] = [fresh / settings.max_new_tokens, 0.0]
-            for req, res in zip(batch, backend.generate(batch, settings), strict=True):
+            for req, res in zip(batch, results(), strict=True):
                 if req.key in store.done:
                     continue  # regenerated only to keep the batch composition of an uninterrupted run
                 res = redact_record(res)
@@ -308,7 +361,7 @@ def run_generation(records: Sequence[dict[str, Any]], backend: Backend, settings
     return summary
 
 
-def choose_batch_size(engine: Backend, records: Sequence[dict[str, Any]], settings: GenerationSettings,
+def choose_batch_size(engine: Backend, spool: PromptSpool, settings: GenerationSettings,
                       shard: Shard | None) -> tuple[int, str]:
     """``--batch-size auto``: the backend's ``auto_batch_size`` over this shard's prompts where it
     has one (hf: tried on the GPU, a fixed measured choice on CPU), else its default batch size."""
@@ -316,10 +369,7 @@ def choose_batch_size(engine: Backend, records: Sequence[dict[str, Any]], settin
     if finder is None:
         size = engine.default_batch_size(settings)
         return size, f"{engine.name}: {size}, the backend's default (it has no memory limit to probe)"
-    mine = select_shard(records, shard)
-    requests = [GenerationRequest(r["dataset"], r["run"], r["instance_id"], r["prompt"], r["prompt_sha256"],
-                                  r["gen_seed"]) for r in mine]
-    return finder(requests, settings)
+    return finder(spool.requests(shard_indices(spool, shard)), settings)
 
 
 def replay(tm: TrustedManifest, out: Path, options: ReplayOptions) -> ReplaySummary:
@@ -329,7 +379,7 @@ def replay(tm: TrustedManifest, out: Path, options: ReplayOptions) -> ReplaySumm
     from seam_repro.generate import make_backend, require_model_available
     from seam_repro.generate.model_args import parse_model_args
     from seam_repro.manifest.prompts import render_records
-    from seam_repro.manifest.trust import check_rendered
+    from seam_repro.manifest.trust import iter_checked
     from seam_repro.verbosity import log
 
     args = parse_model_args(options.backend, options.model_args)  # before any slow step: a typo fails in a second
@@ -353,27 +403,32 @@ def replay(tm: TrustedManifest, out: Path, options: ReplayOptions) -> ReplaySumm
     config = manifest.get("config") or {}
     settings, overrides = override_settings(config.get("generation"), options.generation_overrides,
                                             str(manifest_path))
+    keep, selection = record_selection(manifest, options.datasets, options.runs)
     rendered = render_records(manifest, data_dir=options.data_dir, prompts_dir=options.prompts_dir,
                               base=manifest_path, allow_unfrozen=options.allow_unfrozen)
-    check_rendered(tm, rendered)
-    chosen, selection = select_records(rendered, manifest, options.datasets, options.runs)
-    records = apply_limit(chosen, options.limit)
-    if threads is not None:
-        apply_threads(threads)
-    engine = make_backend(options.backend, options.model, dtype=options.dtype, quantization=options.quantization,
-                          prompt_path=options.prompt_path, truncation=options.truncation,
-                          echo_delay=options.echo_delay, model_args=args)
-    if options.batch_size == "auto":
-        batch_size, why = choose_batch_size(engine, records, settings, options.shard)
-        notes["batch_size_auto"] = why
-        log().info(f"--batch-size auto: {batch_size} ({why})")
-    elif isinstance(options.batch_size, int):
-        batch_size = options.batch_size
-    elif options.batch_size is None:
-        batch_size = engine.default_batch_size(settings)
-    else:
-        raise InputError("--batch-size", f"expected an integer >= 1 or 'auto', got {options.batch_size!r}")
-    return run_generation(records, engine, settings, Path(out), manifest, shard=options.shard,
-                          batch_size=batch_size, limit=options.limit,
-                          progress=options.progress, model_args=args, display_name=options.name,
-                          selection=selection, overrides=overrides, session_notes=notes)
+    # checked, chosen and written to disk as they are rendered: the refusal of any prompt that does
+    # not hash to the manifest comes after the last one, before any model is loaded
+    limited = iter_limit((r for r in iter_checked(tm, rendered) if keep(r)), options.limit)
+    spool = PromptSpool.write(Path(out), limited)
+    try:
+        if threads is not None:
+            apply_threads(threads)
+        engine = make_backend(options.backend, options.model, dtype=options.dtype,
+                              quantization=options.quantization, prompt_path=options.prompt_path,
+                              truncation=options.truncation, echo_delay=options.echo_delay, model_args=args)
+        if options.batch_size == "auto":
+            batch_size, why = choose_batch_size(engine, spool, settings, options.shard)
+            notes["batch_size_auto"] = why
+            log().info(f"--batch-size auto: {batch_size} ({why})")
+        elif isinstance(options.batch_size, int):
+            batch_size = options.batch_size
+        elif options.batch_size is None:
+            batch_size = engine.default_batch_size(settings)
+        else:
+            raise InputError("--batch-size", f"expected an integer >= 1 or 'auto', got {options.batch_size!r}")
+        return run_generation(spool, engine, settings, Path(out), manifest, shard=options.shard,
+                              batch_size=batch_size, limit=options.limit,
+                              progress=options.progress, model_args=args, display_name=options.name,
+                              selection=selection, overrides=overrides, session_notes=notes)
+    finally:
+        spool.discard()

@@ -6,7 +6,8 @@ Replaces upstream SEAM's per-(dataset, run) DataFrame JSON written once at the e
 (``datasets_classes/base.py::Dataset.predict``): a crash there lost the whole file. Here each
 prediction is one JSONL line, handed to the kernel (one ``write``) as soon as it exists, and each
 file is fsynced once per batch: a SIGKILL of the process loses no line already written (only the
-instances of the batch not yet written), a machine crash or power loss at most the lines written
+instances of the batch not yet written, and of the next batch where the backend has already sent
+it: ``OpenAIBackend.start``), a machine crash or power loss at most the lines written
 since the last batch's fsync, never a line of an earlier batch; on resume a torn last line
 (a write cut by a kill) is dropped by truncating the file to its last newline, every kept line is
 checked against the run (model revision, prompt hash), and an instance is never written twice.
@@ -22,7 +23,7 @@ import shutil
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seam_repro import files
 from seam_repro.errors import InputError, PredictionsError, SeamReproError, version_mismatch
@@ -38,6 +39,9 @@ from seam_repro.manifest.trust import (
     score_keys,
     trusted,
 )
+
+if TYPE_CHECKING:  # replay's spool; the commands that only read run folders do not import rendering
+    from seam_repro.run.spool import PromptSpool
 
 RUN_SCHEMA_VERSION = 1
 Key = tuple[str, int, str]
@@ -402,18 +406,22 @@ def require_run_json(run_dir: Path, required: tuple[str, ...] = ()) -> dict[str,
     return obj
 
 
-def prepare_run_dir(run_dir: Path, *, manifest: dict[str, Any], prompts: list[dict[str, Any]],
+def prepare_run_dir(run_dir: Path, *, manifest: dict[str, Any], prompts: list[dict[str, Any]] | PromptSpool,
                     model_entry: dict[str, Any], session: dict[str, Any], extra: dict[str, Any],
                     check_existing: Callable[[], Any] | None = None) -> dict[str, Any]:
     """Create run.json + prompts.jsonl, or check an existing run dir belongs to the same manifest,
     prompts, model revision, backend, generation settings and shard before resuming into it.
 
     ``check_existing`` (reading the stored predictions) runs after those checks and before
-    anything is replaced, so a refused resume leaves run.json and prompts.jsonl untouched."""
+    anything is replaced, so a refused resume leaves run.json and prompts.jsonl untouched. ``prompts``
+    is the records, or replay's spool of them (moved into place, not written again)."""
     run_dir = Path(run_dir)
     files.ensure_dir(run_dir)
     with files.staged_file(prompts_path(run_dir)) as staged_prompts:  # lands only if every check passes
-        write_prompts(staged_prompts, prompts)
+        if isinstance(prompts, list):
+            write_prompts(staged_prompts, prompts)
+        else:
+            prompts.install(staged_prompts, prompts_path(run_dir))
         prompts_sha = sha256_file(staged_prompts)
         current = load_run_json(run_dir)
         slug = model_slug(model_entry["id"])
