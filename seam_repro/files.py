@@ -521,51 +521,18 @@ def temp_sibling(p: Path) -> tuple[int, str]:
     return _new_sibling(p)
 
 
-_IOV_MAX = 1024
-"""Buffers per ``writev`` call (Linux's IOV_MAX)."""
-
-
-def _write_all(fd: int, chunks: Sequence[bytes]) -> None:
-    """Write the chunks' concatenation through ``writev`` in batches, without joining them (a
-    joined copy of a run's prompts doubles what is held). A short write (and a system without
-    ``writev``) finishes a batch with ``write``."""
-    writev = getattr(os, "writev", None)
-    for i in range(0, len(chunks), _IOV_MAX):
-        batch = chunks[i:i + _IOV_MAX]
-        done = writev(fd, batch) if writev is not None else 0
-        if done < sum(map(len, batch)):
-            rest = memoryview(b"".join(batch))[done:]
-            while rest:
-                rest = rest[os.write(fd, rest):]
-
-
 def atomic_write_bytes(path: str | Path, data: bytes | Sequence[bytes]) -> None:
-    """Write ``data`` (bytes, or a sequence of byte chunks: their concatenation) to ``path``
-    through a temporary sibling + fsync + rename.
+    """Write ``data`` (bytes, or a sequence of byte chunks: their concatenation, never joined into a
+    second copy) to ``path`` through :func:`atomic_writer`: a temporary sibling + fsync + rename.
 
     On any failure the temporary file is removed and the previous content of ``path`` (if any) is
     left exactly as it was; the failure becomes an :class:`OutputError` naming ``path``.
     """
-    p = Path(path)
-    ensure_dir(p.parent)
-    tmp: str | None = None
-    try:
-        fd, tmp = _new_sibling(p)
-        try:
-            os.fchmod(fd, _file_mode(p))
-            _write_all(fd, [data] if isinstance(data, (bytes, bytearray, memoryview)) else data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, p)
-        tmp = None
-        _fsync_dir(p.parent)
-    except OSError as exc:
-        raise OutputError(f"{p}: cannot write: {_os_problem(exc)}; nothing was changed") from None
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+    with atomic_writer(path) as fh:
+        if isinstance(data, (bytes, bytearray, memoryview)):
+            fh.write(data)
+        else:
+            fh.writelines(data)
 
 
 @contextlib.contextmanager

@@ -42,8 +42,8 @@ RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 """Statuses worth another attempt: rate limits, overload and gateway errors (as the openai client)."""
 MAX_BACKOFF = 60.0
 BATCH_WAVES = 4
-"""Requests per batch, in multiples of ``concurrency`` (benchmarks/bench_openai.py: at N=64 against a
-200 ms server, batches of N reached 73 % of N / latency, batches of 4N 89 %)."""
+"""Requests per batch, in multiples of ``concurrency``: a batch of exactly N leaves threads idle while
+its slowest answers arrive, several waves per batch keep the pool busy (benchmarks/bench_openai.py)."""
 DEFAULTS: dict[str, Any] = {"endpoint": "chat", "send_seed": True, "concurrency": 4, "max_retries": 6,
                             "backoff": 1.0, "timeout": 600.0, "api_key_env": "OPENAI_API_KEY"}
 

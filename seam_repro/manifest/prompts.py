@@ -259,15 +259,25 @@ def check_prompt_record(rec: dict[str, Any], source: object, record: object,
         raise InputError(source, "does not match sha256 of 'prompt'", record=record, field="prompt_sha256")
 
 
-def check_prompt_records(records: Sequence[dict[str, Any]],
-                         source: str = "prompt records") -> dict[tuple[str, int, str], str]:
-    """Validate fields, prompt hashes and uniqueness (replay's input, a shard's prompts.jsonl); return
-    {key: prompt_sha256}."""
-    hashes: dict[tuple[str, int, str], str] = {}
+def checked_prompt_records(records: Iterable[dict[str, Any]], source: str,
+                           hashes: dict[tuple[str, int, str], str]) -> Iterator[tuple[tuple[str, int, str], dict[str, Any]]]:
+    """Each record with its key, once its fields, prompt hash and uniqueness are checked; ``hashes``
+    collects {key: prompt_sha256} as it goes, so a reader that streams (replay's spool) holds no
+    records and one that does not (:func:`check_prompt_records`) applies the same checks."""
     for i, rec in enumerate(records):
         check_prompt_record(rec, source, i)
         key = (rec["dataset"], rec["run"], rec["instance_id"])
         if key in hashes:
             raise InputError(source, f"duplicate instance {key}", record=i)
         hashes[key] = rec["prompt_sha256"]
+        yield key, rec
+
+
+def check_prompt_records(records: Sequence[dict[str, Any]],
+                         source: str = "prompt records") -> dict[tuple[str, int, str], str]:
+    """Validate fields, prompt hashes and uniqueness (replay's input, a shard's prompts.jsonl); return
+    {key: prompt_sha256}."""
+    hashes: dict[tuple[str, int, str], str] = {}
+    for _ in checked_prompt_records(records, source, hashes):
+        pass
     return hashes

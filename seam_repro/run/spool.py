@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from seam_repro import files
-from seam_repro.errors import InputError, PredictionsError
+from seam_repro.errors import PredictionsError
 from seam_repro.files import OutputError
 from seam_repro.generate.base import GenerationRequest
-from seam_repro.manifest.prompts import check_prompt_record
+from seam_repro.manifest.prompts import checked_prompt_records
 
 Key = tuple[str, int, str]
 
@@ -51,7 +51,7 @@ class PromptSpool:
     @classmethod
     def write(cls, near: Path, records: Iterable[dict[str, Any]], source: str = "prompt records") -> PromptSpool:
         """Spool ``records`` into a private file beside ``near`` (swept if a killed run left it),
-        checking each as ``check_prompt_records`` does (fields, prompt hash, no duplicate). On any
+        checking each with ``checked_prompt_records`` (fields, prompt hash, no duplicate). On any
         error, the file is removed."""
         fd, tmp = files.temp_sibling(Path(str(near) + ".prompts.jsonl"))
         keys: list[Key] = []
@@ -59,12 +59,7 @@ class PromptSpool:
         hashes: dict[Key, str] = {}
         try:
             with os.fdopen(fd, "wb") as fh:
-                for i, rec in enumerate(records):
-                    check_prompt_record(rec, source, i)
-                    key = (rec["dataset"], rec["run"], rec["instance_id"])
-                    if key in hashes:
-                        raise InputError(source, f"duplicate instance {key}", record=i)
-                    hashes[key] = rec["prompt_sha256"]
+                for key, rec in checked_prompt_records(records, source, hashes):
                     line = files.jsonl_line(rec)
                     fh.write(line)
                     keys.append(key)
