@@ -72,6 +72,10 @@ Examples:
               help="Instances per forward pass (default: the manifest's batch_size; hf on CPU: 8, the measured best). "
                    "auto = the largest that fits, found before the run (hf on a GPU: tried down from 64 on "
                    "out-of-memory; on CPU: 8); the choice is printed and recorded in run.json.")
+@click.option("--deterministic/--no-deterministic", default=None,
+              help="Batch-invariant generation: each prediction depends on its own prompt, seed and settings, not "
+                   "on batch size, neighbours, padding, shard, selection or resume (hf: the default wherever the "
+                   "architecture allows; vllm: VLLM_BATCH_INVARIANT). Recorded in run.json as the kernel layout.")
 @click.option("--threads", type=click.IntRange(min=1), default=None,
               help="torch CPU threads for local weights (hf backend). Default: the cores this process may use "
                    "(affinity, cgroup quota) less those busy with other work, or OMP_NUM_THREADS when set; "
@@ -112,7 +116,7 @@ Examples:
 @click.option("--fic-download", is_flag=True,
               help="Allow fetching the pinned FIC models from the Hub (flan-t5-xxl is ~45 GB).")
 def replay(manifest: Path, out: Path, model: str | None, name: str | None, backend: str, model_args: str | None,
-           shard: str | None, batch_size: int | str | None, threads: int | None,
+           shard: str | None, batch_size: int | str | None, deterministic: bool | None, threads: int | None,
            dtype: str, q4: bool, q8: bool, prompt_path: str, truncation: str | None, limit: int | None,
            datasets: str | None, runs: str | None, max_new_tokens: int | None, temperature: float | None,
            top_p: float | None, data_dir: Path | None, prompts_dir: Path | None, allow_unfrozen: bool,
@@ -160,7 +164,8 @@ def replay(manifest: Path, out: Path, model: str | None, name: str | None, backe
         options = ReplayOptions(model=model, backend=backend, name=name, model_args=model_args, dtype=dtype,
                                 quantization="4bit" if q4 else "8bit" if q8 else None, prompt_path=prompt_path,
                                 truncation=truncation, echo_delay=echo_delay,
-                                shard=parse_shard(shard) if shard else None, batch_size=batch_size, threads=threads,
+                                shard=parse_shard(shard) if shard else None, batch_size=batch_size,
+                                deterministic=deterministic, threads=threads,
                                 limit=limit, datasets=datasets, runs=runs,
                                 generation_overrides={"max_new_tokens": max_new_tokens, "temperature": temperature,
                                                       "top_p": top_p},

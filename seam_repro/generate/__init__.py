@@ -68,18 +68,23 @@ def _dtype_arg(cli_dtype: str, args: dict[str, Any]) -> str:
 
 def make_backend(backend: str, model: str | None, *, dtype: str = "auto", quantization: str | None = None,
                  prompt_path: str = "chat", truncation: str | None = None, echo_delay: float = 0.0,
-                 tensor_parallel_size: int = 1, model_args: str | dict[str, Any] | None = None) -> Backend:
+                 tensor_parallel_size: int = 1, model_args: str | dict[str, Any] | None = None,
+                 deterministic: bool | None = None) -> Backend:
     """Build the requested backend. No ``model`` means the embedded SmolLM2 GGUF (hf) or ``echo``.
     ``model`` is a pinned Hub id, ``ID@REVISION``, or a local folder (content-hashed, see
     ``generate/local.py``). ``model_args`` (``key=value,...`` or already parsed) is validated against
     the backend's accepted keys. A pinned model's recorded quantization (Mixtral-8x22B: 4-bit, as
-    upstream) applies unless ``quantization`` overrides it."""
+    upstream) applies unless ``quantization`` overrides it. ``deterministic``: batch-invariant
+    generation (hf: ``generate/invariant.py``; vllm: its own batch invariance); None = where the
+    backend supports it, the echo backend always is, the openai backend records the server's claim."""
     from seam_repro.generate.model_args import parse_model_args
 
     if backend not in BACKENDS:
         raise InputError("--backend", f"expected one of {', '.join(BACKENDS)}, got {backend!r}")
     args = model_args if isinstance(model_args, dict) else parse_model_args(backend, model_args)
     if backend == "echo":
+        if deterministic is False:
+            raise InputError("--no-deterministic", "the echo backend is batch-invariant by construction")
         if model is None:
             return EchoBackend(delay=echo_delay)
         model_id, _, revision = model.partition("@")
@@ -92,6 +97,9 @@ def make_backend(backend: str, model: str | None, *, dtype: str = "auto", quanti
                              "decides how the served model is loaded")
         from seam_repro.generate.openai_compat import make_openai_backend
 
+        if deterministic is not None:
+            raise InputError("--deterministic", "the openai backend cannot set how the server batches; say what the "
+                             "server claims with --model-args batch_invariant=true|false (recorded as unverified)")
         name, _, revision = model.partition("@")
         return make_openai_backend(name, revision or "unpinned", args)
     dtype = _dtype_arg(dtype, args)
@@ -101,7 +109,7 @@ def make_backend(backend: str, model: str | None, *, dtype: str = "auto", quanti
         from seam_repro.generate.embedded import load_embedded_backend
 
         return load_embedded_backend(dtype="fp32" if dtype == "auto" else dtype, prompt_path=prompt_path,
-                                     truncation=truncation, model_args=args)
+                                     truncation=truncation, model_args=args, deterministic=deterministic)
     from seam_repro.generate.local import check_weights, is_local_spec, resolve_local
 
     source: str | None = None
@@ -121,9 +129,9 @@ def make_backend(backend: str, model: str | None, *, dtype: str = "auto", quanti
         vargs = {k: v for k, v in args.items() if k != "dtype"}
         vargs.setdefault("tensor_parallel_size", tensor_parallel_size)
         return VLLMBackend(model_id, revision, dtype=dtype, quantization=quantization, source=source,
-                           local_info=local_info, **vargs)
+                           local_info=local_info, deterministic=deterministic, **vargs)
     from seam_repro.generate.hf import load_hf_backend
 
     return load_hf_backend(model_id, revision, dtype=dtype, quantization=quantization, prompt_path=prompt_path,
                            truncation=truncation, source=source, local_info=local_info,
-                           **{k: v for k, v in args.items() if k != "dtype"})
+                           deterministic=deterministic, **{k: v for k, v in args.items() if k != "dtype"})

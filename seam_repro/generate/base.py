@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from seam_repro.config import GenerationSettings
-from seam_repro.errors import InputError
+from seam_repro.errors import InputError, PrerequisiteError
 from seam_repro.hashing import sha256_text
 
 MAX_ECHO_DELAY = 3600.0
@@ -23,6 +23,16 @@ MAX_ECHO_DELAY = 3600.0
 HF_LEGACY_TOP_K = 50
 """transformers 4.x ``GenerationConfig`` default ``top_k``; upstream never set top_k, so a model whose
 generation_config leaves it unset sampled with top-k 50 in the paper's runs."""
+
+
+class BatchOutOfMemory(PrerequisiteError):
+    """A batch the accelerator could not hold (``rows`` requests). Replay backs off to smaller
+    batches on its own only where the backend is batch-invariant, since only there a smaller batch
+    cannot change an output; elsewhere the message tells the user how to resume."""
+
+    def __init__(self, message: str, rows: int):
+        super().__init__(message)
+        self.rows = rows
 
 
 @dataclass(frozen=True)
@@ -108,6 +118,9 @@ class EchoBackend:
         # would then raise ValueError/OverflowError mid-run
         if not (isinstance(self.delay, (int, float)) and math.isfinite(self.delay) and 0 <= self.delay <= MAX_ECHO_DELAY):
             raise InputError("--echo-delay", f"expected seconds per instance in 0..{MAX_ECHO_DELAY:g}, got {self.delay!r}")
+
+    deterministic = True
+    """Each output is drawn from the instance's seed alone, whatever the batch."""
 
     def describe(self) -> dict[str, Any]:
         return {"backend": "echo", "echo_version": 1, "delay": self.delay}

@@ -42,7 +42,8 @@ def find_gguf() -> Path:
 
 
 def load_embedded_backend(*, verify: bool = True, dtype: str = "fp32", prompt_path: str = "chat",
-                          truncation: str | None = None, model_args: dict[str, Any] | None = None) -> Any:
+                          truncation: str | None = None, model_args: dict[str, Any] | None = None,
+                          deterministic: bool | None = None) -> Any:
     """Load the pinned GGUF offline (never touches the network) as an :class:`HFBackend`.
     ``model_args``: the hf backend's keys (attn_implementation, max_model_len, chat_template apply)."""
     from seam_repro.generate.hf import (
@@ -86,4 +87,4 @@ def load_embedded_backend(*, verify: bool = True, dtype: str = "fp32", prompt_pa
                      extra_info={"embedded": True, "gguf_file": PIN["gguf_file"], "gguf_sha256": digest,
                                  "package": f"{PIN['package']}=={PIN['package_version']}",
                                  "hf_revision_of_source": PIN["hf_revision"]},
-                     context_length=args.get("max_model_len"))
+                     context_length=args.get("max_model_len"), deterministic=deterministic)

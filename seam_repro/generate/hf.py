@@ -40,7 +40,7 @@ from typing import Any
 
 from seam_repro.config import GenerationSettings
 from seam_repro.errors import InputError, PrerequisiteError, SeamReproError
-from seam_repro.generate.base import HF_LEGACY_TOP_K, GenerationRequest, GenerationResult
+from seam_repro.generate.base import HF_LEGACY_TOP_K, BatchOutOfMemory, GenerationRequest, GenerationResult
 from seam_repro.hashing import sha256_json, sha256_text
 
 INSTALL_INFERENCE = "pip install 'seam-repro[inference]' torch==2.13.0"
@@ -172,7 +172,8 @@ class HFBackend:
 
     def __init__(self, model: Any, tokenizer: Any, model_id: str, revision: str, *, prompt_path: str = "chat",
                  truncation: str | None = None, upstream_add_special_tokens: bool = True,
-                 extra_info: dict[str, Any] | None = None, context_length: int | None = None):
+                 extra_info: dict[str, Any] | None = None, context_length: int | None = None,
+                 deterministic: bool | None = None):
         if prompt_path not in ("chat", "upstream"):
             raise InputError("--prompt-path", f"expected chat or upstream, got {prompt_path!r}")
         truncation = truncation or ("right" if prompt_path == "upstream" else "left")
@@ -194,6 +195,7 @@ class HFBackend:
         # upstream: pad_token_id = model.config.eos_token_id
         self.pad_id = pad if pad is not None else (self.eos_ids[0] if self.eos_ids else 0)
         tokenizer.padding_side = "left"
+        self.deterministic, self.deterministic_note = choose_deterministic(model, deterministic)
         self.step_hook: Callable[[], None] | None = None
         """Called once per decoding step of a batch (replay's progress bar: an ETA within seconds
         rather than after the first whole batch); it never sees or changes the logits."""
@@ -213,8 +215,17 @@ class HFBackend:
             "backend": self.name, "transformers": transformers.__version__, "torch": torch.__version__,
             "dtype": str(self.model.dtype).replace("torch.", ""), "device": str(self.model.device),
             "chat_template_sha256": self.chat_template_sha256(), "context_length": self.context_length,
-            "resolved_commit": getattr(self.model.config, "_commit_hash", None), **self.extra_info,
+            "resolved_commit": getattr(self.model.config, "_commit_hash", None),
+            "deterministic": self.deterministic, "deterministic_note": self.deterministic_note, **self.extra_info,
         }
+
+    def kernels(self) -> str:
+        """What decides whether two runs agree token for token: the batch-invariant layout and its lane
+        rows (``generate/invariant.py``), or ``default`` (batched ``model.generate``: outputs may move
+        with batch size, neighbours and padding)."""
+        from seam_repro.generate.invariant import kernel_set
+
+        return kernel_set(str(self.model.device)) if self.deterministic else "default"
 
     def resolved_generation(self, settings: GenerationSettings) -> dict[str, Any]:
         gc = self.model.generation_config
@@ -225,10 +236,17 @@ class HFBackend:
                 "top_k": top_k if settings.do_sample else None, "eos_token_ids": self.eos_ids,
                 "pad_token_id": self.pad_id, "prompt_path": self.prompt_path, "truncation": self.truncation,
                 "add_special_tokens": self.upstream_add_special_tokens if self.prompt_path == "upstream" else False,
-                "sampler": "seam-repro-row-inverse-cdf-v1" if settings.do_sample else "greedy"}
+                "sampler": "seam-repro-row-inverse-cdf-v1" if settings.do_sample else "greedy",
+                "kernels": self.kernels()}
 
     def default_batch_size(self, settings: GenerationSettings) -> int:
-        """``CPU_BATCH_SIZE`` (measured: benchmarks/bench_batch.py) on CPU, else the manifest's."""
+        """Deterministic: one lane (a larger batch runs lane after lane, so it changes neither outputs
+        nor memory). Else ``CPU_BATCH_SIZE`` (measured: benchmarks/bench_batch.py) on CPU, the manifest's
+        on an accelerator."""
+        if self.deterministic:
+            from seam_repro.generate.invariant import lane_rows
+
+            return lane_rows(str(self.model.device))
         return CPU_BATCH_SIZE if str(getattr(self.model, "device", "")) == "cpu" else settings.batch_size
 
     def auto_batch_size(self, requests: list[GenerationRequest], settings: GenerationSettings,
@@ -240,6 +258,10 @@ class HFBackend:
         holds) is tried from ``cap`` down, halving on out-of-memory."""
         if not requests:
             return 1, "no prompts to generate"
+        if self.deterministic:
+            rows = self.default_batch_size(settings)
+            return rows, (f"deterministic: lanes of {rows} rows run one after another, so a larger batch changes "
+                          "neither outputs nor memory")
         if str(getattr(self.model, "device", "")) == "cpu":
             return CPU_BATCH_SIZE, f"CPU: {CPU_BATCH_SIZE}, the measured best (benchmarks/bench_batch.py)"
         import torch
@@ -324,6 +346,8 @@ class HFBackend:
         if not requests:
             return []
         prepared = [self.prepare(r.prompt, settings) for r in requests]
+        if self.deterministic:
+            return self._generate_invariant(requests, prepared, settings)
         input_ids, mask = self.left_pad([p.ids for p in prepared])
         width = input_ids.shape[1]
         resolved = self.resolved_generation(settings)
@@ -340,8 +364,38 @@ class HFBackend:
                                           generation_config=self._generation_config(settings),
                                           logits_processor=processors)
         except torch.cuda.OutOfMemoryError as exc:  # = torch.OutOfMemoryError where torch has that name
-            raise PrerequisiteError(out_of_memory_message(len(requests), width, settings, exc)) from None
-        new = out[:, width:].tolist()
+            raise BatchOutOfMemory(out_of_memory_message(len(requests), width, settings, exc), len(requests)) from None
+        return self._results(prepared, out[:, width:].tolist())
+
+    def _generate_invariant(self, requests: list[GenerationRequest], prepared: list[PreparedPrompt],
+                            settings: GenerationSettings) -> list[GenerationResult]:
+        """Batch-invariant generation (``generate/invariant.py``): each row's tokens are a function of
+        its own prompt, seed and settings. An out-of-memory lane is one line, like the default path."""
+        import torch
+
+        from seam_repro.generate.invariant import LaneSettings, generate_lanes, lane_rows
+
+        resolved = self.resolved_generation(settings)
+        lane = LaneSettings(max_new_tokens=settings.max_new_tokens, do_sample=settings.do_sample,
+                            temperature=settings.temperature, top_k=resolved["top_k"], top_p=resolved["top_p"],
+                            eos_ids=self.eos_ids, pad_id=self.pad_id)
+        rows = lane_rows(str(self.model.device))
+        failed: str | None = None
+        try:
+            new = generate_lanes(self.model, [p.ids for p in prepared], [r.seed for r in requests], lane,
+                                 rows=rows, step_hook=self.step_hook)
+        except torch.cuda.OutOfMemoryError as exc:
+            failed = first_line(exc)  # leaving the handler frees the lane's pools the traceback held
+        if failed is not None:
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+            width = max(len(p.ids) for p in prepared)
+            raise BatchOutOfMemory(out_of_memory_message(min(rows, len(requests)), width, settings,
+                                                         RuntimeError(failed), deterministic=True), len(requests))
+        return self._results(prepared, new)
+
+    def _results(self, prepared: list[PreparedPrompt], new: list[list[int]]) -> list[GenerationResult]:
+        """Decoded outputs, each cut after its first end-of-sequence token."""
         results = []
         for p, toks in zip(prepared, new, strict=True):
             n = len(toks)
@@ -357,13 +411,36 @@ class HFBackend:
         return results
 
 
-def out_of_memory_message(rows: int, width: int, settings: GenerationSettings, exc: BaseException) -> str:
+def choose_deterministic(model: Any, requested: bool | None) -> tuple[bool, str]:
+    """Whether this backend generates batch-invariantly, and why. ``None`` (the default) turns it on
+    wherever the architecture allows; ``True`` refuses in one line where it does not."""
+    from seam_repro.generate.invariant import install, unsupported_reason
+
+    if requested is False:
+        return False, "off (--no-deterministic): outputs may change with batch size, neighbours and padding"
+    reason = unsupported_reason(model.config)
+    if reason is not None:
+        if requested:
+            raise InputError("--deterministic", f"this model cannot be generated batch-invariantly: {reason}; "
+                             "run with --no-deterministic")
+        return False, f"off: {reason}"
+    install(model)
+    return True, "on: each prediction depends on its own prompt, seed and settings, not on the batch"
+
+
+def out_of_memory_message(rows: int, width: int, settings: GenerationSettings, exc: BaseException,
+                          deterministic: bool = False) -> str:
     """One line for a batch the accelerator could not hold. There is no automatic back-off to a
     smaller batch: on a GPU the batch shape changes the logits (bf16 measured: 20-32 of 36 smoke
     predictions differ between batch 4 and 1/8/32), so a silent retry at another size would make a
     run differ from an uninterrupted one without saying so. The user resumes with a smaller
     ``--batch-size`` instead, which replay warns about and records; every stored batch is kept."""
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if deterministic:
+        return (f"out of accelerator memory in a deterministic lane of {rows} prompt(s) up to {width} tokens "
+                f"+ {settings.max_new_tokens} new ({first[:160]}); a lane keeps its row count whatever the batch, "
+                "so that outputs never depend on it: every finished batch is stored; rerun with --load-in-8bit or "
+                "--load-in-4bit, a larger GPU or more GPUs, or --no-deterministic")
     smaller = f"--batch-size {max(1, rows // 2)}" if rows > 1 else "--load-in-8bit or --load-in-4bit"
     return (f"out of accelerator memory generating a batch of {rows} prompt(s) padded to {width} tokens "
             f"+ {settings.max_new_tokens} new ({first[:160]}); every finished batch is stored: rerun the same "
@@ -536,7 +613,7 @@ def load_hf_backend(model_id: str, revision: str, *, dtype: str = "auto", quanti
                     upstream_add_special_tokens: bool = True, source: str | None = None,
                     local_info: dict[str, Any] | None = None, attn_implementation: str | None = None,
                     trust_remote_code: bool = False, max_model_len: int | None = None,
-                    chat_template: str | None = None) -> HFBackend:
+                    chat_template: str | None = None, deterministic: bool | None = None) -> HFBackend:
     """Load tokenizer and weights at the same pinned revision (tokenizers changed between revisions).
     ``source`` is a local folder to load from instead of the Hub (``revision`` is then its content
     hash, checked by the caller); the remaining keywords are the hf ``--model-args``."""
@@ -615,4 +692,4 @@ def load_hf_backend(model_id: str, revision: str, *, dtype: str = "auto", quanti
         extra["local_folder"] = local_info
     return HFBackend(model, tokenizer, model_id, revision, prompt_path=prompt_path, truncation=truncation,
                      upstream_add_special_tokens=upstream_add_special_tokens, extra_info=extra,
-                     context_length=max_model_len)
+                     context_length=max_model_len, deterministic=deterministic)

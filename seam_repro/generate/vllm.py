@@ -5,10 +5,15 @@ backend keeps its settings (chat template, temperature, 500 new tokens, model to
 and gives every request its own ``SamplingParams(seed=gen_seed)`` so that, as with the hf backend,
 an instance's sample does not depend on which other requests vLLM schedules with it. vLLM's
 numerics differ from transformers', so its predictions are recorded as a different backend.
+
+Batch invariance is vLLM's own (``VLLM_BATCH_INVARIANT=1``, its batch-invariant matmul, normalisation
+and attention kernels): ``--deterministic`` sets it before the engine starts, ``--no-deterministic``
+clears it, and by default the environment's setting stands; run.json records which (``kernels``).
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from seam_repro.config import GenerationSettings
@@ -17,6 +22,15 @@ from seam_repro.generate.base import HF_LEGACY_TOP_K, GenerationRequest, Generat
 from seam_repro.hashing import sha256_json, sha256_text
 
 INSTALL = "pip install 'seam-repro[vllm]'"
+BATCH_INVARIANT_ENV = "VLLM_BATCH_INVARIANT"
+
+
+def batch_invariance(requested: bool | None) -> bool:
+    """Set (True/False) or read (None) vLLM's batch-invariance switch; it must be set before the
+    engine starts, which is why the backend calls this first."""
+    if requested is not None:
+        os.environ[BATCH_INVARIANT_ENV] = "1" if requested else "0"
+    return os.environ.get(BATCH_INVARIANT_ENV, "0").strip() not in ("", "0", "false", "False")
 
 
 def llm_kwargs(model_id: str, revision: str, *, dtype: str, source: str | None, quantization: str | None,
@@ -49,7 +63,9 @@ class VLLMBackend:
                  source: str | None = None, local_info: dict[str, Any] | None = None,
                  pipeline_parallel_size: int = 1, gpu_memory_utilization: float | None = None,
                  max_model_len: int | None = None, distributed_executor_backend: str | None = None,
-                 trust_remote_code: bool = False, chat_template: str | None = None):
+                 trust_remote_code: bool = False, chat_template: str | None = None,
+                 deterministic: bool | None = None):
+        self.deterministic = batch_invariance(deterministic)
         if vllm_module is None:
             try:
                 import vllm as vllm_module
@@ -86,7 +102,7 @@ class VLLMBackend:
         tpl = getattr(self.tokenizer, "chat_template", None)
         tpl_sha = None if tpl is None else (sha256_text(tpl) if isinstance(tpl, str) else sha256_json(tpl))
         return {"backend": self.name, "vllm": getattr(self.vllm, "__version__", None),
-                "chat_template_sha256": tpl_sha, **self.settings_info}
+                "chat_template_sha256": tpl_sha, "deterministic": self.deterministic, **self.settings_info}
 
     def resolved_generation(self, settings: GenerationSettings) -> dict[str, Any]:
         defaults = self._model_defaults()
@@ -95,7 +111,9 @@ class VLLMBackend:
         top_k = HF_LEGACY_TOP_K if top_k in (None, -1, 0) else top_k
         return {**settings.as_dict(), "top_p": top_p if settings.do_sample else None,
                 "top_k": top_k if settings.do_sample else None, "prompt_path": "chat", "truncation": "none",
-                "sampler": "vllm-per-request-seed" if settings.do_sample else "greedy"}
+                "sampler": "vllm-per-request-seed" if settings.do_sample else "greedy",
+                "kernels": f"vllm-batch-invariant/{getattr(self.vllm, '__version__', '?')}" if self.deterministic
+                else "default"}
 
     def default_batch_size(self, settings: GenerationSettings) -> int:
         """The manifest's: vLLM schedules the requests of one call itself (continuous batching)."""

@@ -18,7 +18,7 @@ from typing import Any
 
 from seam_repro.config import GenerationSettings
 from seam_repro.errors import InputError
-from seam_repro.generate.base import Backend, GenerationRequest
+from seam_repro.generate.base import Backend, BatchOutOfMemory, GenerationRequest
 from seam_repro.generate.fingerprint import environment_fingerprint
 from seam_repro.manifest.trust import TrustedManifest
 from seam_repro.run.shard import Shard, shard_of
@@ -56,6 +56,9 @@ class ReplayOptions:
     """None = the backend's ``default_batch_size``: its measured best for its device where it has
     one (hf on CPU), at least its concurrency (openai), else the manifest's batch size. ``"auto"``:
     the largest that fits, found by the backend before the run (:func:`choose_batch_size`)."""
+    deterministic: bool | None = None
+    """``--deterministic``/``--no-deterministic``: batch-invariant generation (hf, vllm); None = the
+    backend's default (hf: on wherever the architecture allows)."""
     threads: int | None = None
     """``--threads``: torch CPU threads for local weights; None = chosen (``generate/threads.py``)."""
     limit: int | None = None
@@ -86,6 +89,8 @@ class ReplaySummary:
     output_tokens: int = 0
     seconds: float = 0.0
     repaired: list[tuple[Path, int]] = field(default_factory=list)
+    backoffs: int = 0
+    """Out-of-memory batches generated again in halves (batch-invariant backends only)."""
 
     @property
     def tokens_per_second(self) -> float:
@@ -294,7 +299,8 @@ def _generate(spool: PromptSpool, backend: Backend, settings: GenerationSettings
 
     for path, dropped in store.repaired:
         note(f"resume: dropped a torn last line ({dropped} bytes) of {path}")
-    if first_batch_size not in (None, batch_size) and summary.already_done:
+    invariant = bool(getattr(backend, "deterministic", False))
+    if first_batch_size not in (None, batch_size) and summary.already_done and not invariant:
         note(f"warning: this run started with batch size {first_batch_size}, now {batch_size}; batch "
              "composition can perturb logits, so resumed instances may differ from an uninterrupted run")
     start = time.perf_counter()
@@ -320,7 +326,21 @@ def _generate(spool: PromptSpool, backend: Backend, settings: GenerationSettings
         batch = [spool.request(j) for j in batch_idx]
         if start_batch is not None:
             return batch, start_batch(batch, settings)
-        return batch, lambda: backend.generate(batch, settings)
+        return batch, lambda: backing_off(batch)
+
+    def backing_off(batch: list[GenerationRequest]) -> list[Any]:
+        """A batch-invariant backend's out-of-memory batch is generated again in halves (down to one
+        instance): its outputs cannot change with the batch, so nothing differs from a run that fit."""
+        try:
+            return backend.generate(batch, settings)
+        except BatchOutOfMemory:
+            if not invariant or len(batch) < 2:
+                raise
+        half = len(batch) // 2
+        note(f"out of accelerator memory at a batch of {len(batch)}: generating it as {half} + {len(batch) - half} "
+             "(batch-invariant generation: the outputs are the same)")
+        summary.backoffs += 1
+        return backing_off(batch[:half]) + backing_off(batch[half:])
 
     try:
         pending = begin(todo[0]) if todo else None
@@ -415,7 +435,8 @@ def replay(tm: TrustedManifest, out: Path, options: ReplayOptions) -> ReplaySumm
             apply_threads(threads)
         engine = make_backend(options.backend, options.model, dtype=options.dtype,
                               quantization=options.quantization, prompt_path=options.prompt_path,
-                              truncation=options.truncation, echo_delay=options.echo_delay, model_args=args)
+                              truncation=options.truncation, echo_delay=options.echo_delay, model_args=args,
+                              deterministic=options.deterministic)
         if options.batch_size == "auto":
             batch_size, why = choose_batch_size(engine, spool, settings, options.shard)
             notes["batch_size_auto"] = why

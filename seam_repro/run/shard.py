@@ -91,6 +91,7 @@ def merge_run_dirs(shard_dirs: Sequence[Path], out: Path) -> dict[str, int]:
             for name in ("id", "revision", "backend_name", "generation"):
                 if seen.get(name) != entry.get(name):
                     raise PredictionsError(f"{run_json_path(d)}: model {slug}: {name} differs between shards")
+    check_batch_sizes(shard_dirs, runs, models)
     prompts = read_prompt_records(shard_dirs[0])
     hashes: dict[Key, str] = {(p["dataset"], p["run"], p["instance_id"]): p["prompt_sha256"] for p in prompts}
     counts: dict[str, int] = {}
@@ -125,6 +126,24 @@ def merge_run_dirs(shard_dirs: Sequence[Path], out: Path) -> dict[str, int]:
             "merged_from": [{"dir": str(d), "shard": rj.get("shard")} for d, rj in zip(shard_dirs, runs, strict=True)],
         })
     return counts
+
+
+def check_batch_sizes(shard_dirs: Sequence[Path], runs: Sequence[dict[str, Any]],
+                      models: dict[str, dict[str, Any]]) -> None:
+    """Refuse to merge shards replayed at different batch sizes unless every model in them generated
+    batch-invariantly: otherwise an instance's output depends on which shard it fell in."""
+    from seam_repro.run.invariance import batch_invariant, kernels, session_batch_sizes
+
+    sizes = {str(d): session_batch_sizes(rj) for d, rj in zip(shard_dirs, runs, strict=True)}
+    every = set().union(*sizes.values())
+    if len(every) < 2:
+        return
+    varying = [slug for slug, entry in models.items() if not batch_invariant(entry)]
+    if varying:
+        shown = "; ".join(f"{d}: {sorted(s)}" for d, s in sizes.items())
+        raise PredictionsError(f"shards were replayed at different batch sizes ({shown}) and model {varying[0]} ran "
+                               f"with kernels {kernels(models[varying[0]]) or 'unrecorded'}, whose outputs depend on "
+                               "the batch; resume the odd shards at one --batch-size, or replay with --deterministic")
 
 
 def _write_merged(out: Path, prompts: list[dict[str, Any]], models: dict[str, dict[str, Any]],

@@ -1,0 +1,325 @@
+"""Batch-invariant generation for the hf backend (``--deterministic``, the default on CPU).
+
+Why outputs move with the batch in the default path: ``model.generate`` runs the whole batch as one
+left-padded tensor, so every kernel sees a shape that depends on the neighbours -- the matrix products
+take ``rows x padded length`` rows (BLAS and cuBLAS pick another blocking, GEMV for one row, split-K
+for few), attention reduces over the padded key length, and the GPU's reductions pick their thread
+layout from the number of rows. Each choice is deterministic for a given shape; the shape is what
+changes. Serving engines answer with kernels of a fixed reduction layout ("Defeating Nondeterminism in
+LLM Inference", Thinking Machines 2025; vLLM's ``VLLM_BATCH_INVARIANT``, SGLang's deterministic mode).
+This module gets the same property from stock kernels by never letting a shape depend on the batch:
+
+* **Prefill one prompt at a time**, unpadded: every shape equals a batch-1 run's.
+* **Decode in lanes of a fixed row count** (:data:`LANE_ROWS` per device type). A lane's forward pass
+  always has ``rows`` rows (empty slots are dummies), so every matrix product, normalisation and the
+  sampler see one shape whatever the batch; a row's result in a fixed-shape kernel does not depend on
+  its slot or on the other rows (``tests/test_invariant.py`` checks this of the kernels it relies on).
+  A batch larger than a lane runs lane after lane, so the batch size changes neither outputs nor memory.
+* **Attention over each sequence's own keys**, in a fixed layout: a sequence's keys live in its slot
+  of a per-lane pool of ``capacity`` positions, where ``capacity`` is a function of its own prompt
+  length and ``max_new_tokens`` alone (the next power of two), stored from position 0; the decode step
+  is one attention call per capacity present in the lane, over ``rows x capacity`` keys with the other
+  positions masked. No padding of another sequence ever enters a reduction.
+
+So a prediction is a function of the model and weights, its prompt, its seed, the generation settings,
+the lane row count and the machine (device, library versions, thread count) -- recorded in run.json as
+the kernel set :data:`KERNEL_SET`. Models whose attention cannot be covered this way are refused in one
+line (:func:`unsupported_reason`): mixture-of-experts (each expert's product takes the tokens routed to
+it, a count set by the neighbours), sliding-window and soft-capped attention (not reproduced here).
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+KERNEL_SET = "seam-lanes-v1"
+"""Version of the reduction layout below; two runs compare token for token only under the same one."""
+LANE_ROWS = {"cpu": 8, "cuda": 32}
+"""Rows of one decode lane per device type. CPU: the hf backend's default batch (8), so a default run
+pads nothing. CUDA: 32 rows keep a lane's matrix products as fast as one wide batch on the GPU
+while a one-row run pays for 31 dummy rows only in arithmetic the GPU would otherwise leave idle."""
+MIN_CAPACITY = 128
+ATTENTION_NAME = "seam_invariant"
+
+_LANE: contextvars.ContextVar[Lane | None] = contextvars.ContextVar("seam_invariant_lane", default=None)
+
+
+def lane_rows(device: str) -> int:
+    """Rows of a decode lane on ``device`` (``cpu``, ``cuda:0``, ...)."""
+    kind = str(device).split(":")[0]
+    return LANE_ROWS.get(kind, LANE_ROWS["cpu"])
+
+
+def capacity_for(n_prompt: int, max_new_tokens: int) -> int:
+    """Key positions a sequence's pool slot holds: a power of two >= prompt + new tokens, so the
+    attention shape depends on the sequence alone (and a lane holds few distinct capacities)."""
+    need = max(MIN_CAPACITY, n_prompt + max_new_tokens)
+    return 1 << (need - 1).bit_length()
+
+
+def kernel_set(device: str) -> str:
+    """The recorded name of the layout a run used on ``device``: the version and the lane rows."""
+    return f"{KERNEL_SET}/rows={lane_rows(device)}"
+
+
+def unsupported_reason(config: Any) -> str | None:
+    """Why this architecture's generation cannot be made batch-invariant here, or None."""
+    for key in ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts"):
+        if (getattr(config, key, None) or 0) > 1:
+            return (f"it is a mixture-of-experts model ({key}={getattr(config, key)}): each expert's matrix "
+                    "product takes the tokens routed to it, a count set by the batch neighbours")
+    if getattr(config, "attn_logit_softcapping", None):
+        return "its attention soft-caps the logits (attn_logit_softcapping), which this layout does not reproduce"
+    window = getattr(config, "sliding_window", None)
+    if window and getattr(config, "use_sliding_window", True) is not False:
+        return f"it uses sliding-window attention (sliding_window={window}), which this layout does not reproduce"
+    return None
+
+
+@dataclass
+class Lane:
+    """One decode lane: ``rows`` slots, each holding a request index or None (a dummy row).
+
+    ``pools[capacity][layer]`` is ``(keys, values)``, each ``rows x kv_heads x capacity x head_dim``,
+    allocated on first use on the layer's device; a sequence's keys sit at positions ``0..length-1``
+    of its slot, so the reduction over them never depends on another sequence."""
+
+    rows: int
+    slots: list[int | None]
+    capacity: list[int]
+    length: list[int]
+    mode: str = "prefill"
+    prefill_slot: int = 0
+    pools: dict[int, dict[int, tuple[Any, Any]]] = field(default_factory=dict)
+    groups: list[tuple[int, Any, Any, Any, Any]] = field(default_factory=list)
+    """Decode step, per capacity present: ``(capacity, member slots, their write positions, member
+    mask, attention mask)``, built once per step for every layer."""
+    calls: int = 0
+
+    def pool(self, capacity: int, layer: int, like: Any) -> tuple[Any, Any]:
+        import torch
+
+        per_layer = self.pools.setdefault(capacity, {})
+        if layer not in per_layer:
+            shape = (self.rows, like.shape[1], capacity, like.shape[3])
+            per_layer[layer] = (torch.zeros(shape, dtype=like.dtype, device=like.device),
+                                torch.zeros(shape, dtype=like.dtype, device=like.device))
+        return per_layer[layer]
+
+    def set_decode_groups(self, device: Any) -> None:
+        """Masks for this step: a member slot attends to its positions ``0..length``; every other slot
+        of the call attends to position 0 only (a finite dummy, never read back)."""
+        import torch
+
+        self.mode, self.groups = "decode", []
+        lengths = torch.tensor(self.length, device=device)
+        for cap in sorted({c for s, c in zip(self.slots, self.capacity, strict=True) if s is not None}):
+            member = torch.tensor([s is not None and c == cap for s, c in zip(self.slots, self.capacity, strict=True)],
+                                  device=device)
+            positions = torch.arange(cap, device=device).unsqueeze(0)
+            mask = torch.where(member.unsqueeze(1), positions <= lengths.unsqueeze(1), positions == 0)
+            slots = member.nonzero().squeeze(1)
+            self.groups.append((cap, slots, lengths[slots], member, mask.view(self.rows, 1, 1, cap)))
+
+
+class LaneCache:
+    """The ``cache`` object the model's attention layers call ``update`` on: it files each new key and
+    value into the lane's pools (the attention function reads them there)."""
+
+    is_compileable = False
+
+    def __init__(self, lane: Lane):
+        self.lane = lane
+        self.updates = 0
+
+    def update(self, key_states: Any, value_states: Any, layer_idx: int, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+        lane, self.updates = self.lane, self.updates + 1
+        if lane.mode == "prefill":
+            s = lane.prefill_slot
+            keys, values = lane.pool(lane.capacity[s], layer_idx, key_states)
+            n = key_states.shape[2]
+            keys[s, :, :n] = key_states[0]
+            values[s, :, :n] = value_states[0]
+            return key_states, value_states
+        for cap, slots, at, _member, _mask in lane.groups:
+            keys, values = lane.pool(cap, layer_idx, key_states)
+            keys[slots, :, at] = key_states[slots, :, 0]
+            values[slots, :, at] = value_states[slots, :, 0]
+        return key_states, value_states
+
+    def get_seq_length(self, layer_idx: int = 0) -> int:
+        return 0
+
+
+def invariant_attention(module: Any, query: Any, key: Any, value: Any, attention_mask: Any, dropout: float = 0.0,
+                        scaling: float | None = None, **kwargs: Any) -> tuple[Any, None]:
+    """transformers' attention-interface function for :data:`ATTENTION_NAME` (output ``B x L x H x D``).
+
+    Prefill (one unpadded sequence): causal attention over its own keys. Decode (one query per lane
+    row): grouped query heads packed as queries of their key head, one call per capacity present,
+    over the lane pool with every other sequence's positions masked."""
+    import torch
+    import torch.nn.functional as F
+
+    lane = _LANE.get()
+    if lane is None:
+        raise RuntimeError("seam_invariant attention runs only inside generate.invariant.generate_lanes")
+    lane.calls += 1
+    if lane.mode == "prefill":
+        groups = query.shape[1] // key.shape[1]
+        if groups > 1:
+            key = key.repeat_interleave(groups, dim=1)
+            value = value.repeat_interleave(groups, dim=1)
+        out = F.scaled_dot_product_attention(query, key, value, is_causal=query.shape[2] > 1, scale=scaling)
+        return out.transpose(1, 2).contiguous(), None
+    rows, heads, _, dim = query.shape
+    layer = module.layer_idx
+    out = None
+    for cap, _slots, _at, member, mask in lane.groups:
+        keys, values = lane.pools[cap][layer]
+        q = query.reshape(rows, keys.shape[1], heads // keys.shape[1], dim)
+        o = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=scaling)
+        out = o if out is None else torch.where(member.view(rows, 1, 1, 1), o, out)
+    assert out is not None
+    return out.reshape(rows, 1, heads, dim), None
+
+
+def install(model: Any) -> None:
+    """Register :func:`invariant_attention` with transformers and switch ``model`` to it."""
+    from transformers import AttentionInterface
+
+    AttentionInterface.register(ATTENTION_NAME, invariant_attention)
+    try:
+        model.set_attn_implementation(ATTENTION_NAME)
+    except (AttributeError, ValueError, ImportError):
+        for config in [model.config, *[getattr(model.config, k) for k in getattr(model.config, "sub_configs", {})]]:
+            config._attn_implementation_internal = ATTENTION_NAME
+
+
+@dataclass
+class RowDraw:
+    """One row's sampling state: its own generator, and the tokens drawn so far."""
+
+    generator: Any
+    tokens: list[int] = field(default_factory=list)
+    done: bool = False
+
+
+def draw(scores: Any, rows: Sequence[RowDraw | None], *, do_sample: bool, temperature: float,
+         top_k: int | None, top_p: float | None) -> list[int]:
+    """Each live row's next token from ``scores`` (``rows x vocab``, one shape per call site, so the
+    filter, softmax and cumulative sum see the same shape whatever the batch). Sampling is the row
+    sampler's inverse-CDF draw from one float64 uniform of the row's own CPU generator; dummy rows get
+    a fixed 0.5 and their draw is discarded."""
+    import torch
+
+    from seam_repro.generate.hf import filter_logits
+
+    if not do_sample:
+        return scores.float().argmax(dim=-1).tolist()
+    u = torch.tensor([torch.rand((), generator=r.generator, dtype=torch.float64).item() if r is not None else 0.5
+                      for r in rows], dtype=torch.float64).to(scores.device)
+    filtered = filter_logits(scores, temperature, top_k, top_p)
+    cdf = torch.softmax(filtered.double(), dim=-1).cumsum(dim=-1)
+    idx = torch.searchsorted(cdf, (u * cdf[:, -1]).unsqueeze(1), right=True).squeeze(1)
+    return idx.clamp(max=scores.shape[-1] - 1).tolist()
+
+
+def _forward(model: Any, ids: Any, positions: Any, cache: LaneCache) -> Any:
+    """One forward pass through the model with ``cache`` (transformers renamed ``past_key_values`` to
+    ``cache`` in 5.2x; both are accepted) and only the last position's logits."""
+    import inspect
+
+    name = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+    out = model(input_ids=ids, position_ids=positions, use_cache=True, logits_to_keep=1, **{name: cache})
+    return out.logits[:, -1, :]
+
+
+@dataclass
+class LaneSettings:
+    """What the loop needs of the generation settings, resolved by the backend."""
+
+    max_new_tokens: int
+    do_sample: bool
+    temperature: float
+    top_k: int | None
+    top_p: float | None
+    eos_ids: list[int]
+    pad_id: int
+
+
+def generate_lanes(model: Any, prompts: Sequence[list[int]], seeds: Sequence[int], settings: LaneSettings, *,
+                   rows: int, step_hook: Callable[[], None] | None = None) -> list[list[int]]:
+    """New token ids per prompt (an end-of-sequence token included where one was drawn), lane by lane
+    of ``rows`` prompts in the given order."""
+    out: list[list[int]] = []
+    for start in range(0, len(prompts), rows):
+        chunk = list(range(start, min(start + rows, len(prompts))))
+        out.extend(_run_lane(model, [prompts[i] for i in chunk], [seeds[i] for i in chunk], settings, rows,
+                             step_hook))
+    return out
+
+
+def _run_lane(model: Any, prompts: list[list[int]], seeds: list[int], settings: LaneSettings, rows: int,
+              step_hook: Callable[[], None] | None) -> list[list[int]]:
+    import torch
+
+    device = model.get_input_embeddings().weight.device
+    n = len(prompts)
+    lane = Lane(rows=rows, slots=[*range(n), *[None] * (rows - n)],
+                capacity=[capacity_for(len(p), settings.max_new_tokens) for p in prompts] + [MIN_CAPACITY] * (rows - n),
+                length=[len(p) for p in prompts] + [0] * (rows - n))
+    cache = LaneCache(lane)
+    states = [RowDraw(torch.Generator(device="cpu").manual_seed(int(s))) for s in seeds]
+    token = _LANE.set(lane)
+    try:
+        with torch.inference_mode():
+            for s, ids in enumerate(prompts):
+                lane.mode, lane.prefill_slot = "prefill", s
+                logits = _forward(model, torch.tensor([ids], device=device),
+                                  torch.arange(len(ids), device=device).unsqueeze(0), cache)
+                _take(states[s], draw(logits, [states[s]], **_sampling(settings))[0], settings)
+            _check_covered(model, lane, cache)
+            live = [s for s in range(n) if not states[s].done]
+            while live:
+                lane.slots = [s if s < n and not states[s].done else None for s in range(rows)]
+                lane.set_decode_groups(device)
+                ids = [states[s].tokens[-1] if lane.slots[s] is not None else settings.pad_id for s in range(rows)]
+                pos = [lane.length[s] if lane.slots[s] is not None else 0 for s in range(rows)]
+                logits = _forward(model, torch.tensor(ids, device=device).unsqueeze(1),
+                                  torch.tensor(pos, device=device).unsqueeze(1), cache)
+                drawn = draw(logits, [states[s] if lane.slots[s] is not None else None for s in range(rows)],
+                             **_sampling(settings))
+                for s in live:
+                    lane.length[s] += 1
+                    _take(states[s], drawn[s], settings)
+                live = [s for s in live if not states[s].done]
+                if step_hook is not None:
+                    step_hook()
+    finally:
+        _LANE.reset(token)
+    return [st.tokens for st in states]
+
+
+def _sampling(settings: LaneSettings) -> dict[str, Any]:
+    return {"do_sample": settings.do_sample, "temperature": settings.temperature, "top_k": settings.top_k,
+            "top_p": settings.top_p}
+
+
+def _take(state: RowDraw, tok: int, settings: LaneSettings) -> None:
+    state.tokens.append(int(tok))
+    state.done = tok in settings.eos_ids or len(state.tokens) >= settings.max_new_tokens
+
+
+def _check_covered(model: Any, lane: Lane, cache: LaneCache) -> None:
+    """Every attention layer must have gone through the lane (a model whose attention bypasses
+    transformers' attention interface, e.g. older remote code, would silently not be invariant)."""
+    layers = getattr(model.config, "num_hidden_layers", None)
+    if not lane.calls or not cache.updates or (layers and cache.updates % layers):
+        from seam_repro.errors import InputError
+
+        raise InputError("--deterministic", "this model's attention does not go through transformers' attention "
+                         "interface, so its generation cannot be made batch-invariant; run with --no-deterministic")
