@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "verify": "seam_repro.commands.manifest:verify",
     "replay": "seam_repro.commands.replay:replay",
     "merge": "seam_repro.commands.replay:merge",
+    "recheck": "seam_repro.commands.replay:recheck",
     "import": "seam_repro.commands.import_outputs:import_outputs",
     "score": "seam_repro.commands.score:score",
     "conll-score": "seam_repro.commands.conll:conll_score",

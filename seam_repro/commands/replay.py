@@ -224,3 +224,47 @@ def merge(shard_dirs: tuple[Path, ...], out: Path) -> None:
     counts = merge_run_dirs(list(shard_dirs), out)
     for slug, n in counts.items():
         click.echo(f"{slug}: {n} predictions merged into {out}")
+
+
+RECHECK_EXAMPLES = """\b
+Examples:
+  seam-repro recheck runs/llama8b --sample 20 --seed 7              # 20 instances, any batch, any order
+  seam-repro recheck runs/llama8b --bundle llama8b.bundle.json --json recheck.json
+  seam-repro recheck runs/x --model-folder /models/x-copy --batch-size 1
+"""
+
+
+@click.command(epilog=RECHECK_EXAMPLES)
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--sample", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Instances to regenerate, drawn with --seed from those the run stored.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the sample and of its order.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=None,
+              help="Batch to regenerate at (default: the backend's); any size must give the same outputs under "
+                   "batch-invariant generation.")
+@click.option("--model", "model", default=None, metavar="ID|SLUG", help="Which model of a multi-model run.")
+@click.option("--model-folder", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="Load a local model from here instead of the recorded path (it must hash to the same revision).")
+@click.option("--bundle", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="A results bundle (seam-repro submit) to tie to RUN_DIR first: its predictions digest must match.")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the per-instance report as JSON.")
+def recheck(run_dir: Path, sample: int, seed: int, batch_size: int | None, model: str | None,
+            model_folder: Path | None, bundle: Path | None, json_out: Path | None) -> int:
+    """Regenerate a seeded random sample of a run's instances on the same model and compare them with the
+    stored predictions, byte for byte. Exit 0: every one identical; exit 1: some differ (each listed with
+    its first differing character, and the environments side by side)."""
+    import json
+
+    from seam_repro.files import atomic_write_text, guard_outputs
+    from seam_repro.run.recheck import recheck as run_recheck
+
+    if json_out is not None:
+        guard_outputs([("--json", json_out)], inputs=[p for p in (bundle,) if p], read_dirs=[run_dir, model_folder])
+    report = run_recheck(run_dir, sample=sample, seed=seed, batch_size=batch_size, model=model,
+                         model_folder=model_folder, bundle=bundle)
+    for line in report.lines():
+        click.echo(line)
+    if json_out is not None:
+        atomic_write_text(json_out, json.dumps(report.as_dict(), indent=1, ensure_ascii=False) + "\n")
+    return report.exit_code
