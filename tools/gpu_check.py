@@ -414,6 +414,44 @@ def trained(work: Path, batches: list[int], extra: list[str]) -> dict[str, Any]:
     return out
 
 
+def kernel_probe(device: str) -> dict[str, Any]:
+    """The property the deterministic lanes rest on, kernel by kernel: in a fixed-shape call, a row's
+    result does not depend on its slot or on the other rows (matrix product, masked attention,
+    RMS normalisation), per dtype; and how a one-row call differs (why lanes pad to a fixed count)."""
+    import torch
+    import torch.nn.functional as F
+
+    from seam_repro.generate.invariant import lane_rows
+
+    rows = lane_rows(device)
+    gen = torch.Generator(device="cpu").manual_seed(0)
+    out: dict[str, Any] = {"lane_rows": rows}
+    for name, dt in (("bf16", torch.bfloat16), ("fp16", torch.float16), ("fp32", torch.float32)):
+        def rnd(*shape: int, dt: Any = dt) -> Any:
+            return torch.randn(*shape, generator=gen).to(device=device, dtype=dt)
+        w, x = rnd(2048, 768), rnd(rows, 768)
+        k, v = rnd(rows, 4, 1024, 64), rnd(rows, 4, 1024, 64)
+        q = rnd(rows, 4, 3, 64)
+        mask = torch.zeros(rows, 1, 1, 1024, dtype=torch.bool, device=device)
+        mask[:, :, :, :700] = True
+        slot_linear = slot_attn = slot_norm = 0
+        ref_l, ref_a = F.linear(x, w)[0], F.scaled_dot_product_attention(q, k, v, attn_mask=mask)[0]
+        ref_n = (x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6))[0]
+        for j in range(1, rows):
+            x2, q2, k2, v2 = rnd(rows, 768), rnd(rows, 4, 3, 64), rnd(rows, 4, 1024, 64), rnd(rows, 4, 1024, 64)
+            x2[j], q2[j], k2[j], v2[j] = x[0], q[0], k[0], v[0]
+            slot_linear += not torch.equal(F.linear(x2, w)[j], ref_l)
+            slot_attn += not torch.equal(F.scaled_dot_product_attention(q2, k2, v2, attn_mask=mask)[j], ref_a)
+            n2 = x2.float() * torch.rsqrt(x2.float().pow(2).mean(-1, keepdim=True) + 1e-6)
+            slot_norm += not torch.equal(n2[j], ref_n)
+        one_row = not torch.equal(F.linear(x[:1], w)[0], ref_l)
+        out[name] = {"slots_differing": {"linear": slot_linear, "attention": slot_attn, "rms_norm": slot_norm},
+                     "of": rows - 1, "one_row_call_differs": bool(one_row)}
+    if any(sum(v["slots_differing"].values()) for k2, v in out.items() if isinstance(v, dict)):
+        out["status"] = "fail"
+    return out
+
+
 def vllm_probe() -> dict[str, Any]:
     """Whether vLLM is importable here (its batch invariance is passed through when it is)."""
     try:
@@ -647,7 +685,7 @@ def markdown(doc: dict[str, Any]) -> str:
     if thr.get("det_vs_default_time"):
         lines += ["", "Deterministic time per decoding step / default time per step: " + ", ".join(
             f"{k}: {v}x" for k, v in thr["det_vs_default_time"].items())]
-    for name in ("preflight", "resume", "vllm"):
+    for name in ("kernels", "preflight", "resume", "vllm"):
         sec = s.get(name, {})
         if sec:
             shown = {k: v for k, v in sec.items() if k not in ("traceback",)}
@@ -664,7 +702,7 @@ def main() -> int:
     ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     ap.add_argument("--small", action="store_true", help="tiny model shapes (CPU rehearsal)")
     ap.add_argument("--budget-s", type=float, default=460.0, help="skip sections that would start past this")
-    ap.add_argument("--sections", default="environment,models,replays,deterministic,trained,resume,throughput,"
+    ap.add_argument("--sections", default="environment,models,kernels,replays,deterministic,trained,resume,throughput,"
                     "preflight,vllm,batch_invariance")
     ap.add_argument("--det-plan", default="llama:bf16:1,8,32;llama:fp16:32;llama:fp32:32;qwen2:bf16:32",
                     help="deterministic section: MODEL:DTYPE:BATCHES;... each against batch 4")
@@ -698,6 +736,8 @@ def main() -> int:
             (item.split(":") for item in args.det_plan.split(";") if item)]
     if quant_ok:
         plan += [("llama", "4bit", [32]), ("llama", "8bit", [32])]
+    if "kernels" in wanted:
+        chk.section("kernels", lambda: kernel_probe(args.device))
     if "deterministic" in wanted:
         chk.section("deterministic", lambda: deterministic(work, models, plan, quant_ok), needs=60)
     if "trained" in wanted:
