@@ -33,3 +33,23 @@ def save_tiny_llama(folder: Path, texts: list[str], *, vocab: int, hidden: int, 
     transformers.LlamaForCausalLM(cfg).save_pretrained(folder)
     fast.save_pretrained(folder)
     return folder
+
+
+def save_tiny_qwen2(folder: Path, texts: list[str], *, vocab: int, hidden: int, intermediate: int, layers: int,
+                    heads: int, kv_heads: int, context: int = 4096) -> Path:
+    """A random Qwen2 (biased q/k/v projections, tied embeddings) with the same tokenizer recipe."""
+    import torch
+    import transformers
+
+    save_tiny_llama(folder, texts, vocab=vocab, hidden=hidden, intermediate=intermediate, layers=layers, heads=heads,
+                    kv_heads=kv_heads, context=context)
+    fast = transformers.AutoTokenizer.from_pretrained(folder)
+    torch.manual_seed(1)
+    cfg = transformers.Qwen2Config(vocab_size=len(fast), hidden_size=hidden, intermediate_size=intermediate,
+                                   num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
+                                   max_position_embeddings=context, eos_token_id=fast.eos_token_id,
+                                   bos_token_id=fast.bos_token_id, tie_word_embeddings=True)
+    for stale in folder.glob("model*.safetensors"):
+        stale.unlink()
+    transformers.Qwen2ForCausalLM(cfg).save_pretrained(folder)
+    return folder

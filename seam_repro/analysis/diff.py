@@ -110,6 +110,9 @@ class DiffReport:
     protocol: dict[str, list[str]] = field(default_factory=dict)
     """Per model id: the protocol fields that differ from the reference's."""
     allow_protocol_mismatch: bool = False
+    token_notes: list[str] = field(default_factory=list)
+    """Whether each run's predictions are batch-invariant, and whether two runs of one model compare
+    token for token (``run/invariance.py``)."""
 
     @property
     def n_compared(self) -> int:
@@ -129,7 +132,8 @@ class DiffReport:
     def to_json(self) -> dict[str, object]:
         return {"reference": self.reference, "rule": self.rule, "exit_code": self.exit_code,
                 "compared": self.n_compared, "protocol_differences": self.protocol,
-                "allow_protocol_mismatch": self.allow_protocol_mismatch, "rows": [asdict(r) for r in self.rows]}
+                "allow_protocol_mismatch": self.allow_protocol_mismatch, "token_comparability": self.token_notes,
+                "rows": [asdict(r) for r in self.rows]}
 
 
 _UNAVAILABLE = re.compile(r"^(?P<what>FIC \w+ model \S+?)@\S+ is not available \((?P<why>[^)]*)\)")
@@ -211,7 +215,11 @@ def diff_models(models: list[ModelScores], reference: ReferenceTable, tolerance:
                        f"({'; '.join(sorted(set(s.missing_runs.values())))})") if s.missing_runs else ""
             rows.append(DiffRow(**base, ref_mean=row.mean, ref_std=row.std, delta=delta,  # type: ignore[arg-type]
                                 allowed=allowed, status=status, note=missing))
-    return DiffReport(reference.path, tolerance.describe(), rows, protocol, allow_protocol_mismatch)
+    from seam_repro.run.invariance import scored_comparability
+
+    notes = scored_comparability([(ms.label, ms.model_id, ms.revision, (ms.extra.get("protocol") or {}).get("generation"))
+                                  for ms in models])
+    return DiffReport(reference.path, tolerance.describe(), rows, protocol, allow_protocol_mismatch, notes)
 
 
 def format_diff(report: DiffReport) -> str:
@@ -236,6 +244,7 @@ def format_diff(report: DiffReport) -> str:
         if differs:
             lines.append(f"Protocol of {model} differs from the reference: {'; '.join(differs)}"
                          + (" (allowed by --allow-protocol-mismatch)" if report.allow_protocol_mismatch else ""))
+    lines += report.token_notes
     code = report.exit_code
     why = {EXIT_OK: "every compared cell is within", EXIT_OUTSIDE: "some cell is outside",
            EXIT_PROTOCOL: "the protocol differs from the reference's; pass --allow-protocol-mismatch to compare anyway",

@@ -268,6 +268,10 @@ def build_report(models: list[ModelScores], reference: ReferenceTable | None = N
             cov = ms.extra.get("coverage") or {}
             notes.append(f"{ms.label}: partial run ({cov.get('scored')} of {cov.get('instances')} instances "
                          "scored); not comparable with full runs.")
+    from seam_repro.run.invariance import scored_comparability
+
+    notes += scored_comparability([(label, ms.model_id, ms.revision, (ms.extra.get("protocol") or {}).get("generation"))
+                                   for ms, label in zip(models, display_names(models), strict=True)])
     if any(ms.extra.get("seeds_checked") is False for ms in models):
         notes.append("No seeds/ folder was found (set SEAM_REPRO_SEEDS): bundles were checked by their digest only, "
                      "not against the shipped manifests' seeds and prompt digests.")

@@ -167,7 +167,9 @@ def run_protocol(tm: TrustedManifest, run_json: dict[str, Any], slug: str, n_sco
                        "batch_size": entry.get("batch_size"), "limit": run_json.get("limit"),
                        "shard": run_json.get("shard"), "selection": run_json.get("selection"),
                        # --model-args that can change the text (all of them: environment.model_args)
-                       "model_args": gen.get("model_args") or {}},
+                       "model_args": gen.get("model_args") or {},
+                       # the generation layout: batch-invariant or not (run/invariance.py)
+                       "kernels": gen.get("kernels")},
     }
 
 

@@ -59,3 +59,40 @@ def token_comparability(a: dict[str, Any], b: dict[str, Any], fp_a: dict[str, An
             if fp_a.get(name) != fp_b.get(name):
                 return False, f"different machines ({name}: {fp_a.get(name)!r} vs {fp_b.get(name)!r})"
     return True, f"token for token: same model, settings and batch-invariant layout ({kernels(a) or 'echo'})"
+
+
+TOKEN_FIELDS = ("backend", "prompt_path", "max_new_tokens", "temperature", "do_sample", "top_p", "truncation", "dtype",
+                "model_args", "kernels")
+"""Fields of a scored protocol's ``generation`` that two runs must share to agree token for token
+(batch size, shard, limit and selection are left out: under a batch-invariant layout they do not matter)."""
+
+
+def scored_comparability(items: list[tuple[str, str, str, dict[str, Any] | None]]) -> list[str]:
+    """Report and diff notes from scored results, ``(label, model id, revision, protocol generation)``
+    each: whether each run's outputs are batch-invariant, and for every two runs of the same model
+    whether their predictions can be compared token for token, or only by score."""
+    notes = []
+    for label, _mid, _rev, gen in items:
+        k = (gen or {}).get("kernels")
+        backend = (gen or {}).get("backend")
+        if backend == "echo" or (isinstance(k, str) and k != DEFAULT):
+            notes.append(f"{label}: generated batch-invariantly ({k or 'echo'}): each prediction regenerates byte "
+                         "for byte at any batch size on the same machine (`seam-repro recheck`).")
+        else:
+            notes.append(f"{label}: generated with {k or 'unrecorded'} kernels: a prediction may change with batch "
+                         "size, neighbours and padding, so only scores, not tokens, compare across runs.")
+    for i, (la, ma, ra, ga) in enumerate(items):
+        for lb, mb, rb, gb in items[i + 1:]:
+            if (ma, ra) != (mb, rb):
+                continue
+            a, b = ga or {}, gb or {}
+            differ = [f for f in TOKEN_FIELDS if a.get(f) != b.get(f)]
+            invariant = all(x.get("backend") == "echo" or x.get("kernels") not in (None, DEFAULT) for x in (a, b))
+            if not differ and invariant:
+                notes.append(f"{la} and {lb}: comparable token for token (same model, settings and batch-invariant "
+                             f"layout {a.get('kernels') or 'echo'}; on different machines, compare fingerprints).")
+            else:
+                why = f"{', '.join(differ)} differ" if differ else "not batch-invariant"
+                notes.append(f"{la} and {lb}: same model, but not comparable token for token ({why}); compare "
+                             "their scores.")
+    return notes
