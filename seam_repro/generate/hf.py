@@ -16,16 +16,12 @@ reproducible. Here every row owns a ``torch.Generator`` seeded with the instance
 hands ``generate`` a one-hot score row, which greedy selection then picks. A row's tokens therefore
 depend only on its own logits and seed, never on the batch, the order, a resume or a shard.
 
-What that guarantee rests on: the logits themselves. Measured on CPU fp32 (embedded SmolLM2,
-transformers 5.23, torch 2.13): a left-padded row's last-position logits differ from the same prompt
-run alone by up to ~4e-5 (the unpadded longest row is bit-identical), and sampled outputs were
-identical for short prompts (3 x 8 tokens in tests; 8 x 16 in benchmarks/bench_generate.py), but on
-the 18 smoke-manifest prompts (189-1017 tokens, batches of 6, 32 new tokens) 17 of 18 matched and
-one diverged after ~20 tokens: a row's draw flips when its uniform falls within the perturbation of a
-CDF boundary. On a GPU (H200, tools/gpu_check.sh, a random 57M Llama) bf16 widens it -- 20-32 of the
-36 smoke predictions differed between batch 4 and batch 1/8/32 -- while fp32 differed in none. Resume
-is exact regardless (replay keeps each batch's composition, see ``replay.run_generation``); for
-identity across batch sizes or shard counts keep ``--batch-size`` fixed, or use fp32.
+What that guarantee rests on: the logits themselves. Batched ``model.generate`` (``--no-deterministic``)
+runs a left-padded batch as one tensor, so the kernels' shapes, and so the logits' last bits, depend on
+the neighbours: on an H200 in bf16 31, 20 and 32 of the 36 smoke predictions differed between batch 4
+and batch 1/8/32 (fp32: none). The deterministic mode (the default where the architecture allows,
+``generate/invariant.py``) generates with shapes that never depend on the batch, so each row's tokens
+are a function of its own prompt, seed and settings on a given machine.
 """
 
 from __future__ import annotations
@@ -430,11 +426,12 @@ def choose_deterministic(model: Any, requested: bool | None) -> tuple[bool, str]
 
 def out_of_memory_message(rows: int, width: int, settings: GenerationSettings, exc: BaseException,
                           deterministic: bool = False) -> str:
-    """One line for a batch the accelerator could not hold. There is no automatic back-off to a
-    smaller batch: on a GPU the batch shape changes the logits (bf16 measured: 20-32 of 36 smoke
-    predictions differ between batch 4 and 1/8/32), so a silent retry at another size would make a
-    run differ from an uninterrupted one without saying so. The user resumes with a smaller
-    ``--batch-size`` instead, which replay warns about and records; every stored batch is kept."""
+    """One line for a batch the accelerator could not hold. In the default mode there is no automatic
+    back-off: the batch shape changes the logits (bf16 on an H200: 20-32 of 36 smoke predictions
+    differ between batch 4 and 1/8/32), so a silent retry at another size would change outputs
+    without saying so; the user resumes with a smaller ``--batch-size``. In the deterministic mode
+    replay retries in halves on its own (``BatchOutOfMemory``), and this line is only for a lane that
+    cannot fit at all."""
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     if deterministic:
         return (f"out of accelerator memory in a deterministic lane of {rows} prompt(s) up to {width} tokens "

@@ -117,6 +117,9 @@ class OpenAIBackend:
     backoff: float = 1.0
     timeout: float = 600.0
     api_key_env: str = "OPENAI_API_KEY"
+    batch_invariant: bool | None = None
+    """The user's word for what the server does (``--model-args batch_invariant=true``): recorded as a
+    claim, ``kernels: server-claims-batch-invariant (unverified)``; the kit cannot check it."""
     transport: Any = None
     """An ``httpx`` transport for tests; None = real network."""
     name: str = field(default="openai", init=False)
@@ -151,7 +154,9 @@ class OpenAIBackend:
         return {**settings.as_dict(), "temperature": settings.temperature if settings.do_sample else 0.0,
                 "top_k": None, "prompt_path": "server-chat" if self.endpoint == "chat" else "raw-completion",
                 "truncation": "none", "seed_sent": self.send_seed,
-                "sampler": "server" if settings.do_sample else "server-greedy"}
+                "sampler": "server" if settings.do_sample else "server-greedy",
+                **({} if self.batch_invariant is None else {"kernels": "server-claims-batch-invariant (unverified)"
+                                                            if self.batch_invariant else "default"})}
 
     def list_models(self) -> list[str] | None:
         """Model ids from ``GET /models`` (None when the server does not answer it). A server that
