@@ -30,26 +30,34 @@ def test_gpu_check_rehearsed_on_cpu(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
     env.update(PYTHON=sys.executable, SEAM_GPU_WHEELS=str(wheels), CUDA_VISIBLE_DEVICES="")
     done = subprocess.run(["bash", str(SCRIPT), str(out), "--", "--device", "cpu", "--small",
-                           "--sections", "environment,models,replays,preflight,resume"],
+                           "--sections", "environment,models,kernels,replays,deterministic,preflight,resume",
+                           "--det-plan", "llama:bf16:1,32"],
                           capture_output=True, text=True, timeout=900, env=env, cwd=tmp_path)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     doc = json.loads((out / "gpu_check.json").read_text("utf-8"))
     sections = doc["sections"]
-    assert doc["status"] == "ok" and set(sections) == {"environment", "models", "replays", "preflight", "resume"}
+    assert doc["status"] == "ok" and set(sections) == {"environment", "models", "kernels", "replays", "deterministic",
+                                                       "preflight", "resume"}
     env_s = sections["environment"]
     assert env_s["device"] == "cpu" and env_s["versions"]["seam-repro"] and not env_s["outside_declared_ranges"]
     runs = sections["replays"]["runs"]
-    assert {"llama-fp32-b4", "llama-bf16-b4", "qwen2-bf16-b4"} <= set(runs)
+    assert {"llama-fp32-det-b4", "llama-bf16-det-b4", "qwen2-bf16-det-b4"} <= set(runs)
     for tag, run in runs.items():
         assert run["exit"] == 0 and run["predictions"] == 36, tag
         assert run["backend"]["device"] == "cpu"
-    assert runs["llama-bf16-b4"]["backend"]["dtype"] == "bfloat16" and runs["llama-bf16-b4"]["score_summaries"] >= 1
+    bf16 = runs["llama-bf16-det-b4"]
+    assert bf16["backend"]["dtype"] == "bfloat16" and bf16["score_summaries"] >= 1
+    assert bf16["kernels"] == "seam-lanes-v1/rows=8" and bf16["backend"]["deterministic"]
+    det = sections["deterministic"]["by_model_dtype"]["llama bf16"]
+    assert det["batch 1"]["differ"] == 0 and det["batch 32"]["differ"] == 0 and det["batch 1"]["of"] == 36
+    probe = sections["kernels"]
+    assert all(sum(probe[d]["slots_differing"].values()) == 0 for d in ("bf16", "fp16", "fp32"))
     pre = sections["preflight"]
     assert pre["exit"] == 2 and len(pre["message"]) == 1 and "parameters need about" in pre["message"][0]
     res = sections["resume"]
     assert res["killed_mid_run"] and 0 < res["lines_when_killed"] < 36
     assert res["lines_after_resume"] == 36 and res["duplicates"] == 0 and not res["missing"]
-    assert res["differ_from_uninterrupted"] == 0
+    assert res["differ_from_uninterrupted"] == 0 and res["resumed_at_batch"] != res["batch"]
     md = (out / "gpu_check.md").read_text("utf-8")
     assert "| replays | ok |" in md and "## Replays of manifests/smoke.json" in md
     # the base Python was only read: the kit went into the overlay next to the report

@@ -319,3 +319,63 @@ def test_recheck_verifies_a_run_and_names_the_first_difference(folders: dict[str
     assert "DIFFERS: 1 of 18" in shown and "from character 5" in shown
     differ = [i for i in json.loads((tmp_path / "bad.json").read_text())["instances"] if i["status"] == "differs"]
     assert len(differ) == 1 and differ[0]["instance_id"] == rec["instance_id"]
+
+
+# ---- other backends: vLLM passes its own switch through, a server's claim is recorded as such -----------------
+class _FakeLLM:
+    def get_tokenizer(self) -> Any:
+        return type("Tok", (), {"chat_template": None})()
+
+    def get_default_sampling_params(self) -> Any:
+        raise AttributeError
+
+
+def test_vllm_batch_invariance_is_set_before_the_engine_and_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from seam_repro.config import GenerationSettings
+    from seam_repro.generate.vllm import BATCH_INVARIANT_ENV, VLLMBackend
+    from seam_repro.run.invariance import batch_invariant
+
+    monkeypatch.delenv(BATCH_INVARIANT_ENV, raising=False)
+    fake = type("vllm", (), {"__version__": "0.11.0"})
+    default = VLLMBackend("m", "r", llm=_FakeLLM(), vllm_module=fake)
+    assert default.resolved_generation(GenerationSettings())["kernels"] == "default"
+    on = VLLMBackend("m", "r", llm=_FakeLLM(), vllm_module=fake, deterministic=True)
+    import os
+
+    assert os.environ[BATCH_INVARIANT_ENV] == "1" and on.describe()["deterministic"]
+    kernels = on.resolved_generation(GenerationSettings())["kernels"]
+    assert kernels == "vllm-batch-invariant/0.11.0"
+    assert batch_invariant({"backend_name": "vllm", "generation": {"kernels": kernels}})
+    VLLMBackend("m", "r", llm=_FakeLLM(), vllm_module=fake, deterministic=False)
+    assert os.environ[BATCH_INVARIANT_ENV] == "0"
+
+
+def test_openai_records_a_servers_claim_as_unverified() -> None:
+    from seam_repro.config import GenerationSettings
+    from seam_repro.errors import InputError
+    from seam_repro.generate import make_backend
+
+    with pytest.raises(InputError, match="batch_invariant"):
+        make_backend("openai", "m", model_args="base_url=http://127.0.0.1:9/v1", deterministic=True)
+    claimed = make_backend("openai", "m", model_args="base_url=http://127.0.0.1:9/v1,batch_invariant=true")
+    try:
+        assert "unverified" in claimed.resolved_generation(GenerationSettings())["kernels"]
+    finally:
+        claimed.close()
+    silent = make_backend("openai", "m", model_args="base_url=http://127.0.0.1:9/v1")
+    try:
+        assert "kernels" not in silent.resolved_generation(GenerationSettings())
+    finally:
+        silent.close()
+
+
+def test_token_comparability_notes() -> None:
+    from seam_repro.run.invariance import scored_comparability
+
+    det = {"backend": "hf", "dtype": "bfloat16", "max_new_tokens": 48, "kernels": "seam-lanes-v1/rows=32"}
+    notes = scored_comparability([("A", "m", "r", det), ("B", "m", "r", {**det, "batch_size": 8}),
+                                  ("C", "m", "r", {**det, "kernels": "default"}), ("D", "x", "r", det)])
+    assert any(n.startswith("A and B: comparable token for token") for n in notes)
+    assert any(n.startswith("A and C: same model, but not comparable") and "kernels" in n for n in notes)
+    assert not any("A and D" in n for n in notes)
+    assert any(n.startswith("C: generated with default kernels") for n in notes)
