@@ -216,7 +216,7 @@ def draw(scores: Any, rows: Sequence[RowDraw | None], *, do_sample: bool, temper
     a fixed 0.5 and their draw is discarded."""
     import torch
 
-    from seam_repro.generate.hf import filter_logits
+    from seam_repro.generate.sampling import filter_logits
 
     if not do_sample:
         return scores.float().argmax(dim=-1).tolist()
