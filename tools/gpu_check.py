@@ -419,6 +419,11 @@ def trained(work: Path, batches: list[int], extra: list[str], chk: Check | None 
                 chk.write()
         return write
 
+    if os.environ.get("CUDA_VISIBLE_DEVICES") != "":  # the embedded model loads on the CPU unless told
+        import torch
+
+        if torch.cuda.is_available():
+            extra = [*extra, "--model-args", "device_map=cuda:0"]
     out["deterministic"] = compare_batches(work, "smollm2", None, "bf16", batches, deterministic=True, extra=extra,
                                            progress=partial("deterministic"))
     out["default"] = compare_batches(work, "smollm2", None, "bf16", batches, deterministic=False, extra=extra,

@@ -45,7 +45,8 @@ def load_embedded_backend(*, verify: bool = True, dtype: str = "fp32", prompt_pa
                           truncation: str | None = None, model_args: dict[str, Any] | None = None,
                           deterministic: bool | None = None) -> Any:
     """Load the pinned GGUF offline (never touches the network) as an :class:`HFBackend`.
-    ``model_args``: the hf backend's keys (attn_implementation, max_model_len, chat_template apply)."""
+    ``model_args``: the hf backend's keys (attn_implementation, max_model_len, chat_template and
+    device_map apply; without device_map the model stays on the CPU)."""
     from seam_repro.generate.hf import (
         HFBackend,
         attn_error,
@@ -75,6 +76,11 @@ def load_embedded_backend(*, verify: bool = True, dtype: str = "fp32", prompt_pa
         tokenizer.chat_template = read_chat_template(args["chat_template"])
     extra = {"attn_implementation": args["attn_implementation"]} if args.get("attn_implementation") else {}
     check_attn_device(extra.get("attn_implementation"))
+    if args.get("device_map"):  # e.g. cuda:0 for the trained-model GPU check; default: CPU, as shipped
+        from seam_repro.generate.hf import check_device_map
+
+        check_device_map(args["device_map"])
+        extra["device_map"] = args["device_map"]
     try:
         model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, local_files_only=True,
                                                      dtype=resolve_dtype(dtype), **extra)
