@@ -260,14 +260,20 @@ def test_hf_backend_prefers_the_measured_cpu_batch_size() -> None:
 
     from seam_repro.generate.hf import CPU_BATCH_SIZE, HFBackend
 
-    def backend(device: str) -> HFBackend:
+    def backend(device: str, deterministic: bool = False) -> HFBackend:
         model = SimpleNamespace(config=SimpleNamespace(max_position_embeddings=8192), device=device,
                                 generation_config=SimpleNamespace(eos_token_id=2))
-        return HFBackend(model, SimpleNamespace(pad_token_id=None, eos_token_id=2), "m", "r")
+        if deterministic:
+            model.set_attn_implementation = lambda name: None
+        return HFBackend(model, SimpleNamespace(pad_token_id=None, eos_token_id=2), "m", "r",
+                         deterministic=deterministic)
 
     settings = GenerationSettings(batch_size=3)
     assert backend("cpu").default_batch_size(settings) == CPU_BATCH_SIZE == 8
     assert backend("cuda:0").default_batch_size(settings) == 3
+    # deterministic: one lane, whatever the manifest says (a larger batch changes nothing)
+    assert backend("cpu", True).default_batch_size(settings) == 8
+    assert backend("cuda:0", True).default_batch_size(settings) == 32
 
 
 def test_every_backend_names_its_default_batch_size() -> None:

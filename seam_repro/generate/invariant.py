@@ -165,8 +165,11 @@ def invariant_attention(module: Any, query: Any, key: Any, value: Any, attention
     import torch.nn.functional as F
 
     lane = _LANE.get()
-    if lane is None:
-        raise RuntimeError("seam_invariant attention runs only inside generate.invariant.generate_lanes")
+    if lane is None:  # the model used outside the lanes (raw generate, a memory probe): plain SDPA
+        from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
+                                      **kwargs)
     lane.calls += 1
     if lane.mode == "prefill":
         groups = query.shape[1] // key.shape[1]
@@ -188,10 +191,13 @@ def invariant_attention(module: Any, query: Any, key: Any, value: Any, attention
 
 
 def install(model: Any) -> None:
-    """Register :func:`invariant_attention` with transformers and switch ``model`` to it."""
+    """Register :func:`invariant_attention` with transformers and switch ``model`` to it. Outside the
+    lanes the model still attends as with ``sdpa`` (its masks are SDPA's), so other code may call it."""
     from transformers import AttentionInterface
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
 
     AttentionInterface.register(ATTENTION_NAME, invariant_attention)
+    ALL_MASK_ATTENTION_FUNCTIONS.register(ATTENTION_NAME, sdpa_mask)
     try:
         model.set_attn_implementation(ATTENTION_NAME)
     except (AttributeError, ValueError, ImportError):
@@ -230,11 +236,17 @@ def draw(scores: Any, rows: Sequence[RowDraw | None], *, do_sample: bool, temper
 
 def _forward(model: Any, ids: Any, positions: Any, cache: LaneCache) -> Any:
     """One forward pass through the model with ``cache`` (transformers renamed ``past_key_values`` to
-    ``cache`` in 5.2x; both are accepted) and only the last position's logits."""
+    ``cache`` in 5.2x; both are accepted) and only the last position's logits. The lanes mask by
+    themselves; a placeholder 4-D mask tells transformers a mask is already made, so it never asks the
+    lane cache for the sizes of one."""
     import inspect
 
+    import torch
+
     name = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
-    out = model(input_ids=ids, position_ids=positions, use_cache=True, logits_to_keep=1, **{name: cache})
+    made = torch.ones((1, 1, 1, 1), dtype=torch.bool, device=ids.device)
+    out = model(input_ids=ids, position_ids=positions, attention_mask=made, use_cache=True, logits_to_keep=1,
+                **{name: cache})
     return out.logits[:, -1, :]
 
 
