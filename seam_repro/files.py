@@ -24,7 +24,6 @@ import tempfile
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate
-from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -71,7 +70,7 @@ _LONG_TEXT = 1 << 16
 
 def _depth_exceeds(text: str, limit: int) -> bool:
     """True when brackets outside strings nest deeper than ``limit``; linear, no recursion, and
-    no Python step per character (a per-character loop dominated reading the datasets).
+    no Python step per character (dataset files run to hundreds of MB).
 
     Characters other than brackets and quotes are deleted by ``bytes.translate`` (in UTF-8 a byte
     below 0x80 is always that ASCII character; a lone surrogate passes as three high bytes). In a
@@ -110,11 +109,6 @@ def _depth_exceeds(text: str, limit: int) -> bool:
     return max(accumulate(map(_BRACKET_STEP.__getitem__, brackets))) > limit
 
 
-_STRICT_JSON = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
-"""What ``json.loads(text, parse_constant=..., parse_float=...)`` builds on every call (a decoder
-and its scanner), built once: a command parses hundreds of JSONL lines."""
-
-
 def parse_json_text(text: str, where: object, *, record: object | None = None,
                     max_depth: int = MAX_JSON_DEPTH, allow_nan: bool = False) -> Any:
     """Parse one JSON document; any problem becomes an :class:`InputError` naming ``where`` and ``record``.
@@ -129,8 +123,6 @@ def parse_json_text(text: str, where: object, *, record: object | None = None,
     try:
         if allow_nan:
             return json.loads(text)
-        if type(text) is str and not text.startswith("\ufeff"):  # json.loads refuses a BOM itself
-            return _STRICT_JSON.decode(text)
         return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         raise InputError(where, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})",
@@ -273,89 +265,6 @@ def read_jsonl(path: str | Path, **kwargs: Any) -> list[Any]:
 def dumps_json(obj: Any, *, indent: int | None = 1, sort_keys: bool = False) -> str:
     """The kit's JSON text form: UTF-8, no NaN, newline-terminated."""
     return json.dumps(obj, indent=indent, sort_keys=sort_keys, ensure_ascii=False, allow_nan=False) + "\n"
-
-
-class _Unusual(Exception):
-    """A value :func:`dumps_indented` leaves to ``json.dumps`` (see there)."""
-
-
-_MAX_INDENTED_DEPTH = 64
-
-
-def dumps_indented(obj: Any) -> str:
-    """``json.dumps(obj, sort_keys=True, indent=1, ensure_ascii=False)``, the same text.
-
-    With an indent, ``json`` encodes in pure Python through nested generators, a cost per value
-    that a manifest's tens of thousands of values make visible. This writes dicts with ``str`` keys, lists, tuples,
-    ``str``, ``int``, ``bool``, ``None`` and finite ``float`` values of exactly those types into one
-    list, a scalar inline in its container's loop, each string through the same C escaper.
-    Anything else (another key or value type, a subclass, NaN, nesting deeper than 64, which is
-    also how a circular structure ends) goes to ``json.dumps`` itself, which decides the text or
-    the error.
-    """
-    out: list[str] = []
-    try:
-        _indented(obj, "", out)
-    except (_Unusual, TypeError, ValueError):
-        return json.dumps(obj, sort_keys=True, indent=1, ensure_ascii=False)
-    return "".join(out)
-
-
-def _scalar(value: Any) -> str:
-    t = type(value)
-    if t is str:
-        return encode_basestring(value)
-    if t is int:
-        return int.__repr__(value)
-    if value is None:
-        return "null"
-    if t is bool:
-        return "true" if value else "false"
-    if t is float and math.isfinite(value):
-        return float.__repr__(value)
-    raise _Unusual
-
-
-def _indented(obj: Any, ind: str, out: list[str]) -> None:
-    """Append ``obj``'s text (see :func:`dumps_indented`) to ``out``; ``ind`` is its line's indent."""
-    t = type(obj)
-    if t is not dict and t is not list and t is not tuple:
-        out.append(_scalar(obj))
-        return
-    if not obj:
-        out.append("{}" if t is dict else "[]")
-        return
-    if len(ind) >= _MAX_INDENTED_DEPTH:
-        raise _Unusual
-    inner = ind + " "
-    sep, nxt = ("{\n" if t is dict else "[\n") + inner, ",\n" + inner
-    if t is dict:
-        for key in sorted(obj):
-            if type(key) is not str:
-                raise _Unusual
-            value = obj[key]
-            vt = type(value)
-            if vt is str:
-                out += (sep, encode_basestring(key), ": ", encode_basestring(value))
-            elif vt is int:
-                out += (sep, encode_basestring(key), ": ", int.__repr__(value))
-            else:
-                out += (sep, encode_basestring(key), ": ")
-                _indented(value, inner, out)
-            sep = nxt
-        out.append("\n" + ind + "}")
-        return
-    for value in obj:
-        vt = type(value)
-        if vt is int:
-            out += (sep, int.__repr__(value))
-        elif vt is str:
-            out += (sep, encode_basestring(value))
-        else:
-            out.append(sep)
-            _indented(value, inner, out)
-        sep = nxt
-    out.append("\n" + ind + "]")
 
 
 def _os_problem(exc: OSError) -> str:
