@@ -1,6 +1,7 @@
 """The run folder ``RUN_DIR/{run.json, manifest.json, prompts.jsonl, predictions/<slug>/<ds>/run_<k>.jsonl}``:
 its layout, reading and writing its files, and checking it against its manifest. Other stages ask
-here (the scoring loop still reads prompts.jsonl and predictions/ itself and writes ``scores/``).
+here: one reader per file (``read_prompts``, ``read_prediction_file``, run.json), one rule for a
+torn last line (``read_lines``).
 
 Replaces upstream SEAM's per-(dataset, run) DataFrame JSON written once at the end
 (``datasets_classes/base.py::Dataset.predict``): a crash there lost the whole file. Here each
@@ -20,7 +21,7 @@ import contextlib
 import json
 import os
 import shutil
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,7 +30,7 @@ from seam_repro import files
 from seam_repro.errors import InputError, PredictionsError, SeamReproError, version_mismatch
 from seam_repro.files import OutputError
 from seam_repro.generate.base import GenerationRequest, GenerationResult
-from seam_repro.hashing import digest_of_hashes, sha256_bytes, sha256_file
+from seam_repro.hashing import digest_of_hashes, sha256_bytes, sha256_file, sha256_json, sha256_text
 from seam_repro.manifest.format import dump_manifest, load_manifest
 from seam_repro.manifest.trust import (
     PROTOCOL_FIELDS,
@@ -211,38 +212,115 @@ def repair_torn_tail(path: Path) -> int:
         return size - keep
 
 
-def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Complete lines of a JSONL file as (line number, object); an unterminated last line is skipped
-    (it is a torn write, repaired on resume); a complete line that is not a JSON object is an error."""
-    return files.iter_jsonl(path, complete_only=True, skip_blank=False)
+def read_lines(path: Path) -> Iterator[tuple[int, dict[str, Any], bool]]:
+    """(line number, object, decodable) for each line of a run folder's JSONL file, read as they
+    come: the one reading rule of the run folder. Every line the kit writes ends with a newline,
+    so a last line without one is a torn write (a kill mid-``write``): it is never read (replay's
+    resume cuts it off, ``score`` and ``submit`` refuse the file until then). Blank lines are
+    skipped; a complete line that is not a JSON object is an error; bytes that are not UTF-8 are
+    replaced and the line flagged (model output is scored as a format failure, not a crash)."""
+    flagged: set[int] = set()
+    for n, obj in files.iter_jsonl(path, complete_only=True, undecodable=flagged):
+        yield n, obj, n not in flagged
+
+
+PREDICTION_FIELDS: dict[str, type] = {"dataset": str, "run": int, "instance_id": str, "output": str,
+                                      "model": dict}
+"""What every predictions line holds (docs/ARCHITECTURE.md "Predictions store"); checked against
+the run's prompts, its ``prompt_sha256`` too."""
+
+
+@dataclass
+class PredictionFile:
+    """One ``predictions/<slug>/<dataset>/run_<k>.jsonl`` file as read by :func:`read_prediction_file`."""
+
+    records: dict[Key, dict[str, Any]]
+    """The lines keyed by (dataset, run, instance_id), in file order."""
+    model: dict[str, Any] | None
+    """``{"id", "revision"}`` of its lines (the ``model`` passed in, or its first line's)."""
+    undecodable: set[Key]
+    """Lines whose bytes were not UTF-8 (replaced)."""
+
+
+def read_prediction_file(path: Path, prompt_hashes: Mapping[Key, str] | None = None, *,
+                         model: dict[str, Any] | None = None, expect: tuple[str, str] | None = None) -> PredictionFile:
+    """The one reader of a predictions file: every line's fields, no duplicate, filed under its
+    dataset and run, written for the run's prompts (``prompt_hashes``), and by one model: ``expect``
+    (id, revision) when the caller knows it (resume, merge), else all lines agree with ``model``
+    (another file's, or the first line's)."""
+    from seam_repro.manifest.prompts import require_fields  # not at import: it loads rendering
+
+    fields = PREDICTION_FIELDS if prompt_hashes is None else {**PREDICTION_FIELDS, "prompt_sha256": str}
+    out: dict[Key, dict[str, Any]] = {}
+    undecodable: set[Key] = set()
+    for lineno, rec, decodable in read_lines(path):
+        where = f"line {lineno}"
+        require_fields(rec, fields, path, where)
+        if not isinstance(rec.get("upstream_prompt_text", ""), str):
+            raise InputError(path, "expected the decoded truncated prompt as a string", record=where,
+                             field="upstream_prompt_text")
+        key = (rec["dataset"], rec["run"], rec["instance_id"])
+        if prompt_hashes is not None:
+            if rec["dataset"] != path.parent.name or path.name != f"run_{rec['run']}.jsonl":
+                raise InputError(path, f"record of {rec['dataset']} run {rec['run']} filed under "
+                                 f"{path.parent.name}/{path.name}", record=where)
+            if key not in prompt_hashes:
+                raise PredictionsError(f"{path}: {where}: instance {key} is not among this run's prompts (prompts.jsonl)")
+            if rec["prompt_sha256"] != prompt_hashes[key]:
+                raise PredictionsError(f"{path}: {where}: prompt_sha256 of {key} differs from prompts.jsonl "
+                                       "(predictions were made for other prompts)")
+        if key in out:
+            raise PredictionsError(f"{path}: {where}: duplicate prediction for {key}")
+        got = {"id": rec["model"].get("id"), "revision": rec["model"].get("revision")}
+        if expect is not None and (got["id"], got["revision"]) != expect:
+            raise PredictionsError(f"{path}: {where}: written by {got['id']}@{got['revision']}, "
+                                   f"not {expect[0]}@{expect[1]}; use a new --out directory")
+        if model is None:
+            model = got
+        elif got != model:
+            raise PredictionsError(f"{path}: {where}: model {got} differs from {model} in the same directory")
+        if not decodable:
+            undecodable.add(key)
+        out[key] = rec
+    return PredictionFile(out, model, undecodable)
 
 
 def read_predictions(path: Path, model_id: str | None = None, revision: str | None = None,
-                     prompt_hashes: dict[Key, str] | None = None) -> dict[Key, dict[str, Any]]:
-    """Predictions of one file keyed by (dataset, run, instance_id), validated: required fields,
-    no duplicates, the expected model revision, and prompt hashes equal to the current prompts."""
-    out: dict[Key, dict[str, Any]] = {}
-    for lineno, rec in iter_jsonl(path):
+                     prompt_hashes: Mapping[Key, str] | None = None) -> dict[Key, dict[str, Any]]:
+    """The lines of :func:`read_prediction_file`, written by ``model_id``@``revision`` when given."""
+    expect = (model_id, revision) if model_id is not None else None
+    return read_prediction_file(path, prompt_hashes, expect=expect).records  # type: ignore[arg-type]
+
+
+SCORED_FIELDS: dict[str, type] = {"dataset": str, "run": int, "instance_id": str, "prompt": str,
+                                  "prompt_sha256": str, "task": str}
+"""What scoring needs of a prompt record (``gen_seed`` is replay's, not scoring's)."""
+
+
+def read_prompts(path: Path, check: Callable[[Path, str, dict[str, Any]], None] | None = None,
+                 ) -> Iterator[tuple[Key, dict[str, Any]]]:
+    """The one reader of a run folder's ``prompts.jsonl``: records with their keys, in file order,
+    each checked as it is read (fields, prompt and target hashes, then ``check(path, where, rec)``,
+    the target's form as its metric expects); a duplicate key is refused."""
+    from seam_repro.manifest.prompts import check_prompt_record  # not at import: it loads rendering
+
+    if not path.is_file():
+        raise InputError(path, "prompts file not found (expected RUN_DIR/prompts.jsonl from `seam-repro replay`)")
+    seen: set[Key] = set()
+    for lineno, rec, _ in read_lines(path):
         where = f"line {lineno}"
-        for name, typ in (("dataset", str), ("run", int), ("instance_id", str), ("output", str), ("model", dict)):
-            if not isinstance(rec.get(name), typ):
-                raise InputError(path, f"missing or not a {typ.__name__}", record=where, field=name)
+        check_prompt_record(rec, path, where, SCORED_FIELDS)
+        target = rec.get("target")
+        if "target_sha256" in rec and rec["target_sha256"] not in (
+                sha256_json(target), sha256_text(target) if isinstance(target, str) else None):
+            raise InputError(path, "target_sha256 does not match the target", record=where, field="target_sha256")
+        if check is not None:
+            check(path, where, rec)
         key = (rec["dataset"], rec["run"], rec["instance_id"])
-        if key in out:
-            raise PredictionsError(f"{path}: {where}: duplicate prediction for {key}")
-        got = rec["model"]
-        if model_id is not None and (got.get("id"), got.get("revision")) != (model_id, revision):
-            raise PredictionsError(f"{path}: {where}: written by {got.get('id')}@{got.get('revision')}, "
-                                   f"not {model_id}@{revision}; use a new --out directory")
-        if prompt_hashes is not None:
-            want = prompt_hashes.get(key)
-            if want is None:
-                raise PredictionsError(f"{path}: {where}: instance {key} is not among this run's prompts")
-            if rec.get("prompt_sha256") != want:
-                raise PredictionsError(f"{path}: {where}: prompt_sha256 of {key} differs from the current prompt "
-                                       "(prompts changed since this store was written)")
-        out[key] = rec
-    return out
+        if key in seen:
+            raise InputError(path, f"duplicate prompt record for {key}", record=where)
+        seen.add(key)
+        yield key, rec
 
 
 class PredictionWriter:
@@ -459,7 +537,7 @@ def read_prompt_records(run_dir: Path) -> list[dict[str, Any]]:
     path = prompts_path(run_dir)
     if not path.is_file():
         raise InputError(path, "missing; not a replay run directory")
-    records = files.read_jsonl(path, what="prompts.jsonl")
+    records = [rec for _, rec, _ in read_lines(path)]
     check_prompt_records(records, str(path))
     return records
 
