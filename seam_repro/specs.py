@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from seam_repro.errors import InputError, MissingDataError
-from seam_repro.files import read_json
+from seam_repro.files.reading import read_json
 from seam_repro.instances import EMPTY_MAPPING, LoadedDataset
 
 SUITES_DIR = Path(__file__).parent / "data" / "suites"

@@ -126,7 +126,7 @@ def replay(manifest: Path, out: Path, model: str | None, name: str | None, backe
     import shlex
     import sys
 
-    from seam_repro.files import guard_outputs
+    from seam_repro.files.guard import guard_outputs
     from seam_repro.manifest.trust import load_trusted
     from seam_repro.run.replay import ReplayOptions
     from seam_repro.run.replay import replay as run_replay

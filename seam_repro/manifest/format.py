@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 from seam_repro import __version__
 from seam_repro.config import SeamConfig, parse_config
 from seam_repro.errors import InputError, ManifestError, version_mismatch
-from seam_repro.files import atomic_write_bytes, atomic_write_text, iter_jsonl, read_json
+from seam_repro.files.atomic import atomic_write_bytes, atomic_write_text
+from seam_repro.files.reading import iter_jsonl, read_json
 from seam_repro.hashing import canonical_json, digest_of_hashes, sha256_bytes, sha256_json
 
 if TYPE_CHECKING:  # `prompts` reads a manifest and draws nothing: seam_repro.sample is not needed

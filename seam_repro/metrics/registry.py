@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from seam_repro.errors import InputError, PrerequisiteError
-from seam_repro.files import parse_json_text
+from seam_repro.files.reading import parse_json_text
 
 
 @dataclass(frozen=True)

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seam_repro import files
 from seam_repro.errors import InputError, PredictionsError, SeamReproError, version_mismatch
-from seam_repro.files import OutputError
+from seam_repro.files import atomic, json_text, reading
+from seam_repro.files.atomic import OutputError
 from seam_repro.generate.base import GenerationRequest, GenerationResult
 from seam_repro.hashing import digest_of_hashes, sha256_bytes, sha256_file, sha256_json, sha256_text
 from seam_repro.manifest.format import dump_manifest, load_manifest
@@ -105,8 +105,8 @@ class ScoresWriter:
 
     def __enter__(self) -> ScoresWriter:
         with contextlib.ExitStack() as stack:
-            self._lines = stack.enter_context(files.atomic_writer(self.target / "instance_scores.jsonl"))
-            self._samples = stack.enter_context(files.atomic_writer(self.target / "samples.jsonl"))
+            self._lines = stack.enter_context(atomic.atomic_writer(self.target / "instance_scores.jsonl"))
+            self._samples = stack.enter_context(atomic.atomic_writer(self.target / "samples.jsonl"))
             self._stack = stack.pop_all()
         return self
 
@@ -120,7 +120,7 @@ class ScoresWriter:
             raise RuntimeError("ScoresWriter: summary not set")
         self._stack.__exit__(*exc)
         if exc[0] is None:
-            files.atomic_write_bytes(self.target / "summary.json", files.dumps_json(self.summary, indent=1).encode("utf-8"))
+            atomic.atomic_write_bytes(self.target / "summary.json", json_text.dumps_json(self.summary, indent=1).encode("utf-8"))
 
     @property
     def summary_path(self) -> Path:
@@ -220,7 +220,7 @@ def read_lines(path: Path) -> Iterator[tuple[int, dict[str, Any], bool]]:
     skipped; a complete line that is not a JSON object is an error; bytes that are not UTF-8 are
     replaced and the line flagged (model output is scored as a format failure, not a crash)."""
     flagged: set[int] = set()
-    for n, obj in files.iter_jsonl(path, complete_only=True, undecodable=flagged):
+    for n, obj in reading.iter_jsonl(path, complete_only=True, undecodable=flagged):
         yield n, obj, n not in flagged
 
 
@@ -329,13 +329,13 @@ class PredictionWriter:
     backend; one per batch bounds what a machine crash can lose to the batch in flight)."""
 
     def __init__(self, path: Path):
-        files.ensure_dir(path.parent)
+        atomic.ensure_dir(path.parent)
         self.path = path
         self._dirty = False
         try:
             self._fh = open(path, "ab")
         except OSError as exc:
-            raise OutputError(f"{files.describe_os_error(exc)}; cannot append predictions "
+            raise OutputError(f"{atomic.describe_os_error(exc)}; cannot append predictions "
                               "(every line already written is kept)") from None
 
     def write(self, record: dict[str, Any]) -> None:
@@ -346,7 +346,7 @@ class PredictionWriter:
         except OSError as exc:
             # A partial line may be on disk; it is unterminated, so readers skip it and a resume
             # truncates it. Every earlier line is complete and kept.
-            raise OutputError(f"{self.path}: cannot append a prediction: {files.describe_os_error(exc).split(': ', 1)[-1]}; "
+            raise OutputError(f"{self.path}: cannot append a prediction: {atomic.describe_os_error(exc).split(': ', 1)[-1]}; "
                               "the predictions written so far are kept; fix this and rerun the same command to resume"
                               ) from None
 
@@ -357,7 +357,7 @@ class PredictionWriter:
                 os.fsync(self._fh.fileno())
             except OSError as exc:
                 raise OutputError(f"{self.path}: cannot sync the predictions: "
-                                  f"{files.describe_os_error(exc).split(': ', 1)[-1]}; rerun the same command to "
+                                  f"{atomic.describe_os_error(exc).split(': ', 1)[-1]}; rerun the same command to "
                                   "resume (lines that were not synced are checked and kept or regenerated)") from None
             self._dirty = False
 
@@ -412,11 +412,11 @@ class PredictionStore:
 
 def write_json_atomic(path: Path, obj: Any) -> None:
     """Write via a temporary file + fsync + rename so run.json is never half-written."""
-    files.atomic_write_json(path, obj, indent=2, sort_keys=True)
+    atomic.atomic_write_json(path, obj, indent=2, sort_keys=True)
 
 
 def write_prompts(path: Path, records: Iterable[dict[str, Any]]) -> None:
-    files.atomic_write_jsonl(path, records)
+    atomic.atomic_write_jsonl(path, records)
 
 
 _RUN_FIELDS: dict[str, tuple[type, ...]] = {
@@ -452,19 +452,19 @@ def validate_run_json(obj: Any, path: Path, required: tuple[str, ...] = ("models
             continue
         value = obj[name]
         if not isinstance(value, types) or isinstance(value, bool):
-            raise InputError(path, f"expected {_kinds(types)}, got {files.json_type(value)}", field=name)
+            raise InputError(path, f"expected {_kinds(types)}, got {reading.json_type(value)}", field=name)
     for slug, entry in obj.get("models", {}).items():
         if not isinstance(entry, dict):
-            raise InputError(path, f"expected an object, got {files.json_type(entry)}", field=f"models.{slug}")
+            raise InputError(path, f"expected an object, got {reading.json_type(entry)}", field=f"models.{slug}")
         for name, types in _MODEL_FIELDS.items():
             if not isinstance(entry.get(name), types):
-                raise InputError(path, f"expected {_kinds(types)}, got {files.json_type(entry.get(name))}",
+                raise InputError(path, f"expected {_kinds(types)}, got {reading.json_type(entry.get(name))}",
                                  field=f"models.{slug}.{name}")
         if model_slug(entry["id"]) != slug:
             raise InputError(path, f"model id {entry['id']!r} does not belong under '{slug}'", field=f"models.{slug}.id")
     for i, sess in enumerate(obj.get("sessions", [])):
         if not isinstance(sess, dict):
-            raise InputError(path, f"expected an object, got {files.json_type(sess)}", field=f"sessions[{i}]")
+            raise InputError(path, f"expected an object, got {reading.json_type(sess)}", field=f"sessions[{i}]")
     return obj
 
 
@@ -472,7 +472,7 @@ def load_run_json(run_dir: Path, required: tuple[str, ...] = ("models", "session
     path = run_json_path(run_dir)
     if not path.exists() and not path.is_symlink():
         return None
-    return validate_run_json(files.read_json(path, what="run.json", expect=None), path, required)
+    return validate_run_json(reading.read_json(path, what="run.json", expect=None), path, required)
 
 
 def require_run_json(run_dir: Path, required: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -494,8 +494,8 @@ def prepare_run_dir(run_dir: Path, *, manifest: dict[str, Any], prompts: list[di
     anything is replaced, so a refused resume leaves run.json and prompts.jsonl untouched. ``prompts``
     is the records, or replay's spool of them (moved into place, not written again)."""
     run_dir = Path(run_dir)
-    files.ensure_dir(run_dir)
-    with files.staged_file(prompts_path(run_dir)) as staged_prompts:  # lands only if every check passes
+    atomic.ensure_dir(run_dir)
+    with atomic.staged_file(prompts_path(run_dir)) as staged_prompts:  # lands only if every check passes
         if isinstance(prompts, list):
             write_prompts(staged_prompts, prompts)
         else:
@@ -548,7 +548,7 @@ def copy_run_records(src: Path, dst: Path) -> None:
     try:
         shutil.copyfile(prompts_path(src), prompts_path(dst))
     except OSError as exc:
-        raise OutputError(f"{dst}: cannot copy prompts.jsonl: {files.describe_os_error(exc)}") from None
+        raise OutputError(f"{dst}: cannot copy prompts.jsonl: {atomic.describe_os_error(exc)}") from None
     if run_manifest_path(src).is_file():
         shutil.copyfile(run_manifest_path(src), run_manifest_path(dst))
 
@@ -565,7 +565,7 @@ def write_run_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
             raise PredictionsError(f"{path}: field 'digest': this run folder belongs to manifest {have}, not "
                                    f"{digest}; use a new --out directory")
         return
-    files.atomic_write_text(path, dump_manifest(manifest))
+    atomic.atomic_write_text(path, dump_manifest(manifest))
 
 
 def load_run_manifest(run_dir: Path, run_json: dict[str, Any], loaded: RunRecords | None = None) -> TrustedManifest:
@@ -733,7 +733,7 @@ def predictions_digest(model_dir: Path, keys: Iterable[Key]) -> str:
         for lineno, raw in enumerate(data.split(b"\n")[:-1], start=1):
             if not raw.strip():
                 continue
-            obj = files.parse_json_text(raw.decode("utf-8", errors="replace"), path, record=f"line {lineno}")
+            obj = reading.parse_json_text(raw.decode("utf-8", errors="replace"), path, record=f"line {lineno}")
             key = (obj.get("dataset"), obj.get("run"), obj.get("instance_id"))
             line_hash[key] = sha256_bytes(raw)  # type: ignore[index]
     return digest_of_hashes(line_hash[k] for k in keys if k in line_hash)

@@ -36,7 +36,7 @@ from typing import Any
 from seam_repro import __version__
 from seam_repro.config import PROFILES
 from seam_repro.errors import InputError, PredictionsError, PrerequisiteError, SeamReproError
-from seam_repro.files import guard_outputs
+from seam_repro.files.guard import guard_outputs
 from seam_repro.hashing import digest_of_hashes
 from seam_repro.metrics import registry
 from seam_repro.metrics.registry import ScoringContext
