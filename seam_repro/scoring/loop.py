@@ -18,10 +18,11 @@ the unflushed gold file CPython had written, for a file system block size, defau
 details, ``intended`` in the summary). The ``upstream`` profile's score is the as-published one,
 because that is what produced the paper's numbers.
 
-One loop scores every suite. Each record's (upstream, corrected) metrics come from the record's
-``metric`` (ZeroSCROLLS-, IGCS-style suites) or, for SEAM's four tasks, from data/suites/seam.json by
-task; the metric registry (``metrics.registry``) says how each extracts its response, scores
-an instance and aggregates a run (the mean, or the CoNLL micro-average for coreference).
+One loop scores every suite, with no branch on a dataset or task: each record's (upstream,
+corrected) metrics come from the metric registry (``metrics.registry.record_metrics``: the
+record's ``metric``), and each metric says what gold target it takes, how it extracts its
+response, when an output has the asked-for form, how it scores an instance and how it aggregates a
+run (the mean, or the CoNLL micro-average for coreference).
 
 Model output is untrusted: undecodable bytes, lone surrogates, empty or absurd text are format
 failures (``valid_format: false``) and still get a score, never a crash.
@@ -57,44 +58,20 @@ from seam_repro.run.store import (
     scores_root,
 )
 from seam_repro.scoring.extract import cap_output, extract, extract_clean
-from seam_repro.scoring.validity import is_valid
 
-SEAM_TASKS: tuple[str, ...] = ("coreference", "summarization", "qa", "fic")
-"""Tasks whose metrics come from data/suites/seam.json by task; records of any other task name theirs."""
 Key = tuple[str, int, str]
 
 
 # --- reading (through run/store.py, the run folder's one reader) ------------------------------------
 def iter_prompts(path: Path) -> Iterator[tuple[Key, dict[str, Any]]]:
     """The run's prompt records (``store.read_prompts``), each target checked as its metric expects."""
-    return read_prompts(path, _check_record)
+    return read_prompts(path, registry.check_record)
 
 
 def load_prompts(path: Path) -> dict[Key, dict[str, Any]]:
     """Prompt records keyed by (dataset, run, instance_id), in file order, hashes re-checked
     (``seam-repro view`` reads them so)."""
     return dict(iter_prompts(path))
-
-
-def _check_record(path: Path, where: str, rec: dict[str, Any]) -> None:
-    if rec["task"] not in SEAM_TASKS:
-        registry.check_record(path, where, rec)
-    else:
-        _check_target(path, where, rec["task"], rec.get("target"))
-
-
-def _check_target(path: Path, where: str, task: str, target: Any) -> None:
-    ok = {"summarization": isinstance(target, str),
-          "qa": isinstance(target, dict) and isinstance(target.get("is_answerable"), bool)
-          and isinstance(target.get("answer_content"), str),
-          "fic": isinstance(target, dict) and isinstance(target.get("highlights_concat"), str)
-          and isinstance(target.get("review_side_alignments"), list),
-          "coreference": isinstance(target, list) and all(isinstance(c, list) for c in target)}[task]
-    if not ok:
-        form = {"summarization": "a summary string", "qa": '{"is_answerable": bool, "answer_content": str}',
-                "fic": '{"highlights_concat": str, "review_side_alignments": [str, ...]}',
-                "coreference": "a list of clusters (lists of int mention ids)"}[task]
-        raise InputError(path, f"expected {form}", record=where, field="target")
 
 
 def _clean_text(text: str, decodable: bool) -> tuple[str, bool]:
@@ -184,20 +161,8 @@ EXTRACTION_LABEL = {"upstream": "upstream-port", "clean": "clean"}
 
 
 def metric_names(rec: dict[str, Any]) -> dict[str, str]:
-    """The (upstream, corrected) metric of a prompt record: the one it names (other suites), else
-    its SEAM task's metrics as ``data/suites/seam.json`` declares them."""
-    if isinstance(rec.get("metric"), str):
-        return {"upstream": rec["metric"], "corrected": rec["metric"]}
-    return dict(_seam_task_metrics()[rec["task"]])
-
-
-def _seam_task_metrics() -> dict[str, dict[str, str]]:
-    from seam_repro.specs import load_suite
-
-    out: dict[str, dict[str, str]] = {}
-    for spec in load_suite("seam").datasets.values():
-        out.setdefault(spec.task, {"upstream": spec.metrics["upstream"], "corrected": spec.metrics["seam-repro-1"]})
-    return out
+    """The (upstream, corrected) metric of a prompt record (``registry.record_metrics``)."""
+    return registry.record_metrics(rec)
 
 
 def _extract(how: str, rec: dict[str, Any], pred: dict[str, Any], model: dict[str, Any]) -> str:
@@ -277,8 +242,8 @@ def _score_instance(key: Key, rec: dict[str, Any], pred: dict[str, Any], model: 
             line.update(metric=spec.name, score=result.score, metric_version=entry["metric_version"])
             line["details"].update(result.details)
             valid = result.valid_format
-    task = rec["task"]
-    line["valid_format"] = decodable and (is_valid(task, responses[primary]) if task in SEAM_TASKS else bool(valid)) \
+    check = registry.get(names[primary]).valid_output
+    line["valid_format"] = decodable and (check(responses[primary]) if check is not None else bool(valid)) \
         and "output_capped" not in line["details"]  # cut short: its format is not the model's
     line["_resp"] = responses
     return line
