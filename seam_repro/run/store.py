@@ -153,7 +153,12 @@ def display_name_problem(name: str) -> str | None:
 
 
 def predictions_path(run_dir: Path, model_id: str, dataset: str, run: int) -> Path:
-    return predictions_root(run_dir) / model_slug(model_id) / dataset / f"run_{run}.jsonl"
+    return model_run_file(predictions_root(run_dir) / model_slug(model_id), dataset, run)
+
+
+def model_run_file(model_dir: Path, dataset: str, run: int) -> Path:
+    """``<model_dir>/<dataset>/run_<k>.jsonl``: one (dataset, run) of one model's predictions."""
+    return Path(model_dir) / dataset / f"run_{run}.jsonl"
 
 
 def prediction_files(model_dir: Path) -> list[Path]:

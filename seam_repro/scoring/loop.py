@@ -47,6 +47,7 @@ from seam_repro.run.store import (
     ScoresWriter,
     check_run_prompts,
     model_dirs,
+    model_run_file,
     prediction_files,
     predictions_root,
     prompts_path,
@@ -513,6 +514,23 @@ def _prompt_groups(path: Path, sizes: dict[tuple[str, int], int], hashes: Mappin
             yield pending.pop(key[:2])  # type: ignore[arg-type]
 
 
+def _profile(profile: str) -> str:
+    if profile not in PROFILES:
+        raise InputError("--profile", f"unknown profile '{profile}'; expected one of {', '.join(PROFILES)}")
+    return profile
+
+
+def _fic_state(fic: bool, factory: Callable[[], Any] | None, download: bool) -> _Fic:
+    """The FIC models, loaded on first use: the pinned ones unless the caller brings a factory."""
+    if factory is None and fic:
+        from functools import partial
+
+        from seam_repro.metrics.fic import FicScorer
+
+        factory = partial(FicScorer.from_pins, allow_download=download)
+    return _Fic(fic, factory)
+
+
 def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | None = None, *, fic: bool = True,
                   fic_factory: Callable[[], Any] | None = None, fic_download: bool = False,
                   gold_block_size: int = DEFAULT_BLOCK_SIZE, progress: bool = False) -> list[Path]:
@@ -531,9 +549,7 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
     guard_outputs([("--out", out_root)], inputs=[run_dir, run_json_path(run_dir), prompts_path(run_dir),
                                                  run_manifest_path(run_dir)],
                   read_dirs=[predictions_root(run_dir)], writes=[d.name for d in model_dirs(run_dir)])
-    profile = profile or run_json.get("profile") or "upstream"
-    if profile not in PROFILES:
-        raise InputError("--profile", f"unknown profile '{profile}'; expected one of {', '.join(PROFILES)}")
+    profile = _profile(profile or run_json.get("profile") or "upstream")
     hashes: dict[Key, str] = {}
     sizes: dict[tuple[str, int], int] = {}
 
@@ -548,13 +564,7 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
     models = model_dirs(run_dir)
     if not models:
         raise PredictionsError(f"{pred_root}: no model directories (expected predictions/<model_slug>/<dataset>/run_<k>.jsonl)")
-    if fic_factory is None and fic:
-        from functools import partial
-
-        from seam_repro.metrics.fic import FicScorer
-
-        fic_factory = partial(FicScorer.from_pins, allow_download=fic_download)
-    fic_state = _Fic(fic, fic_factory)
+    fic_state = _fic_state(fic, fic_factory, fic_download)
     factors = _run_factors(coverage)
     written = []
     for model_dir in models:
@@ -567,7 +577,7 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
             with ScoresWriter(out_root / model_dir.name) as out:
                 for group in _prompt_groups(prompts_path(run_dir), sizes, hashes):
                     ds, run = group[0][0][:2]
-                    path = model_dir / ds / f"run_{run}.jsonl"
+                    path = model_run_file(model_dir, ds, run)
                     preds: dict[Key, dict[str, Any]] = {}
                     if path.is_file():
                         visited.add(path)
