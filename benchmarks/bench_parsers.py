@@ -18,9 +18,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from seam_repro.metrics import musique  # noqa: E402
+from seam_repro.metrics import (
+    musique,  # noqa: E402
+    validity,  # noqa: E402
+)
 from seam_repro.metrics.coref_parse import parse_clusters  # noqa: E402
-from seam_repro.scoring import validity  # noqa: E402
 from seam_repro.scoring.extract import extract_clean, extract_upstream  # noqa: E402
 
 GOLD = {"is_answerable": True, "answer_content": "x"}

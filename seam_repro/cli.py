@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except OSError as exc:
-        from seam_repro.files import describe_os_error
+        from seam_repro.files.atomic import describe_os_error
 
         _fail(describe_os_error(exc), 2)
     except RecursionError:

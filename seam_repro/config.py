@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from seam_repro.design import design_json, parse_design
 from seam_repro.errors import InputError
-from seam_repro.files import read_json
+from seam_repro.files.reading import read_json
 from seam_repro.specs import load_suite
 
 PROFILES = ("upstream", "seam-repro-1")

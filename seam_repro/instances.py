@@ -6,15 +6,10 @@ kept). Instances keep the raw id as the source has it (``raw_id``: an int DataFr
 MultiNews/FuseReviews, a topic for ECB+, ``guid``/``id`` strings elsewhere) because upstream
 renders and reports that id; ``instance_id`` is its canonical string form used in manifests.
 
-The records are named tuples, not frozen dataclasses: every command that loads data defines them,
-and a frozen dataclass compiles six methods when its class is created, where a named tuple
-compiles none; named tuples also construct several times faster. What that means for callers: ``inst._replace(...)`` instead of
-``dataclasses.replace``; equality is tuple equality over every field; the mapping defaults are
-one shared read-only ``{}``; never ``json.dumps`` a record (it would write a list).
-
-No ``from __future__ import annotations`` here (nor in ``specs.py`` and ``config.py``, which hold
-the other many-field records): ``typing.NamedTuple`` compiles every string annotation into a
-``ForwardRef`` when the class is created; an evaluated annotation costs a fraction.
+The records are immutable named tuples (a corpus builds tens of thousands of tokens). What that
+means for callers: ``inst._replace(...)`` instead of ``dataclasses.replace``; equality is tuple
+equality over every field; the mapping defaults are one shared read-only ``{}``; never
+``json.dumps`` a record (it would write a list).
 """
 
 from collections.abc import Mapping
@@ -26,10 +21,7 @@ DATASET_NAMES: tuple[str, ...] = ("ECB", "FuseReviews", "SciCo", "MultiNews", "M
 
 
 class Token(NamedTuple):
-    """One ECB+ token row of the Cattan et al. JSON: ``[sent_id, token_id, token_text, is_annotated, ...]``.
-
-    A named tuple, not a dataclass: a corpus has tens of thousands and every command that reads
-    ECB+ builds them all (a frozen dataclass costs several times more to construct)."""
+    """One ECB+ token row of the Cattan et al. JSON: ``[sent_id, token_id, token_text, is_annotated, ...]``."""
 
     sent_id: int
     token_id: int

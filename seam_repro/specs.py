@@ -8,6 +8,7 @@ Specs are named tuples, as the instance records are (``instances.py`` says why a
 # Annotations are evaluated (no __future__ import): see instances.py, cheaper for NamedTuple fields.
 import importlib
 import inspect
+import os
 import re
 from collections.abc import Mapping
 from functools import cache
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from seam_repro.errors import InputError, MissingDataError
-from seam_repro.files import read_json
+from seam_repro.files.reading import read_json
 from seam_repro.instances import EMPTY_MAPPING, LoadedDataset
 
 SUITES_DIR = Path(__file__).parent / "data" / "suites"
@@ -197,13 +198,28 @@ def parse_suite(raw: Any, where: str) -> Suite:
     return Suite(suite, int(raw.get("version", 1)), str(raw.get("description", "")), specs)
 
 
+SUITES_PATH_ENV = "SEAM_REPRO_SUITES"
+"""Folders (``os.pathsep``-separated) searched after the shipped suites for ``<suite>.json``: a
+suite of one's own is found by name, so manifests record its name, never a path."""
+
+
+def _suite_dirs() -> list[Path]:
+    extra = [Path(p) for p in os.environ.get(SUITES_PATH_ENV, "").split(os.pathsep) if p]
+    return [SUITES_DIR, *extra]
+
+
 @cache
 def load_suite(name: str = "seam") -> Suite:
-    """A shipped suite by name, or a suite file by path."""
-    path = Path(name) if name.endswith(".json") else SUITES_DIR / f"{name}.json"
+    """A suite by name (shipped, else from ``$SEAM_REPRO_SUITES``), or a suite file by path."""
+    if name.endswith(".json"):
+        path = Path(name)
+    else:
+        path = next((d / f"{name}.json" for d in _suite_dirs() if (d / f"{name}.json").is_file()),
+                    SUITES_DIR / f"{name}.json")
     if not path.is_file():
-        known = ", ".join(sorted(p.stem for p in SUITES_DIR.glob("*.json")))
-        raise InputError("suite", f"unknown suite '{name}'; shipped suites: {known}")
+        known = ", ".join(sorted(p.stem for d in _suite_dirs() for p in d.glob("*.json")))
+        raise InputError("suite", f"unknown suite '{name}'; known suites: {known} (a suite of your own: put its "
+                         f"folder in ${SUITES_PATH_ENV})")
     raw = read_json(path, what="suite file", expect=None)
     return parse_suite(raw, str(path))
 

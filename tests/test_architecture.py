@@ -16,11 +16,17 @@ PKG = Path(__file__).resolve().parents[1] / "seam_repro"
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # (layer, module prefixes), lowest first. A module may import its own layer and any lower one.
-    ("foundation", ("seam_repro", "seam_repro.errors", "seam_repro.hashing", "seam_repro.files",
-                    "seam_repro.network", "seam_repro.instances", "seam_repro.verbosity")),
+    ("foundation", ("seam_repro", "seam_repro.errors", "seam_repro.hashing", "seam_repro.network",
+                    "seam_repro.instances", "seam_repro.verbosity")),
+    # files/: one room per idea, each may use only those listed before it
+    ("files: json text", ("seam_repro.files", "seam_repro.files.json_text")),
+    ("files: bounded reading", ("seam_repro.files.reading",)),
+    ("files: atomic writes", ("seam_repro.files.atomic",)),
+    ("files: output guard", ("seam_repro.files.guard",)),
     ("specs", ("seam_repro.specs",)),
     ("config", ("seam_repro.config", "seam_repro.design")),
-    ("sources", ("seam_repro.sources", "seam_repro.datasets")),
+    ("datasets", ("seam_repro.datasets",)),
+    ("sources", ("seam_repro.sources",)),  # resolves and checks data folders with the datasets' loaders
     ("sample", ("seam_repro.sample",)),
     ("render", ("seam_repro.render",)),
     ("manifest", ("seam_repro.manifest",)),

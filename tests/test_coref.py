@@ -311,3 +311,29 @@ def test_random_multi_document_files_match_perl(tmp_path: Path) -> None:
                 else (m.recall_num, m.recall_den, m.precision_num, m.precision_den)
             )
             assert vals == pytest.approx(expected[name], abs=1e-9), (trial, name)
+
+
+@needs_perl
+@pytest.mark.slow
+def test_large_random_files_match_perl(tmp_path: Path) -> None:
+    """Documents of 60-150 tokens with nested and crossing mentions, moved and twinless ones: CEAF's
+    larger assignment components included (moved here from the retired test_conll_fast)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from synth import conll_pair
+
+    rng = random.Random(11)
+    for trial in range(3):
+        key_text, resp_text = conll_pair(rng, n_docs=12, n_tokens=rng.randint(60, 150), entities=(5, 25))
+        key, resp = tmp_path / f"k{trial}.conll", tmp_path / f"r{trial}.conll"
+        key.write_text(key_text)
+        resp.write_text(resp_text)
+        expected = perl_counts(key, resp)
+        ours = score_conll_files(key, resp, list(METRICS))
+        for name in METRICS:
+            m = ours.metric(name)
+            vals = ((m.coref.recall_num, m.coref.recall_den, m.coref.precision_num, m.coref.precision_den,
+                     m.noncoref.recall_num, m.noncoref.recall_den, m.noncoref.precision_num, m.noncoref.precision_den)
+                    if name == "blanc" else (m.recall_num, m.recall_den, m.precision_num, m.precision_den))
+            assert vals == pytest.approx(expected[name], abs=1e-9), (trial, name)

@@ -13,9 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from seam_repro.cli import cli
-from seam_repro.datasets.check import check_data_dir
 from seam_repro.datasets.layout import find_dataset_dir
 from seam_repro.errors import MissingDataError
+from seam_repro.sources.check import check_data_dir
 from seam_repro.sources.resolve import resolve_data_path
 from seam_repro.specs import load_suite
 

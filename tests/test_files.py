@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -10,15 +12,9 @@ from pathlib import Path
 import pytest
 
 from seam_repro.errors import InputError
-from seam_repro.files import (
-    OutputError,
-    atomic_dir,
-    atomic_write_json,
-    atomic_write_text,
-    guard_output,
-    iter_jsonl,
-    read_json,
-)
+from seam_repro.files.atomic import OutputError, atomic_dir, atomic_write_json, atomic_write_text
+from seam_repro.files.guard import guard_output
+from seam_repro.files.reading import iter_jsonl, read_json
 
 
 def test_deep_nesting_is_one_line_error(tmp_path):
@@ -79,7 +75,7 @@ def test_atomic_write_under_file_size_limit_keeps_old_content(tmp_path):
         "import resource, signal, sys\n"
         "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
         "resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))\n"
-        "from seam_repro.files import atomic_write_text, OutputError\n"
+        "from seam_repro.files.atomic import atomic_write_text, OutputError\n"
         "try:\n"
         f"    atomic_write_text({str(target)!r}, 'x' * 100000)\n"
         "except OutputError as e:\n"
@@ -126,11 +122,11 @@ def test_guard_output(tmp_path):
 
 
 def test_guard_output_refuses_exactly_what_resolved_paths_compare_equal(tmp_path, monkeypatch):
-    """The inode shortcut (files._file_id) decides as comparing every input's resolved path does,
+    """The inode shortcut (guard._file_id) decides as comparing every input's resolved path does,
     through symlinks, ``..`` after a symlinked folder, hard links, dangling links and missing files."""
     import itertools
 
-    import seam_repro.files as files
+    from seam_repro.files import guard
 
     (tmp_path / "real" / "deep").mkdir(parents=True)
     (tmp_path / "real" / "a.json").write_text("{}")
@@ -152,7 +148,7 @@ def test_guard_output_refuses_exactly_what_resolved_paths_compare_equal(tmp_path
         return "ok"
 
     def reference(output, item):  # the guard before the shortcut: resolved paths compared
-        return "refused" if files._resolved(output) == files._resolved(item) else "ok"
+        return "refused" if guard._resolved(output) == guard._resolved(item) else "ok"
 
     for output, item in itertools.product(names, repeat=2):
         for o, i in [(output, item), (tmp_path / output, item), (output, str(tmp_path / item))]:
@@ -180,17 +176,17 @@ def test_atomic_write_of_chunks_writes_their_concatenation(tmp_path, monkeypatch
     file-size limit gives) and a system without writev finish with write."""
     import random
 
-    import seam_repro.files as files
+    from seam_repro.files import atomic
 
     rng = random.Random(7)
     chunks = [rng.randbytes(rng.choice([0, 1, 5, 300, 9000])) for _ in range(2600)]
     real = os.writev
     if writev == "short":
-        monkeypatch.setattr(files.os, "writev", lambda fd, bufs: real(fd, [b"".join(bufs)[:rng.randint(0, 5000)]]))
+        monkeypatch.setattr(atomic.os, "writev", lambda fd, bufs: real(fd, [b"".join(bufs)[:rng.randint(0, 5000)]]))
     elif writev == "absent":
-        monkeypatch.delattr(files.os, "writev")
+        monkeypatch.delattr(atomic.os, "writev")
     for data in (chunks, [], [b""], chunks[:3], b"plain bytes"):
-        files.atomic_write_bytes(tmp_path / "out.bin", data)
+        atomic.atomic_write_bytes(tmp_path / "out.bin", data)
         assert (tmp_path / "out.bin").read_bytes() == (data if isinstance(data, bytes) else b"".join(data))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bin"]
 
@@ -224,14 +220,13 @@ def test_a_file_read_whole_is_hashed_once_under_any_of_its_names(tmp_path, monke
 def test_atomic_write_never_uses_a_sibling_that_exists(tmp_path, monkeypatch):
     """The temporary sibling is created exclusively: a file or a symlink already at a drawn name is
     left alone (never followed, never truncated) and another name is drawn."""
-    import seam_repro.files as files
 
     victim = tmp_path / "victim.txt"
     victim.write_text("keep")
     (tmp_path / ".out.txt.000000000000.tmp").write_text("keep too")
     (tmp_path / ".out.txt.010101010101.tmp").symlink_to(victim)
     draws = iter([b"\0" * 6, b"\1" * 6, b"\2" * 6])
-    monkeypatch.setattr(files.os, "urandom", lambda n: next(draws))
+    monkeypatch.setattr(os, "urandom", lambda n: next(draws))
     atomic_write_text(tmp_path / "out.txt", "new")
     assert (tmp_path / "out.txt").read_text() == "new" and victim.read_text() == "keep"
     assert (tmp_path / ".out.txt.000000000000.tmp").read_text() == "keep too"
@@ -266,7 +261,7 @@ def test_depth_check_equals_the_character_loop() -> None:
     inside strings (escaped quotes included), unterminated strings and stray closers."""
     import random
 
-    from seam_repro.files import _depth_exceeds
+    from seam_repro.files.reading import _depth_exceeds
 
     rng = random.Random(3)
     pieces = ["[", "]", "{", "}", '"', "\\", "a", ",", "\n", '"\\"', "[[[[", "]]", '"[["']
@@ -281,7 +276,7 @@ def test_depth_check_equals_the_character_loop() -> None:
 
 
 def test_staged_file_lands_only_when_the_block_succeeds(tmp_path: Path) -> None:
-    from seam_repro.files import staged_file
+    from seam_repro.files.atomic import staged_file
 
     target = tmp_path / "prompts.jsonl"
     target.write_text("old\n")
@@ -321,7 +316,7 @@ def test_json_depth_guard_matches_a_character_walk() -> None:
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from seam_repro.files import _depth_exceeds
+    from seam_repro.files.reading import _depth_exceeds
 
     @settings(max_examples=500, deadline=None)
     @given(st.lists(st.sampled_from(['[', ']', '{', '}', '"', '\\', '\\"', 'a', ',', ' ']), max_size=60),
@@ -339,7 +334,7 @@ def test_json_depth_guard_without_backslashes_matches_a_character_walk() -> None
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from seam_repro.files import _depth_exceeds
+    from seam_repro.files.reading import _depth_exceeds
 
     @settings(max_examples=1000, deadline=None)
     @given(st.lists(st.sampled_from(['[', ']', '{', '}', '"', '""', '"["', '"]"', 'é', '\ud800', '😀', 'a', ',']),
@@ -351,3 +346,55 @@ def test_json_depth_guard_without_backslashes_matches_a_character_walk() -> None
     check()
     deep = '{"k": ' * 40 + '["[[[", "", "]"]' + "}" * 40
     assert [_depth_exceeds(deep, n) for n in (40, 41)] == [True, False] and _depth_by_hand(deep) == 41
+
+
+# The depth guard's byte-level shortcuts against the character walk (moved from the retired
+# test_data_fast_paths): the guard is what keeps hostile JSON off the parser.
+
+def _nested(rng: random.Random, depth: int) -> object:
+    if depth == 0 or rng.random() < 0.25:
+        return rng.choice([1, "x", 'q"[', "]}", "é{", "€]", "\U0001f600[", None, True, "[[", "{"])
+    if rng.random() < 0.5:
+        return [_nested(rng, depth - 1) for _ in range(rng.randint(0, 3))]
+    return {rng.choice(["k", "[", "é", "}"]) + str(i): _nested(rng, depth - 1) for i in range(rng.randint(0, 3))}
+
+
+def test_depth_guard_without_escapes_matches_a_character_walk() -> None:
+    """Texts with no backslash take the quote-splitting path (and deep ones the pair peeling):
+    JSON documents with brackets in strings and non-ASCII text, cut or not, balanced or not."""
+    from seam_repro.files.reading import _depth_exceeds
+
+    rng = random.Random(16)
+    flagged = unescaped = 0
+    for _ in range(3000):
+        text = json.dumps(_nested(rng, rng.randint(0, 12)), ensure_ascii=rng.random() < 0.2)
+        if rng.random() < 0.3 and text:
+            cut = rng.randrange(len(text))
+            text = text[:cut] + text[cut + 1:]
+        unescaped += "\\" not in text
+        for limit in (1, 2, 3, 5, 8):
+            expected = _depth_by_hand(text) > limit
+            assert _depth_exceeds(text, limit) == expected, (text, limit)
+            flagged += expected
+    assert flagged > 1000 and unescaped > 1000, (flagged, unescaped)
+
+
+@pytest.mark.parametrize("depth", [63, 64, 65, 100_000])
+def test_depth_guard_at_and_past_the_limit(depth: int) -> None:
+    from seam_repro.files.reading import MAX_JSON_DEPTH, _depth_exceeds
+
+    for text in ("[" * depth + "]" * depth, '{"a":' * depth + "1" + "}" * depth, "[" * depth,
+                 "[" * depth + '"]' + "]" * depth, "[" * depth + "]" * depth + "]", "][" * depth):
+        assert _depth_exceeds(text, MAX_JSON_DEPTH) == (_depth_by_hand(text) > MAX_JSON_DEPTH), text[:80]
+
+
+def test_depth_guard_on_long_ascii_texts_skips_no_check() -> None:
+    """Long ASCII texts skip the opener count: shallow, deep, unbalanced and in-string brackets
+    past 64 KiB of filler get the character walk's answer."""
+    from seam_repro.files.reading import MAX_JSON_DEPTH, _depth_exceeds
+
+    filler = "a" * 70_000
+    for core in ("[]", "[" * 65 + "]" * 65, '["' + "[" * 80 + '"]', "{" * 64 + "}" * 64, "]" * 70 + "[" * 64,
+                 '"' + "[" * 70, "[" * 70 + '"\\"]' + "]" * 70):
+        for text in (filler + core, core + filler, '"' + filler + '"' + core):
+            assert _depth_exceeds(text, MAX_JSON_DEPTH) == (_depth_by_hand(text) > MAX_JSON_DEPTH), core

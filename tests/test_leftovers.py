@@ -16,7 +16,13 @@ import pytest
 from test_kill_drills import run_forked
 
 from seam_repro.cli import main
-from seam_repro.files import LEGACY_TEMP_AGE_S, _host_tag, atomic_write_text, owner_token, sweep_leftovers
+from seam_repro.files.atomic import (
+    LEGACY_TEMP_AGE_S,
+    _host_tag,
+    atomic_write_text,
+    owner_token,
+    sweep_leftovers,
+)
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 

@@ -6,8 +6,6 @@ other than the newline is present); ``PrefixHasher`` hashes the prefix once. All
 against the plain ``json.dumps(record, ensure_ascii=False, sort_keys=True)`` encoded to UTF-8 and
 ``sha256_text(prompt)`` on hostile texts: quotes, backslashes, every control character, non-ASCII,
 lone surrogates' neighbours, and field values that spell the very key the splice looks for.
-``dumps_indented`` (the manifest file) is held to the ``json.dumps`` call it replaces, errors
-included.
 """
 
 from __future__ import annotations
@@ -18,7 +16,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seam_repro.files import dumps_indented
 from seam_repro.hashing import PrefixHasher, sha256_text
 from seam_repro.manifest.prompts import json_string_utf8, records_jsonl
 
@@ -161,67 +158,3 @@ def test_prefix_hasher_is_sha256_of_the_whole_text(prefix: str, blocks: list[str
     assert [hasher.hexdigest(b) for b in blocks] == [sha256_text(prefix + b) for b in blocks]
     assert [hasher.hexdigest_utf8(b.encode()) for b in blocks] == [sha256_text(prefix + b) for b in blocks]
     assert hasher.prefix_utf8 == prefix.encode()
-
-
-json_values = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False,
-                                                                                        allow_infinity=False), texts),
-                           lambda inner: st.one_of(st.lists(inner, max_size=4), st.tuples(inner, inner),
-                                                   st.dictionaries(texts, inner, max_size=4)), max_leaves=12)
-
-
-def _indented_plain(obj: object) -> str:
-    return json.dumps(obj, sort_keys=True, indent=1, ensure_ascii=False)
-
-
-any_keys = st.one_of(texts, st.integers(), st.floats(), st.booleans(), st.none())
-any_values = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), texts),
-    lambda inner: st.one_of(st.lists(inner, max_size=4), st.tuples(inner, inner),
-                            st.dictionaries(texts, inner, max_size=4), st.dictionaries(any_keys, inner, max_size=3)),
-    max_leaves=16)
-
-
-@settings(max_examples=400, deadline=None)
-@given(st.one_of(json_values, any_values))
-def test_dumps_indented_is_json_dumps(obj: object) -> None:
-    try:
-        plain = _indented_plain(obj)
-    except (TypeError, ValueError) as exc:  # mixed key types cannot be sorted
-        with pytest.raises(type(exc)):
-            dumps_indented(obj)
-        return
-    assert dumps_indented(obj) == plain
-
-
-def _circular() -> list:
-    loop: list = [1]
-    loop.append({"a": loop})
-    return loop
-
-
-def _deep(n: int) -> object:
-    obj: object = {"x": [1, "y"]}
-    for i in range(n):
-        obj = {"k": obj, "l": [i, "s"]} if i % 2 else [obj, {}]
-    return obj
-
-
-class _Str(str):
-    pass
-
-
-@pytest.mark.parametrize("obj", [
-    _deep(70), _deep(20), {"z": 1, "a": {"é\n": [None, True, False, 1.5, -0.0, 1e300, 10**40]}},
-    {"n": float("nan"), "i": [float("inf"), float("-inf")]}, {1: "a", 2.5: "b", 0: "c"}, {True: 1, False: 0}, {None: 1},
-    {"e": _Str("x"), _Str("k"): 1}, [(), {}, [], ((),)], "\u2028\x7f\x00",
-])
-def test_dumps_indented_on_edge_values(obj: object) -> None:
-    assert dumps_indented(obj) == _indented_plain(obj)
-
-
-@pytest.mark.parametrize("obj", [_circular(), {"a": 1, 2: 3}, {"k": object()}, [10**5000], {"s": {1, 2}}])
-def test_dumps_indented_refuses_what_json_dumps_refuses(obj: object) -> None:
-    with pytest.raises((TypeError, ValueError)) as plain:
-        _indented_plain(obj)
-    with pytest.raises(plain.type):
-        dumps_indented(obj)

@@ -10,9 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seam_repro.metrics import musique
+from seam_repro.metrics import musique, validity
 from seam_repro.metrics.scan import brace_span, has_closed_int_list, has_open_int_list_at_end
-from seam_repro.scoring import validity
 
 TEXT = st.text(alphabet=st.sampled_from(list("{}[]1 ,\n\t x'٣")), max_size=30)
 

@@ -10,7 +10,7 @@ import pytest
 
 from seam_repro.config import GenerationSettings
 from seam_repro.errors import InputError, PredictionsError
-from seam_repro.files import OutputError
+from seam_repro.files.atomic import OutputError
 from seam_repro.generate.base import EchoBackend
 from seam_repro.hashing import sha256_text
 from seam_repro.run.replay import run_generation

@@ -197,32 +197,3 @@ def test_edited_schema_is_compiled_afresh(tmp_path: Path) -> None:
     edited.write_text(json.dumps(schema), encoding="utf-8")
     assert not conforms({**json.loads((Path(__file__).parents[1] / "manifests" / "smoke.json").read_text()),
                          "frozen": False}, edited)
-
-
-def test_conll_score_loads_the_assignment_solver_only_when_needed(tmp_path: Path) -> None:
-    """CEAF's assignments are the kit's own where that gives scipy's values (documents whose
-    entities share mentions as real output's do: neither numpy nor scipy is loaded); a larger
-    group uses scipy's compiled solver, loaded without the rest of ``scipy.optimize`` (~1 s of
-    imports for one function)."""
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    import random
-
-    from synth import conll_pair
-
-    key_text, resp_text = conll_pair(random.Random(1), n_docs=5, n_tokens=120)
-    wide = 41  # two key entities of 41 mentions, each response entity taking one of both: 2 x 41
-    lines = [f"d\t{t}\t({1 + t // wide})" for t in range(2 * wide)]
-    key_text += "#begin document (wide); part 000\n" + "\n".join(lines) + "\n#end document\n"
-    lines = [f"d\t{t}\t({t % wide})" for t in range(2 * wide)]
-    resp_wide = resp_text + "#begin document (wide); part 000\n" + "\n".join(lines) + "\n#end document\n"
-    key, resp, wide_resp = tmp_path / "k.conll", tmp_path / "r.conll", tmp_path / "w.conll"
-    key.write_text(key_text)
-    resp.write_text(resp_text)
-    wide_resp.write_text(resp_wide)
-    probe = PROBE.format(heavy=("scipy.optimize", "scipy.optimize._lsap", "numpy"))
-    out = subprocess.run([sys.executable, "-c", probe, "conll-score", str(key), str(resp)],
-                         capture_output=True, text=True, cwd=REPO).stderr
-    assert "LOADED [] 0" in out, out
-    out = subprocess.run([sys.executable, "-c", probe, "conll-score", str(key), str(wide_resp)],
-                         capture_output=True, text=True, cwd=REPO).stderr
-    assert "LOADED ['numpy', 'scipy.optimize._lsap'] 0" in out, out

@@ -15,7 +15,7 @@ import pytest
 from trust_helpers import echo_runs  # noqa: F401 - session fixture
 
 from seam_repro.cli import main
-from seam_repro.files import read_jsonl
+from seam_repro.files.reading import read_jsonl
 
 REPO = Path(__file__).resolve().parents[1]
 ASSETS = REPO / "seam_repro" / "view" / "assets"

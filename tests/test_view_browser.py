@@ -61,7 +61,7 @@ def site(echo_runs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -
     """The smoke echo run plus a second echo model (``echo-b``: other seeded words), one MusiQue
     prediction replaced by an XSS payload (then re-scored), viewed with the paper beside it."""
     from seam_repro.cli import main
-    from seam_repro.files import read_jsonl
+    from seam_repro.files.reading import read_jsonl
     from seam_repro.manifest.trust import load_trusted
     from seam_repro.run.replay import ReplayOptions, replay
     from seam_repro.scoring.loop import score_run_dir

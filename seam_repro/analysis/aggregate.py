@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from seam_repro.errors import InputError
-from seam_repro.files import iter_jsonl, read_json
+from seam_repro.files.reading import iter_jsonl, read_json
 from seam_repro.run.store import (
     RunRecords,
     check_scores_against_run,

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from seam_repro.errors import InputError
-from seam_repro.files import parse_json_text, read_json
+from seam_repro.files.reading import parse_json_text, read_json
 
 PAPER_DATASET_NAMES: dict[str, str] = {"OpenAsp": "OpenASP", "MuSiQue": "MusiQue", "ECB+": "ECB"}
 """Paper column titles that differ from the kit's (upstream generate.json) dataset names."""

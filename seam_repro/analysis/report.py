@@ -34,7 +34,7 @@ from seam_repro.analysis.aggregate import ModelScores, summarize
 from seam_repro.analysis.aso import AsoParams, Ranking, aso, deepsig_eps_min, pair_rng, rank_models, stability
 from seam_repro.analysis.diff import brief_reason, reference_protocol, run_hint
 from seam_repro.analysis.reference import ReferenceTable
-from seam_repro.files import atomic_write_bytes, atomic_write_text, ensure_dir
+from seam_repro.files.atomic import atomic_write_bytes, atomic_write_text, ensure_dir
 
 DATASET_ORDER = ("MultiNews", "OpenASP", "FuseReviews", "MusiQue", "SciCo", "ECB")
 """Column order of the paper's Table 3."""

@@ -815,7 +815,7 @@ def write_sensitivity_report(result: Mapping[str, Any], out_dir: Any) -> list[An
     import json
     from pathlib import Path
 
-    from seam_repro.files import atomic_write_text, ensure_dir
+    from seam_repro.files.atomic import atomic_write_text, ensure_dir
 
     out = Path(out_dir)
     ensure_dir(out)

@@ -23,7 +23,8 @@ from seam_repro.analysis.aggregate import (
     parse_instance_line,
 )
 from seam_repro.errors import InputError, version_mismatch
-from seam_repro.files import atomic_write_text, owned_tempdir, read_json
+from seam_repro.files.atomic import atomic_write_text, owned_tempdir
+from seam_repro.files.reading import read_json
 from seam_repro.hashing import sha256_json
 from seam_repro.run.store import (
     RunRecords,

@@ -72,7 +72,7 @@ Examples:
 def check_datasets(data_dir: Path, prompts_dir: Path | None, suite: str) -> int:
     """Per dataset: the folder found under --data-dir, split sizes, and what is missing.
     Exits 1 when a dataset is missing or unreadable."""
-    from seam_repro.datasets.check import check_data_dir, render_checks
+    from seam_repro.sources.check import check_data_dir, render_checks
 
     checks = check_data_dir(data_dir, suite, prompts_dir)
     click.echo(render_checks(checks, data_dir))

@@ -37,7 +37,7 @@ def fetch(only: str | None, data_dir: Path | None, cache: Path | None, progress:
     """Fetch and verify pinned sources; files without a published hash are reported UNVERIFIED.
     Every source is tried; failures are summarised at the end (exit status 1)."""
     from seam_repro.errors import HashMismatchError, MissingDataError
-    from seam_repro.files import guard_outputs
+    from seam_repro.files.guard import guard_outputs
     from seam_repro.sources.fetch import DownloadError, cache_root, fetch_source
     from seam_repro.sources.lock import load_lock
     from seam_repro.verbosity import progress_wanted

@@ -89,7 +89,7 @@ def freeze(manifest: Path, out: Path | None, data_dir, prompts_dir, store_prompt
 @prompts_dir_option
 def prompts(manifest: Path, out: Path, data_dir, prompts_dir) -> None:
     """Write the exact prompt of every instance of MANIFEST, rendered from its recorded choices."""
-    from seam_repro.files import atomic_write_bytes
+    from seam_repro.files.atomic import atomic_write_bytes
     from seam_repro.manifest.prompts import prompts_jsonl
 
     chunks, n = prompts_jsonl(manifest, out, data_dir=data_dir, prompts_dir=prompts_dir)

@@ -130,7 +130,7 @@ def replay(manifest: Path, out: Path, model: str | None, name: str | None, backe
     import shlex
     import sys
 
-    from seam_repro.files import guard_outputs
+    from seam_repro.files.guard import guard_outputs
     from seam_repro.manifest.trust import load_trusted
     from seam_repro.run.replay import ReplayOptions
     from seam_repro.run.replay import replay as run_replay
@@ -256,7 +256,8 @@ def recheck(run_dir: Path, sample: int, seed: int, batch_size: int | None, model
     its first differing character, and the environments side by side)."""
     import json
 
-    from seam_repro.files import atomic_write_text, guard_outputs
+    from seam_repro.files.atomic import atomic_write_text
+    from seam_repro.files.guard import guard_outputs
     from seam_repro.run.recheck import recheck as run_recheck
 
     if json_out is not None:

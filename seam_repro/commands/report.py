@@ -39,7 +39,7 @@ def report(inputs: tuple[Path, ...], out_dir: Path, reference: str | None, manif
     from seam_repro.analysis.reference import load_reference
     from seam_repro.analysis.report import build_report, write_report
     from seam_repro.analysis.submit import load_inputs, resolve_manifest_digest
-    from seam_repro.files import guard_outputs
+    from seam_repro.files.guard import guard_outputs
     from seam_repro.manifest.trust import seeds_read_dirs
 
     names = ("report.json", "report.md", "box_plots.png", "ar_arsd.png", "view")
@@ -83,7 +83,8 @@ def diff(run_dirs: tuple[Path, ...], reference: str, tolerance: str | None, as_n
     from seam_repro.analysis.diff import diff_models, format_diff, parse_tolerance
     from seam_repro.analysis.reference import load_reference
     from seam_repro.analysis.submit import load_inputs
-    from seam_repro.files import atomic_write_text, guard_outputs
+    from seam_repro.files.atomic import atomic_write_text
+    from seam_repro.files.guard import guard_outputs
     from seam_repro.manifest.trust import seeds_read_dirs
 
     guard_outputs([("--json", json_out)], inputs=[*run_dirs, reference if reference != "paper" else None],
@@ -105,7 +106,7 @@ def submit(run_dir: Path, out: Path, model_id: str | None) -> int:
     """Write a results bundle tied to the run's manifest, after re-validating the predictions and
     re-deriving the scores from them (scores, generation settings, predictions digest, seeds)."""
     from seam_repro.analysis.submit import explain_partial, make_bundle, write_bundle
-    from seam_repro.files import guard_outputs
+    from seam_repro.files.guard import guard_outputs
 
     if out.exists() and out.is_dir():
         raise InputError(out, "is a directory; expected a .json file path")

@@ -30,7 +30,7 @@ Examples:
 def score(run_dir: Path, out_dir: Path | None, profile: str | None, fic: bool, fic_download: bool,
           gold_block_size: int) -> None:
     """Score a run directory: instance_scores.jsonl, samples.jsonl and summary.json per model (0-100 scale)."""
-    from seam_repro.files import read_json
+    from seam_repro.files.reading import read_json
     from seam_repro.scoring.loop import score_run_dir
 
     for path in score_run_dir(run_dir, out_dir, profile, fic=fic, fic_download=fic_download,

@@ -41,7 +41,7 @@ def sensitivity(run_dirs: tuple[Path, ...], out_dir: Path, n_boot: int, seed: in
     decoding-noise design, the noise floor beside SEAM's std of i.i.d. runs of the same model.
     """
     from seam_repro.analysis.sensitivity import REPORT_FILES, analyse, write_sensitivity_report
-    from seam_repro.files import guard_outputs
+    from seam_repro.files.guard import guard_outputs
 
     guard_outputs([("--out", out_dir)] + [("--out", out_dir / n) for n in REPORT_FILES],
                   inputs=list(run_dirs), read_dirs=list(run_dirs))

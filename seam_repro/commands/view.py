@@ -20,7 +20,7 @@ def view(inputs: tuple[Path, ...], out_dir: Path, reference: str | None, prompts
     every instance's score per run and model, each prediction with its prompt, factors and gold."""
     from seam_repro.analysis.reference import load_reference
     from seam_repro.commands.report import _command_line
-    from seam_repro.files import guard_outputs
+    from seam_repro.files.guard import guard_outputs
     from seam_repro.view.build import build_site
 
     guard_outputs([("--out", out_dir)], inputs=[*inputs, reference if reference not in (None, "paper") else None],

@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from seam_repro import files
 from seam_repro.errors import InputError
+from seam_repro.files import reading
 from seam_repro.hashing import sha256_file
 from seam_repro.instances import Instance, LoadedDataset
 
@@ -48,13 +48,13 @@ def open_text(path: Path, newline: str | None = None) -> io.TextIOBase:
 
     The file is read whole, once: the hash recorded in the manifest (:func:`file_hashes`) is taken
     from the same bytes instead of a second read."""
-    data = files.read_bytes(path, what="dataset file")  # gunzipped if .gz
+    data = reading.read_bytes(path, what="dataset file")  # gunzipped if .gz
     return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline=newline)
 
 
 def read_json(path: Path) -> Any:
     """Parse one JSON file (gunzipped if ``.gz``) through the kit's bounded reader."""
-    return files.read_json(path, what="dataset file", expect=None)
+    return reading.read_json(path, what="dataset file", expect=None)
 
 
 def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -63,7 +63,7 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     Blank lines are skipped (upstream strips the file before splitting, and the HF json builder
     skips empty lines); every other line must hold one JSON object.
     """
-    return files.iter_jsonl(path, what="dataset file")
+    return reading.iter_jsonl(path, what="dataset file")
 
 
 def read_rows(path: Path) -> list[tuple[str, dict[str, Any]]]:

@@ -18,7 +18,6 @@ the category, in order of their first mention; upstream iterates a ``set`` there
 
 from __future__ import annotations
 
-from itertools import islice, repeat
 from pathlib import Path
 from typing import Any
 
@@ -39,33 +38,9 @@ def _row_ok(row: Any) -> bool:
             and type(row[2]) is str and type(row[3]) is bool)
 
 
-_LIST, _SENT_ID, _INT, _STR, _BOOL = {list}, {int, bool}, {int}, {str}, {bool}
-_TOPIC = (str, int)
-
-
 def _tokens(path: Path, doc_id: str, rows: Any) -> tuple[tuple[Token, ...], set[int]]:
     """Validate one document's token rows; its ``Token`` objects and the set of its token ids
-    (what mentions are checked against; taken from the checked column, not from the tokens).
-
-    Checked column by column in C (the type of every row, then of each of the first four
-    columns): the same test as ``_row_ok`` per row, without a Python step per token (a corpus has
-    tens of thousands). Any failure goes to the row-by-row check, which names the first bad row."""
-    if type(rows) is list and rows and _LIST.issuperset(map(type, rows)):
-        # the first four columns; fewer when a row is shorter (zip stops at the shortest)
-        columns = tuple(islice(zip(*rows, strict=False), 4))
-        if len(columns) < 4:
-            return _tokens_checked(path, doc_id, rows)
-        sent_ids, token_ids, texts, annotated = columns
-        if (_SENT_ID.issuperset(map(type, sent_ids)) and _INT.issuperset(map(type, token_ids))
-                and _STR.issuperset(map(type, texts)) and _BOOL.issuperset(map(type, annotated)) and any(annotated)):
-            # Token(*row[:4]) built by tuple.__new__ (a named tuple's own __new__ is a Python call)
-            tokens = tuple(map(tuple.__new__, repeat(Token), zip(sent_ids, token_ids, texts, annotated, strict=True)))
-            return tokens, set(token_ids)
-    return _tokens_checked(path, doc_id, rows)
-
-
-def _tokens_checked(path: Path, doc_id: str, rows: Any) -> tuple[tuple[Token, ...], set[int]]:
-    """``_tokens`` one row at a time: the reference, and the path that words the error."""
+    (what mentions are checked against). The first bad row is named in the error."""
     if not isinstance(rows, list):
         raise InputError(path, f"expected a list of token rows ({ROW_FORM})", record=f"document '{doc_id}'")
     if not all(map(_row_ok, rows)):
@@ -98,19 +73,6 @@ def _mention(path: Path, i: int, row: Any, docs: dict[str, Any], doc_tokens: dic
     return topic, Mention(cluster_id=cluster, doc_id=doc_id, token_ids=tuple(tids))
 
 
-def _mention_if_valid(row: Any, docs: dict[str, Any], doc_tokens: dict[str, set[int]]) -> tuple[Any, Mention] | None:
-    """``_mention`` for a valid row, with exact JSON types (a bool is no int); None for any other
-    row, which ``_mention`` then words the error for."""
-    if type(row) is dict:
-        doc_id, topic, cluster, tids = row.get("doc_id"), row.get("topic"), row.get("cluster_id"), row.get("tokens_ids")
-        if (type(doc_id) is str and type(topic) in _TOPIC and type(cluster) in _TOPIC and type(tids) is list and tids
-                and _INT.issuperset(map(type, tids)) and doc_id in docs):
-            known = doc_tokens[doc_id]
-            if tids[0] in known and tids[-1] in known:
-                return topic, Mention(cluster_id=cluster, doc_id=doc_id, token_ids=tuple(tids))
-    return None
-
-
 def _split(folder: Path, split: str, category: str, docs: dict[str, Any], doc_tokens: dict[str, set[int]], tokens_path: Path) -> list[Instance]:
     """All topic instances of one ``{split}_{category}`` mention file."""
     path = folder / f"{split}_{category}.json"
@@ -119,7 +81,7 @@ def _split(folder: Path, split: str, category: str, docs: dict[str, Any], doc_to
         raise InputError(path, "expected a JSON list of mention objects")
     by_topic: dict[Any, list[Mention]] = {}
     for i, row in enumerate(rows):
-        topic, mention = _mention_if_valid(row, docs, doc_tokens) or _mention(path, i, row, docs, doc_tokens)
+        topic, mention = _mention(path, i, row, docs, doc_tokens)
         by_topic.setdefault(topic, []).append(mention)
     kinds = {type(t) for t in by_topic}
     if len(kinds) > 1:

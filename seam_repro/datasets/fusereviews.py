@@ -32,7 +32,7 @@ from typing import Any
 
 from seam_repro.datasets import file_hashes, open_text
 from seam_repro.errors import InputError
-from seam_repro.files import parse_json_text
+from seam_repro.files.reading import parse_json_text
 from seam_repro.instances import Document, Instance, LoadedDataset
 
 DATASET = "FuseReviews"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seam_repro.errors import InputError
-from seam_repro.files import parse_json_text
+from seam_repro.files.reading import parse_json_text
 from seam_repro.hashing import sha256_file, sha256_text
 
 MODEL_FILE_PATTERNS: tuple[str, ...] = (

@@ -32,7 +32,7 @@ from typing import Any
 
 from seam_repro.config import GenerationSettings
 from seam_repro.errors import InputError, SeamReproError
-from seam_repro.files import parse_json_text
+from seam_repro.files.reading import parse_json_text
 from seam_repro.generate.base import GenerationRequest, GenerationResult
 from seam_repro.generate.fingerprint import _version
 from seam_repro.generate.redact import redact_json, redact_text, register_secret

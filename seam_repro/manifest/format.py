@@ -13,6 +13,7 @@ give the same digest in any folder. The file is written with sorted keys and a f
 from __future__ import annotations
 
 import gzip
+import json
 import platform
 import sys
 from pathlib import Path
@@ -21,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 from seam_repro import __version__
 from seam_repro.config import SeamConfig, parse_config
 from seam_repro.errors import InputError, ManifestError, version_mismatch
-from seam_repro.files import atomic_write_bytes, atomic_write_text, dumps_indented, iter_jsonl, read_json
+from seam_repro.files.atomic import atomic_write_bytes, atomic_write_text
+from seam_repro.files.reading import iter_jsonl, read_json
 from seam_repro.hashing import canonical_json, digest_of_hashes, sha256_bytes, sha256_json
 
 if TYPE_CHECKING:  # `prompts` reads a manifest and draws nothing: seam_repro.sample is not needed
@@ -112,9 +114,8 @@ def seal(manifest: dict[str, Any]) -> dict[str, Any]:
 
 
 def dump_manifest(manifest: dict[str, Any]) -> str:
-    """The file's text: ``json.dumps(manifest, sort_keys=True, indent=1, ensure_ascii=False)`` and a
-    newline (written by ``files.dumps_indented``, the same text faster)."""
-    return dumps_indented(manifest) + "\n"
+    """The file's text: sorted keys, one-space indent, UTF-8 text, and a newline."""
+    return json.dumps(manifest, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
 
 
 def write_manifest(manifest: dict[str, Any], path: str | Path) -> None:

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from seam_repro.config import SeamConfig, read_config
 from seam_repro.errors import ManifestError
-from seam_repro.files import guard_outputs, read_json
+from seam_repro.files.guard import guard_outputs
+from seam_repro.files.reading import read_json
 from seam_repro.hashing import digest_of_hashes
 from seam_repro.manifest.format import (
     SCHEMA_VERSION,

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from seam_repro.errors import InputError, ManifestError, SeamReproError
-from seam_repro.files import guard_outputs
+from seam_repro.files.guard import guard_outputs
 from seam_repro.hashing import PrefixHasher, sha256_json, sha256_text
 from seam_repro.instances import Instance
 from seam_repro.manifest.format import (

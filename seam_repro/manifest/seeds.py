@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from seam_repro.files import atomic_write_json
+from seam_repro.files.atomic import atomic_write_json
 from seam_repro.manifest.format import load_manifest
 
 

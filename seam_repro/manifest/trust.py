@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from seam_repro.errors import InputError, ManifestError
-from seam_repro.files import read_json
+from seam_repro.files.reading import read_json
 from seam_repro.hashing import sha256_json, sha256_text
 
 Key = tuple[str, int, str]

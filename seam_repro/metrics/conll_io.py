@@ -41,12 +41,8 @@ _SINGLE = re.compile(r"\(([0-9]+)\)")
 _OPEN = re.compile(r"\(([0-9]+)")
 _CLOSE = re.compile(r"([0-9]+)\)")
 _PLAIN = re.compile(r"(?:\([0-9]+\)?|[0-9]+\))(?:\|(?:\([0-9]+\)?|[0-9]+\)))*")
-"""A field of ``|``-separated ``(N)``, ``(N`` and ``N)`` parts (nearly every mention line): a
-removal cannot join two parts, so the parts give the labels directly."""
-_ONE = re.compile(r"\(([0-9]+)\)|\(([0-9]+)|([0-9]+)\)")
-"""The commonest field: one such part."""
-_NONE: list[str] = []
-"""Shared empty result (never mutated)."""
+"""A field of ``|``-separated ``(N)``, ``(N`` and ``N)`` parts: a plain field, which holds no
+label the scorer skips."""
 _LABEL = re.compile(r"\(?[0-9]+(\+[0-9])?\)?")
 """One ``|``-separated part of a coreference field that the scorer's numeric patterns can read."""
 _QUIET = frozenset(("-", "_"))
@@ -116,15 +112,7 @@ def _labels(info: str) -> tuple[list[str], list[str], list[str], bool]:
     removal can make a new match, as in ``((1)2)``), then opens, then closes. The last item says
     whether the field is plain: all its parts are numeric labels (then it cannot hold a label the
     scorer skips, and the warning check passes it by)."""
-    one = _ONE.fullmatch(info)
-    if one is not None:
-        single, opened, closed = one.groups()
-        return ([single] if single else _NONE, [opened] if opened else _NONE, [closed] if closed else _NONE,
-                True)
-    if _PLAIN.fullmatch(info):
-        parts = info.split("|")
-        return ([p[1:-1] for p in parts if p[0] == "(" and p[-1] == ")"],
-                [p[1:] for p in parts if p[-1] != ")"], [p[:-1] for p in parts if p[0] != "("], True)
+    plain = _PLAIN.fullmatch(info) is not None
     while True:
         info, label = _remove_first(_DOUBLE_ANTECEDENT, info)
         if label is None:
@@ -138,7 +126,7 @@ def _labels(info: str) -> tuple[list[str], list[str], list[str], bool]:
                 break
             labels.append(label)
         found.append(labels)
-    return found[0], found[1], found[2], False
+    return found[0], found[1], found[2], plain
 
 
 def _odd_label(line: str) -> str | None:
@@ -158,80 +146,13 @@ def _odd_label(line: str) -> str | None:
     return None
 
 
-def _memo_labels(
-    info: str, memo: dict[str, tuple[list[str], list[str], list[str], bool]]
-) -> tuple[list[str], list[str], list[str], bool]:
-    """``_labels(info)``, for a field of ``|``-separated parts from its parts' (in ``memo``, as
-    parts repeat more than fields): a plain field's labels are its plain parts' in order."""
-    if "|" in info:
-        parts = []
-        for part in info.split("|"):
-            found = memo.get(part)
-            if found is None:
-                found = memo[part] = _labels(part)
-            if not found[3]:
-                return _labels(info)
-            parts.append(found)
-        return ([label for found in parts for label in found[0]], [label for found in parts for label in found[1]],
-                [label for found in parts for label in found[2]], True)
-    return _labels(info)
-
-
-def _read_plain_document(
-    body: str, name: str, begin_line: int, memo: dict[str, tuple[list[str], list[str], list[str], bool]]
-) -> ConllDocument | None:
-    """``_parse_document`` for the common document, read from the text between its ``#begin`` and
-    ``#end document`` lines; None where that must read it instead. Here a token is a non-empty
-    line and its coreference field what follows its last tab; the cases where that differs from
-    the scorer's reading all give a field that is neither quiet nor plain (``_labels``), so they
-    are declined: a whitespace-only line (a field of spaces, or none), a line ending in a tab (no
-    field), a CR line end (``(1)\\r``). Also declined: any other field that is not plain (where a
-    warning may be due) and a mention closed before it is opened or never closed (errors, with
-    their messages). ``memo`` keeps ``_labels`` of each field seen (fields repeat)."""
-    lines = body.split("\n")
-    if lines[-1] == "":  # the newline that ends the last line
-        lines.pop()
-    if "" in lines:
-        lines = [line for line in lines if line]
-    spans: dict[str, list[Span]] = {}  # entity label -> its spans; labels in order of first use
-    opened: dict[str, list[int]] = {}
-    for token, info in [(t, f) for t, line in enumerate(lines) if (f := line.rpartition("\t")[2]) not in _QUIET]:
-        found = memo.get(info)
-        if found is None:
-            found = memo[info] = _memo_labels(info, memo)
-        singles, opens, closes, plain = found
-        if not plain:
-            return None
-        for label in singles:
-            if label in spans:
-                spans[label].append((token, token))
-            else:
-                spans[label] = [(token, token)]
-        for label in opens:
-            if label in opened:
-                opened[label].append(token)
-            else:
-                opened[label] = [token]
-                spans.setdefault(label, [])
-        for label in closes:
-            if not opened.get(label):
-                return None
-            spans[label].append((opened[label].pop(), token))
-    if any(opened.values()):
-        return None
-    return ConllDocument(name, tuple(map(tuple, spans.values())), len(lines), begin_line)
-
-
 def _parse_document(
     lines: list[str], begin: int, end: int | None, name: str, source: str
 ) -> tuple[ConllDocument, OddLabel | None]:
     """Read the document whose ``#begin document`` is line index ``begin`` and whose first
     ``#end document`` line after it is ``end`` (None: end of file); the scorer's ``GetCoreference``.
-    Also returns the document's first label the scorer skips (see ``_odd_label``).
-
-    Linear: the coreference fields of the non-blank lines are taken in one comprehension, and only
-    fields with a parenthesis (mentions; ``-`` and ``_`` have none) are matched against patterns;
-    only fields that are neither quiet nor plain labels are looked at again for the warning."""
+    Also returns the document's first label the scorer skips (see ``_odd_label``): only fields
+    that are neither quiet nor plain are looked at for it."""
     body = lines[begin + 1 : len(lines) if end is None else end]
     fields = [line.rstrip("\t").rpartition("\t")[2] for line in body if line.strip(_ASCII_SPACE)]
     marked = [(t, f) for t, f in enumerate(fields) if "(" in f or ")" in f]
@@ -299,60 +220,28 @@ def parse_conll_text(
     return parse_conll_file(data, source, require_documents=require_documents).documents
 
 
-def _lines_containing(text: str, needle: str) -> list[tuple[int, str]]:
-    """(start offset, text) of each line of ``text`` that contains ``needle``, in order (string
-    searches instead of a pass over every line)."""
-    out = []
-    at = text.find(needle)
-    while at != -1:
-        start = text.rfind("\n", 0, at) + 1
-        stop = text.find("\n", at)
-        if stop == -1:
-            stop = len(text)
-        out.append((start, text[start:stop]))
-        at = text.find(needle, stop)
-    return out
-
-
 def parse_conll_file(data: bytes | str, source: str = "<text>", *, require_documents: bool = True) -> ConllFile:
-    """``parse_conll_text`` with the names and first skipped label ``conll-score`` warns about.
-
-    The ``begin``/``end document`` lines are found by string search, and each scored document is
-    read from its own slice of the text by ``_read_plain_document``; one it declines is read by
-    ``_parse_document`` from the lines of the whole file, split only then."""
+    """``parse_conll_text`` with the names and first skipped label ``conll-score`` warns about."""
     raw = data.encode("utf-8", errors="surrogateescape") if isinstance(data, str) else data
-    text = raw.decode("utf-8", errors="surrogateescape")
-    last_begin: dict[str, int] = {}  # name -> offset of its last begin line (so in offset order)
+    lines = _split_lines(raw.decode("utf-8", errors="surrogateescape"))
+    last_begin: dict[str, int] = {}  # name -> line index of its last begin line (so in file order)
     names: list[str] = []
-    for start, line in _lines_containing(text, "begin document"):
+    ends: list[int] = []
+    for i, line in enumerate(lines):
         name = _begin_name(line)
         if name is not None:
             names.append(name)
             last_begin.pop(name, None)
-            last_begin[name] = start
+            last_begin[name] = i
+        if "end document" in line and _END.search(line):
+            ends.append(i)
     if require_documents and not last_begin:
         raise InputError(source, "no '#begin document <name>' line found; expected a CoNLL coreference file")
-    ends = [start for start, line in _lines_containing(text, "end document") if _END.search(line)]
     docs = {}
     odd: OddLabel | None = None
-    lines: list[str] | None = None
-    memo: dict[str, tuple[list[str], list[str], list[str], bool]] = {}
-    begin = counted = 0  # line index of the begin line at offset `counted`
-    for name, start in last_begin.items():
-        begin += text.count("\n", counted, start)
-        counted = start
-        after = bisect.bisect_right(ends, start)
-        end_at = ends[after] if after < len(ends) else None
-        body_start = text.find("\n", start) + 1  # 0: the begin line is the last line
-        body = text[body_start:end_at] if body_start else ""
-        doc = _read_plain_document(body, name, begin + 1, memo)
-        found = None
-        if doc is None:
-            if lines is None:
-                lines = _split_lines(text)
-            end = None if end_at is None else begin + 1 + body.count("\n")
-            doc, found = _parse_document(lines, begin, end, name, source)
-        docs[name] = doc
+    for name, begin in last_begin.items():
+        after = bisect.bisect_right(ends, begin)
+        docs[name], found = _parse_document(lines, begin, ends[after] if after < len(ends) else None, name, source)
         if found is not None and (odd is None or found[0] < odd[0]):
             odd = found
     return ConllFile(docs, tuple(names), odd)

@@ -11,8 +11,7 @@ by ``scorer.pl all`` (which SEAM's ``evaluation_classes/coreference.py`` calls).
 * MUC counts a response link for every mention that has a later mention of the same key entity in
   its response entity; B-cubed and CEAF use the original chains (no Cai & Strube changes), B-cubed
   iterates response mentions only; CEAF-m/e use an optimal assignment (the perl code uses Munkres,
-  here ``scipy.optimize.linear_sum_assignment``, or the kit's own solver where that provably gives
-  the same values: ``_own_assignment``);
+  here ``scipy.optimize.linear_sum_assignment``);
 * BLANC (Luo et al., 2014, generalised to system mentions) from the sets of coreference and
   non-coreference links, with the scorer's fallbacks when the key has no link of one kind;
 * multi-document totals sum each metric's numerators and denominators over documents (micro
@@ -26,8 +25,6 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import permutations, product
-from math import perm, prod
 from typing import Any
 
 METRICS: tuple[str, ...] = ("muc", "bcub", "ceafm", "ceafe", "blanc")
@@ -257,209 +254,6 @@ def _bcub(ident: _Identified) -> Counts:
     return Counts(acum_r, sum(key_lens), acum_p, sum(map(len, ident.response)))
 
 
-def _hungarian() -> Any:
-    """scipy's ``linear_sum_assignment`` without importing all of ``scipy.optimize`` (~1 s of
-    start-up for one function): its compiled ``_lsap`` module is loaded directly; any other scipy
-    layout falls back to the public import."""
-    global _LSA
-    if _LSA is None:
-        try:
-            import importlib.machinery
-            import importlib.util
-            import sys
-            from pathlib import Path
-
-            import scipy
-
-            name = "scipy.optimize._lsap"
-            module = sys.modules.get(name)
-            if module is None:
-                folder = Path(scipy.__file__).parent / "optimize"
-                found = [f for f in folder.glob("_lsap.*") if f.suffix in (".so", ".pyd")]
-                loader = importlib.machinery.ExtensionFileLoader(name, str(found[0]))
-                spec = importlib.util.spec_from_file_location(name, found[0], loader=loader)
-                module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-                loader.exec_module(module)
-            _LSA = module.linear_sum_assignment
-        except Exception:  # pragma: no cover - another scipy build: the public import always works
-            from scipy.optimize import linear_sum_assignment
-
-            _LSA = linear_sum_assignment
-    return _LSA
-
-
-_LSA: Any = None
-
-Chosen = tuple[tuple[int, float], ...]
-"""The (row, similarity) pairs of positive similarity that an assignment of one component
-chooses, by row: all that CEAF's total depends on."""
-
-_MARGIN = 1e-9
-"""Assignments whose total is within this of the optimum may be what scipy's solver returns
-(far above float rounding, ~1e-15 here): ``_own_assignment`` lists them all."""
-_MAX_OPTIONS = 16
-_SOLVER_WORK_LIMIT = 500_000
-"""How much work (rows x columns^2 per matrix) ``_max_assignment`` may do in one process, about
-what loading scipy's solver costs (~50 ms, five times the bench input's groups); larger groups
-then go to scipy, so a file of many large groups costs little more than before."""
-_SOLVER_WORK = [0]
-
-
-def _own_assignment(m: list[list[float]], integral: bool) -> list[Chosen] | None:
-    """What an optimal assignment of the matrix ``m`` (rows to distinct columns or the reverse,
-    whichever side is smaller) may choose, found without scipy (loading its solver costs ~50 ms
-    of numpy start-up): one ``Chosen`` where every optimal assignment has the same total
-    (``integral`` similarities, as CEAF-m's counts), else every ``Chosen`` of an assignment within
-    ``_MARGIN`` of the optimum, scipy's answer among them. None: too large or too many (ask
-    scipy). Small matrices (up to 60 assignments) are solved by trying every assignment, larger
-    ones by ``_max_assignment``."""
-    flip = len(m) > len(m[0])  # then pair each column with a row
-    w = [list(col) for col in zip(*m, strict=True)] if flip else m
-    if len(w) == 2 and len(w[0]) == 2:  # the commonest
-        straight, crossed = w[0][0] + w[1][1], w[0][1] + w[1][0]
-        picks = [[(0, 0), (1, 1)]] if straight > crossed - _MARGIN else []
-        if crossed > straight - _MARGIN and not (picks and integral):
-            picks.append([(0, 1), (1, 0)])
-    elif perm(len(w[0]), len(w)) <= 60:
-        picks = _enumerated_assignment(w, integral)
-    elif len(w[0]) > 40 or _LSA is not None or _SOLVER_WORK[0] > _SOLVER_WORK_LIMIT:
-        return None  # scipy's solver: faster on large groups, and once loaded (or worth loading)
-    else:
-        _SOLVER_WORK[0] += len(w) * len(w[0]) ** 2
-        picks = _certified_assignment(w, integral)
-    if picks is None:
-        return None
-    found: dict[Chosen, None] = {}
-    for pick in picks:
-        pairs = ((j, w[i][j]) for i, j in pick) if flip else ((i, w[i][j]) for i, j in pick)
-        found[tuple(sorted((row, value) for row, value in pairs if value > 0))] = None
-    return list(found) if len(found) <= _MAX_OPTIONS else None
-
-
-def _enumerated_assignment(w: list[list[float]], integral: bool) -> list[list[tuple[int, int]]]:
-    """The assignments ``_own_assignment`` lists, by trying every way to pair the rows of ``w``
-    with distinct columns (the assignments scipy chooses among)."""
-    ways = list(permutations(range(len(w[0])), len(w)))
-    values = [sum(map(list.__getitem__, w, way)) for way in ways]
-    best = max(values)
-    near = [way for way, value in zip(ways, values, strict=True) if value > best - _MARGIN]
-    return [list(enumerate(way)) for way in (near[:1] if integral else near)]
-
-
-def _certified_assignment(w: list[list[float]], integral: bool) -> list[list[tuple[int, int]]] | None:
-    """The assignments ``_own_assignment`` lists, from ``_max_assignment``, used only where its
-    dual potentials prove it: every slack ``u[i] + v[j] - w[i][j]`` non-negative, zero on the
-    chosen pairs, and ``v`` non-negative and zero on the columns left over make it optimal, as an
-    assignment's total is then ``sum(u) + sum(v)`` less the slacks of its pairs and the ``v`` of
-    the columns it leaves. So one within ``_MARGIN`` of the optimum has pairs whose slacks add
-    up to at most that: ``_near_optimal`` lists them."""
-    rows, cols = range(len(w)), range(len(w[0]))
-    col_of, u, v = _max_assignment(w)
-    tol = 0.0 if integral else 1e-12
-    slack = [[u[i] + v[j] - w[i][j] for j in cols] for i in rows]
-    free = set(cols) - set(col_of)
-    if (any(min(row) < -tol for row in slack) or any(slack[i][col_of[i]] > tol for i in rows) or min(v) < -tol
-            or any(v[j] != 0 for j in free)):
-        return None
-    if integral:
-        return [list(enumerate(col_of))]
-    floor = sum(w[i][col_of[i]] for i in rows) - _MARGIN
-    return _near_optimal(w, slack, floor, _MARGIN + len(w) * tol)
-
-
-def _near_optimal(
-    w: list[list[float]], slack: list[list[float]], floor: float, budget: float
-) -> list[list[tuple[int, int]]] | None:
-    """The positive pairs of every assignment of ``w`` (rows into columns) whose total may be at
-    least ``floor``, by a search over the rows that follows only pairs whose slacks add up to at
-    most ``budget`` (a row that takes no positive pair is charged its least slack on a zero pair;
-    the totals are checked at the end); None past ``_MAX_OPTIONS`` or 5000 steps."""
-    options = []
-    for row, row_slack in zip(w, slack, strict=True):
-        mine = [(cost, j) for j, (value, cost) in enumerate(zip(row, row_slack, strict=True))
-                if value > 0 and cost <= budget]
-        zero = [cost for value, cost in zip(row, row_slack, strict=True) if value == 0]
-        if zero and min(zero) <= budget:
-            mine.append((min(zero), -1))
-        options.append(mine)
-    found: list[list[tuple[int, int]]] = []
-    chosen: list[tuple[int, int]] = []
-    used: set[int] = set()
-    steps = 0
-
-    def visit(i: int, spent: float) -> bool:
-        nonlocal steps
-        steps += 1
-        if steps > 5000 or len(found) > _MAX_OPTIONS:
-            return False
-        if i == len(w):
-            if sum(w[r][c] for r, c in chosen) >= floor:
-                found.append(list(chosen))
-            return True
-        for cost, j in options[i]:
-            if spent + cost > budget or j in used:
-                continue
-            if j >= 0:
-                used.add(j)
-                chosen.append((i, j))
-            ok = visit(i + 1, spent + cost)
-            if j >= 0:
-                used.discard(j)
-                chosen.pop()
-            if not ok:
-                return False
-        return True
-
-    return found if visit(0, 0.0) else None
-
-
-def _max_assignment(w: list[list[float]]) -> tuple[list[int], list[float], list[float]]:
-    """A maximum-weight assignment of the rows of ``w`` (no more rows than columns) to distinct
-    columns: the column of each row, and dual potentials ``u`` (rows) and ``v`` (columns, never
-    negative) with ``u[i] + v[j] >= w[i][j]``, equal on the chosen pairs, and ``v`` zero on the
-    columns left over. Rows are added one at a time; each is joined by the alternating path of
-    least total slack to a free column (Dijkstra over columns: slacks are never negative), after
-    which the potentials are shifted so that the path's pairs have zero slack."""
-    n_cols = len(w[0])
-    u = [max(row) for row in w]
-    v = [0.0] * n_cols
-    col_of = [-1] * len(w)
-    row_of = [-1] * n_cols
-    for start in range(len(w)):
-        ws, us = w[start], u[start]
-        dist = [us + v[j] - ws[j] for j in range(n_cols)]
-        via = [start] * n_cols  # the row from which each column is reached
-        open_cols = list(range(n_cols))
-        reached: list[tuple[int, float]] = [(start, 0.0)]  # rows on the tree, with their distance
-        settled: list[int] = []
-        while True:
-            col = min(open_cols, key=dist.__getitem__)
-            far = dist[col]
-            if row_of[col] < 0:
-                break
-            open_cols.remove(col)
-            settled.append(col)
-            row = row_of[col]
-            reached.append((row, far))
-            wr, ur = w[row], u[row]
-            for j in open_cols:
-                d = far + ur + v[j] - wr[j]
-                if d < dist[j]:
-                    dist[j] = d
-                    via[j] = row
-        for row, d in reached:
-            u[row] -= far - d
-        for j in settled:
-            v[j] += far - dist[j]
-        while True:  # flip the path: each row on it takes the column it reached
-            row = via[col]
-            row_of[col] = row
-            col_of[row], col = col, col_of[row]
-            if row == start:
-                break
-    return col_of, u, v
-
-
 def _overlap(ident: _Identified) -> dict[tuple[int, int], int]:
     """How many elements of key entity i are found in response entity j (non-zero pairs only;
     CEAF and BLANC both use it, so it is counted once per document)."""
@@ -523,10 +317,10 @@ def _overlap_components(ident: _Identified) -> tuple[dict[tuple[int, int], int],
 
 
 def _ceaf(ident: _Identified, mention_based: bool) -> Counts:
-    """CEAF-m/e: the optimal key/response entity alignment, solved per connected component of
-    entities that share mentions (most are one key and one response entity, solved without any
-    matrix; larger ones by ``_own_assignment``, else scipy, see ``_settle_ties``); values are
-    those of one assignment over the whole matrix, summed in key order."""
+    """CEAF-m/e: the optimal key/response entity alignment (``scipy.optimize.linear_sum_assignment``
+    where perl uses Munkres), solved per connected component of entities that share mentions
+    (entities in different components never compete); the chosen similarities are summed in key
+    order, as the scorer sums them."""
     key, resp = ident.key, ident.response
     if mention_based:
         den_rec, den_pre = sum(map(len, key)), sum(map(len, resp))
@@ -540,60 +334,27 @@ def _ceaf(ident: _Identified, mention_based: bool) -> Counts:
     else:
         sim = {(i, j): 2 * c / (len(key[i]) + len(resp[j])) for (i, j), c in counts.items()}
     chosen: list[tuple[int, float]] = []
-    tied: list[tuple[list[int], list[list[float]], list[list[tuple[int, float]]] | None]] = []
     for component in components:
-        if len(component) == 1:
+        if len(component) == 1:  # one key and one response entity
             chosen.append((component[0][0], sim[component[0]]))
             continue
         edges, rows, cols, places = component
-        if len(rows) == 1 or len(cols) == 1:  # one entity on a side: the best edge is optimal
+        if len(rows) == 1 or len(cols) == 1:  # one entity on a side: its best edge (the first of equals)
             i, j = max(edges, key=lambda e: sim[e])
             chosen.append((i, sim[(i, j)]))
             continue
-        m = [[0.0] * len(cols) for _ in rows]
-        for edge, (a, b) in zip(edges, places, strict=True):
-            m[a][b] = sim[edge]
-        own = _own_assignment(m, mention_based)
-        options = None if own is None else [[(rows[a], value) for a, value in option] for option in own]
-        if options is not None and len(options) == 1:
-            chosen.extend(options[0])
-        else:
-            tied.append((rows, m, options))
-    if tied:
-        chosen.extend(_settle_ties(chosen, tied))
-    total = _ceaf_total(chosen)
-    return Counts(total, den_rec, total, den_pre)
+        import numpy as np
+        from scipy.optimize import linear_sum_assignment
 
-
-def _ceaf_total(chosen: list[tuple[int, float]]) -> float:
-    """The chosen similarities summed in key order, as the scorer sums them."""
+        matrix = np.zeros((len(rows), len(cols)))
+        for edge, at in zip(edges, places, strict=True):
+            matrix[at] = sim[edge]
+        picked_r, picked_c = linear_sum_assignment(matrix, maximize=True)
+        chosen.extend((rows[a], float(matrix[a, b])) for a, b in zip(picked_r.tolist(), picked_c.tolist(), strict=True))
     total = 0.0
     for _, value in sorted(chosen, key=lambda c: c[0]):
         total += 1 - (1 - value)  # perl stores 1 - sim for Munkres and converts back
-    return total
-
-
-def _settle_ties(
-    chosen: list[tuple[int, float]],
-    tied: list[tuple[list[int], list[list[float]], list[list[tuple[int, float]]] | None]],
-) -> list[tuple[int, float]]:
-    """The pairs to add to ``chosen`` for components whose optimal assignment ``_own_assignment``
-    could not pin down (each given as its key rows, its dense similarity matrix and those options):
-    any of its options where every combination of them gives the same float total (so whichever
-    scipy would choose makes no difference), else scipy's choice on the same matrix."""
-    options = [found for _, _, found in tied]
-    if all(found is not None for found in options) and prod(len(found) for found in options) <= 64:  # type: ignore[arg-type]
-        combos = [[pair for part in combo for pair in part] for combo in product(*options)]  # type: ignore[arg-type]
-        if len({_ceaf_total(chosen + combo) for combo in combos}) == 1:
-            return combos[0]
-    import numpy as np
-
-    out = []
-    for rows, m, _ in tied:
-        matrix = np.array(m)
-        picked_r, picked_c = _hungarian()(matrix, maximize=True)
-        out.extend((rows[a], float(matrix[a, b])) for a, b in zip(picked_r.tolist(), picked_c.tolist(), strict=True))
-    return out
+    return Counts(total, den_rec, total, den_pre)
 
 
 def _pairs_coref(chains: list[list[int]], base: int) -> set[int]:

@@ -10,7 +10,14 @@ Each entry declares what scoring needs to know about it:
   ``adapter`` on the record's ``target.references`` (and ``target.documents`` as sources);
 * ``aggregation``: how a run's score is made: ``"mean"`` of the instance scores, or
   ``"conll_micro"`` (the CoNLL scorer's micro-average over the run's documents; the instances are
-  scored inside it), plus optional ``run_extras`` (MuSiQue's answer F1/EM and answerability).
+  scored inside it), plus optional ``run_extras`` (MuSiQue's answer F1/EM and answerability);
+* ``target``: the form a prompt record's gold target must have (``TargetShape``; None: the suite
+  form ``{"references": [...]}``, with the sources where the metric grounds in them);
+* ``valid_output``: whether an extracted response has the form the prompt asked for (None: the
+  metric's own ``valid_format``).
+
+A prompt record names its metric; the scoring loop asks the registry which metrics score it
+(``record_metrics``) and never branches on a dataset or task.
 
 SEAM's implementations live in ``seam_repro.metrics.*`` and are imported only when used, so the list
 always shows them and a module that cannot be imported yields a clear error naming it.
@@ -22,10 +29,11 @@ import importlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from seam_repro.errors import InputError, PrerequisiteError
-from seam_repro.files import parse_json_text
+from seam_repro.files.reading import parse_json_text
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,15 @@ Extraction = str
 
 
 @dataclass(frozen=True)
+class TargetShape:
+    """The form of a prompt record's gold target that a metric scores."""
+
+    form: str
+    """What it must look like, for the error message."""
+    ok: Callable[[Any], bool]
+
+
+@dataclass(frozen=True)
 class MetricSpec:
     name: str
     suite: str
@@ -75,6 +92,10 @@ class MetricSpec:
     """Extra run-level values from the run's instance details (reported with the corrected variant)."""
     version: Callable[[Any], str] | None = field(default=None, repr=False)
     """Metric version from the loaded module; default ``name/module@seam-repro==VERSION``."""
+    target: TargetShape | None = field(default=None, repr=False)
+    """The gold target's form in a prompt record; None: ``{"references": [...]}`` (``check_record``)."""
+    valid_output: Callable[[str], bool] | None = field(default=None, repr=False)
+    """Output-format validity of an extracted response; None: the metric result's ``valid_format``."""
 
     def load(self) -> Any:
         """Import the implementation module, turning an import failure into a one-line error."""
@@ -238,6 +259,29 @@ def _igcs_token_f1(mod: Any, pred: str, refs: list[str], src: list[str] | None) 
     return MetricResult(s.f1, s.valid_format, s.details())
 
 
+# --------------------------------------------------------------------------- SEAM target and output forms
+
+_SUMMARY = TargetShape("a summary string", lambda t: isinstance(t, str))
+_ANSWER = TargetShape('{"is_answerable": bool, "answer_content": str}',
+                      lambda t: isinstance(t, dict) and isinstance(t.get("is_answerable"), bool)
+                      and isinstance(t.get("answer_content"), str))
+_CLUSTERS = TargetShape("a list of clusters (lists of int mention ids)",
+                        lambda t: isinstance(t, list) and all(isinstance(c, list) for c in t))
+_FUSION = TargetShape('{"highlights_concat": str, "review_side_alignments": [str, ...]}',
+                      lambda t: isinstance(t, dict) and isinstance(t.get("highlights_concat"), str)
+                      and isinstance(t.get("review_side_alignments"), list))
+
+
+def _output_form(form: str) -> Callable[[str], bool]:
+    """``metrics.validity.is_valid`` for one output form (imported when first used)."""
+    def valid(response: str) -> bool:
+        from seam_repro.metrics.validity import is_valid
+
+        return is_valid(form, response)
+
+    return valid
+
+
 # --------------------------------------------------------------------------- the table
 
 _ZS = "seam_repro.metrics.zeroscrolls"
@@ -249,26 +293,30 @@ METRICS: dict[str, MetricSpec] = {
     for s in (
         MetricSpec("rouge_geo", "seam", "seam_repro.metrics.rouge", "SEAM summarization: stemmed R1/R2/RL F geometric "
                    "mean x100 (MultiNews, OpenASP)", "the gold summary (exactly one)", _rouge_geo, max_references=1,
-                   extraction=_SEAM_EXTRACTION, record_scorer=_rouge_record, version=lambda m: m.version()),
+                   extraction=_SEAM_EXTRACTION, record_scorer=_rouge_record, version=lambda m: m.version(),
+                   target=_SUMMARY, valid_output=_output_form("summarization")),
         MetricSpec("musique_f1", "seam", "seam_repro.metrics.musique", "SEAM MuSiQue, upstream parity: SQuAD F1 of "
                    "str(parsed answer) vs str(gold dict)", _MUSIQUE_FORM, _musique_f1, max_references=1,
                    extraction=_SEAM_EXTRACTION, record_scorer=_musique_f1_record,
-                   version=lambda m: m.version("upstream")),
+                   version=lambda m: m.version("upstream"), target=_ANSWER, valid_output=_output_form("qa")),
         MetricSpec("musique_corrected", "seam", "seam_repro.metrics.musique", "MuSiQue corrected: answer F1 (aliases) "
                    "gated by answerability", f"{_MUSIQUE_FORM}, then answer aliases as plain strings",
                    _musique_corrected, extraction=_SEAM_EXTRACTION, record_scorer=_musique_corrected_record,
-                   run_extras=_musique_extras, version=lambda m: m.version("corrected")),
+                   run_extras=_musique_extras, version=lambda m: m.version("corrected"), target=_ANSWER,
+                   valid_output=_output_form("qa")),
         MetricSpec("conll_f1", "seam", "seam_repro.metrics.coref_parse", "SEAM coreference (ECB, SciCo): CoNLL-F1 of "
                    "the parsed clusters, upstream scorer semantics", "a JSON list of gold clusters (exactly one)",
-                   _conll_f1, max_references=1, extraction=_SEAM_EXTRACTION, aggregation="conll_micro"),
+                   _conll_f1, max_references=1, extraction=_SEAM_EXTRACTION, aggregation="conll_micro",
+                   target=_CLUSTERS, valid_output=_output_form("coreference")),
         MetricSpec("conll_f1_corrected", "seam", "seam_repro.metrics.coref_parse", "Coreference corrected: CoNLL-F1 "
                    "with mentions matched by id (not by line position)", "a JSON list of gold clusters (exactly one)",
-                   _conll_f1_corrected, max_references=1, extraction=_SEAM_EXTRACTION, aggregation="conll_micro"),
+                   _conll_f1_corrected, max_references=1, extraction=_SEAM_EXTRACTION, aggregation="conll_micro",
+                   target=_CLUSTERS, valid_output=_output_form("coreference")),
         MetricSpec("fic_f1", "seam", "seam_repro.metrics.fic", "SEAM FuseReviews: harmonic mean of flan-t5-xxl "
                    "faithfulness and the coverage model (needs the pinned models)",
                    "the concatenated highlights, then a JSON list of review-side alignments", _fic_f1,
                    max_references=2, extraction=_SEAM_EXTRACTION, record_scorer=_fic_record,
-                   version=lambda m: "fic_f1"),
+                   version=lambda m: "fic_f1", target=_FUSION, valid_output=_output_form("fic")),
         MetricSpec("zeroscrolls_rouge_geo", "zeroscrolls", _ZS, "ZeroSCROLLS summarization: per-type max over "
                    "references, then geometric mean of R1/R2/RL x100", _TEXT,
                    _zs("rouge_geometric_mean", lambda m, p: bool(p.strip()))),
@@ -312,25 +360,55 @@ def metric_version(spec: MetricSpec, mod: Any, kit_version: str) -> str:
     return spec.version(mod)
 
 
-def check_record(path: object, where: str, rec: dict[str, Any]) -> None:
-    """A record of a non-SEAM task names a known metric and carries ``{"references": [...]}`` (plus
-    the source documents for metrics that ground in them)."""
+def record_metrics(rec: dict[str, Any]) -> dict[str, str]:
+    """The (upstream, corrected) metrics that score a prompt record: the one it names, under both
+    variants; a record that names none (written before records named their metric) takes its
+    task's pair from the paper's suite, ``data/suites/seam.json``."""
     metric = rec.get("metric")
-    if not isinstance(metric, str) or metric not in METRICS:
-        raise InputError(path, f"task '{rec['task']}' is scored by the record's metric; expected one of "
-                         f"{', '.join(sorted(METRICS))}, got {metric!r}", record=where, field="metric")
-    target = rec.get("target")
+    if metric is None:
+        paired = _paper_task_metrics().get(rec.get("task"))  # type: ignore[arg-type]
+        if paired is not None:
+            return dict(paired)
+    return {"upstream": metric, "corrected": metric}  # type: ignore[dict-item]
+
+
+@lru_cache(maxsize=1)
+def _paper_task_metrics() -> dict[str, dict[str, str]]:
+    from seam_repro.specs import load_suite
+
+    out: dict[str, dict[str, str]] = {}
+    for spec in load_suite("seam").datasets.values():
+        out.setdefault(spec.task, {"upstream": spec.metrics["upstream"], "corrected": spec.metrics["seam-repro-1"]})
+    return out
+
+
+def check_record(path: object, where: str, rec: dict[str, Any]) -> None:
+    """A prompt record's metrics are known and its gold target has the form each scores: the
+    metric's ``target`` shape, else ``{"references": [...]}`` (plus the source documents for
+    metrics that ground in them)."""
+    for metric in dict.fromkeys(record_metrics(rec).values()):
+        if not isinstance(metric, str) or metric not in METRICS:
+            raise InputError(path, f"task '{rec['task']}' is scored by the record's metric; expected one of "
+                             f"{', '.join(sorted(METRICS))}, got {metric!r}", record=where, field="metric")
+        _check_target(path, where, METRICS[metric], rec.get("target"))
+
+
+def _check_target(path: object, where: str, spec: MetricSpec, target: Any) -> None:
+    if spec.target is not None:
+        if not spec.target.ok(target):
+            raise InputError(path, f"expected {spec.target.form}", record=where, field="target")
+        return
     refs = target.get("references") if isinstance(target, dict) else None
     if not isinstance(refs, list) or not refs:
         raise InputError(path, 'expected {"references": [...]} with at least one reference', record=where,
                          field="target")
-    if METRICS[metric].needs_source:
+    if spec.needs_source:
         docs = target.get("documents")
         if not isinstance(docs, list) or not docs or not all(isinstance(d, str) for d in docs):
-            raise InputError(path, f"metric {metric} grounds in the sources; expected target.documents as a "
+            raise InputError(path, f"metric {spec.name} grounds in the sources; expected target.documents as a "
                              "non-empty list of strings", record=where, field="target")
-    if "doc_index" in target and metric != DOC_LEVEL_METRIC:
-        raise InputError(path, f"document units are scored with {DOC_LEVEL_METRIC}, not {metric}", record=where,
+    if "doc_index" in target and spec.name != DOC_LEVEL_METRIC:
+        raise InputError(path, f"document units are scored with {DOC_LEVEL_METRIC}, not {spec.name}", record=where,
                          field="metric")
 
 

@@ -35,8 +35,9 @@ class RougeResult:
 class _StemmedTokenizer:
     """rouge_score's ``DefaultTokenizer(use_stemmer=True)`` (its ``tokenize.tokenize`` with nltk's
     ``PorterStemmer()``), each distinct word stemmed once: the stemmer is a pure function of the
-    word and cost ~85 µs a word, 70 s of a 10 MB prediction; a prediction repeats its words. The
-    last two texts' tokens are kept: the scorer and :func:`lcs_length` both need them."""
+    word and a prediction repeats its words, so a degenerate long output is scored in seconds,
+    not minutes (benchmarks/bench_metrics.py). The last two texts' tokens are kept: the scorer
+    and :func:`lcs_length` both need them."""
 
     def __init__(self) -> None:
         from nltk.stem import porter
@@ -123,9 +124,8 @@ def rouge_geo(prediction: str, target: str) -> RougeResult:
 
 @lru_cache(maxsize=1)
 def version() -> str:
-    """Metric version string recorded with every score (library version + settings). Made once per
-    process: every instance records it, and reading the package's metadata from disk costs about
-    as much as scoring an instance."""
+    """Metric version string recorded with every score (library version + settings); the package
+    metadata is read once per process, as every instance records it."""
     from importlib.metadata import version as pkg_version
 
     return f"rouge_geo/rouge-score=={pkg_version('rouge-score')}/stem=1/types=r1,r2,rL/geo-per-instance"

@@ -44,7 +44,7 @@ from typing import Any
 
 from seam_repro.config import GenerationSettings
 from seam_repro.errors import InputError
-from seam_repro.files import iter_jsonl, read_json
+from seam_repro.files.reading import iter_jsonl, read_json
 from seam_repro.generate.base import GenerationRequest, GenerationResult
 from seam_repro.hashing import sha256_text
 
@@ -385,7 +385,8 @@ def _replace_stored(out: Path, backend: ImportBackend, settings: GenerationSetti
                     keys: list[Key]) -> None:
     """Rewrite each predictions file holding ``keys`` (temp file + rename) with the imported outputs
     in their place; every other line is kept byte for byte."""
-    from seam_repro.files import atomic_write_bytes, parse_json_text
+    from seam_repro.files.atomic import atomic_write_bytes
+    from seam_repro.files.reading import parse_json_text
     from seam_repro.run.store import encode_line, make_record, predictions_path
 
     generation = backend.resolved_generation(settings)  # as run_generation records it (no model args)
@@ -415,7 +416,7 @@ def import_outputs(manifest_path: Path, out: Path, *, model: str, upstream_dir: 
     Into a folder that already holds this model, outputs stored identically are left as they are,
     new (dataset, run) pairs are added, and outputs that differ from the stored ones are refused
     unless ``replace``."""
-    from seam_repro.files import guard_outputs
+    from seam_repro.files.guard import guard_outputs
     from seam_repro.generate import parse_model_spec
     from seam_repro.manifest.prompts import check_prompt_records, render_records
     from seam_repro.manifest.trust import check_rendered, load_trusted

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from seam_repro.errors import HashMismatchError, ManifestError, MissingDataError
-from seam_repro.files import owned_tempdir
+from seam_repro.files.atomic import owned_tempdir
 from seam_repro.manifest.trust import TrustedManifest, load_trusted
 from seam_repro.run.store import frozen_manifest_path
 from seam_repro.sources.lock import Lock, load_lock

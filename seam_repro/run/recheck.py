@@ -241,7 +241,7 @@ def apply_recorded_threads(run_json: dict[str, Any]) -> None:
 
 def check_bundle(bundle_path: Path, run_dir: Path, slug: str) -> None:
     """Refuse a bundle that was not made from this run folder's predictions (its predictions digest)."""
-    from seam_repro.files import read_json
+    from seam_repro.files.reading import read_json
     from seam_repro.run.store import predictions_digest
 
     bundle = read_json(bundle_path, what="bundle", expect=dict)

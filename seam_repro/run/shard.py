@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from seam_repro.errors import InputError, PredictionsError
-from seam_repro.files import atomic_dir, guard_output
+from seam_repro.files.atomic import atomic_dir
+from seam_repro.files.guard import guard_output
 from seam_repro.run.store import (
     RUN_SCHEMA_VERSION,
     Key,

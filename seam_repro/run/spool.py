@@ -20,9 +20,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from seam_repro import files
 from seam_repro.errors import PredictionsError
-from seam_repro.files import OutputError
+from seam_repro.files import atomic, json_text
+from seam_repro.files.atomic import OutputError
 from seam_repro.generate.base import GenerationRequest
 from seam_repro.manifest.prompts import checked_prompt_records
 
@@ -30,7 +30,7 @@ Key = tuple[str, int, str]
 
 
 class PromptSpool:
-    """Checked prompt records in a JSONL file (each line ``files.jsonl_line`` of its record), with
+    """Checked prompt records in a JSONL file (each line ``json_text.jsonl_line`` of its record), with
     per record its key, prompt length (characters, what batches are ordered by) and line offset.
 
     Made by :meth:`write`; :meth:`install` moves the file to where it is then read from (the run
@@ -53,14 +53,14 @@ class PromptSpool:
         """Spool ``records`` into a private file beside ``near`` (swept if a killed run left it),
         checking each with ``checked_prompt_records`` (fields, prompt hash, no duplicate). On any
         error, the file is removed."""
-        fd, tmp = files.temp_sibling(Path(str(near) + ".prompts.jsonl"))
+        fd, tmp = atomic.temp_sibling(Path(str(near) + ".prompts.jsonl"))
         keys: list[Key] = []
         lengths, offsets = array("q"), array("q", [0])
         hashes: dict[Key, str] = {}
         try:
             with os.fdopen(fd, "wb") as fh:
                 for key, rec in checked_prompt_records(records, source, hashes):
-                    line = files.jsonl_line(rec)
+                    line = json_text.jsonl_line(rec)
                     fh.write(line)
                     keys.append(key)
                     lengths.append(len(rec["prompt"]))
@@ -68,7 +68,7 @@ class PromptSpool:
         except OSError as exc:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            raise OutputError(f"{tmp}: cannot write the prompts: {files.describe_os_error(exc)}; nothing was "
+            raise OutputError(f"{tmp}: cannot write the prompts: {atomic.describe_os_error(exc)}; nothing was "
                               "generated") from None
         except BaseException:
             with contextlib.suppress(OSError):

@@ -1,6 +1,7 @@
 """The run folder ``RUN_DIR/{run.json, manifest.json, prompts.jsonl, predictions/<slug>/<ds>/run_<k>.jsonl}``:
 its layout, reading and writing its files, and checking it against its manifest. Other stages ask
-here (the scoring loop still reads prompts.jsonl and predictions/ itself and writes ``scores/``).
+here: one reader per file (``read_prompts``, ``read_prediction_file``, run.json), one rule for a
+torn last line (``read_lines``).
 
 Replaces upstream SEAM's per-(dataset, run) DataFrame JSON written once at the end
 (``datasets_classes/base.py::Dataset.predict``): a crash there lost the whole file. Here each
@@ -20,16 +21,16 @@ import contextlib
 import json
 import os
 import shutil
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seam_repro import files
 from seam_repro.errors import InputError, PredictionsError, SeamReproError, version_mismatch
-from seam_repro.files import OutputError
+from seam_repro.files import atomic, json_text, reading
+from seam_repro.files.atomic import OutputError
 from seam_repro.generate.base import GenerationRequest, GenerationResult
-from seam_repro.hashing import digest_of_hashes, sha256_bytes, sha256_file
+from seam_repro.hashing import digest_of_hashes, sha256_bytes, sha256_file, sha256_json, sha256_text
 from seam_repro.manifest.format import dump_manifest, load_manifest
 from seam_repro.manifest.trust import (
     PROTOCOL_FIELDS,
@@ -104,8 +105,8 @@ class ScoresWriter:
 
     def __enter__(self) -> ScoresWriter:
         with contextlib.ExitStack() as stack:
-            self._lines = stack.enter_context(files.atomic_writer(self.target / "instance_scores.jsonl"))
-            self._samples = stack.enter_context(files.atomic_writer(self.target / "samples.jsonl"))
+            self._lines = stack.enter_context(atomic.atomic_writer(self.target / "instance_scores.jsonl"))
+            self._samples = stack.enter_context(atomic.atomic_writer(self.target / "samples.jsonl"))
             self._stack = stack.pop_all()
         return self
 
@@ -119,7 +120,7 @@ class ScoresWriter:
             raise RuntimeError("ScoresWriter: summary not set")
         self._stack.__exit__(*exc)
         if exc[0] is None:
-            files.atomic_write_bytes(self.target / "summary.json", files.dumps_json(self.summary, indent=1).encode("utf-8"))
+            atomic.atomic_write_bytes(self.target / "summary.json", json_text.dumps_json(self.summary, indent=1).encode("utf-8"))
 
     @property
     def summary_path(self) -> Path:
@@ -152,7 +153,12 @@ def display_name_problem(name: str) -> str | None:
 
 
 def predictions_path(run_dir: Path, model_id: str, dataset: str, run: int) -> Path:
-    return predictions_root(run_dir) / model_slug(model_id) / dataset / f"run_{run}.jsonl"
+    return model_run_file(predictions_root(run_dir) / model_slug(model_id), dataset, run)
+
+
+def model_run_file(model_dir: Path, dataset: str, run: int) -> Path:
+    """``<model_dir>/<dataset>/run_<k>.jsonl``: one (dataset, run) of one model's predictions."""
+    return Path(model_dir) / dataset / f"run_{run}.jsonl"
 
 
 def prediction_files(model_dir: Path) -> list[Path]:
@@ -211,38 +217,115 @@ def repair_torn_tail(path: Path) -> int:
         return size - keep
 
 
-def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Complete lines of a JSONL file as (line number, object); an unterminated last line is skipped
-    (it is a torn write, repaired on resume); a complete line that is not a JSON object is an error."""
-    return files.iter_jsonl(path, complete_only=True, skip_blank=False)
+def read_lines(path: Path) -> Iterator[tuple[int, dict[str, Any], bool]]:
+    """(line number, object, decodable) for each line of a run folder's JSONL file, read as they
+    come: the one reading rule of the run folder. Every line the kit writes ends with a newline,
+    so a last line without one is a torn write (a kill mid-``write``): it is never read (replay's
+    resume cuts it off, ``score`` and ``submit`` refuse the file until then). Blank lines are
+    skipped; a complete line that is not a JSON object is an error; bytes that are not UTF-8 are
+    replaced and the line flagged (model output is scored as a format failure, not a crash)."""
+    flagged: set[int] = set()
+    for n, obj in reading.iter_jsonl(path, complete_only=True, undecodable=flagged):
+        yield n, obj, n not in flagged
+
+
+PREDICTION_FIELDS: dict[str, type] = {"dataset": str, "run": int, "instance_id": str, "output": str,
+                                      "model": dict}
+"""What every predictions line holds (docs/ARCHITECTURE.md "Predictions store"); checked against
+the run's prompts, its ``prompt_sha256`` too."""
+
+
+@dataclass
+class PredictionFile:
+    """One ``predictions/<slug>/<dataset>/run_<k>.jsonl`` file as read by :func:`read_prediction_file`."""
+
+    records: dict[Key, dict[str, Any]]
+    """The lines keyed by (dataset, run, instance_id), in file order."""
+    model: dict[str, Any] | None
+    """``{"id", "revision"}`` of its lines (the ``model`` passed in, or its first line's)."""
+    undecodable: set[Key]
+    """Lines whose bytes were not UTF-8 (replaced)."""
+
+
+def read_prediction_file(path: Path, prompt_hashes: Mapping[Key, str] | None = None, *,
+                         model: dict[str, Any] | None = None, expect: tuple[str, str] | None = None) -> PredictionFile:
+    """The one reader of a predictions file: every line's fields, no duplicate, filed under its
+    dataset and run, written for the run's prompts (``prompt_hashes``), and by one model: ``expect``
+    (id, revision) when the caller knows it (resume, merge), else all lines agree with ``model``
+    (another file's, or the first line's)."""
+    from seam_repro.manifest.prompts import require_fields  # not at import: it loads rendering
+
+    fields = PREDICTION_FIELDS if prompt_hashes is None else {**PREDICTION_FIELDS, "prompt_sha256": str}
+    out: dict[Key, dict[str, Any]] = {}
+    undecodable: set[Key] = set()
+    for lineno, rec, decodable in read_lines(path):
+        where = f"line {lineno}"
+        require_fields(rec, fields, path, where)
+        if not isinstance(rec.get("upstream_prompt_text", ""), str):
+            raise InputError(path, "expected the decoded truncated prompt as a string", record=where,
+                             field="upstream_prompt_text")
+        key = (rec["dataset"], rec["run"], rec["instance_id"])
+        if prompt_hashes is not None:
+            if rec["dataset"] != path.parent.name or path.name != f"run_{rec['run']}.jsonl":
+                raise InputError(path, f"record of {rec['dataset']} run {rec['run']} filed under "
+                                 f"{path.parent.name}/{path.name}", record=where)
+            if key not in prompt_hashes:
+                raise PredictionsError(f"{path}: {where}: instance {key} is not among this run's prompts (prompts.jsonl)")
+            if rec["prompt_sha256"] != prompt_hashes[key]:
+                raise PredictionsError(f"{path}: {where}: prompt_sha256 of {key} differs from prompts.jsonl "
+                                       "(predictions were made for other prompts)")
+        if key in out:
+            raise PredictionsError(f"{path}: {where}: duplicate prediction for {key}")
+        got = {"id": rec["model"].get("id"), "revision": rec["model"].get("revision")}
+        if expect is not None and (got["id"], got["revision"]) != expect:
+            raise PredictionsError(f"{path}: {where}: written by {got['id']}@{got['revision']}, "
+                                   f"not {expect[0]}@{expect[1]}; use a new --out directory")
+        if model is None:
+            model = got
+        elif got != model:
+            raise PredictionsError(f"{path}: {where}: model {got} differs from {model} in the same directory")
+        if not decodable:
+            undecodable.add(key)
+        out[key] = rec
+    return PredictionFile(out, model, undecodable)
 
 
 def read_predictions(path: Path, model_id: str | None = None, revision: str | None = None,
-                     prompt_hashes: dict[Key, str] | None = None) -> dict[Key, dict[str, Any]]:
-    """Predictions of one file keyed by (dataset, run, instance_id), validated: required fields,
-    no duplicates, the expected model revision, and prompt hashes equal to the current prompts."""
-    out: dict[Key, dict[str, Any]] = {}
-    for lineno, rec in iter_jsonl(path):
+                     prompt_hashes: Mapping[Key, str] | None = None) -> dict[Key, dict[str, Any]]:
+    """The lines of :func:`read_prediction_file`, written by ``model_id``@``revision`` when given."""
+    expect = (model_id, revision) if model_id is not None else None
+    return read_prediction_file(path, prompt_hashes, expect=expect).records  # type: ignore[arg-type]
+
+
+SCORED_FIELDS: dict[str, type] = {"dataset": str, "run": int, "instance_id": str, "prompt": str,
+                                  "prompt_sha256": str, "task": str}
+"""What scoring needs of a prompt record (``gen_seed`` is replay's, not scoring's)."""
+
+
+def read_prompts(path: Path, check: Callable[[Path, str, dict[str, Any]], None] | None = None,
+                 ) -> Iterator[tuple[Key, dict[str, Any]]]:
+    """The one reader of a run folder's ``prompts.jsonl``: records with their keys, in file order,
+    each checked as it is read (fields, prompt and target hashes, then ``check(path, where, rec)``,
+    the target's form as its metric expects); a duplicate key is refused."""
+    from seam_repro.manifest.prompts import check_prompt_record  # not at import: it loads rendering
+
+    if not path.is_file():
+        raise InputError(path, "prompts file not found (expected RUN_DIR/prompts.jsonl from `seam-repro replay`)")
+    seen: set[Key] = set()
+    for lineno, rec, _ in read_lines(path):
         where = f"line {lineno}"
-        for name, typ in (("dataset", str), ("run", int), ("instance_id", str), ("output", str), ("model", dict)):
-            if not isinstance(rec.get(name), typ):
-                raise InputError(path, f"missing or not a {typ.__name__}", record=where, field=name)
+        check_prompt_record(rec, path, where, SCORED_FIELDS)
+        target = rec.get("target")
+        if "target_sha256" in rec and rec["target_sha256"] not in (
+                sha256_json(target), sha256_text(target) if isinstance(target, str) else None):
+            raise InputError(path, "target_sha256 does not match the target", record=where, field="target_sha256")
+        if check is not None:
+            check(path, where, rec)
         key = (rec["dataset"], rec["run"], rec["instance_id"])
-        if key in out:
-            raise PredictionsError(f"{path}: {where}: duplicate prediction for {key}")
-        got = rec["model"]
-        if model_id is not None and (got.get("id"), got.get("revision")) != (model_id, revision):
-            raise PredictionsError(f"{path}: {where}: written by {got.get('id')}@{got.get('revision')}, "
-                                   f"not {model_id}@{revision}; use a new --out directory")
-        if prompt_hashes is not None:
-            want = prompt_hashes.get(key)
-            if want is None:
-                raise PredictionsError(f"{path}: {where}: instance {key} is not among this run's prompts")
-            if rec.get("prompt_sha256") != want:
-                raise PredictionsError(f"{path}: {where}: prompt_sha256 of {key} differs from the current prompt "
-                                       "(prompts changed since this store was written)")
-        out[key] = rec
-    return out
+        if key in seen:
+            raise InputError(path, f"duplicate prompt record for {key}", record=where)
+        seen.add(key)
+        yield key, rec
 
 
 class PredictionWriter:
@@ -251,13 +334,13 @@ class PredictionWriter:
     backend; one per batch bounds what a machine crash can lose to the batch in flight)."""
 
     def __init__(self, path: Path):
-        files.ensure_dir(path.parent)
+        atomic.ensure_dir(path.parent)
         self.path = path
         self._dirty = False
         try:
             self._fh = open(path, "ab")
         except OSError as exc:
-            raise OutputError(f"{files.describe_os_error(exc)}; cannot append predictions "
+            raise OutputError(f"{atomic.describe_os_error(exc)}; cannot append predictions "
                               "(every line already written is kept)") from None
 
     def write(self, record: dict[str, Any]) -> None:
@@ -268,7 +351,7 @@ class PredictionWriter:
         except OSError as exc:
             # A partial line may be on disk; it is unterminated, so readers skip it and a resume
             # truncates it. Every earlier line is complete and kept.
-            raise OutputError(f"{self.path}: cannot append a prediction: {files.describe_os_error(exc).split(': ', 1)[-1]}; "
+            raise OutputError(f"{self.path}: cannot append a prediction: {atomic.describe_os_error(exc).split(': ', 1)[-1]}; "
                               "the predictions written so far are kept; fix this and rerun the same command to resume"
                               ) from None
 
@@ -279,7 +362,7 @@ class PredictionWriter:
                 os.fsync(self._fh.fileno())
             except OSError as exc:
                 raise OutputError(f"{self.path}: cannot sync the predictions: "
-                                  f"{files.describe_os_error(exc).split(': ', 1)[-1]}; rerun the same command to "
+                                  f"{atomic.describe_os_error(exc).split(': ', 1)[-1]}; rerun the same command to "
                                   "resume (lines that were not synced are checked and kept or regenerated)") from None
             self._dirty = False
 
@@ -334,11 +417,11 @@ class PredictionStore:
 
 def write_json_atomic(path: Path, obj: Any) -> None:
     """Write via a temporary file + fsync + rename so run.json is never half-written."""
-    files.atomic_write_json(path, obj, indent=2, sort_keys=True)
+    atomic.atomic_write_json(path, obj, indent=2, sort_keys=True)
 
 
 def write_prompts(path: Path, records: Iterable[dict[str, Any]]) -> None:
-    files.atomic_write_jsonl(path, records)
+    atomic.atomic_write_jsonl(path, records)
 
 
 _RUN_FIELDS: dict[str, tuple[type, ...]] = {
@@ -374,19 +457,19 @@ def validate_run_json(obj: Any, path: Path, required: tuple[str, ...] = ("models
             continue
         value = obj[name]
         if not isinstance(value, types) or isinstance(value, bool):
-            raise InputError(path, f"expected {_kinds(types)}, got {files.json_type(value)}", field=name)
+            raise InputError(path, f"expected {_kinds(types)}, got {reading.json_type(value)}", field=name)
     for slug, entry in obj.get("models", {}).items():
         if not isinstance(entry, dict):
-            raise InputError(path, f"expected an object, got {files.json_type(entry)}", field=f"models.{slug}")
+            raise InputError(path, f"expected an object, got {reading.json_type(entry)}", field=f"models.{slug}")
         for name, types in _MODEL_FIELDS.items():
             if not isinstance(entry.get(name), types):
-                raise InputError(path, f"expected {_kinds(types)}, got {files.json_type(entry.get(name))}",
+                raise InputError(path, f"expected {_kinds(types)}, got {reading.json_type(entry.get(name))}",
                                  field=f"models.{slug}.{name}")
         if model_slug(entry["id"]) != slug:
             raise InputError(path, f"model id {entry['id']!r} does not belong under '{slug}'", field=f"models.{slug}.id")
     for i, sess in enumerate(obj.get("sessions", [])):
         if not isinstance(sess, dict):
-            raise InputError(path, f"expected an object, got {files.json_type(sess)}", field=f"sessions[{i}]")
+            raise InputError(path, f"expected an object, got {reading.json_type(sess)}", field=f"sessions[{i}]")
     return obj
 
 
@@ -394,7 +477,7 @@ def load_run_json(run_dir: Path, required: tuple[str, ...] = ("models", "session
     path = run_json_path(run_dir)
     if not path.exists() and not path.is_symlink():
         return None
-    return validate_run_json(files.read_json(path, what="run.json", expect=None), path, required)
+    return validate_run_json(reading.read_json(path, what="run.json", expect=None), path, required)
 
 
 def require_run_json(run_dir: Path, required: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -416,8 +499,8 @@ def prepare_run_dir(run_dir: Path, *, manifest: dict[str, Any], prompts: list[di
     anything is replaced, so a refused resume leaves run.json and prompts.jsonl untouched. ``prompts``
     is the records, or replay's spool of them (moved into place, not written again)."""
     run_dir = Path(run_dir)
-    files.ensure_dir(run_dir)
-    with files.staged_file(prompts_path(run_dir)) as staged_prompts:  # lands only if every check passes
+    atomic.ensure_dir(run_dir)
+    with atomic.staged_file(prompts_path(run_dir)) as staged_prompts:  # lands only if every check passes
         if isinstance(prompts, list):
             write_prompts(staged_prompts, prompts)
         else:
@@ -459,7 +542,7 @@ def read_prompt_records(run_dir: Path) -> list[dict[str, Any]]:
     path = prompts_path(run_dir)
     if not path.is_file():
         raise InputError(path, "missing; not a replay run directory")
-    records = files.read_jsonl(path, what="prompts.jsonl")
+    records = [rec for _, rec, _ in read_lines(path)]
     check_prompt_records(records, str(path))
     return records
 
@@ -470,7 +553,7 @@ def copy_run_records(src: Path, dst: Path) -> None:
     try:
         shutil.copyfile(prompts_path(src), prompts_path(dst))
     except OSError as exc:
-        raise OutputError(f"{dst}: cannot copy prompts.jsonl: {files.describe_os_error(exc)}") from None
+        raise OutputError(f"{dst}: cannot copy prompts.jsonl: {atomic.describe_os_error(exc)}") from None
     if run_manifest_path(src).is_file():
         shutil.copyfile(run_manifest_path(src), run_manifest_path(dst))
 
@@ -487,7 +570,7 @@ def write_run_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
             raise PredictionsError(f"{path}: field 'digest': this run folder belongs to manifest {have}, not "
                                    f"{digest}; use a new --out directory")
         return
-    files.atomic_write_text(path, dump_manifest(manifest))
+    atomic.atomic_write_text(path, dump_manifest(manifest))
 
 
 def load_run_manifest(run_dir: Path, run_json: dict[str, Any], loaded: RunRecords | None = None) -> TrustedManifest:
@@ -655,7 +738,7 @@ def predictions_digest(model_dir: Path, keys: Iterable[Key]) -> str:
         for lineno, raw in enumerate(data.split(b"\n")[:-1], start=1):
             if not raw.strip():
                 continue
-            obj = files.parse_json_text(raw.decode("utf-8", errors="replace"), path, record=f"line {lineno}")
+            obj = reading.parse_json_text(raw.decode("utf-8", errors="replace"), path, record=f"line {lineno}")
             key = (obj.get("dataset"), obj.get("run"), obj.get("instance_id"))
             line_hash[key] = sha256_bytes(raw)  # type: ignore[index]
     return digest_of_hashes(line_hash[k] for k in keys if k in line_hash)

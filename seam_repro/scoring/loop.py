@@ -18,10 +18,11 @@ the unflushed gold file CPython had written, for a file system block size, defau
 details, ``intended`` in the summary). The ``upstream`` profile's score is the as-published one,
 because that is what produced the paper's numbers.
 
-One loop scores every suite. Each record's (upstream, corrected) metrics come from the record's
-``metric`` (ZeroSCROLLS-, IGCS-style suites) or, for SEAM's four tasks, from data/suites/seam.json by
-task; the metric registry (``metrics.registry``) says how each extracts its response, scores
-an instance and aggregates a run (the mean, or the CoNLL micro-average for coreference).
+One loop scores every suite, with no branch on a dataset or task: each record's (upstream,
+corrected) metrics come from the metric registry (``metrics.registry.record_metrics``: the
+record's ``metric``), and each metric says what gold target it takes, how it extracts its
+response, when an output has the asked-for form, how it scores an instance and how it aggregates a
+run (the mean, or the CoNLL micro-average for coreference).
 
 Model output is untrusted: undecodable bytes, lone surrogates, empty or absurd text are format
 failures (``valid_format: false``) and still get a score, never a crash.
@@ -36,9 +37,8 @@ from typing import Any
 from seam_repro import __version__
 from seam_repro.config import PROFILES
 from seam_repro.errors import InputError, PredictionsError, PrerequisiteError, SeamReproError
-from seam_repro.files import guard_outputs, iter_jsonl
-from seam_repro.hashing import digest_of_hashes, sha256_json, sha256_text
-from seam_repro.manifest.prompts import check_prompt_record, require_fields
+from seam_repro.files.guard import guard_outputs
+from seam_repro.hashing import digest_of_hashes
 from seam_repro.metrics import registry
 from seam_repro.metrics.registry import ScoringContext
 from seam_repro.metrics.unflushed import DEFAULT_BLOCK_SIZE
@@ -47,77 +47,32 @@ from seam_repro.run.store import (
     ScoresWriter,
     check_run_prompts,
     model_dirs,
+    model_run_file,
     prediction_files,
     predictions_root,
     prompts_path,
+    read_lines,
+    read_prediction_file,
+    read_prompts,
     run_json_path,
     run_manifest_path,
     scores_root,
 )
 from seam_repro.scoring.extract import cap_output, extract, extract_clean
-from seam_repro.scoring.validity import is_valid
 
-SEAM_TASKS: tuple[str, ...] = ("coreference", "summarization", "qa", "fic")
-"""Tasks whose metrics come from data/suites/seam.json by task; records of any other task name theirs."""
 Key = tuple[str, int, str]
 
 
-# --- reading --------------------------------------------------------------------------------------
-def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any], bool]]:
-    """(line number, object, decodable) for each complete line, read as they come. A torn
-    (unterminated, unparseable) last line is skipped; bytes that are not UTF-8 are replaced and
-    flagged instead of failing."""
-    flagged: set[int] = set()
-    for n, obj in iter_jsonl(path, lenient_tail=True, undecodable=flagged):
-        yield n, obj, n not in flagged
-
-
-SCORED_FIELDS: dict[str, type] = {"dataset": str, "run": int, "instance_id": str, "prompt": str,
-                                   "prompt_sha256": str, "task": str}
-"""What scoring needs of a prompt record (``gen_seed`` is replay's, not scoring's)."""
-
-
+# --- reading (through run/store.py, the run folder's one reader) ------------------------------------
 def iter_prompts(path: Path) -> Iterator[tuple[Key, dict[str, Any]]]:
-    """Prompt records of ``prompts.jsonl`` with their keys, in file order, each checked as it is
-    read (fields, target hash and form); a duplicate key is refused."""
-    if not path.is_file():
-        raise InputError(path, "prompts file not found (expected RUN_DIR/prompts.jsonl from `seam-repro replay`)")
-    seen: set[Key] = set()
-    for lineno, rec, _ in _jsonl(path):
-        where = f"line {lineno}"
-        check_prompt_record(rec, path, where, SCORED_FIELDS)
-        target = rec.get("target")
-        if "target_sha256" in rec and rec["target_sha256"] not in (
-                sha256_json(target), sha256_text(target) if isinstance(target, str) else None):
-            raise InputError(path, "target_sha256 does not match the target", record=where, field="target_sha256")
-        if rec["task"] not in SEAM_TASKS:
-            registry.check_record(path, where, rec)
-        else:
-            _check_target(path, where, rec["task"], target)
-        key = (rec["dataset"], rec["run"], rec["instance_id"])
-        if key in seen:
-            raise InputError(path, f"duplicate prompt record for {key}", record=where)
-        seen.add(key)
-        yield key, rec
+    """The run's prompt records (``store.read_prompts``), each target checked as its metric expects."""
+    return read_prompts(path, registry.check_record)
 
 
 def load_prompts(path: Path) -> dict[Key, dict[str, Any]]:
-    """Prompt records keyed by (dataset, run, instance_id), in file order, hashes re-checked."""
+    """Prompt records keyed by (dataset, run, instance_id), in file order, hashes re-checked
+    (``seam-repro view`` reads them so)."""
     return dict(iter_prompts(path))
-
-
-def _check_target(path: Path, where: str, task: str, target: Any) -> None:
-    ok = {"summarization": isinstance(target, str),
-          "qa": isinstance(target, dict) and isinstance(target.get("is_answerable"), bool)
-          and isinstance(target.get("answer_content"), str),
-          "fic": isinstance(target, dict) and isinstance(target.get("highlights_concat"), str)
-          and isinstance(target.get("review_side_alignments"), list),
-          "coreference": isinstance(target, list) and all(isinstance(c, list) for c in target)}[task]
-    if not ok:
-        form = {"summarization": "a summary string", "qa": '{"is_answerable": bool, "answer_content": str}',
-                "fic": '{"highlights_concat": str, "review_side_alignments": [str, ...]}',
-                "coreference": "a list of clusters (lists of int mention ids)"}[task]
-        raise InputError(path, f"expected {form}", record=where, field="target")
 
 
 def _clean_text(text: str, decodable: bool) -> tuple[str, bool]:
@@ -129,40 +84,16 @@ def _clean_text(text: str, decodable: bool) -> tuple[str, bool]:
     return text, decodable
 
 
-def read_prediction_file(path: Path, hashes: Mapping[Key, str], model: dict[str, Any] | None,
-                         ) -> tuple[dict[Key, dict[str, Any]], dict[str, Any] | None]:
-    """The predictions of one ``<dataset>/run_<k>.jsonl`` file, checked against the prompts' hashes
-    and against ``model`` (the first file's model, or None); returns them and the model."""
-    preds: dict[Key, dict[str, Any]] = {}
-    ds = path.parent.name
-    for lineno, rec, decodable in _jsonl(path):
-        where = f"line {lineno}"
-        require_fields(rec, {"dataset": str, "run": int, "instance_id": str, "output": str,
-                             "prompt_sha256": str, "model": dict}, path, where)
-        if rec["dataset"] != ds or path.name != f"run_{rec['run']}.jsonl":
-            raise InputError(path, f"record of {rec['dataset']} run {rec['run']} filed under {ds}/{path.name}",
-                             record=where)
-        key = (rec["dataset"], rec["run"], rec["instance_id"])
-        if key not in hashes:
-            raise PredictionsError(f"{path}: {where}: instance {key} is not in prompts.jsonl")
-        if rec["prompt_sha256"] != hashes[key]:
-            raise PredictionsError(f"{path}: {where}: prompt_sha256 of {key} differs from prompts.jsonl "
-                                   "(predictions were made for other prompts)")
-        if key in preds:
-            raise PredictionsError(f"{path}: {where}: duplicate prediction for {key}")
-        got = {"id": rec["model"].get("id"), "revision": rec["model"].get("revision")}
-        if model is None:
-            model = got
-        elif got != model:
-            raise PredictionsError(f"{path}: {where}: model {got} differs from {model} in the same directory")
-        rec["output"], rec["_decodable"] = _clean_text(rec["output"], decodable)
+def _read_predictions(path: Path, hashes: Mapping[Key, str], model: dict[str, Any] | None,
+                      ) -> tuple[dict[Key, dict[str, Any]], dict[str, Any] | None]:
+    """One predictions file (``store.read_prediction_file``), its texts made encodable for scoring;
+    returns them and the model."""
+    found = read_prediction_file(path, hashes, model=model)
+    for key, rec in found.records.items():
+        rec["output"], rec["_decodable"] = _clean_text(rec["output"], key not in found.undecodable)
         if "upstream_prompt_text" in rec:
-            if not isinstance(rec["upstream_prompt_text"], str):
-                raise InputError(path, "expected the decoded truncated prompt as a string", record=where,
-                                 field="upstream_prompt_text")
             rec["upstream_prompt_text"] = _clean_text(rec["upstream_prompt_text"], True)[0]
-        preds[key] = rec
-    return preds, model
+    return found.records, found.model
 
 
 def _check_complete(model_dir: Path, model: dict[str, Any] | None) -> None:
@@ -180,7 +111,7 @@ def load_predictions(model_dir: Path, prompts: dict[Key, dict[str, Any]]) -> tup
     preds: dict[Key, dict[str, Any]] = {}
     model: dict[str, Any] | None = None
     for path in prediction_files(model_dir):
-        got, model = read_prediction_file(path, hashes, model)
+        got, model = _read_predictions(path, hashes, model)
         preds.update(got)
     _check_complete(model_dir, model)
     assert model is not None
@@ -231,20 +162,8 @@ EXTRACTION_LABEL = {"upstream": "upstream-port", "clean": "clean"}
 
 
 def metric_names(rec: dict[str, Any]) -> dict[str, str]:
-    """The (upstream, corrected) metric of a prompt record: the one it names (other suites), else
-    its SEAM task's metrics as ``data/suites/seam.json`` declares them."""
-    if isinstance(rec.get("metric"), str):
-        return {"upstream": rec["metric"], "corrected": rec["metric"]}
-    return dict(_seam_task_metrics()[rec["task"]])
-
-
-def _seam_task_metrics() -> dict[str, dict[str, str]]:
-    from seam_repro.specs import load_suite
-
-    out: dict[str, dict[str, str]] = {}
-    for spec in load_suite("seam").datasets.values():
-        out.setdefault(spec.task, {"upstream": spec.metrics["upstream"], "corrected": spec.metrics["seam-repro-1"]})
-    return out
+    """The (upstream, corrected) metric of a prompt record (``registry.record_metrics``)."""
+    return registry.record_metrics(rec)
 
 
 def _extract(how: str, rec: dict[str, Any], pred: dict[str, Any], model: dict[str, Any]) -> str:
@@ -324,8 +243,8 @@ def _score_instance(key: Key, rec: dict[str, Any], pred: dict[str, Any], model: 
             line.update(metric=spec.name, score=result.score, metric_version=entry["metric_version"])
             line["details"].update(result.details)
             valid = result.valid_format
-    task = rec["task"]
-    line["valid_format"] = decodable and (is_valid(task, responses[primary]) if task in SEAM_TASKS else bool(valid)) \
+    check = registry.get(names[primary]).valid_output
+    line["valid_format"] = decodable and (check(responses[primary]) if check is not None else bool(valid)) \
         and "output_capped" not in line["details"]  # cut short: its format is not the model's
     line["_resp"] = responses
     return line
@@ -584,7 +503,7 @@ def _prompt_groups(path: Path, sizes: dict[tuple[str, int], int], hashes: Mappin
     """Prompt records (checked already) a whole (dataset, run) at a time, each group as soon as its
     last record is read: one group held at a time when the file lists runs one after another."""
     pending: dict[tuple[str, int], list[tuple[Key, dict[str, Any]]]] = {}
-    for lineno, rec, _ in _jsonl(path):
+    for lineno, rec, _ in read_lines(path):
         key = (rec.get("dataset"), rec.get("run"), rec.get("instance_id"))
         if hashes.get(key) != rec.get("prompt_sha256"):  # type: ignore[arg-type]
             raise InputError(path, "changed while it was being scored; run `seam-repro score` again",
@@ -593,6 +512,23 @@ def _prompt_groups(path: Path, sizes: dict[tuple[str, int], int], hashes: Mappin
         group.append((key, rec))  # type: ignore[arg-type]
         if len(group) == sizes[key[:2]]:  # type: ignore[index]
             yield pending.pop(key[:2])  # type: ignore[arg-type]
+
+
+def _profile(profile: str) -> str:
+    if profile not in PROFILES:
+        raise InputError("--profile", f"unknown profile '{profile}'; expected one of {', '.join(PROFILES)}")
+    return profile
+
+
+def _fic_state(fic: bool, factory: Callable[[], Any] | None, download: bool) -> _Fic:
+    """The FIC models, loaded on first use: the pinned ones unless the caller brings a factory."""
+    if factory is None and fic:
+        from functools import partial
+
+        from seam_repro.metrics.fic import FicScorer
+
+        factory = partial(FicScorer.from_pins, allow_download=download)
+    return _Fic(fic, factory)
 
 
 def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | None = None, *, fic: bool = True,
@@ -613,9 +549,7 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
     guard_outputs([("--out", out_root)], inputs=[run_dir, run_json_path(run_dir), prompts_path(run_dir),
                                                  run_manifest_path(run_dir)],
                   read_dirs=[predictions_root(run_dir)], writes=[d.name for d in model_dirs(run_dir)])
-    profile = profile or run_json.get("profile") or "upstream"
-    if profile not in PROFILES:
-        raise InputError("--profile", f"unknown profile '{profile}'; expected one of {', '.join(PROFILES)}")
+    profile = _profile(profile or run_json.get("profile") or "upstream")
     hashes: dict[Key, str] = {}
     sizes: dict[tuple[str, int], int] = {}
 
@@ -630,13 +564,7 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
     models = model_dirs(run_dir)
     if not models:
         raise PredictionsError(f"{pred_root}: no model directories (expected predictions/<model_slug>/<dataset>/run_<k>.jsonl)")
-    if fic_factory is None and fic:
-        from functools import partial
-
-        from seam_repro.metrics.fic import FicScorer
-
-        fic_factory = partial(FicScorer.from_pins, allow_download=fic_download)
-    fic_state = _Fic(fic, fic_factory)
+    fic_state = _fic_state(fic, fic_factory, fic_download)
     factors = _run_factors(coverage)
     written = []
     for model_dir in models:
@@ -649,11 +577,11 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
             with ScoresWriter(out_root / model_dir.name) as out:
                 for group in _prompt_groups(prompts_path(run_dir), sizes, hashes):
                     ds, run = group[0][0][:2]
-                    path = model_dir / ds / f"run_{run}.jsonl"
+                    path = model_run_file(model_dir, ds, run)
                     preds: dict[Key, dict[str, Any]] = {}
                     if path.is_file():
                         visited.add(path)
-                        preds, model = read_prediction_file(path, hashes, model)
+                        preds, model = _read_predictions(path, hashes, model)
                     items = [(k, rec, preds[k]) for k, rec in group if k in preds]
                     if items:
                         assert model is not None
@@ -667,7 +595,7 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
                     bar.update(len(group))
                 for path in prediction_files(model_dir):  # files of no prompted run: refused unless empty
                     if path not in visited:
-                        model = read_prediction_file(path, hashes, model)[1]
+                        model = _read_predictions(path, hashes, model)[1]
                 _check_complete(model_dir, model)
                 datasets = scorer.datasets() if scorer is not None else {}
                 out.summary = {"model": model, "manifest_digest": run_json.get("manifest_digest"),

@@ -33,7 +33,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from seam_repro.errors import HashMismatchError, InputError, MissingDataError, SeamReproError
-from seam_repro.files import atomic_write_json, ensure_dir, owner_token, read_json, sweep_leftovers
+from seam_repro.files.atomic import atomic_write_json, ensure_dir, owner_token, sweep_leftovers
+from seam_repro.files.reading import read_json
 from seam_repro.hashing import sha256_file
 from seam_repro.network import first_hop, hub_address, quiet_retries, unreachable_reason
 from seam_repro.sources.lock import Lock, Source, SourceFile, load_lock

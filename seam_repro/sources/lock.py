@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from seam_repro.errors import InputError
-from seam_repro.files import parse_json_text, read_text
+from seam_repro.files.reading import parse_json_text, read_text
 
 KINDS: frozenset[str] = frozenset({"url", "hf", "zip", "ecbplus"})
 PACKAGED_LOCK = Path(__file__).parents[1] / "data" / "sources.lock.json"

@@ -16,7 +16,7 @@ from typing import Any
 
 from seam_repro.config import SeamConfig
 from seam_repro.errors import HashMismatchError, InputError, MissingDataError
-from seam_repro.files import read_json
+from seam_repro.files.reading import read_json
 from seam_repro.hashing import sha256_file
 from seam_repro.instances import LoadedDataset
 

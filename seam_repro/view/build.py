@@ -29,7 +29,8 @@ from typing import Any
 from seam_repro.analysis.aggregate import ModelScores
 from seam_repro.analysis.reference import ReferenceTable
 from seam_repro.errors import InputError, MissingDataError, SeamReproError
-from seam_repro.files import OutputError, atomic_dir, atomic_write_bytes, read_jsonl
+from seam_repro.files.atomic import OutputError, atomic_dir, atomic_write_bytes
+from seam_repro.files.reading import read_jsonl
 from seam_repro.hashing import sha256_file
 from seam_repro.run.store import (
     Key,

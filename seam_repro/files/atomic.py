@@ -1,0 +1,313 @@
+"""Atomic writes (temp file + fsync + rename; folders built as a hidden sibling and renamed), with
+temporaries named by their host and pid so the next write of the same target removes what a killed
+process left (``sweep_leftovers``)."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import functools
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from seam_repro.errors import SeamReproError
+from seam_repro.files.json_text import dumps_json, jsonl_line
+
+
+class OutputError(SeamReproError):
+    """An output that cannot be written where asked (over an input, below a file, read-only, disk full)."""
+
+
+def _os_problem(exc: OSError) -> str:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "no space left on the device"
+    if exc.errno == errno.EFBIG:
+        return "file too large for this system's limit"
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return "permission denied (read-only?)"
+    if exc.errno == errno.ENOTDIR:
+        return "a parent path is a regular file, not a folder"
+    if exc.errno == errno.EISDIR:
+        return "a folder of that name exists"
+    return exc.strerror or str(exc)
+
+
+def describe_os_error(exc: OSError) -> str:
+    """One line for an OS error: the path it concerns and the problem in plain words."""
+    where = exc.filename if exc.filename is not None else "(file system)"
+    return f"{where}: {_os_problem(exc)}"
+
+
+def ensure_dir(path: str | Path) -> Path:
+    """``mkdir -p`` with one-line errors (a parent that is a file, a read-only parent)."""
+    p = Path(path)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise OutputError(f"{p}: cannot create folder: a file of that name exists") from None
+    except OSError as exc:
+        raise OutputError(f"{p}: cannot create folder: {_os_problem(exc)}") from None
+    return p
+
+
+def _file_mode(path: Path) -> int:
+    """The mode a plain ``open(path, "w")`` would give: the existing file's, else 0666 less the umask.
+
+    A private temporary is created 0600; a manifest or bundle written that way is unreadable to the
+    container user or a colleague, so the temporary file gets the mode the final file should have.
+    """
+    try:
+        return path.stat().st_mode & 0o7777
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
+_CREATE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) \
+    | getattr(os, "O_BINARY", 0)
+
+
+# --- temporaries named by their owner, so a later run can clean what a killed one left ----------------
+LEGACY_TEMP_AGE_S = 24 * 3600
+"""A temporary named without its owner (written by an older kit) is removed once it is this old:
+no write of the kit keeps a temporary open for a day."""
+
+_OWNER = re.compile(r"h([0-9a-f]{6})p(\d+)-[0-9a-f]{12}")
+_LEGACY = re.compile(r"[0-9a-f]{12}|[a-z0-9_]{8}")  # the random parts older kits used (own hex, mkdtemp)
+
+
+@functools.cache
+def _host_tag() -> str:
+    """This machine, in six hex digits: a pid means something only on the host that made it."""
+    name = os.uname().nodename if hasattr(os, "uname") else os.environ.get("COMPUTERNAME", "")
+    return hashlib.sha256(name.encode("utf-8", "replace")).hexdigest()[:6]
+
+
+def owner_token() -> str:
+    """``h<host>p<pid>-<random>``: what names a temporary this process creates (see :func:`sweep_leftovers`)."""
+    return f"h{_host_tag()}p{os.getpid()}-{os.urandom(6).hex()}"
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # no permission: another user's live process
+        return True
+    return True
+
+
+def sweep_leftovers(folder: str | Path, prefix: str, suffix: str = "") -> list[str]:
+    """Remove what a killed earlier run left in ``folder``: entries named ``<prefix><token><suffix>``
+    whose token (:func:`owner_token`) names a process of this host that is gone, and entries in an
+    older kit's unowned form (``<prefix><random><suffix>``) older than ``LEGACY_TEMP_AGE_S``. A live
+    process's temporaries (this one's included) and another host's (on a shared disk: its pids mean
+    nothing here) are left alone, until the age rule. Best effort: what cannot be removed stays.
+    Returns the names removed."""
+    import time
+
+    removed: list[str] = []
+    host = _host_tag()
+    try:
+        entries = [e for e in os.scandir(folder) if e.name.startswith(prefix) and e.name.endswith(suffix)]
+    except OSError:
+        return removed
+    for entry in entries:
+        middle = entry.name[len(prefix):len(entry.name) - len(suffix)]
+        owner = _OWNER.fullmatch(middle)
+        if owner is not None and owner.group(1) == host:
+            if _pid_alive(int(owner.group(2))):
+                continue
+        elif owner is not None or _LEGACY.fullmatch(middle):
+            try:
+                if time.time() - entry.stat(follow_symlinks=False).st_mtime < LEGACY_TEMP_AGE_S:
+                    continue
+            except OSError:
+                continue
+        else:
+            continue  # not a temporary of ours
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                import shutil  # only here: every atomic write sweeps, few find a folder to remove
+
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+            removed.append(entry.name)
+        except OSError:
+            pass
+    return removed
+
+
+@contextlib.contextmanager
+def owned_tempdir(prefix: str) -> Iterator[Path]:
+    """A private folder ``$TMPDIR/<prefix><owner token>``, removed when the block ends; what a
+    killed earlier run of the same command left under that prefix is removed first."""
+    import shutil
+
+    root = Path(tempfile.gettempdir())
+    sweep_leftovers(root, prefix)
+    work = root / f"{prefix}{owner_token()}"
+    work.mkdir(mode=0o700)
+    try:
+        yield work
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _new_sibling(p: Path) -> tuple[int, str]:
+    """Create a new private file ``.<name>.<owner token>.tmp`` beside ``p`` (exclusive, no symlink
+    followed, mode 0600, not inherited by child processes): what ``tempfile.mkstemp`` does, with a name
+    that says which process owns it, so what a killed earlier write of ``p`` left there is removed
+    first (:func:`sweep_leftovers`)."""
+    sweep_leftovers(p.parent, f".{p.name}.", ".tmp")
+    for _ in range(100):
+        tmp = os.path.join(p.parent, f".{p.name}.{owner_token()}.tmp")
+        try:
+            return os.open(tmp, _CREATE_NEW, 0o600), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no unused temporary name", str(p.parent))
+
+
+def temp_sibling(p: Path) -> tuple[int, str]:
+    """A new private file beside ``p`` (``_new_sibling``), its folder created if need be: for
+    content a command holds on disk while it works, which a killed earlier run's sweep removes."""
+    ensure_dir(p.parent)
+    return _new_sibling(p)
+
+
+def atomic_write_bytes(path: str | Path, data: bytes | Sequence[bytes]) -> None:
+    """Write ``data`` (bytes, or a sequence of byte chunks: their concatenation, never joined into a
+    second copy) to ``path`` through :func:`atomic_writer`: a temporary sibling + fsync + rename.
+
+    On any failure the temporary file is removed and the previous content of ``path`` (if any) is
+    left exactly as it was; the failure becomes an :class:`OutputError` naming ``path``.
+    """
+    with atomic_writer(path) as fh:
+        if isinstance(data, (bytes, bytearray, memoryview)):
+            fh.write(data)
+        else:
+            fh.writelines(data)
+
+
+@contextlib.contextmanager
+def atomic_writer(path: str | Path) -> Iterator[BinaryIO]:
+    """A binary file to write ``path``'s next content into, line by line (content too large to hold):
+    a temporary sibling, fsynced and renamed to ``path`` when the block succeeds, removed when it
+    raises, so ``path`` is either old or new, whole. An OSError inside the block is reported as a
+    failure to write ``path``."""
+    p = Path(path)
+    ensure_dir(p.parent)
+    try:
+        fd, tmp = _new_sibling(p)
+    except OSError as exc:
+        raise OutputError(f"{p}: cannot write: {_os_problem(exc)}; nothing was changed") from None
+    done = False
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fd, _file_mode(p))
+            yield fh
+            fh.flush()
+            os.fsync(fd)
+        os.replace(tmp, p)
+        done = True
+        _fsync_dir(p.parent)
+    except OSError as exc:
+        raise OutputError(f"{p}: cannot write: {_os_problem(exc)}; nothing was changed") from None
+    finally:
+        if not done:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: str | Path, obj: Any, *, indent: int | None = 1, sort_keys: bool = False) -> None:
+    atomic_write_text(path, dumps_json(obj, indent=indent, sort_keys=sort_keys))
+
+
+def atomic_write_jsonl(path: str | Path, records: Iterable[Any]) -> None:
+    """One compact JSON line per record, written atomically a line at a time (a run's prompts are hundreds of
+    MB at 100x the paper's instances: joined, then encoded, they were held three times over)."""
+    with atomic_writer(path) as fh:
+        for r in records:
+            fh.write(jsonl_line(r))
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make a rename durable; folders cannot be opened for fsync on every platform, so best effort."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | Path) -> Iterator[Path]:
+    """Build a folder in a temporary sibling and rename it to ``path`` only when the block succeeds.
+
+    ``path`` must not exist yet (refusing is safer than merging into someone's folder). A kill or an
+    error inside the block leaves no ``path`` at all, only a ``.<name>.partial-<owner>`` sibling that
+    the next attempt removes (:func:`sweep_leftovers`), so a retry is never blocked and a partial
+    folder is never scored.
+    """
+    final = Path(path)
+    if final.exists():
+        raise OutputError(f"{final}: already exists; choose a new output folder")
+    ensure_dir(final.parent)
+    sweep_leftovers(final.parent, f".{final.name}.partial-")
+    try:
+        work = final.parent / f".{final.name}.partial-{owner_token()}"
+        work.mkdir(mode=0o700)
+    except OSError as exc:
+        raise OutputError(f"{final}: cannot create folder: {_os_problem(exc)}") from None
+    try:
+        yield work
+        os.replace(work, final)
+        _fsync_dir(final.parent)
+    except OSError as exc:
+        shutil.rmtree(work, ignore_errors=True)
+        raise OutputError(f"{final}: cannot write: {_os_problem(exc)}; nothing was changed") from None
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+
+
+@contextlib.contextmanager
+def staged_file(path: str | Path) -> Iterator[Path]:
+    """A sibling (``<name>.new``) to write ``path``'s next content into, for content that must be
+    checked before it lands: it replaces ``path`` (rename, then the folder is synced) only when the
+    block succeeds, and is removed when the block raises, so ``path`` is either old or new, whole."""
+    final = Path(path)
+    staged = final.with_name(final.name + ".new")
+    try:
+        yield staged
+        os.replace(staged, final)
+        _fsync_dir(final.parent)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(staged)
+        raise OutputError(f"{final}: cannot write: {_os_problem(exc)}; nothing was changed") from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(staged)
+        raise
