@@ -115,7 +115,9 @@ def _redacted(text: str) -> str:
 
 
 def _fail(message: str, code: int) -> None:
-    click.echo(f"error: {_redacted(message)}", err=True)
+    from seam_repro.bidi import show_bidi
+
+    click.echo(f"error: {show_bidi(_redacted(message))}", err=True)
     sys.exit(code)
 
 

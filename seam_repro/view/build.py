@@ -148,7 +148,7 @@ def build_site(inputs: list[Path], out: Path, reference: ReferenceTable | None =
         paper = reference.name_for_hf_id(ms.model_id) if reference is not None else None
         entry: dict[str, Any] = {"label": label, "id": ms.model_id, "revision": ms.revision, "paper": paper,
                                  "browsable": False, "source": ms.source,
-                                 "unscored": dict(ms.unscored),
+                                 "unscored": dict(ms.unscored), "partial": _partial(ms),
                                  "runs": {name: {str(r): v for r, v in sorted(ds.runs.items())}
                                           for name, ds in ms.datasets.items()}}
         model_entries.append(entry)
@@ -191,7 +191,10 @@ def build_site(inputs: list[Path], out: Path, reference: ReferenceTable | None =
     index = {"title": "seam-repro run explorer", "command": command, "report": _summary(rep),
              "models": [{k: v for k, v in e.items() if k != "source"} for e in model_entries],
              "datasets": [], "figures": []}
-    for d_index, (ds, d) in enumerate(datasets.items()):
+    # the pages follow the summary table's dataset order and names (ECB shown as ECB+ in both)
+    order = {name: k for k, name in enumerate(rep["datasets"])}
+    renumber = {ds: k for k, ds in enumerate(sorted(datasets, key=lambda n: (order.get(n, len(order)), n)))}
+    for d_index, (ds, d) in sorted(((renumber[ds], (ds, d)) for ds, d in datasets.items()), key=lambda t: t[0]):
         instances = list(d["instances"])
         grid = {"dataset": ds, "instances": instances,
                 "cols": [{"model": c["model"], "run": c["run"], "src": c["src"], "pred": c["pred"],
@@ -200,6 +203,7 @@ def build_site(inputs: list[Path], out: Path, reference: ReferenceTable | None =
                          for c in d["cols"]]}
         files[f"grid_{d_index}"] = grid
         index["datasets"].append({"name": ds, "grid": f"grid_{d_index}", "instances": len(instances),
+                                  "display_name": (rep["datasets"].get(ds) or {}).get("display_name") or ds,
                                   "models": sorted({c["model"] for c in d["cols"]}),
                                   "runs": sorted({c["run"] for c in d["cols"]})})
     with _site_dir(out) as tmp:
@@ -237,6 +241,15 @@ def _site_dir(out: Path) -> Iterator[Path]:
     os.replace(out, old)
     os.replace(staging, out)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def _partial(ms: ModelScores) -> str | None:
+    """"18 of 180 instances" for a partial run (``--limit``, ``--datasets``, ``--runs``), else None:
+    shown in the model's own row, not only in the notes."""
+    cov = ms.extra.get("coverage") if isinstance(ms.extra, dict) else None
+    if isinstance(cov, dict) and cov.get("partial"):
+        return f"{cov.get('scored')} of {cov.get('instances')} instances"
+    return None
 
 
 def _prompt_file(src: _Source, ds: str, run: int) -> dict[str, Any]:
