@@ -93,3 +93,22 @@ def test_bidi_controls_are_visible_in_report_md_and_on_the_terminal(run: Path, c
     assert _cli("report", str(run), "--out", str(tmp_path / "r"), "--reference", str(bad)) == 2
     err = capsys.readouterr().err
     assert "\u202e" not in err and "[U+202E]" in err
+
+
+def test_view_finds_the_smoke_fixture_prompts_or_names_their_folder(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run of the shipped smoke manifest records its prompt files relative to the manifest
+    (fixtures/prompts/...): view reads them beside the shipped manifests; where a relative path is
+    not there, the hint names --prompts-dir manifests/<folder>, not an upstream fetch."""
+    from seam_repro.view.build import _paraphrases
+
+    monkeypatch.setenv("SEAM_REPRO_CACHE", str(tmp_path / "empty-cache"))
+    fixture = json.loads((Path(__file__).resolve().parents[1] / "manifests" / "fixtures" / "prompts"
+                          / "MusiQue.json").read_text("utf-8"))
+    manifest = {"config": {"suite": "seam"}, "sources": {"prompts": {}},
+                "provenance": {"paths": {"prompts": {"MusiQue": "fixtures/prompts/MusiQue.json",
+                                                     "ECB": "elsewhere/prompts/ECB.json"}}},
+                "runs": [{"dataset": "MusiQue", "run": 0}, {"dataset": "ECB", "run": 0}]}
+    got = _paraphrases(tmp_path, manifest, None)
+    assert got["MusiQue"] == [p["instructions"] for p in fixture["prompts"]]
+    assert "--prompts-dir manifests/elsewhere/prompts" in got["ECB"] and "fetch" not in got["ECB"]

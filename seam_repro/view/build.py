@@ -31,6 +31,7 @@ from seam_repro.analysis.reference import ReferenceTable
 from seam_repro.errors import InputError, MissingDataError, SeamReproError
 from seam_repro.files import OutputError, atomic_dir, atomic_write_bytes, read_jsonl
 from seam_repro.hashing import sha256_file
+from seam_repro.manifest.shipped import MANIFESTS_DIR
 from seam_repro.run.store import (
     Key,
     predictions_root,
@@ -79,9 +80,13 @@ def _paraphrases(run_dir: Path, manifest: dict[str, Any], prompts_dir: Path | No
     recorded = ((manifest.get("provenance") or {}).get("paths") or {}).get("prompts") or {}
     for name in dict.fromkeys(r["dataset"] for r in manifest.get("runs", [])):
         # a recorded path is relative to the manifest replayed, which the run folder does not name:
-        # only an absolute one can be followed (the pinned hash is checked either way)
+        # an absolute one is followed, a relative one is tried beside the shipped manifests (the smoke
+        # manifests' fixtures/prompts); the pinned hash is checked either way
         where = recorded.get(name)
-        where = where if isinstance(where, str) and Path(where).is_absolute() else None
+        if isinstance(where, str) and not Path(where).is_absolute():
+            where = str(MANIFESTS_DIR / where) if (MANIFESTS_DIR / where).is_file() else None
+        elif not isinstance(where, str):
+            where = None
         try:
             path = resolve_prompt_path(name, prompts_dir, where, run_dir)
             want = (pins.get(name) or {}).get("sha256")
@@ -91,7 +96,15 @@ def _paraphrases(run_dir: Path, manifest: dict[str, Any], prompts_dir: Path | No
                 continue
             out[name] = [p["instructions"] for p in read_prompt_file(path, specs.get(name))["prompts"]]
         except (MissingDataError, InputError) as exc:
-            out[name] = f"paraphrase text not available ({exc})"
+            rel = recorded.get(name)
+            if isinstance(rel, str) and not Path(rel).is_absolute() and prompts_dir is None:
+                # a manifest that reads its prompt files beside itself (the smoke fixtures): name that
+                # folder, not an upstream fetch (offline, and other files than the fixtures)
+                folder = Path("manifests") / Path(rel).parent
+                out[name] = (f"paraphrase text not available: the manifest reads {rel} beside itself; rerun "
+                             f"view with --prompts-dir {folder.as_posix()} (the folder holding {Path(rel).name})")
+            else:
+                out[name] = f"paraphrase text not available ({exc})"
     return out
 
 
