@@ -112,3 +112,19 @@ def test_view_finds_the_smoke_fixture_prompts_or_names_their_folder(tmp_path: Pa
     got = _paraphrases(tmp_path, manifest, None)
     assert got["MusiQue"] == [p["instructions"] for p in fixture["prompts"]]
     assert "--prompts-dir manifests/elsewhere/prompts" in got["ECB"] and "fetch" not in got["ECB"]
+
+
+def _docs() -> str:
+    repo = Path(__file__).resolve().parents[1]
+    return "\n".join(p.read_text("utf-8") for p in [repo / "README.md", *sorted((repo / "docs").glob("*.md"))])
+
+
+def test_docs_say_how_a_new_model_meets_the_paper() -> None:
+    """The README (or the docs/ pages it grows into) names the command that puts a new model beside
+    the paper's (report), what freezing paper.json needs, and one story for the progress bar."""
+    text = " ".join(_docs().split())
+    assert "results against the same frozen seeds" not in text  # paper.json ships unfrozen
+    assert "seam-repro report RUN_DIR --reference paper" in text
+    assert "seam-repro freeze manifests/paper.json" in text and "ships unfrozen" in text
+    assert "appears once the first batch is stored (a batch is generated as one unit" not in text
+    assert "chat_templates/raw.jinja" in text
