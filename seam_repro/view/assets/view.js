@@ -247,7 +247,7 @@
         "Rows: instances; columns: model × run; a cell is the instance score as published (red: output format invalid). " +
         "· = not sampled in that run (no prediction); a dimmed cell fails the filters but shares its row with one that " +
         "passes. Click a cell for the prediction, prompt, factors and gold."),
-        perRunOnly ? el("p", { class: "note", id: "per-run-only" }, info.metric_note ||
+        perRunOnly ? el("p", { class: "note", id: "per-run-only" },
           "No per-instance score here (–): this dataset's metric is computed per run, over all of a run's instances " +
           "together (see \"Score per run\" on the summary); a cell still opens the prediction and any per-instance " +
           "score it has.") : null, controls, count, wrap]);
