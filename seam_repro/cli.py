@@ -115,8 +115,19 @@ def _redacted(text: str) -> str:
     return redact_text(text)
 
 
+def _clip(text: str, limit: int) -> str:
+    """``text`` on one line, cut at a word boundary with "…" past ``limit`` (not mid-word)."""
+    one = " ".join(text.split())
+    if len(one) <= limit:
+        return one
+    cut = one[:limit].rsplit(" ", 1)[0]
+    return (cut if len(cut) > limit // 2 else one[:limit]) + " …"
+
+
 def _fail(message: str, code: int) -> None:
-    click.echo(f"error: {_redacted(message)}", err=True)
+    from seam_repro.bidi import show_bidi
+
+    click.echo(f"error: {show_bidi(_redacted(message))}", err=True)
     sys.exit(code)
 
 
@@ -190,7 +201,7 @@ def main(argv: list[str] | None = None) -> None:
 
             sys.stderr.write(_redacted(traceback.format_exc()))
             sys.exit(70)
-        _fail(f"internal error ({type(exc).__name__}: {_redacted(str(exc))[:200]}); this is a bug in seam-repro: "
+        _fail(f"internal error ({type(exc).__name__}: {_clip(_redacted(str(exc)), 200)}); this is a bug in seam-repro: "
               "rerun with SEAM_REPRO_DEBUG=1 and report the traceback", 70)
     finally:
         if paused:

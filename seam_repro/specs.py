@@ -117,7 +117,14 @@ class Suite(NamedTuple):
         for spec in self.datasets.values():
             if key in (_name_key(spec.name), _name_key(spec.paper_name)):
                 return spec.name
-        raise InputError(where, f"unknown dataset '{name}' in suite '{self.name}'; expected one of "
+        import difflib
+
+        # "did you mean": the nearest spelling (MuSiQeu -> MuSiQue), compared as the names are matched
+        keys = {_name_key(s): spec.display_name for spec in self.datasets.values()
+                for s in (spec.name, spec.paper_name, spec.display_name)}
+        near = list(dict.fromkeys(keys[k] for k in difflib.get_close_matches(key, list(keys), n=2, cutoff=0.6)))
+        guess = f"did you mean {' or '.join(near)}? " if near else ""
+        raise InputError(where, f"unknown dataset '{name}' in suite '{self.name}'; {guess}expected one of "
                          f"{', '.join(s.display_name for s in self.datasets.values())} (any case)", record=record, field=field)
 
     def canonical_names(self, text: str, where: str, field: str) -> list[str]:

@@ -84,7 +84,9 @@ def log() -> logging.Logger:
 def say(line: str, err: bool = False) -> None:
     """Print an informational line (not under ``-q``) and keep it in the run's log file."""
     if not quiet():
-        print(line, file=sys.stderr if err else sys.stdout, flush=True)
+        from seam_repro.bidi import show_bidi
+
+        print(show_bidi(line), file=sys.stderr if err else sys.stdout, flush=True)
     log_printed(line)
 
 

@@ -202,6 +202,8 @@ def test_end_of_input_is_not_reported_as_an_interrupt(monkeypatch: pytest.Monkey
     (OSError(28, "No space left on device", "/full/x"), 2, "error: /full/x: no space left on the device"),
     (RecursionError("maximum recursion depth exceeded"), 2, "error: input nested too deeply"),
     (ZeroDivisionError("division by zero"), 70, "error: internal error (ZeroDivisionError: division by zero)"),
+    # a long message is cut at a word, marked "…", never mid-word (issue 34: "...the attri)")
+    (ValueError("word " * 39 + "attribute and more"), 70, "error: internal error (ValueError: " + "word " * 39 + "…)"),
 ])
 def test_every_other_failure_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
                                          exc: BaseException, code: int, text: str) -> None:

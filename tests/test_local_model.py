@@ -116,7 +116,8 @@ def test_local_folder_replays_scores_submits_and_reports_by_name(tiny_model: Pat
 
     # a protocol model arg is part of the generation settings: resuming with another one is refused
     other = runner.invoke(cli, [a.replace("max_length=512", "max_length=256") for a in args])
-    assert isinstance(other.exception, PredictionsError) and "generation was" in str(other.exception)
+    assert isinstance(other.exception, PredictionsError) and \
+        "generation.model_args.max_model_len was 512, now 256" in str(other.exception)
     # a changed folder is a different revision: resuming into the run dir is refused
     (tiny_model / "generation_config.json").write_text(json.dumps({"do_sample": True, "top_k": 5}))
     try:

@@ -132,6 +132,8 @@ def test_vllm_defaults_and_local_folder(monkeypatch: pytest.MonkeyPatch, tmp_pat
     folder.mkdir()
     (folder / "config.json").write_text("{}")
     (folder / "model.safetensors").write_bytes(b"\x02" + b"\0" * 7 + b"{}")  # a whole safetensors file, no tensor
+    (folder / "tokenizer.json").write_text("{}")  # a folder is checked for a tokenizer and a chat template first
+    (folder / "chat_template.jinja").write_text("{{ messages[0]['content'] }}")
     b = make_backend("vllm", str(folder))
     assert seen["model"] == str(folder.resolve()) and "revision" not in seen
     assert seen["tensor_parallel_size"] == 1 and "gpu_memory_utilization" not in seen

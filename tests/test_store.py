@@ -139,6 +139,11 @@ def test_run_json_created_then_checked_on_resume(tmp_path: Path) -> None:
     first = _prepare(tmp_path)
     assert first["manifest_digest"] == "d1" and list(first["models"]) == ["org__m"]
     assert (tmp_path / "prompts.jsonl").read_text().count("\n") == 1
+    # a stored prediction: from now on the run is held to its settings (a run with none starts over,
+    # tests/test_model_folder.py)
+    stored = tmp_path / "predictions" / "org__m" / "A" / "run_0.jsonl"
+    stored.parent.mkdir(parents=True)
+    stored.write_text('{"x": 1}\n')
     second = _prepare(tmp_path)
     assert len(second["sessions"]) == 2
     with pytest.raises(PredictionsError, match="manifest_digest is 'd1', this replay has 'd2'"):

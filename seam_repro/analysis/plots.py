@@ -37,6 +37,10 @@ def _pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
+    # every text in these figures is literal: a display name such as "$x^$" or "a_$b" is user text, and
+    # mathtext would parse it (exit 70 on an unbalanced one); no figure here uses math
+    matplotlib.rcParams["text.parse_math"] = False
+    matplotlib.rcParams["text.usetex"] = False
     import matplotlib.pyplot as plt
 
     return plt

@@ -332,7 +332,9 @@ def _fmt(x: float | None, nd: int = 1) -> str:
     return "–" if x is None else f"{x:.{nd}f}"
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Control characters, line separators and bidirectional controls (``bidi.BIDI_CONTROLS``: U+202E
+would reorder the rest of a line) are written as escapes."""
 
 
 def md_cell(value: object) -> str:

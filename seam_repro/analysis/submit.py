@@ -304,7 +304,9 @@ def load_inputs(paths: list[Path], manifest: str | None = None) -> list[ModelSco
     models: list[ModelScores] = []
     for p in paths:
         if p.is_dir():
-            models.extend(load_run_dir(p))
+            found = load_run_dir(p)
+            check_scores_current(p, found)
+            models.extend(found)
         elif p.is_file():
             models.append(read_bundle(p))
         else:
@@ -321,6 +323,29 @@ def load_inputs(paths: list[Path], manifest: str | None = None) -> list[ModelSco
             raise InputError(ms.source, f"model {key} is also given by {seen[key]}; pass each model once", field="model")
         seen[key] = ms.source
     return models
+
+
+def check_scores_current(run_dir: Path, models: list[ModelScores]) -> None:
+    """Refuse scores whose predictions changed after scoring (the ``predictions_digest`` that
+    ``score`` recorded no longer matches the prediction files), as ``submit`` does: ``report`` and
+    ``view`` would otherwise show a new prediction beside its old score."""
+    from seam_repro.run.store import predictions_digest, predictions_root, prompts_path, read_run_records
+    from seam_repro.scoring.loop import load_prompts
+
+    tm = read_run_records(run_dir).manifest
+    keys: Any = None
+    for ms in models:
+        recorded = ms.extra.get("predictions_digest")
+        model_dir = predictions_root(run_dir) / Path(ms.source).name
+        if tm is None or not isinstance(recorded, str) or not model_dir.is_dir():
+            continue  # scores copied without their run folder: nothing to compare with
+        if keys is None:
+            keys = list(tm.expected) if tm.frozen else list(load_prompts(prompts_path(run_dir)))
+        now = predictions_digest(model_dir, keys)
+        if now != recorded:
+            raise InputError(Path(ms.source) / "summary.json", f"stale scores: the predictions in {model_dir} changed "
+                             f"after scoring (predictions_digest was {recorded[:16]}…, the files now hash to "
+                             f"{now[:16]}…); run `seam-repro score {run_dir}` again", field="predictions_digest")
 
 
 def resolve_manifest_digest(spec: str | None) -> str | None:

@@ -135,7 +135,7 @@ def replay(manifest: Path, out: Path, model: str | None, name: str | None, backe
     from seam_repro.run.replay import ReplayOptions
     from seam_repro.run.replay import replay as run_replay
     from seam_repro.run.shard import parse_shard
-    from seam_repro.run.store import RUN_FOLDER_WRITES, count_stored, predictions_root, run_log_path
+    from seam_repro.run.store import RUN_FOLDER_WRITES, predictions_root, run_log_path
     from seam_repro.verbosity import run_log
 
     if q4 and q8:
@@ -145,8 +145,7 @@ def replay(manifest: Path, out: Path, model: str | None, name: str | None, backe
                   writes=RUN_FOLDER_WRITES)  # before the log lands
     with run_log(run_log_path(out)):
         log().debug("command: seam-repro " + shlex.join(sys.argv[1:]))
-        on_interrupt(lambda: f"{count_stored(out)} predictions are kept in {predictions_root(out)} "
-                     "(one fsynced line each)")
+        on_interrupt(lambda: interrupted_note(out))
         if allow_unfrozen:
             loaded = load_trusted(manifest, allow_unfrozen=True)
         else:  # an unfrozen manifest (paper.json): fetch, freeze into --out, verify, then replay
@@ -186,6 +185,17 @@ def replay(manifest: Path, out: Path, model: str | None, name: str | None, backe
             log_printed(table)
         elif no_report:
             say(f"results table not printed (--no-report); see it with: seam-repro report {out} --out REPORT_DIR")
+
+
+def interrupted_note(out: Path) -> str:
+    """What Ctrl-C during replay leaves: the stored predictions, or, before the first batch was
+    stored, that there are none (not "0 predictions are kept in" a folder never created)."""
+    from seam_repro.run.store import count_stored, predictions_root
+
+    n = count_stored(out) if predictions_root(out).is_dir() else 0
+    if n == 0:
+        return "no prediction was stored yet (stopped before the first batch finished)"
+    return f"{n} prediction{'s' if n != 1 else ''} kept in {predictions_root(out)} (one fsynced line each)"
 
 
 def score_and_tabulate(run_dir: Path, fic: bool, fic_download: bool, table: bool = True) -> tuple[list[Path], str]:

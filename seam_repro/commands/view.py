@@ -23,8 +23,9 @@ def view(inputs: tuple[Path, ...], out_dir: Path, reference: str | None, prompts
     from seam_repro.files.guard import guard_outputs
     from seam_repro.view.build import build_site
 
+    # writes=".": an earlier site at --out is replaced whole, so no input may lie inside it
     guard_outputs([("--out", out_dir)], inputs=[*inputs, reference if reference not in (None, "paper") else None],
-                  read_dirs=[p for p in inputs if p.is_dir()])
+                  read_dirs=[*(p for p in inputs if p.is_dir()), prompts_dir], writes=["."])
     ref = load_reference(reference) if reference else None
     click.echo(str(build_site(list(inputs), out_dir, ref, prompts_dir, _command_line())))
     return 0

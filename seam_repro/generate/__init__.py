@@ -31,6 +31,11 @@ def model_pins() -> dict[str, Any]:
 
 def parse_model_spec(spec: str) -> tuple[str, str]:
     """``ID[@REVISION]`` -> (id, revision); a bare id must be one of the pinned models."""
+    from seam_repro.generate.model_folder import missing_folder_problem
+
+    missing = missing_folder_problem(spec)  # ./tiny-lama: the folder is missing, said before any Hub pin
+    if missing is not None:
+        raise missing
     model_id, _, revision = spec.partition("@")
     if not model_id or "@" in revision:
         raise InputError("--model", f"expected ID, ID@REVISION or a local model folder, got {spec!r}")
@@ -115,8 +120,11 @@ def make_backend(backend: str, model: str | None, *, dtype: str = "auto", quanti
     source: str | None = None
     local_info: dict[str, Any] | None = None
     if is_local_spec(model):
+        from seam_repro.generate.model_folder import check_model_folder
+
         local = resolve_local(model)
         check_weights(local)
+        check_model_folder(local.path, local.files, args)  # tokenizer files, chat template: before any load
         model_id, revision, source = local.model_id, local.revision, str(local.path)
         local_info = {"path": str(local.path), "files": local.files}
     else:

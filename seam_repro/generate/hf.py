@@ -37,6 +37,7 @@ from typing import Any
 from seam_repro.config import GenerationSettings
 from seam_repro.errors import InputError, PrerequisiteError, SeamReproError
 from seam_repro.generate.base import HF_LEGACY_TOP_K, BatchOutOfMemory, GenerationRequest, GenerationResult
+from seam_repro.generate.model_folder import check_tokenizer_template
 from seam_repro.generate.sampling import filter_logits
 from seam_repro.hashing import sha256_json, sha256_text
 
@@ -651,6 +652,7 @@ def load_hf_backend(model_id: str, revision: str, *, dtype: str = "auto", quanti
                                                   **load_from)
         if chat_template is not None:
             tokenizer.chat_template = read_chat_template(chat_template)
+        check_tokenizer_template(tokenizer, where, chat_template)  # a base model: one line, before the weights
         model = AutoModelForCausalLM.from_pretrained(where, **kwargs)
     except (SeamReproError, MemoryError, torch.cuda.OutOfMemoryError):
         raise

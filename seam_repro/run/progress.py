@@ -25,6 +25,17 @@ def progress_bar(total: int, desc: str, unit: str, enabled: bool, initial: int =
                 bar_format="{l_bar}{bar}| {n:.0f}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]")
 
 
+def advance_to(bar: Any, n: int) -> None:
+    """Set ``bar``'s count to exactly ``n`` (a whole number of instances) and let it redraw when due.
+    Replay moves the bar by fractions of an instance per decoding step; added back up, those drift a
+    few ulps past the total, which tqdm answers with "clamping frac to range [0, 1]" and a negative
+    ETA (``<-00:00``). Snapping at every stored batch keeps the count exact."""
+    if bar.disable:
+        return
+    bar.n = min(n, bar.total) if bar.total is not None else n
+    bar.update(0)
+
+
 def close_bar(bar: Any) -> None:
     """Close ``bar``; in a log file print its last state once (unless it was the last printed,
     which ``mininterval`` may have held back) and end the line, where tqdm's close() would print it a

@@ -286,17 +286,22 @@ def _generate(spool: PromptSpool, backend: Backend, settings: GenerationSettings
     todo = [b for b in batches if any(keys[j] not in store.done for j in b)]
     summary = ReplaySummary(Path(run_dir), model_slug(backend.model_id), len(mine),
                             sum(keys[j] in store.done for j in mine), repaired=store.repaired)
-    from seam_repro.run.progress import close_bar, progress_bar
+    from seam_repro.run.progress import advance_to, close_bar, progress_bar
     from seam_repro.verbosity import PRINTED
 
     # instances already stored before a resume do not count towards the rate (and so the ETA)
-    bar = progress_bar(len(mine), f"{backend.name}:{summary.model_slug}", "inst", progress,
-                       initial=summary.already_done)
+    label = summary.model_slug if summary.model_slug == backend.name else f"{summary.model_slug} ({backend.name})"
+    bar = progress_bar(len(mine), label, "inst", progress, initial=summary.already_done)
 
     def note(line: str) -> None:
         bar.write(line)
         logging.getLogger(PRINTED).warning(line)
 
+    others = [s for s in run_json["models"] if s != summary.model_slug]
+    if others:  # said now, not first when submit refuses without --model
+        note(f"note: {run_dir} now holds {len(others) + 1} models ({', '.join([*others, summary.model_slug])}); "
+             f"score, report and view take them all; submit needs --model {backend.model_id} to bundle this one "
+             "(a run folder per model keeps them apart: a new --out)")
     for path, dropped in store.repaired:
         note(f"resume: dropped a torn last line ({dropped} bytes) of {path}")
     invariant = bool(getattr(backend, "deterministic", False))
@@ -366,7 +371,8 @@ def _generate(spool: PromptSpool, backend: Backend, settings: GenerationSettings
             store.sync()  # once per batch: a machine crash loses at most this batch, never an earlier one
             summary.seconds = time.perf_counter() - start
             bar.set_postfix_str(f"{summary.tokens_per_second:.1f} tok/s", refresh=False)
-            bar.update(written - step_share[1])  # the batch's steps so far, completed to whole instances
+            # the batch's steps so far, completed to whole instances (exactly: fractions drift past the total)
+            advance_to(bar, summary.already_done + summary.generated)
     finally:
         if hooked:
             backend.step_hook = None  # type: ignore[attr-defined]

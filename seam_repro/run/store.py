@@ -480,6 +480,26 @@ def load_run_json(run_dir: Path, required: tuple[str, ...] = ("models", "session
     return validate_run_json(reading.read_json(path, what="run.json", expect=None), path, required)
 
 
+def has_predictions(run_dir: Path, slug: str) -> bool:
+    """Whether model ``slug`` has any prediction stored in ``run_dir`` (a non-empty prediction file)."""
+    return any(p.stat().st_size > 0 for p in prediction_files(predictions_root(run_dir) / slug))
+
+
+def first_difference(name: str, old: Any, new: Any) -> str:
+    """``generation.temperature was 0.8, now 0.0``: the first field where two recorded values differ
+    (into nested objects), not two whole dumps."""
+    while isinstance(old, dict) and isinstance(new, dict):
+        keys = [k for k in (*old, *(k for k in new if k not in old)) if old.get(k, _ABSENT) != new.get(k, _ABSENT)]
+        if not keys:
+            break
+        name, old, new = f"{name}.{keys[0]}", old.get(keys[0], _ABSENT), new.get(keys[0], _ABSENT)
+    shown = ["(not set)" if v is _ABSENT else repr(v)[:120] for v in (old, new)]
+    return f"{name} was {shown[0]}, now {shown[1]}"
+
+
+_ABSENT = object()
+
+
 def require_run_json(run_dir: Path, required: tuple[str, ...] = ()) -> dict[str, Any]:
     """run.json of a replay run folder; a folder without one is not a run and is refused."""
     obj = load_run_json(run_dir, required)
@@ -508,6 +528,10 @@ def prepare_run_dir(run_dir: Path, *, manifest: dict[str, Any], prompts: list[di
         prompts_sha = sha256_file(staged_prompts)
         current = load_run_json(run_dir)
         slug = model_slug(model_entry["id"])
+        if current is not None and not any(has_predictions(run_dir, s) for s in current.get("models") or {}):
+            # a run that stored no prediction yet (a failed first start): nothing to mix, so a
+            # corrected retry starts it again instead of being held to the failed one's settings
+            current = None
         if current is None:
             current = {"schema_version": RUN_SCHEMA_VERSION, "manifest_digest": manifest.get("digest"),
                        "prompt_digest": manifest.get("prompt_digest"), "profile": manifest.get("profile"),
@@ -520,12 +544,15 @@ def prepare_run_dir(run_dir: Path, *, manifest: dict[str, Any], prompts: list[di
                     raise PredictionsError(f"{run_json_path(run_dir)}: {name} is {current.get(name)!r}, this replay "
                                            f"has {want!r}; use a new --out directory")
             old = current["models"].get(slug)
-            if old is not None:
+            if old is not None and not has_predictions(run_dir, slug):
+                current["models"][slug] = model_entry  # nothing stored under the old settings: replaced
+            elif old is not None:
                 for name in ("id", "revision", "backend_name", "generation"):
                     if old.get(name) != model_entry.get(name):
-                        raise PredictionsError(f"{run_json_path(run_dir)}: model {slug}: {name} was "
-                                               f"{old.get(name)!r}, now {model_entry.get(name)!r}; refusing to mix "
-                                               "predictions")
+                        raise PredictionsError(f"{run_json_path(run_dir)}: model {slug}: "
+                                               f"{first_difference(name, old.get(name), model_entry.get(name))}; "
+                                               "refusing to mix predictions made two ways in one run folder: "
+                                               "replay into a new --out, or repeat the first run's settings")
         if check_existing is not None:
             check_existing()
     current["models"].setdefault(slug, model_entry)

@@ -32,6 +32,7 @@ from seam_repro.errors import InputError, MissingDataError, SeamReproError
 from seam_repro.files.atomic import OutputError, atomic_dir, atomic_write_bytes
 from seam_repro.files.reading import read_jsonl
 from seam_repro.hashing import sha256_file
+from seam_repro.manifest.shipped import MANIFESTS_DIR
 from seam_repro.run.store import (
     Key,
     predictions_root,
@@ -80,9 +81,13 @@ def _paraphrases(run_dir: Path, manifest: dict[str, Any], prompts_dir: Path | No
     recorded = ((manifest.get("provenance") or {}).get("paths") or {}).get("prompts") or {}
     for name in dict.fromkeys(r["dataset"] for r in manifest.get("runs", [])):
         # a recorded path is relative to the manifest replayed, which the run folder does not name:
-        # only an absolute one can be followed (the pinned hash is checked either way)
+        # an absolute one is followed, a relative one is tried beside the shipped manifests (the smoke
+        # manifests' fixtures/prompts); the pinned hash is checked either way
         where = recorded.get(name)
-        where = where if isinstance(where, str) and Path(where).is_absolute() else None
+        if isinstance(where, str) and not Path(where).is_absolute():
+            where = str(MANIFESTS_DIR / where) if (MANIFESTS_DIR / where).is_file() else None
+        elif not isinstance(where, str):
+            where = None
         try:
             path = resolve_prompt_path(name, prompts_dir, where, run_dir)
             want = (pins.get(name) or {}).get("sha256")
@@ -92,7 +97,15 @@ def _paraphrases(run_dir: Path, manifest: dict[str, Any], prompts_dir: Path | No
                 continue
             out[name] = [p["instructions"] for p in read_prompt_file(path, specs.get(name))["prompts"]]
         except (MissingDataError, InputError) as exc:
-            out[name] = f"paraphrase text not available ({exc})"
+            rel = recorded.get(name)
+            if isinstance(rel, str) and not Path(rel).is_absolute() and prompts_dir is None:
+                # a manifest that reads its prompt files beside itself (the smoke fixtures): name that
+                # folder, not an upstream fetch (offline, and other files than the fixtures)
+                folder = Path("manifests") / Path(rel).parent
+                out[name] = (f"paraphrase text not available: the manifest reads {rel} beside itself; rerun "
+                             f"view with --prompts-dir {folder.as_posix()} (the folder holding {Path(rel).name})")
+            else:
+                out[name] = f"paraphrase text not available ({exc})"
     return out
 
 
@@ -149,7 +162,7 @@ def build_site(inputs: list[Path], out: Path, reference: ReferenceTable | None =
         paper = reference.name_for_hf_id(ms.model_id) if reference is not None else None
         entry: dict[str, Any] = {"label": label, "id": ms.model_id, "revision": ms.revision, "paper": paper,
                                  "browsable": False, "source": ms.source,
-                                 "unscored": dict(ms.unscored),
+                                 "unscored": dict(ms.unscored), "partial": _partial(ms),
                                  "runs": {name: {str(r): v for r, v in sorted(ds.runs.items())}
                                           for name, ds in ms.datasets.items()}}
         model_entries.append(entry)
@@ -192,7 +205,10 @@ def build_site(inputs: list[Path], out: Path, reference: ReferenceTable | None =
     index = {"title": "seam-repro run explorer", "command": command, "report": _summary(rep),
              "models": [{k: v for k, v in e.items() if k != "source"} for e in model_entries],
              "datasets": [], "figures": []}
-    for d_index, (ds, d) in enumerate(datasets.items()):
+    # the pages follow the summary table's dataset order and names (ECB shown as ECB+ in both)
+    order = {name: k for k, name in enumerate(rep["datasets"])}
+    renumber = {ds: k for k, ds in enumerate(sorted(datasets, key=lambda n: (order.get(n, len(order)), n)))}
+    for d_index, (ds, d) in sorted(((renumber[ds], (ds, d)) for ds, d in datasets.items()), key=lambda t: t[0]):
         instances = list(d["instances"])
         grid = {"dataset": ds, "instances": instances,
                 "cols": [{"model": c["model"], "run": c["run"], "src": c["src"], "pred": c["pred"],
@@ -201,6 +217,7 @@ def build_site(inputs: list[Path], out: Path, reference: ReferenceTable | None =
                          for c in d["cols"]]}
         files[f"grid_{d_index}"] = grid
         index["datasets"].append({"name": ds, "grid": f"grid_{d_index}", "instances": len(instances),
+                                  "display_name": (rep["datasets"].get(ds) or {}).get("display_name") or ds,
                                   "models": sorted({c["model"] for c in d["cols"]}),
                                   "runs": sorted({c["run"] for c in d["cols"]})})
     with _site_dir(out) as tmp:
@@ -238,6 +255,15 @@ def _site_dir(out: Path) -> Iterator[Path]:
     os.replace(out, old)
     os.replace(staging, out)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def _partial(ms: ModelScores) -> str | None:
+    """"18 of 180 instances" for a partial run (``--limit``, ``--datasets``, ``--runs``), else None:
+    shown in the model's own row, not only in the notes."""
+    cov = ms.extra.get("coverage") if isinstance(ms.extra, dict) else None
+    if isinstance(cov, dict) and cov.get("partial"):
+        return f"{cov.get('scored')} of {cov.get('instances')} instances"
+    return None
 
 
 def _prompt_file(src: _Source, ds: str, run: int) -> dict[str, Any]:

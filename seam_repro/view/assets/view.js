@@ -45,11 +45,19 @@
   function add(parent, kid) {
     if (kid === null || kid === undefined || kid === false) return;
     if (Array.isArray(kid)) { kid.forEach(function (k) { add(parent, k); }); return; }
-    parent.appendChild(typeof kid === "object" ? kid : document.createTextNode(String(kid)));
+    parent.appendChild(typeof kid === "object" ? kid : document.createTextNode(vis(String(kid))));
+  }
+  // Bidirectional controls (U+202A-E, U+2066-9, marks) in run text would reorder what a reader sees:
+  // every text written to the page shows them as visible tags ("[U+202E]") instead.
+  const BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+  function vis(s) {
+    return s.replace(BIDI, function (c) { return "[U+" + c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0") + "]"; });
   }
   // Keys are run data (instance ids): only own properties count, so an id like "constructor" or
   // "__proto__" is looked up as data, never as something every object inherits.
   function own(obj, key) { return obj && Object.prototype.hasOwnProperty.call(obj, key) ? obj[key] : undefined; }
+  // Maps keyed by run data (model names, dataset names): a Map has no prototype to write onto.
+  function getOr(map, key, make) { if (!map.has(key)) map.set(key, make()); return map.get(key); }
   function fmt(x, nd) { return x === null || x === undefined ? "–" : Number(x).toFixed(nd === undefined ? 1 : nd); }
   function href(params) {
     return "#" + Object.keys(params).map(function (k) {
@@ -70,7 +78,7 @@
     n.replaceChildren();
     add(n, el("a", { href: "#page=summary", class: active === "summary" ? "active" : null }, "Summary"));
     index.datasets.forEach(function (d, k) {
-      add(n, el("a", { href: href({ page: "ds", d: k }), class: active === "ds" + k ? "active" : null }, d.name));
+      add(n, el("a", { href: href({ page: "ds", d: k }), class: active === "ds" + k ? "active" : null }, d.display_name || d.name));
     });
     if (index.datasets.length) {
       add(n, el("a", { href: href({ page: "pair", d: 0 }), class: active === "pair" ? "active" : null }, "Compare models"));
@@ -83,35 +91,47 @@
     nav("summary");
     const rep = index.report;
     const names = Object.keys(rep.datasets);
-    const byModel = {};
+    const byModel = new Map();  // label -> Map(dataset -> row); labels are user text ("__proto__" too)
     names.forEach(function (ds) {
-      rep.datasets[ds].rows.forEach(function (row) { (byModel[row.model] = byModel[row.model] || {})[ds] = row; });
+      own(rep.datasets, ds).rows.forEach(function (row) { getOr(byModel, row.model, function () { return new Map(); }).set(ds, row); });
     });
-    const paperOf = {}, unscored = {};
-    index.models.forEach(function (m) { if (m.paper) paperOf[m.label] = m.paper; unscored[m.label] = m.unscored || {}; });
+    const paperOf = new Map(), unscored = new Map(), entryOf = new Map();
+    index.models.forEach(function (m) {
+      if (m.paper) paperOf.set(m.label, m.paper);
+      unscored.set(m.label, m.unscored || {});
+      entryOf.set(m.label, m);
+    });
     const head = el("tr", {}, el("th", { class: "name" }, "Model"), names.map(function (ds) {
-      return el("th", { title: rep.datasets[ds].metric || "" }, rep.datasets[ds].display_name || ds);
+      const d = own(rep.datasets, ds);
+      return el("th", { title: d.metric || "" }, d.display_name || ds);
     }), el("th", {}, "AR"), el("th", {}, "ARSD"));
+    let anyApart = false;
     // a run under another protocol has its AR/ARSD apart from the comparable models': shown in parentheses
     function stat(key, label) {
-      const own = (rep.stability[key] || {})[label];
-      const apart = (rep.stability.apart || {})[label];
-      return el("td", {}, own !== undefined ? fmt(own, 2) : apart ? "(" + fmt(apart[key], 2) + ") ‡" : "–");
+      const mine = own(own(rep.stability, key), label);
+      const apart = own(rep.stability.apart, label);
+      return el("td", {}, mine !== undefined ? fmt(mine, 2) : apart ? "(" + fmt(own(apart, key), 2) + ") ‡" : "–");
     }
     const body = (rep.model_order || []).map(function (label) {
-      const rows = byModel[label] || {};
-      const isRef = names.some(function (ds) { return rows[ds] && rows[ds].from_summary_stats; });
+      const rows = byModel.get(label) || new Map();
+      const isRef = names.some(function (ds) { return rows.get(ds) && rows.get(ds).from_summary_stats; });
+      const entry = entryOf.get(label);
+      const partial = entry && entry.partial;
       return el("tr", { class: isRef ? "ref" : null, "data-model": label },
-        el("td", { class: "name" }, label + (isRef ? " (reference)" : "")),
+        el("td", { class: "name" }, label + (isRef ? " (reference)" : ""),
+          partial ? el("span", { class: "partial", title: "a partial run (--limit, --datasets or --runs): means are over the instances replayed" },
+            "partial: " + partial) : null),
         names.map(function (ds) {
-          const r = rows[ds];
-          const paper = paperOf[label] && byModel[paperOf[label]] && byModel[paperOf[label]][ds];
-          const why = !r && unscored[label] && unscored[label][ds];
+          const r = rows.get(ds);
+          const paperRows = paperOf.has(label) ? byModel.get(paperOf.get(label)) : null;
+          const paper = paperRows && paperRows.get(ds);
+          const why = !r && own(unscored.get(label), ds);
+          if (r && (r.rank === null || r.rank === undefined)) anyApart = true;
           return el("td", { "data-dataset": ds, title: why ? "not scored: " + why : null },
             r ? el("span", { class: "mean-std" }, fmt(r.mean) + " ± " + fmt(r.std)) : why ? "not scored" : "–",
             r ? (r.rank !== null && r.rank !== undefined ? " (" + r.rank + ")"
-              : el("span", { class: "apart", title: "protocol differs: " + (r.protocol_mismatch || []).join("; ") },
-                " (‡ not ranked; " + (r.rank_if_comparable || "–") + " if comparable)")) : null,
+              : el("span", { class: "apart", title: "not ranked: protocol differs (" + (r.protocol_mismatch || []).join("; ") +
+                "); rank " + (r.rank_if_comparable || "–") + " if comparable" }, " ‡")) : null,
             paper ? el("span", { class: "paper" }, "paper: " + fmt(paper.mean) + " ± " + fmt(paper.std)) : null);
         }),
         stat("average_rank", label), stat("arsd", label));
@@ -119,21 +139,34 @@
     const out = [el("h1", {}, "Summary"),
       el("p", { class: "note" }, "Mean ± population std over runs, 0-100 scale; (rank) by ASO as in the paper's Table 3." +
         (rep.reference ? " Reference: " + rep.reference + "." : "")),
-      el("table", { id: "table3" }, el("thead", {}, head), el("tbody", {}, body))];
-    // per-run scores of every scored model (as summary.json has them)
+      el("div", { class: "table-wrap" }, el("table", { id: "table3" }, el("thead", {}, head), el("tbody", {}, body)))];
+    if (anyApart) {
+      out.push(el("p", { class: "note", id: "apart-legend" }, "‡ not ranked: the run's protocol differs from the " +
+        "reference's (a partial run, other generation settings); hover a cell for how, and the rank it would have " +
+        "if it were comparable."));
+    }
+    // per-run scores of every model (as summary.json has them); a dataset it did not score shows "–"
     const runRows = [];
     let maxRuns = 0;
     index.models.forEach(function (m) {
-      Object.keys(m.runs || {}).forEach(function (ds) { maxRuns = Math.max(maxRuns, Object.keys(m.runs[ds]).length); });
+      Object.keys(m.runs || {}).forEach(function (ds) { maxRuns = Math.max(maxRuns, Object.keys(own(m.runs, ds)).length); });
     });
     index.models.forEach(function (m) {
       Object.keys(m.runs || {}).forEach(function (ds) {
-        const runs = m.runs[ds];
+        const runs = own(m.runs, ds);
         const keys = Object.keys(runs).sort(function (a, b) { return a - b; });
-        const cells = keys.map(function (k) { return el("td", { "data-run": k }, fmt(runs[k], 2)); });
+        const cells = keys.map(function (k) { return el("td", { "data-run": k }, fmt(own(runs, k), 2)); });
         while (cells.length < maxRuns) cells.push(el("td", {}, ""));
         runRows.push(el("tr", { "data-model": m.label, "data-dataset": ds }, el("td", { class: "name" }, m.label),
           el("td", { class: "name" }, ds), cells));
+      });
+      Object.keys(m.unscored || {}).forEach(function (ds) {
+        if (own(m.runs || {}, ds) !== undefined) return;
+        const cells = [];
+        for (let k = 0; k < Math.max(maxRuns, 1); k++) cells.push(el("td", { "data-run": String(k) }, "–"));
+        runRows.push(el("tr", { "data-model": m.label, "data-dataset": ds, class: "unscored",
+          title: "not scored: " + own(m.unscored, ds) }, el("td", { class: "name" }, m.label),
+          el("td", { class: "name" }, ds + " (not scored)"), cells));
       });
     });
     if (runRows.length) {
@@ -144,7 +177,7 @@
     }
     if (index.datasets.length) {
       out.push(el("h2", {}, "Instances"), el("ul", {}, index.datasets.map(function (d, k) {
-        return el("li", {}, el("a", { href: href({ page: "ds", d: k }) }, d.name), " — " + d.instances + " instances, " +
+        return el("li", {}, el("a", { href: href({ page: "ds", d: k }) }, d.display_name || d.name), " — " + d.instances + " instances, " +
           d.models.length + " model(s), " + d.runs.length + " run(s)");
       })));
     }
@@ -207,9 +240,17 @@
           drawGrid(d, grid, f, cols, q, wrap, count);
         }).catch(fail);
       }
-      show([el("h1", {}, info.name + ": instances"), el("p", { class: "note" },
+      const perRunOnly = grid.cols.length > 0 && grid.cols.every(function (c) {
+        return c.s.every(function (x) { return x === null || x === undefined; });
+      });
+      show([el("h1", {}, (info.display_name || info.name) + ": instances"), el("p", { class: "note", id: "grid-legend" },
         "Rows: instances; columns: model × run; a cell is the instance score as published (red: output format invalid). " +
-        "Click a cell for the prediction, prompt, factors and gold."), controls, count, wrap]);
+        "· = not sampled in that run (no prediction); a dimmed cell fails the filters but shares its row with one that " +
+        "passes. Click a cell for the prediction, prompt, factors and gold."),
+        perRunOnly ? el("p", { class: "note", id: "per-run-only" },
+          "No per-instance score here (–): this dataset's metric is computed per run, over all of a run's instances " +
+          "together (see \"Score per run\" on the summary); a cell still opens the prediction and any per-instance " +
+          "score it has.") : null, controls, count, wrap]);
       redraw();
     });
   }
@@ -250,7 +291,7 @@
     count.textContent = rows.length + " of " + grid.instances.length + " instances";
     const head = el("tr", {}, el("th", { class: "name" }, "Instance"), cols.map(function (c) {
       const col = grid.cols[c];
-      return el("th", { title: model(col.model).label + ", run " + col.run }, short(model(col.model).label) + " · r" + col.run);
+      return el("th", { title: model(col.model).label + ", run " + col.run }, short(col.model) + " · r" + col.run);
     }));
     const body = el("tbody");
     rows.forEach(function (r) {
@@ -275,7 +316,14 @@
     });
     wrap.replaceChildren(el("table", { id: "grid" }, el("thead", {}, head), body));
   }
-  function short(label) { const s = String(label).split("/").pop(); return s.length > 22 ? s.slice(0, 21) + "…" : s; }
+  // A column header: the label without its org prefix, unless another model shares that short name
+  // (a/X and b/X), then the whole label; long ones are cut with "…" (the title has the whole).
+  function short(m) {
+    const label = String(model(m).label), tail = label.split("/").pop();
+    const clash = index.models.some(function (o, k) { return k !== Number(m) && String(o.label).split("/").pop() === tail; });
+    const s = clash ? label : tail;
+    return s.length > 22 ? (clash ? "…" + s.slice(s.length - 21) : s.slice(0, 21) + "…") : s;
+  }
 
   // ---- one prediction: factors, prompt, output, parse, gold, scores -------------------------------
   function cellData(grid, c, i) {
@@ -306,7 +354,8 @@
       ["max documents", String(f.max_num_docs)], ["generation seed", String(inst.gen_seed)],
       ["split", String(f.split)], ["profile", String(f.profile)]]);
   }
-  function promptBox(prompt) {
+  function promptBox(raw) {
+    const prompt = vis(raw);  // searched and shown as the reader sees it: bidi controls made visible
     const pre = el("pre", { class: "prompt" });
     const hits = el("span", { class: "note" });
     const search = el("input", { type: "search", placeholder: "search the prompt", class: "prompt-search" });
@@ -326,7 +375,7 @@
     }
     search.addEventListener("input", paint);
     paint();
-    return el("details", { class: "prompt-box" }, el("summary", {}, "Prompt (" + prompt.length + " characters)"),
+    return el("details", { class: "prompt-box" }, el("summary", {}, "Prompt (" + raw.length + " characters)"),
       el("div", {}, search, hits), pre);
   }
   function outputBlocks(cell, ids) {
@@ -383,9 +432,9 @@
     return -1;
   }
   function side(grid, c, i, title, withFactors) {
-    if (c < 0) return Promise.resolve(el("section", {}, el("h2", {}, title), el("p", { class: "note" }, "no prediction")));
+    if (c < 0) return Promise.resolve(el("section", {}, el("h2", {}, title), el("p", { class: "note" }, "this run was not replayed for this model")));
     return cellData(grid, c, i).then(function (x) {
-      if (!x.cell) return el("section", {}, el("h2", {}, title), el("p", { class: "note" }, "no prediction"));
+      if (!x.cell) return el("section", {}, el("h2", {}, title), el("p", { class: "note" }, "not sampled in this run"));
       return el("section", { class: "compare-side", "data-model": model(x.col.model).label, "data-run": x.col.run },
         el("h2", {}, title), scoreFacts(x.cell), withFactors ? factorFacts(x.run, x.inst) : null, outputBlocks(x.cell, false),
         promptBox(x.inst.prompt || ""));
