@@ -54,7 +54,12 @@ def test_shares_equal_statsmodels_formula_fit_on_unbalanced_crossed_data() -> No
     df = pd.DataFrame({"y": y[keep], "inst": inst[keep], "para": para[keep], "run": run[keep], "g": 0})
     ours = fit_variance_components(df["y"].to_numpy(), {"inst": df["inst"].to_numpy(), "para": df["para"].to_numpy(),
                                                         "run": df["run"].to_numpy()})
-    theirs = _formula_fit(df, {"inst": "0 + C(inst)", "para": "0 + C(para)", "run": "0 + C(run)"})
+    # statsmodels' own optimisers disagree here (L-BFGS reports convergence 0.19 log-likelihood
+    # short of the optimum): the kit must match the best of them, not any one
+    fits = [_formula_fit(df, {"inst": "0 + C(inst)", "para": "0 + C(para)", "run": "0 + C(run)"}, m)
+            for m in ("bfgs", "lbfgs", "powell", "nm")]
+    theirs = max(fits, key=lambda f: f.llf)
+    assert theirs.llf - min(f.llf for f in fits) > 0.1
     expected = dict(zip(["inst", "para", "run"], theirs.vcomp, strict=True)) | {RESIDUAL: theirs.scale}
     for k, v in shares(expected).items():
         assert shares(ours)[k] == pytest.approx(v, abs=1e-5)
@@ -83,11 +88,14 @@ def test_balanced_design_gives_the_hand_computed_anova_components() -> None:
     # sigma2_instance = (90.25 - 0.80556) / 4, sigma2_run = (24.2222 - 0.80556) / 3, sigma2_e = 0.80556
     y = np.array([[10, 12, 9, 14], [20, 21, 17, 25], [15, 18, 12, 19]], dtype=float)
     assert ((y - 16) ** 2).sum() == 258
-    vc = fit_variance_components(y.ravel(), {INSTANCE: np.repeat(np.arange(3), 4), "factor": np.tile(np.arange(4), 3)})
     mse = (258 - 180.5 - 218 / 3) / 6
-    assert vc[RESIDUAL] == pytest.approx(mse, rel=1e-6)
-    assert vc[INSTANCE] == pytest.approx((90.25 - mse) / 4, rel=1e-6)
-    assert vc["factor"] == pytest.approx((218 / 9 - mse) / 3, rel=1e-6)
+    fast = fit_complete(complete_stats(y, {"factor": np.arange(4)}))
+    general = fit_variance_components(y.ravel(), {INSTANCE: np.repeat(np.arange(3), 4),
+                                                  "factor": np.tile(np.arange(4), 3)})
+    for vc, rel in ((fast.variance, 1e-7), (general, 1e-4)):  # statsmodels stops looser
+        assert vc[RESIDUAL] == pytest.approx(mse, rel=rel)
+        assert vc[INSTANCE] == pytest.approx((90.25 - mse) / 4, rel=rel)
+        assert vc["factor"] == pytest.approx((218 / 9 - mse) / 3, rel=rel)
 
 
 def test_factors_that_split_the_runs_alike_form_one_component_and_a_constant_factor_is_refused() -> None:
@@ -163,7 +171,8 @@ def test_end_to_end_one_factor_and_noise_designs_on_the_smoke_fixtures(tmp_path:
     vc = fit_variance_components(np.array([x["score"] for x in lines]),
                                  {INSTANCE: np.array([x["instance_id"] for x in lines]),
                                   "paraphrase": np.array([para_of[x["run"]] for x in lines])})
-    assert shares(vc) == pytest.approx(cell["share"], abs=1e-9)
+    assert shares(vc) == pytest.approx(cell["share"], abs=1e-6)  # statsmodels vs the exact complete-design REML
+    assert cell["ci_method"] == "gpq" and set(cell["share_ci95"]) == set(cell["share"])
     # echo's output depends only on prompt and seed: the decoding-noise design's paraphrase is fixed
     assert "paraphrase" not in kinds["decoding-noise"]["attribution"]["MultiNews"]["echo"].get("share", {})
     floor = result["noise_floor"]["MultiNews"]["echo"]
