@@ -29,10 +29,12 @@ DATASETS = ("ECB", "FuseReviews", "SciCo", "MultiNews", "MusiQue", "OpenASP")
 
 
 def synthetic_manifest(n_datasets: int, n_runs: int, n_inst: int) -> dict[str, Any]:
-    """An i.i.d. manifest with the fields sensitivity reads (levels recorded per run)."""
+    """An i.i.d. manifest with the fields sensitivity reads: as SEAM draws them, each run a
+    paraphrase out of 9, a new document order and a new demonstration set."""
+    rng = np.random.default_rng(0)
     names = [DATASETS[d % len(DATASETS)] + ("" if d < len(DATASETS) else str(d)) for d in range(n_datasets)]
-    runs = [{"dataset": name, "run": r, "paraphrase_index": r % 4, "doc_order": [(r + k) % 5 for k in range(5)],
-             "demo_indices": [r, r + 1], "max_num_docs": 5,
+    runs = [{"dataset": name, "run": r, "paraphrase_index": int(rng.integers(9)),
+             "doc_order": rng.permutation(8).tolist(), "demo_indices": [2 * r, 2 * r + 1], "max_num_docs": 8,
              "instances": [{"id": f"{name}-{i}"} for i in range(n_inst)]}
             for name in names for r in range(n_runs)]
     return {"digest": "0" * 64, "profile": "upstream", "config": {"datasets": [{"name": n} for n in names]},

@@ -68,14 +68,45 @@ def _solve_level_variance(v: np.ndarray, d: np.ndarray, noise: np.ndarray, targe
     return np.where(total(np.zeros_like(target)) > target, 0.5 * (lo + hi), 0.0)
 
 
+def per_run_component(c: Complete) -> int | None:
+    """With two run-level components one of which has a level per run (SEAM's i.i.d. runs: a new
+    document order and demonstration set each run, beside a paraphrase drawn from a few), the index
+    of that one; else None."""
+    if len(c.names) != 2:
+        return None
+    unique = [k for k, code in enumerate(c.run_levels) if len(set(code.tolist())) == c.n_runs]
+    other = [k for k in range(2) if k not in unique]
+    return unique[0] if len(unique) == 1 and len(set(c.run_levels[other[0]].tolist())) < c.n_runs else None
+
+
+def _nested_draws(c: Complete, k_run: int, lam_e: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """The two run-level components' pivots when one has a level per run: the run-mean contrasts
+    within a paraphrase give ``s_run + s_e / I``; those between paraphrases add ``s_p d``."""
+    k_p = 1 - k_run
+    d, q = np.linalg.eigh(c.g[k_p])
+    v = q.T @ c.u
+    between = d > 1e-9 * max(float(d.max()), 1.0)
+    n_within = int(np.sum(~between))
+    lam_w = float(np.sum(v[~between] ** 2)) / rng.chisquare(n_within, len(lam_e))
+    s_run = np.maximum(lam_w - lam_e / c.n_inst, 0.0)
+    s_p = _solve_level_variance(v[between], d[between], lam_w, rng.chisquare(int(np.sum(between)), len(lam_e)))
+    return {c.names[k_p]: s_p, c.names[k_run]: s_run}
+
+
 def gpq_draws(c: Complete, n_draws: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Share draws from the generalised pivotal quantities of the variances (one run-level
-    component at most): ``s_e = SS_E / chi2``; ``s_a = (SS_I / chi2 - s_e) / R`` floored at 0; the
-    component's ``s`` solves its contrasts' sum of squares ``= chi2(L - 1)``."""
-    ss_e, df_e, v, d = _pivot_parts(c)
+    """Share draws from the generalised pivotal quantities of the variances: ``s_e = SS_E / chi2``;
+    ``s_a = (SS_I / chi2 - s_e) / R`` floored at 0; a run-level component's ``s`` solves its
+    contrasts' sum of squares ``= chi2(L - 1)`` (``per_run_component`` designs: see ``_nested_draws``)."""
+    k_run = per_run_component(c)
+    if k_run is not None:
+        ss_e, df_e = c.ss_err, c.df_err
+    else:
+        ss_e, df_e, v, d = _pivot_parts(c)
     lam_e = ss_e / rng.chisquare(df_e, n_draws)
     var = {INSTANCE: np.maximum(c.ss_inst / rng.chisquare(c.df_inst, n_draws) - lam_e, 0.0) / c.n_runs}
-    if c.names:
+    if k_run is not None:
+        var.update(_nested_draws(c, k_run, lam_e, rng))
+    elif c.names:
         var[c.names[0]] = _solve_level_variance(v, d, lam_e / c.n_inst, rng.chisquare(len(v), n_draws))
     var[RESIDUAL] = lam_e
     total = sum(var.values())
@@ -142,9 +173,12 @@ def percentile_intervals(estimate: Mapping[str, float], draws: Mapping[str, np.n
 
 
 def choose_method(obs: Observations) -> str:
-    """``gpq`` where the mean squares are independent (complete design, at most one run-level
-    component), ``parametric`` otherwise."""
-    return "gpq" if as_matrix(obs) is not None and len(obs.levels) <= 1 else "parametric"
+    """``gpq`` where the pivots are independent (complete design with at most one run-level
+    component, or two of which one has a level per run), ``parametric`` otherwise."""
+    mat = as_matrix(obs)
+    if mat is None:
+        return "parametric"
+    return "gpq" if len(obs.levels) <= 1 or per_run_component(complete_stats(*mat)) is not None else "parametric"
 
 
 def share_draws(obs: Observations, fit: Fit, n_draws: int, seed: int,

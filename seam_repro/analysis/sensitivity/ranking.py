@@ -48,8 +48,9 @@ def _ncp_interval(t_obs: float, df: int, level: float) -> tuple[float, float]:
     from scipy.stats import nct
 
     alpha = (1 - level) / 2
-    lo = _root(lambda n: float(np.nan_to_num(nct.sf(t_obs, df, n), nan=0.0)) - alpha, increasing=True)
-    hi = _root(lambda n: float(np.nan_to_num(nct.cdf(t_obs, df, n), nan=0.0)) - alpha, increasing=False)
+    # scipy gives nan far in a tail; there the probability is 0 or 1 by which side t_obs lies on
+    lo = _root(lambda n: float(np.nan_to_num(nct.sf(t_obs, df, n), nan=float(t_obs < n))) - alpha, increasing=True)
+    hi = _root(lambda n: float(np.nan_to_num(nct.cdf(t_obs, df, n), nan=float(t_obs > n))) - alpha, increasing=False)
     return lo, hi
 
 
