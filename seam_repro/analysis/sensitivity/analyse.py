@@ -105,8 +105,10 @@ the pool is the parallelism."""
 
 def _map(tasks: list[tuple[Observations, int, int, str]], jobs: int) -> list[dict[str, Any]]:
     """``attribute_cell`` over ``tasks`` in a pool of ``jobs`` fresh (spawned) processes whose BLAS
-    is single-threaded (set before they load it; a forked worker would inherit the parent's)."""
-    if len(tasks) < 2:
+    is single-threaded (set before they load it; a forked worker would inherit the parent's); in
+    this process when ``jobs`` is 1. A script calling this with ``jobs`` > 1 needs the usual
+    ``if __name__ == "__main__"`` guard, as for any spawned pool."""
+    if jobs <= 1 or len(tasks) < 2:
         return [attribute_cell(t) for t in tasks]
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
