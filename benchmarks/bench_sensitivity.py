@@ -234,7 +234,7 @@ def main() -> None:
     if args.effects:
         _print_effects(args.studies)
     elif args.ranking:
-        print("| margin (points) | mean predictive P | fresh-study frequency | |difference| | "
+        print("| margin (points) | mean predictive P | fresh-study frequency | abs. difference | "
               "P for the margin | 95% interval coverage |")
         print("|---|---|---|---|---|---|")
         for margin in (0.5, 1, 2, 3, 5, 10):
