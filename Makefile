@@ -86,13 +86,15 @@ verify: $(STAMP)
 # each stage's time and memory grow with the work (benchmarks/bench_growth.py at GROWTH_SCALES times
 # the bench data; 100 takes many minutes: `make bench GROWTH_SCALES=1,10,100`) and the openai
 # backend's throughput against a fixed-latency local server (benchmarks/bench_openai.py), and `score
-# --profile upstream` against upstream's evaluation code per dataset (benchmarks/bench_score_upstream.py). The other
+# --profile upstream` against upstream's evaluation code per dataset (benchmarks/bench_score_upstream.py), and
+# `sensitivity` at the paper's shape (benchmarks/bench_sensitivity_scale.py). The other
 # benchmarks/bench_*.py print more detail on one stage each; run them directly.
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py $(BENCH_ARGS)
 	$(BIN)/python benchmarks/bench_growth.py --scales $(GROWTH_SCALES)
 	$(BIN)/python benchmarks/bench_openai.py
 	$(BIN)/python benchmarks/bench_score_upstream.py
+	$(BIN)/python benchmarks/bench_sensitivity_scale.py
 
 docs: $(STAMP)
 	$(BIN)/python -m seam_repro.docs --write README.md

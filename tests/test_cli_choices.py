@@ -171,7 +171,7 @@ def fake_backend(device: str, fits: int = 0) -> Any:
             if input_ids.shape[0] > fits:
                 raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
 
-    return HFBackend(Model(), FakeTokenizer(), "m", "r")
+    return HFBackend(Model(), FakeTokenizer(), "m", "r", deterministic=False)  # the default mode probes memory
 
 
 def requests(n: int) -> list[GenerationRequest]:

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 pytest.importorskip("statsmodels")  # the `sensitivity` extra
 
-from seam_repro.analysis.sensitivity import level_effect  # noqa: E402
+from seam_repro.analysis.sensitivity.effects import level_effect  # noqa: E402
 from seam_repro.cli import cli  # noqa: E402
 from seam_repro.errors import SeamReproError  # noqa: E402
 

@@ -16,16 +16,15 @@ from click.testing import CliRunner
 
 pytest.importorskip("statsmodels")  # the `sensitivity` extra
 
-from seam_repro.analysis.sensitivity import (  # noqa: E402
-    FIT_OPTIONS,
-    INSTANCE,
-    RESIDUAL,
-    Observations,
+from seam_repro.analysis.sensitivity.design import INSTANCE, RESIDUAL, Observations, components  # noqa: E402
+from seam_repro.analysis.sensitivity.intervals import (  # noqa: E402
     attribute,
-    components,
+)
+from seam_repro.analysis.sensitivity.ranking import ranking_agreement  # noqa: E402
+from seam_repro.analysis.sensitivity.reml import (  # noqa: E402
+    complete_stats,
+    fit_complete,
     fit_variance_components,
-    ranking_agreement,
-    ranking_probabilities,
     shares,
 )
 from seam_repro.cli import cli  # noqa: E402
@@ -33,12 +32,19 @@ from seam_repro.errors import InputError  # noqa: E402
 
 ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from bench_sensitivity import calibrate  # noqa: E402
+from bench_sensitivity import FACTOR, simulate  # noqa: E402
+
+
+def _formula_fit(df: pd.DataFrame, vc: dict[str, str], method: str = "lbfgs") -> object:
+    import statsmodels.api as sm
+
+    model = sm.MixedLM.from_formula("y ~ 1", groups="g", re_formula="0", data=df, vc_formula=vc)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return model.fit(reml=True, method=method)
 
 
 def test_shares_equal_statsmodels_formula_fit_on_unbalanced_crossed_data() -> None:
-    import statsmodels.api as sm
-
     rng = np.random.default_rng(3)
     inst = np.repeat(np.arange(15), 6)
     run = np.tile(np.arange(6), 15)
@@ -48,14 +54,30 @@ def test_shares_equal_statsmodels_formula_fit_on_unbalanced_crossed_data() -> No
     df = pd.DataFrame({"y": y[keep], "inst": inst[keep], "para": para[keep], "run": run[keep], "g": 0})
     ours = fit_variance_components(df["y"].to_numpy(), {"inst": df["inst"].to_numpy(), "para": df["para"].to_numpy(),
                                                         "run": df["run"].to_numpy()})
-    model = sm.MixedLM.from_formula("y ~ 1", groups="g", re_formula="0", data=df,
-                                    vc_formula={"inst": "0 + C(inst)", "para": "0 + C(para)", "run": "0 + C(run)"})
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        theirs = model.fit(reml=True, **FIT_OPTIONS)
+    # statsmodels' own optimisers disagree here (L-BFGS reports convergence 0.19 log-likelihood
+    # short of the optimum): the kit must match the best of them, not any one
+    fits = [_formula_fit(df, {"inst": "0 + C(inst)", "para": "0 + C(para)", "run": "0 + C(run)"}, m)
+            for m in ("bfgs", "lbfgs", "powell", "nm")]
+    theirs = max(fits, key=lambda f: f.llf)
+    assert theirs.llf - min(f.llf for f in fits) > 0.1
     expected = dict(zip(["inst", "para", "run"], theirs.vcomp, strict=True)) | {RESIDUAL: theirs.scale}
     for k, v in shares(expected).items():
-        assert shares(ours)[k] == pytest.approx(v, abs=1e-6)
+        assert shares(ours)[k] == pytest.approx(v, abs=1e-5)
+
+
+def test_complete_design_path_equals_statsmodels_on_an_unbalanced_paraphrase_design() -> None:
+    # 30 instances x 10 runs, paraphrases drawn per run (levels seen 1-4 times): the exact REML
+    # decomposition must give statsmodels' optimum.
+    obs = simulate(5, 30, 10, levels=5)
+    groups = obs.groups()
+    mat = (obs.y.reshape(30, 10), {FACTOR: np.array([obs.levels[FACTOR][r] for r in range(10)])})
+    ours = fit_complete(complete_stats(*mat))
+    df = pd.DataFrame({"y": obs.y, "inst": groups[INSTANCE], "para": groups[FACTOR], "g": 0})
+    theirs = _formula_fit(df, {"inst": "0 + C(inst)", "para": "0 + C(para)"})
+    assert ours.converged and theirs.converged
+    assert ours.variance[INSTANCE] == pytest.approx(theirs.vcomp[0], rel=1e-5)
+    assert ours.variance[FACTOR] == pytest.approx(theirs.vcomp[1], rel=1e-5)
+    assert ours.variance[RESIDUAL] == pytest.approx(theirs.scale, rel=1e-5)
 
 
 def test_balanced_design_gives_the_hand_computed_anova_components() -> None:
@@ -66,11 +88,14 @@ def test_balanced_design_gives_the_hand_computed_anova_components() -> None:
     # sigma2_instance = (90.25 - 0.80556) / 4, sigma2_run = (24.2222 - 0.80556) / 3, sigma2_e = 0.80556
     y = np.array([[10, 12, 9, 14], [20, 21, 17, 25], [15, 18, 12, 19]], dtype=float)
     assert ((y - 16) ** 2).sum() == 258
-    vc = fit_variance_components(y.ravel(), {INSTANCE: np.repeat(np.arange(3), 4), "factor": np.tile(np.arange(4), 3)})
     mse = (258 - 180.5 - 218 / 3) / 6
-    assert vc[RESIDUAL] == pytest.approx(mse, rel=1e-6)
-    assert vc[INSTANCE] == pytest.approx((90.25 - mse) / 4, rel=1e-6)
-    assert vc["factor"] == pytest.approx((218 / 9 - mse) / 3, rel=1e-6)
+    fast = fit_complete(complete_stats(y, {"factor": np.arange(4)}))
+    general = fit_variance_components(y.ravel(), {INSTANCE: np.repeat(np.arange(3), 4),
+                                                  "factor": np.tile(np.arange(4), 3)})
+    for vc, rel in ((fast.variance, 1e-7), (general, 1e-4)):  # statsmodels stops looser
+        assert vc[RESIDUAL] == pytest.approx(mse, rel=rel)
+        assert vc[INSTANCE] == pytest.approx((90.25 - mse) / 4, rel=rel)
+        assert vc["factor"] == pytest.approx((218 / 9 - mse) / 3, rel=rel)
 
 
 def test_factors_that_split_the_runs_alike_form_one_component_and_a_constant_factor_is_refused() -> None:
@@ -91,34 +116,6 @@ def test_too_few_instances_or_runs_is_one_line() -> None:
     obs = Observations(np.array([1.0, 2.0]), np.array(["a", "b"]), np.array([0, 0]), {})
     with pytest.raises(InputError, match="1 scored run"):
         attribute(obs, 0, 0, "runs/x: MusiQue: echo")
-
-
-def test_intervals_cover_planted_shares_on_simulated_studies() -> None:
-    # The full 200-study check is benchmarks/bench_sensitivity.py (README reports its figures).
-    out = calibrate(studies=8, boot=25, n_inst=12, n_runs=6)
-    for comp, r in out.items():
-        assert r["coverage_logit"] >= 0.75, (comp, r)
-    assert abs(out[INSTANCE]["mean_share"] - 0.5) < 0.2
-
-
-def test_p_above_is_calibrated_on_simulated_models_with_known_gaps() -> None:
-    # Gaps drawn around the noise of a 10-run mean: among pairs given probability p that A ranks above
-    # B under fresh runs, A's true mean is above B's about a fraction p of the time.
-    rng = np.random.default_rng(0)
-    n_runs, sd = 10, 2.0
-    probs, truths = [], []
-    for k in range(300):
-        gap = rng.normal(0, sd * np.sqrt(2 / n_runs))
-        scores = {"A": rng.normal(gap, sd, n_runs), "B": rng.normal(0, sd, n_runs)}
-        p = ranking_probabilities(scores, 400, seed=k)
-        assert p["A"]["B"] + p["B"]["A"] == pytest.approx(1.0)
-        probs.append(p["A"]["B"])
-        truths.append(gap > 0)
-    probs_a, truths_a = np.array(probs), np.array(truths)
-    for lo, hi in [(0.0, 0.2), (0.2, 0.8), (0.8, 1.0)]:
-        sel = (probs_a >= lo) & (probs_a <= hi)
-        assert sel.sum() > 30
-        assert abs(truths_a[sel].mean() - probs_a[sel].mean()) < 0.12, (lo, hi)
 
 
 def test_ranking_agreement_grows_with_runs_and_is_perfect_for_separated_models() -> None:
@@ -174,7 +171,8 @@ def test_end_to_end_one_factor_and_noise_designs_on_the_smoke_fixtures(tmp_path:
     vc = fit_variance_components(np.array([x["score"] for x in lines]),
                                  {INSTANCE: np.array([x["instance_id"] for x in lines]),
                                   "paraphrase": np.array([para_of[x["run"]] for x in lines])})
-    assert shares(vc) == pytest.approx(cell["share"], abs=1e-9)
+    assert shares(vc) == pytest.approx(cell["share"], abs=1e-6)  # statsmodels vs the exact complete-design REML
+    assert cell["ci_method"] == "gpq" and set(cell["share_ci95"]) == set(cell["share"])
     # echo's output depends only on prompt and seed: the decoding-noise design's paraphrase is fixed
     assert "paraphrase" not in kinds["decoding-noise"]["attribution"]["MultiNews"]["echo"].get("share", {})
     floor = result["noise_floor"]["MultiNews"]["echo"]
