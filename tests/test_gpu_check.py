@@ -76,18 +76,34 @@ def test_gpu_check_refuses_a_python_without_torch(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(not RESULTS, reason="no recorded GPU check under benchmarks/results")
 def test_recorded_gpu_results_are_what_readme_reports() -> None:
-    """The README's GPU figures come from the recorded check, not from memory: every recorded run
-    passed, on CUDA, and README quotes its throughput and batch-invariance numbers."""
+    """The README's GPU figures come from the recorded checks, not from memory: every recorded run
+    passed on CUDA, the deterministic mode differed nowhere, and README quotes the batch-invariance
+    counts and the deterministic/default time ratios. A section may have been skipped for time (the
+    file says so); the only failing verdict allowed is the throughput section's own 5 % overhead
+    threshold for the default path at batch 1, and README quotes that figure."""
     readme = (ROOT / "README.md").read_text("utf-8")
+    assert RESULTS
     for path in RESULTS:
         doc = json.loads(path.read_text("utf-8"))
-        assert doc["status"] == "ok", path
-        env = doc["sections"]["environment"]
+        sections = doc["sections"]
+        env = sections["environment"]
         assert env["device"] == "cuda" and env["gpu"]["name"] in readme
-        for run in doc["sections"]["replays"]["runs"].values():
+        for name, sec in sections.items():
+            assert sec["status"] in ("ok", "skipped") or name == "throughput", (path, name)
+        for run in sections["replays"]["runs"].values():
             assert run["backend"]["device"].startswith("cuda") and run["predictions"] == 36
-        thr = doc["sections"]["throughput"]
-        for row in thr["bf16"]["rows"]:
-            assert f"{row['kit_tokens_per_s']:.0f}" in readme, row
-        bf16 = doc["sections"]["batch_invariance"]["by_dtype"]["bf16"]
-        assert all(f"{r['differ']}/36" in readme for r in bf16.values())
+        thr = sections["throughput"]
+        if thr["status"] != "ok":
+            worst = max(r["kit_overhead_pct"] for r in thr["bf16"]["rows"] if "kit_overhead_pct" in r)
+            assert f"{worst} %" in readme, worst
+        if "det_vs_default_time" in thr:
+            assert all(f"{v}x" in readme for v in thr["det_vs_default_time"].values())
+        else:
+            assert all(f"{row['kit_tokens_per_s']:.0f}" in readme for row in thr["bf16"]["rows"])
+        if "deterministic" in sections:
+            rows = [r for model in sections["deterministic"]["by_model_dtype"].values() for r in model.values()
+                    if not r.get("reference")]
+            assert rows and all(r["differ"] == 0 and r["of"] == 36 for r in rows)
+        inv = sections.get("batch_invariance", {})
+        if "by_dtype" in inv:
+            assert all(f"{r['differ']}/36" in readme for r in inv["by_dtype"]["bf16"].values())

@@ -128,23 +128,28 @@ def test_predictions_do_not_depend_on_batch_or_order(arch: str, dtype: str, fold
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("dtype", ["bf16", "fp32"])
 def test_the_embedded_trained_model_is_batch_invariant(dtype: str, prompts: list[dict[str, Any]],
                                                         measured: Callable[[str], None]) -> None:
     """SmolLM2-135M-Instruct, de-quantized from the shipped GGUF by transformers: a trained model, whose
-    peaked distributions flip less often than a random model's, but still flip in the default mode."""
+    peaked distributions flip less often than a random model's, but still flip in the default mode
+    (bf16; in fp32 these prompts did not flip, so only the deterministic mode is checked there). The
+    default-mode backend shares the loaded weights (outside the lanes the model attends as with SDPA)."""
     pytest.importorskip("gguf")
     from seam_repro.config import GenerationSettings
     from seam_repro.generate import make_backend
+    from seam_repro.generate.hf import HFBackend
 
     reqs = requests_of(sorted(prompts, key=lambda r: len(r["prompt"]))[:8])
-    settings = GenerationSettings(max_new_tokens=12)
+    settings = GenerationSettings(max_new_tokens=10)
     det = make_backend("hf", None, dtype=dtype, deterministic=True)
-    assert flips(det, reqs, settings, (1, 3, 8)) == {3: 0, 8: 0}
-    default = make_backend("hf", None, dtype=dtype, deterministic=False)
-    got = flips(default, reqs, settings, (1, 3, 8))
-    measured(f"default mode, embedded SmolLM2 {dtype}, {len(reqs)} shortest smoke prompts x 12 tokens: outputs that "
-             f"differ from batch 1 at batch 3 / 8: {got[3]} / {got[8]} (deterministic: 0 / 0)")
+    batches = (1, 3, 8) if dtype == "bf16" else (1, 8)
+    assert flips(det, reqs, settings, batches) == {b: 0 for b in batches[1:]}
+    if dtype == "bf16":
+        default = HFBackend(det.model, det.tokenizer, det.model_id, det.revision, deterministic=False)
+        got = flips(default, reqs, settings, batches)
+        measured(f"default mode, embedded SmolLM2 bf16, {len(reqs)} shortest smoke prompts x 10 tokens: outputs that "
+                 f"differ from batch 1 at batch 3 / 8: {got[3]} / {got[8]} (deterministic: 0 / 0)")
 
 
 def test_unsupported_architectures_are_refused_or_fall_back() -> None:
@@ -378,4 +383,4 @@ def test_token_comparability_notes() -> None:
     assert any(n.startswith("A and B: comparable token for token") for n in notes)
     assert any(n.startswith("A and C: same model, but not comparable") and "kernels" in n for n in notes)
     assert not any("A and D" in n for n in notes)
-    assert any(n.startswith("C: generated with default kernels") for n in notes)
+    assert any(n.startswith("C: outputs from default kernels") for n in notes)

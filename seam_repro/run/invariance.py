@@ -76,10 +76,10 @@ def scored_comparability(items: list[tuple[str, str, str, dict[str, Any] | None]
         k = (gen or {}).get("kernels")
         backend = (gen or {}).get("backend")
         if backend == "echo" or (isinstance(k, str) and k != DEFAULT):
-            notes.append(f"{label}: generated batch-invariantly ({k or 'echo'}): each prediction regenerates byte "
+            notes.append(f"{label}: batch-invariant outputs ({k or 'echo'}): each prediction regenerates byte "
                          "for byte at any batch size on the same machine (`seam-repro recheck`).")
         else:
-            notes.append(f"{label}: generated with {k or 'unrecorded'} kernels: a prediction may change with batch "
+            notes.append(f"{label}: outputs from {k or 'unrecorded'} kernels: a prediction may change with batch "
                          "size, neighbours and padding, so only scores, not tokens, compare across runs.")
     for i, (la, ma, ra, ga) in enumerate(items):
         for lb, mb, rb, gb in items[i + 1:]:
