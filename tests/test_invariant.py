@@ -140,10 +140,10 @@ def test_the_embedded_trained_model_is_batch_invariant(dtype: str, prompts: list
     from seam_repro.generate import make_backend
     from seam_repro.generate.hf import HFBackend
 
-    reqs = requests_of(sorted(prompts, key=lambda r: len(r["prompt"]))[:8])
+    reqs = requests_of(sorted(prompts, key=lambda r: len(r["prompt"]))[:8 if dtype == "bf16" else 4])
     settings = GenerationSettings(max_new_tokens=10)
     det = make_backend("hf", None, dtype=dtype, deterministic=True)
-    batches = (1, 3, 8) if dtype == "bf16" else (1, 8)
+    batches = (1, 3, 8) if dtype == "bf16" else (1, 3)
     assert flips(det, reqs, settings, batches) == {b: 0 for b in batches[1:]}
     if dtype == "bf16":
         default = HFBackend(det.model, det.tokenizer, det.model_id, det.revision, deterministic=False)
