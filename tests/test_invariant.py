@@ -140,16 +140,16 @@ def test_the_embedded_trained_model_is_batch_invariant(dtype: str, prompts: list
     from seam_repro.generate import make_backend
     from seam_repro.generate.hf import HFBackend
 
-    reqs = requests_of(sorted(prompts, key=lambda r: len(r["prompt"]))[:8 if dtype == "bf16" else 4])
+    reqs = requests_of(sorted(prompts, key=lambda r: len(r["prompt"]))[:6 if dtype == "bf16" else 4])
     settings = GenerationSettings(max_new_tokens=10)
     det = make_backend("hf", None, dtype=dtype, deterministic=True)
     batches = (1, 3, 8) if dtype == "bf16" else (1, 3)
     assert flips(det, reqs, settings, batches) == {b: 0 for b in batches[1:]}
     if dtype == "bf16":
         default = HFBackend(det.model, det.tokenizer, det.model_id, det.revision, deterministic=False)
-        got = flips(default, reqs, settings, batches)
+        got = flips(default, reqs, settings, (1, 3))
         measured(f"default mode, embedded SmolLM2 bf16, {len(reqs)} shortest smoke prompts x 10 tokens: outputs that "
-                 f"differ from batch 1 at batch 3 / 8: {got[3]} / {got[8]} (deterministic: 0 / 0)")
+                 f"differ from batch 1 at batch 3: {got[3]} (deterministic: 0 at batch 3 and 8)")
 
 
 def test_unsupported_architectures_are_refused_or_fall_back() -> None:
