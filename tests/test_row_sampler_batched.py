@@ -7,7 +7,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from seam_repro.generate.hf import RowSampler, filter_logits, sample_row  # noqa: E402
+from seam_repro.generate.hf import RowSampler, sample_row  # noqa: E402
+from seam_repro.generate.sampling import filter_logits  # noqa: E402
 
 
 @pytest.mark.parametrize("top_k,top_p", [(50, None), (5, 0.5)])

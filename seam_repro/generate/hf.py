@@ -38,7 +38,7 @@ from seam_repro.config import GenerationSettings
 from seam_repro.errors import InputError, PrerequisiteError, SeamReproError
 from seam_repro.generate.base import HF_LEGACY_TOP_K, BatchOutOfMemory, GenerationRequest, GenerationResult
 from seam_repro.generate.model_folder import check_tokenizer_template
-from seam_repro.generate.sampling import filter_logits
+from seam_repro.generate.sampling import draw_rows
 from seam_repro.hashing import sha256_json, sha256_text
 
 INSTALL_INFERENCE = "pip install 'seam-repro[inference]' torch==2.13.0"
@@ -103,17 +103,12 @@ class RowSampler:
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         import torch
 
-        filtered = filter_logits(scores, self.temperature, self.top_k, self.top_p)
-        # All rows in one softmax/cumsum/searchsorted call, on the logits' own device: per row the
-        # kernels compute what sample_row computes (tests/test_generate.py checks bit equality on
-        # CPU), and on a GPU nothing here waits for the device -- a per-row loop would read two
-        # scalars back per row and step, stalling the GPU between kernels. The uniforms come from
-        # each row's CPU generator, so the random stream is the same on every device.
-        u = torch.tensor([torch.rand((), generator=g, dtype=torch.float64).item() for g in self.generators],
-                         dtype=torch.float64).to(filtered.device)
-        cdf = torch.softmax(filtered.double(), dim=-1).cumsum(dim=-1)
-        target = (u * cdf[:, -1]).unsqueeze(1)
-        idx = torch.searchsorted(cdf, target, right=True).squeeze(1).clamp(max=scores.shape[-1] - 1)
+        # All rows in one call on the logits' own device (generate/sampling.py): per row it computes what
+        # sample_row computes (tests/test_generate.py checks bit equality on CPU), and on a GPU nothing
+        # waits for the device. The uniforms come from each row's CPU generator, so the random stream is
+        # the same on every device.
+        idx = draw_rows(scores, [torch.rand((), generator=g, dtype=torch.float64).item() for g in self.generators],
+                        self.temperature, self.top_k, self.top_p)
         out = torch.full_like(scores, float("-inf"))
         out[torch.arange(len(self.generators), device=out.device), idx] = 0.0
         return out

@@ -222,31 +222,32 @@ def draw(scores: Any, rows: Sequence[RowDraw | None], *, do_sample: bool, temper
     a fixed 0.5 and their draw is discarded."""
     import torch
 
-    from seam_repro.generate.sampling import filter_logits
+    from seam_repro.generate.sampling import draw_rows
 
     if not do_sample:
         return scores.float().argmax(dim=-1).tolist()
-    u = torch.tensor([torch.rand((), generator=r.generator, dtype=torch.float64).item() if r is not None else 0.5
-                      for r in rows], dtype=torch.float64).to(scores.device)
-    filtered = filter_logits(scores, temperature, top_k, top_p)
-    cdf = torch.softmax(filtered.double(), dim=-1).cumsum(dim=-1)
-    idx = torch.searchsorted(cdf, (u * cdf[:, -1]).unsqueeze(1), right=True).squeeze(1)
-    return idx.clamp(max=scores.shape[-1] - 1).tolist()
+    uniforms = [torch.rand((), generator=r.generator, dtype=torch.float64).item() if r is not None else 0.5
+                for r in rows]
+    return draw_rows(scores, uniforms, temperature, top_k, top_p).tolist()
 
 
-def _forward(model: Any, ids: Any, positions: Any, cache: LaneCache) -> Any:
-    """One forward pass through the model with ``cache`` (transformers renamed ``past_key_values`` to
-    ``cache`` in 5.2x; both are accepted) and only the last position's logits. The lanes mask by
-    themselves; a placeholder 4-D mask tells transformers a mask is already made, so it never asks the
-    lane cache for the sizes of one."""
+def cache_keyword(model: Any) -> str:
+    """The name ``model.forward`` takes its cache by (transformers renamed ``past_key_values`` to
+    ``cache`` in 5.2x)."""
     import inspect
 
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def _forward(model: Any, ids: Any, positions: Any, cache: LaneCache, keyword: str) -> Any:
+    """One forward pass with ``cache`` under ``keyword`` and only the last position's logits. The lanes
+    mask by themselves; a placeholder 4-D mask tells transformers a mask is already made, so it never
+    asks the lane cache for the sizes of one."""
     import torch
 
-    name = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
     made = torch.ones((1, 1, 1, 1), dtype=torch.bool, device=ids.device)
     out = model(input_ids=ids, position_ids=positions, attention_mask=made, use_cache=True, logits_to_keep=1,
-                **{name: cache})
+                **{keyword: cache})
     return out.logits[:, -1, :]
 
 
@@ -268,15 +269,16 @@ def generate_lanes(model: Any, prompts: Sequence[list[int]], seeds: Sequence[int
     """New token ids per prompt (an end-of-sequence token included where one was drawn), lane by lane
     of ``rows`` prompts in the given order."""
     out: list[list[int]] = []
+    keyword = cache_keyword(model)
     for start in range(0, len(prompts), rows):
         chunk = list(range(start, min(start + rows, len(prompts))))
         out.extend(_run_lane(model, [prompts[i] for i in chunk], [seeds[i] for i in chunk], settings, rows,
-                             step_hook))
+                             step_hook, keyword))
     return out
 
 
 def _run_lane(model: Any, prompts: list[list[int]], seeds: list[int], settings: LaneSettings, rows: int,
-              step_hook: Callable[[], None] | None) -> list[list[int]]:
+              step_hook: Callable[[], None] | None, keyword: str) -> list[list[int]]:
     import torch
 
     device = model.get_input_embeddings().weight.device
@@ -292,7 +294,7 @@ def _run_lane(model: Any, prompts: list[list[int]], seeds: list[int], settings: 
             for s, ids in enumerate(prompts):
                 lane.mode, lane.prefill_slot = "prefill", s
                 logits = _forward(model, torch.tensor([ids], device=device),
-                                  torch.arange(len(ids), device=device).unsqueeze(0), cache)
+                                  torch.arange(len(ids), device=device).unsqueeze(0), cache, keyword)
                 _take(states[s], draw(logits, [states[s]], **_sampling(settings))[0], settings)
             _check_covered(model, lane, cache)
             live = [s for s in range(n) if not states[s].done]
@@ -302,7 +304,7 @@ def _run_lane(model: Any, prompts: list[list[int]], seeds: list[int], settings: 
                 ids = [states[s].tokens[-1] if lane.slots[s] is not None else settings.pad_id for s in range(rows)]
                 pos = [lane.length[s] if lane.slots[s] is not None else 0 for s in range(rows)]
                 logits = _forward(model, torch.tensor(ids, device=device).unsqueeze(1),
-                                  torch.tensor(pos, device=device).unsqueeze(1), cache)
+                                  torch.tensor(pos, device=device).unsqueeze(1), cache, keyword)
                 drawn = draw(logits, [states[s] if lane.slots[s] is not None else None for s in range(rows)],
                              **_sampling(settings))
                 for s in live:

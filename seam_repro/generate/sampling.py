@@ -1,5 +1,5 @@
-"""The logits filter both generation paths share (batched ``generate`` and the batch-invariant lanes),
-so a row is filtered the same way whichever path draws its token."""
+"""The logits filter and inverse-CDF draw both generation paths share (batched ``generate`` and the
+batch-invariant lanes), so a row's token is drawn the same way whichever path runs it."""
 
 from __future__ import annotations
 
@@ -24,3 +24,14 @@ def filter_logits(logits: Any, temperature: float, top_k: int | None, top_p: flo
         remove = remove_sorted.scatter(-1, sorted_idx, remove_sorted)
         scores = scores.masked_fill(remove, float("-inf"))
     return scores
+
+
+def draw_rows(scores: Any, uniforms: list[float], temperature: float, top_k: int | None, top_p: float | None) -> Any:
+    """Each row's token index: the inverse-CDF draw at ``uniforms[row]`` from the filtered softmax, all
+    rows in one softmax/cumsum/searchsorted on the scores' own device (nothing read back per row)."""
+    import torch
+
+    u = torch.tensor(uniforms, dtype=torch.float64).to(scores.device)
+    cdf = torch.softmax(filter_logits(scores, temperature, top_k, top_p).double(), dim=-1).cumsum(dim=-1)
+    idx = torch.searchsorted(cdf, (u * cdf[:, -1]).unsqueeze(1), right=True).squeeze(1)
+    return idx.clamp(max=scores.shape[-1] - 1)

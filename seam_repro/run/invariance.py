@@ -20,45 +20,20 @@ def kernels(entry: dict[str, Any]) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def invariant_layout(backend: str | None, layout: str | None) -> bool:
+    """True where outputs made by ``backend`` under ``layout`` are a function of each instance alone."""
+    return backend == "echo" or (isinstance(layout, str) and layout != DEFAULT)
+
+
 def batch_invariant(entry: dict[str, Any]) -> bool:
-    """True where the entry's outputs are a function of each instance alone (not of its batch)."""
-    if entry.get("backend_name") == "echo":
-        return True
-    k = kernels(entry)
-    return k is not None and k != DEFAULT
+    """True where a run.json model entry's outputs do not depend on their batch."""
+    return invariant_layout(entry.get("backend_name"), kernels(entry))
 
 
 def session_batch_sizes(run_json: dict[str, Any]) -> set[int]:
     """Every batch size any replay session of this run folder used."""
     sizes = {s.get("batch_size") for s in run_json.get("sessions") or [] if isinstance(s, dict)}
     return {s for s in sizes if isinstance(s, int)}
-
-
-def token_comparability(a: dict[str, Any], b: dict[str, Any], fp_a: dict[str, Any] | None = None,
-                        fp_b: dict[str, Any] | None = None) -> tuple[bool, str]:
-    """Whether two model entries' predictions can be expected to agree token for token, and why not.
-
-    They can where both ran the same model revision, backend and generation settings under one
-    batch-invariant layout on the same kind of machine (device, library versions); anything less
-    leaves only score-level comparison."""
-    for name in ("id", "revision", "backend_name"):
-        if a.get(name) != b.get(name):
-            return False, f"different {name} ({a.get(name)!r} vs {b.get(name)!r})"
-    ga = {k: v for k, v in (a.get("generation") or {}).items() if k != "kernels"}
-    gb = {k: v for k, v in (b.get("generation") or {}).items() if k != "kernels"}
-    if ga != gb:
-        diff = sorted(k for k in set(ga) | set(gb) if ga.get(k) != gb.get(k))
-        return False, f"different generation settings ({', '.join(diff)})"
-    if not (batch_invariant(a) and batch_invariant(b)):
-        return False, ("not batch-invariant (kernels: "
-                       f"{kernels(a) or 'unrecorded'} vs {kernels(b) or 'unrecorded'}): outputs may move with the batch")
-    if kernels(a) != kernels(b):
-        return False, f"different kernel layouts ({kernels(a)} vs {kernels(b)})"
-    if fp_a is not None and fp_b is not None:
-        for name in ("torch", "transformers", "cuda", "gpus", "machine"):
-            if fp_a.get(name) != fp_b.get(name):
-                return False, f"different machines ({name}: {fp_a.get(name)!r} vs {fp_b.get(name)!r})"
-    return True, f"token for token: same model, settings and batch-invariant layout ({kernels(a) or 'echo'})"
 
 
 TOKEN_FIELDS = ("backend", "prompt_path", "max_new_tokens", "temperature", "do_sample", "top_p", "truncation", "dtype",
@@ -74,8 +49,7 @@ def scored_comparability(items: list[tuple[str, str, str, dict[str, Any] | None]
     notes = []
     for label, _mid, _rev, gen in items:
         k = (gen or {}).get("kernels")
-        backend = (gen or {}).get("backend")
-        if backend == "echo" or (isinstance(k, str) and k != DEFAULT):
+        if invariant_layout((gen or {}).get("backend"), k):
             notes.append(f"{label}: batch-invariant outputs ({k or 'echo'}): each prediction regenerates byte "
                          "for byte at any batch size on the same machine (`seam-repro recheck`).")
         else:
@@ -87,7 +61,7 @@ def scored_comparability(items: list[tuple[str, str, str, dict[str, Any] | None]
                 continue
             a, b = ga or {}, gb or {}
             differ = [f for f in TOKEN_FIELDS if a.get(f) != b.get(f)]
-            invariant = all(x.get("backend") == "echo" or x.get("kernels") not in (None, DEFAULT) for x in (a, b))
+            invariant = all(invariant_layout(x.get("backend"), x.get("kernels")) for x in (a, b))
             if not differ and invariant:
                 notes.append(f"{la} and {lb}: comparable token for token (same model, settings and batch-invariant "
                              f"layout {a.get('kernels') or 'echo'}; on different machines, compare fingerprints).")

@@ -168,10 +168,10 @@ def backend_arguments(entry: dict[str, Any], model_folder: Path | None) -> dict[
 
 
 def settings_of(entry: dict[str, Any]) -> GenerationSettings:
+    """The settings the run generated with, from its recorded generation (a field it lacks keeps its
+    protocol default; the batch size is left out: it is no setting of the outputs)."""
     gen = entry.get("generation") or {}
-    return GenerationSettings(temperature=gen.get("temperature", 0.8), max_new_tokens=gen.get("max_new_tokens", 500),
-                              do_sample=gen.get("do_sample", True), top_p=gen.get("top_p"),
-                              context_window=gen.get("context_window"))
+    return GenerationSettings(**{k: gen[k] for k in GenerationSettings._fields if k in gen and k != "batch_size"})
 
 
 def recheck(run_dir: Path, *, sample: int, seed: int, batch_size: int | None = None, model: str | None = None,
