@@ -42,10 +42,12 @@ def test_a_10mb_prediction_per_dataset_scores_in_bounded_time(echo_runs: dict[st
         f.write_text("\n".join(rows) + "\n")
         grown[(rec["dataset"], rec["run"], rec["instance_id"])] = rec
     assert len(grown) == 6
-    t = time.perf_counter()
+    # CPU time of this process, not wall time: the bound is about the parsers staying linear
+    # (issue 28's 149 s), and must not fail because other work shares the machine.
+    t = time.process_time()
     score_run_dir(run, fic=False)
-    took = time.perf_counter() - t
-    assert took < 10.0, f"six 10 MB predictions took {took:.1f} s to score"
+    took = time.process_time() - t
+    assert took < 20.0, f"six 10 MB predictions took {took:.1f} CPU-s to score"
     after = _lines(run)
     prompts = {(r["dataset"], r["run"], r["instance_id"]): r["prompt"]
                for r in map(json.loads, (run / "prompts.jsonl").read_text().splitlines())}
