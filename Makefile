@@ -7,7 +7,7 @@
 #   make test      ruff + pytest (exits non-zero on any failure, or when no test ran)
 #   make verify    `seam-repro verify` every frozen manifest under manifests/
 #   make bench     kit figures vs their anchors (upstream generator, scorer.pl, raw generate), growth, openai
-#   make docs      rewrite the CLI reference section of README.md
+#   make docs      rewrite the generated CLI reference, docs/cli.md
 #   make image     build the CUDA image;  make image-cpu  the CPU image (needs a Docker engine)
 #   make image-check  build the CPU image with buildah/podman (no engine) and check the kit inside it
 #   make image-check-cuda  the same for the CUDA image (no GPU needed; tools/gpu_check.sh is the GPU part)
@@ -97,7 +97,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_sensitivity_scale.py
 
 docs: $(STAMP)
-	$(BIN)/python -m seam_repro.docs --write README.md
+	$(BIN)/python -m seam_repro.docs --write docs/cli.md
 
 docker-engine:
 	@command -v docker >/dev/null 2>&1 || { echo "make: the docker client is not installed" >&2; exit 1; }

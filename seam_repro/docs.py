@@ -1,8 +1,8 @@
-"""Markdown CLI reference generated from the click group itself, so README.md cannot drift from the
+"""Markdown CLI reference generated from the click group itself, so docs/cli.md cannot drift from the
 code (the approach of pip-tools' and click's own docs: render from the command objects, never by
-hand). ``python -m seam_repro.docs --write README.md`` (``make docs``) replaces the text between
-``<!-- cli-reference:start -->`` and ``<!-- cli-reference:end -->``; ``--check`` exits 1 when that
-section is stale; with neither it prints the reference.
+hand). ``python -m seam_repro.docs --write docs/cli.md`` (``make docs``; ``--write`` alone means that
+page) replaces the text between ``<!-- cli-reference:start -->`` and ``<!-- cli-reference:end -->``;
+``--check`` exits 1 when that section is stale; with neither it prints the reference.
 
 Every command is imported to document it, so a command module that fails to import makes the
 generator fail with the command's name rather than silently dropping it from the reference.
@@ -20,11 +20,10 @@ import click
 
 from seam_repro.errors import InputError, SeamReproError
 
-START = "<!-- cli-reference:start -->"
-END = "<!-- cli-reference:end -->"
+START, END = "<!-- cli-reference:start -->", "<!-- cli-reference:end -->"
 HEADING = "## Command-line reference"
-PROG = "seam-repro"
-ENV_PREFIX = "SEAM_REPRO"
+PAGE = "docs/cli.md"  # the page `make docs` rewrites, relative to the repository root
+PROG, ENV_PREFIX = "seam-repro", "SEAM_REPRO"  # ENV_PREFIX: the auto_envvar_prefix cli.main passes
 
 
 def _cell(text: str) -> str:
@@ -149,7 +148,7 @@ def render_reference(
     # command), so the output does not depend on which commands ran before in the same process.
     root = click.Context(group, info_name=prog, **{**group.context_settings, "auto_envvar_prefix": env_prefix})
     sections = [
-        "Generated from the code by `python -m seam_repro.docs --write README.md` (`make docs`); "
+        f"Generated from the code by `python -m seam_repro.docs --write {PAGE}` (`make docs`); "
         "do not edit by hand. Every option can also be set through the environment variable shown.",
         "",
         f"Usage: `{' '.join([prog, *group.collect_usage_pieces(root)])}`",
@@ -167,7 +166,7 @@ def render_reference(
         sections.append(_command_section(name, cmd, root))
     text = "\n".join(sections).rstrip() + "\n"
     home = str(Path.home())
-    if len(home) > 1:  # defaults computed from $HOME would make the README machine-specific
+    if len(home) > 1:  # defaults computed from $HOME would make the page machine-specific
         text = text.replace(home, "~")
     return text
 
@@ -178,7 +177,7 @@ def _anchor(prog: str, name: str) -> str:
     return "".join(ch for ch in title if ch.isalnum() or ch in "-_ ").replace(" ", "-")
 
 
-def replace_section(text: str, reference: str, path: str | Path = "README.md") -> str:
+def replace_section(text: str, reference: str, path: str | Path = PAGE) -> str:
     """``text`` with the marked section replaced by ``reference``; markers (and a heading) are
     appended at the end when the file has none. Anything outside the markers is left untouched."""
     n_start, n_end = text.count(START), text.count(END)
@@ -214,8 +213,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m seam_repro.docs``: print, ``--write FILE`` or ``--check FILE`` the reference."""
     parser = argparse.ArgumentParser(prog="python -m seam_repro.docs", description=(__doc__ or "").split("\n\n")[0])
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--write", metavar="FILE", help="replace the marked section of FILE")
-    mode.add_argument("--check", metavar="FILE", help="exit 1 if the marked section of FILE is stale")
+    mode.add_argument("--write", metavar="FILE", nargs="?", const=PAGE,
+                      help=f"replace the marked section of FILE (default {PAGE})")
+    mode.add_argument("--check", metavar="FILE", nargs="?", const=PAGE,
+                      help=f"exit 1 if the marked section of FILE (default {PAGE}) is stale")
     args = parser.parse_args(argv)
     try:
         if args.write:

@@ -3,7 +3,7 @@
 Every manifest-reading command (``prompts``, ``verify``, ``replay``, ``score``) validates the manifest
 against ``data/manifest.schema.json``. ``jsonschema`` walks ``$ref`` per instance: at the paper's
 scale (6 datasets x 10 runs x 100 instances) its check is a large share of a short command such as
-``verify`` (README "Performance" has the measured figures), so the schema is compiled to plain
+``verify`` (docs/performance.md has the measured figures), so the schema is compiled to plain
 Python by ``fastjsonschema`` once per process and only a document it rejects goes to
 ``jsonschema``, whose error messages are the ones shown. Both accept exactly the same documents for
 the keywords this schema uses (type, const, enum, pattern, required, properties,

@@ -1,4 +1,4 @@
-"""seam_repro.docs: the README's CLI reference is regenerated from the click group and compared, so
+"""seam_repro.docs: the CLI reference page (docs/cli.md) is regenerated from the click group and compared, so
 a command or option added without `make docs` fails here; the renderer itself is checked on a toy
 group against click's own --help output and click's own environment-variable handling."""
 
@@ -56,13 +56,31 @@ def leaf() -> None:
     """A leaf command."""
 
 
-def test_readme_cli_reference_is_up_to_date() -> None:
-    """Fails when README.md's marked section differs from the regenerated one: run `make docs`."""
-    readme = ROOT / "README.md"
-    text = readme.read_text(encoding="utf-8")
-    assert text.count(docs.START) == 1 and text.count(docs.END) == 1, "README.md lacks the reference markers"
-    expected = docs.replace_section(text, docs.render_reference(), readme)
-    assert expected == text, "README.md CLI reference is stale: run `make docs` (python -m seam_repro.docs --write README.md)"
+def test_cli_reference_page_is_up_to_date() -> None:
+    """Fails when docs/cli.md's marked section differs from the regenerated one: run `make docs`."""
+    page = ROOT / docs.PAGE
+    text = page.read_text(encoding="utf-8")
+    assert text.count(docs.START) == 1 and text.count(docs.END) == 1, f"{docs.PAGE} lacks the reference markers"
+    expected = docs.replace_section(text, docs.render_reference(), page)
+    assert expected == text, f"{docs.PAGE} is stale: run `make docs` (python -m seam_repro.docs --write {docs.PAGE})"
+
+
+def test_make_docs_writes_the_page_and_the_readme_links_it() -> None:
+    """The reference lives in docs/cli.md alone: `make docs` writes it, the README only links it."""
+    assert f"-m seam_repro.docs --write {docs.PAGE}" in (ROOT / "Makefile").read_text(encoding="utf-8")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert docs.START not in readme and docs.END not in readme
+    assert f"]({docs.PAGE})" in readme
+
+
+def test_write_and_check_default_to_the_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--write` / `--check` without a file mean docs/cli.md (relative to the working folder)."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / docs.PAGE).write_text(f"# CLI\n\n{docs.START}\n{docs.END}\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert docs.main(["--check"]) == 1
+    assert docs.main(["--write"]) == 0 and docs.main(["--check"]) == 0
+    assert "### `seam-repro replay`" in (tmp_path / docs.PAGE).read_text(encoding="utf-8")
 
 
 def test_reference_documents_every_registered_command_and_option() -> None:

@@ -76,12 +76,13 @@ def test_gpu_check_refuses_a_python_without_torch(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(not RESULTS, reason="no recorded GPU check under benchmarks/results")
 def test_recorded_gpu_results_are_what_readme_reports() -> None:
-    """The README's GPU figures come from the recorded checks, not from memory: every recorded run
-    passed on CUDA, the deterministic mode differed nowhere, and README quotes the batch-invariance
-    counts and the deterministic/default time ratios. A section may have been skipped for time (the
-    file says so); the only failing verdict allowed is the throughput section's own 5 % overhead
-    threshold for the default path at batch 1, and README quotes that figure."""
-    readme = (ROOT / "README.md").read_text("utf-8")
+    """The GPU figures of docs/performance.md (where the README's performance section moved) come
+    from the recorded checks, not from memory: every recorded run passed on CUDA, the deterministic
+    mode differed nowhere, and the page quotes the batch-invariance counts and the
+    deterministic/default time ratios. A section may have been skipped for time (the file says so);
+    the only failing verdict allowed is the throughput section's own 5 % overhead threshold for the
+    default path at batch 1, and the page quotes that figure."""
+    readme = (ROOT / "docs" / "performance.md").read_text("utf-8")
     assert RESULTS
     for path in RESULTS:
         doc = json.loads(path.read_text("utf-8"))

@@ -1,15 +1,17 @@
-"""Every command block of README.md runs as written, or is marked here with the reason it cannot.
+"""Every command block of README.md and of the docs/*.md pages runs as written, or is marked here
+with the reason it cannot.
 
 Each ```bash block (outside the generated CLI reference) is split into commands (``\\``-continued
 lines joined, comment lines dropped) and run in order by bash in one temporary folder, with
 ``seam-repro`` on PATH running this checkout and ``manifests/`` linked in, as a reader of the README
-would run them from a clone. A trailing ``# exit N`` comment is the expected exit status (else 0);
+would run them from a clone: README.md first (its journeys make the run folders the pages use, such as
+runs/smoke), then the docs pages in name order, all in the same folder. A trailing ``# exit N`` comment is the expected exit status (else 0);
 a trailing comment that is a number is a value the output must show.
 
 A command that cannot run offline on CPU in seconds is listed in ``SKIPPED`` (with the reason) or in
 ``STAND_INS`` (with the reason and the command run in its place, so the commands after it find what
-they need). A README command in neither list is run, so a new or changed command is tested or
-explicitly excused; a listed command the README no longer has fails the test, so the lists cannot
+they need). A command of any page in neither list is run, so a new or changed command is tested or
+explicitly excused; a listed command that no page has any more fails the test, so the lists cannot
 go stale.
 """
 
@@ -25,6 +27,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
+
+
+def pages() -> list[Path]:
+    """README.md, then every docs/*.md page in name order: the files whose commands are run."""
+    return [README, *sorted((REPO / "docs").glob("*.md"))]
+
 FENCE = re.compile(r"^```(bash|sh|shell|console)\n(.*?)^```", re.S | re.M)
 COMMENT = re.compile(r"\s+#\s+(.*)$")
 
@@ -93,8 +101,18 @@ SKIPPED: dict[str, str] = {
     "tools/gpu_check.sh gpu-check/": "needs an NVIDIA GPU (tests/test_gpu_check.py rehearses it on CPU)",
     "tools/gpu_check.sh --download-wheels wheels/": "needs the network",
     "SEAM_GPU_WHEELS=wheels/ tools/gpu_check.sh gpu-check/": "needs an NVIDIA GPU and the wheels above",
+    "export SEAM_REPRO_SUITES=$PWD PYTHONPATH=$PWD":
+        "sets the variables for the commands below it, which need the files docs/adding-a-dataset.md has you "
+        "write; tests/test_new_dataset.py builds those files and runs these commands",
+    "seam-repro sample config.json -o keywords.json --prompts-dir prompts/":
+        "needs the suite, loader, template, config and prompt files of docs/adding-a-dataset.md "
+        "(tests/test_new_dataset.py)",
+    "seam-repro replay keywords.json --backend echo --out runs/keywords":
+        "needs keywords.json from the command above (tests/test_new_dataset.py)",
+    "seam-repro score runs/keywords": "needs runs/keywords from the command above (tests/test_new_dataset.py)",
+    "seam-repro report runs/l3-8b --reference paper --out report-l3/": "needs runs/l3-8b from the 8B replay above",
 }
-"""README command (trailing comment left out, whitespace collapsed) -> why it is not run here."""
+"""Command (trailing comment left out, whitespace collapsed) -> why it is not run here."""
 
 STAND_INS: dict[str, tuple[str, str]] = {
     "make demo": ("an install plus an embedded-model replay (minutes on CPU; .ci/run stage 3 replays it); the "
@@ -110,15 +128,16 @@ STAND_INS: dict[str, tuple[str, str]] = {
          "command after it a two-model run folder",
          "seam-repro replay para.json --out runs/para-emb --backend echo --name echo-b"),
 }
-"""README command -> (why it is not run as written, the command run in its place)."""
+"""Command -> (why it is not run as written, the command run in its place)."""
 
 
 def _normal(text: str) -> str:
     return " ".join(text.replace("\\\n", " ").split())
 
 
-def readme_commands(text: str) -> list[tuple[str, str]]:
-    """(command, trailing comment) for every command of every shell block before the CLI reference."""
+def readme_commands(text: str, name: str = "README.md") -> list[tuple[str, str]]:
+    """(command, trailing comment) for every command of every shell block of one page (``name``, for
+    messages) before its CLI reference."""
     text = text.split("<!-- cli-reference:start -->")[0]
     out = []
     for _, body in FENCE.findall(text):
@@ -133,14 +152,27 @@ def readme_commands(text: str) -> list[tuple[str, str]]:
                 command = current[: len(current) - len(match.group(0))] if match else current
                 out.append((_normal(command), comment))
                 current = ""
-        assert not current, f"README.md: a shell block ends in a continued line: {current!r}"
+        assert not current, f"{name}: a shell block ends in a continued line: {current!r}"
     return out
 
 
+def all_commands() -> list[tuple[str, str, str]]:
+    """(page, command, trailing comment) of every page, in the order they are run."""
+    return [(page.relative_to(REPO).as_posix(), command, comment) for page in pages()
+            for command, comment in readme_commands(page.read_text("utf-8"), page.name)]
+
+
+def test_pages_are_the_readme_and_the_docs() -> None:
+    names = [p.relative_to(REPO).as_posix() for p in pages()]
+    assert names[0] == "README.md" and "docs/models.md" in names and "docs/docker.md" in names, names
+    ran_somewhere = {page for page, _, _ in all_commands()}
+    assert {"README.md", "docs/models.md", "docs/running.md", "docs/data.md"} <= ran_somewhere, ran_somewhere
+
+
 def test_every_excused_command_is_in_the_readme() -> None:
-    commands = {c for c, _ in readme_commands(README.read_text("utf-8"))}
+    commands = {c for _, c, _ in all_commands()}
     stale = sorted((set(SKIPPED) | set(STAND_INS)) - commands)
-    assert not stale, f"listed here but no longer in README.md (update SKIPPED/STAND_INS): {stale}"
+    assert not stale, f"listed here but in neither README.md nor docs/*.md (update SKIPPED/STAND_INS): {stale}"
     assert not set(SKIPPED) & set(STAND_INS)
 
 
@@ -163,7 +195,7 @@ def test_readme_commands_run(tmp_path: Path) -> None:
            "SEAM_REPRO_CACHE": str(tmp_path / "cache")}
     env.pop("SEAM_REPRO_SEEDS", None)
     ran = 0
-    for command, comment in readme_commands(README.read_text("utf-8")):
+    for page, command, comment in all_commands():
         if command in SKIPPED:
             continue
         if command in STAND_INS:
@@ -171,9 +203,9 @@ def test_readme_commands_run(tmp_path: Path) -> None:
         want = int(m.group(1)) if (m := re.match(r"exit (\d+)", comment)) else 0
         done = subprocess.run(["bash", "-c", command], cwd=work, env=env, capture_output=True, text=True,
                               timeout=300)
-        assert done.returncode == want, (f"README command `{command}` exited {done.returncode}, expected {want}:\n"
+        assert done.returncode == want, (f"{page} command `{command}` exited {done.returncode}, expected {want}:\n"
                                          f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
         if re.fullmatch(r"-?\d+(\.\d+)?", comment):
-            assert comment in done.stdout, f"README command `{command}`: expected {comment} in {done.stdout!r}"
+            assert comment in done.stdout, f"{page} command `{command}`: expected {comment} in {done.stdout!r}"
         ran += 1
     assert ran >= 10

@@ -1,8 +1,11 @@
-"""README.md's own links and the README headings that --help texts name all exist.
+"""The links of README.md and of the docs/*.md pages, and the headings that --help texts name, all
+exist: an in-page ``#anchor`` must be a heading of that page, a link to another file must name a file
+of the repository (and, with ``#anchor``, a heading of that page).
 
 Old main: Contents listed "Other suites" whose heading was missing, left "Importing outputs made
 elsewhere" out, and `replay --model-args` help pointed to a heading 'Model arguments' that no
-version of the README had.
+version of the README had. When the README became a guide, its reference sections moved to docs/
+pages, so help texts name ``docs/<page>.md: 'Heading'`` (or ``README: 'Heading'``).
 """
 
 from __future__ import annotations
@@ -15,7 +18,10 @@ import click
 
 from seam_repro.cli import COMMANDS, LazyGroup
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+PAGES = [README, *sorted((REPO / "docs").glob("*.md"))]
+LINK = re.compile(r"\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```.*?^```[^\n]*$", re.S | re.M)
 HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$", re.M)
 
@@ -64,6 +70,43 @@ def test_every_readme_link_has_its_heading() -> None:
     assert links and not sorted(links - have), f"README links to missing headings: {sorted(links - have)}"
 
 
+def broken_links(page: Path) -> list[str]:
+    """The links of ``page`` (outside code) whose file or heading does not exist; web links are not checked."""
+    bad = []
+    for target in LINK.findall(FENCE.sub("", page.read_text("utf-8"))):
+        if re.match(r"[a-z]+:", target):  # https:, mailto:
+            continue
+        path, _, frag = target.partition("#")
+        dest = (page.parent / path).resolve() if path else page
+        if not dest.exists() or REPO.resolve() not in [dest, *dest.parents]:
+            bad.append(target)
+        elif frag and (dest.suffix != ".md" or frag not in anchors(dest.read_text("utf-8"))):
+            bad.append(target)
+    return bad
+
+
+def test_every_link_of_the_readme_and_the_docs_pages_resolves() -> None:
+    assert len(PAGES) > 10, PAGES
+    broken = {p.relative_to(REPO).as_posix(): b for p in PAGES if (b := broken_links(p))}
+    assert not broken, f"links to missing files or headings: {broken}"
+
+
+def test_the_readme_links_every_docs_page() -> None:
+    """The README is the way in: every docs page is reachable from its Documentation map."""
+    text = README.read_text("utf-8")
+    section = text.split("## Documentation", 1)[1].split("\n## ", 1)[0]
+    linked = set(re.findall(r"\]\((docs/[^)#]+)\)", section))
+    assert linked == {p.relative_to(REPO).as_posix() for p in PAGES[1:]}, linked
+
+
+def test_every_docs_page_opens_with_what_it_is_for() -> None:
+    """A title, then one paragraph of prose (not a table, list, code or another heading)."""
+    for page in PAGES[1:]:
+        lines = page.read_text("utf-8").split("\n\n")
+        assert lines[0].startswith("# ") and "\n" not in lines[0], page
+        assert lines[1][:1].isalpha() or lines[1][:1] in "`*", (page, lines[1][:60])
+
+
 def test_contents_lists_every_section_in_order() -> None:
     text = README.read_text("utf-8")
     entries = contents(text)
@@ -91,13 +134,36 @@ def _help_texts() -> list[tuple[str, str]]:
     return out
 
 
+HEADING_REF = re.compile(r"(README|docs/[\w.-]+\.md):? ['\"]([^'\"]+)['\"]")
+
+
+def missing_headings(texts: list[tuple[str, str]]) -> list[tuple[str, str, str]]:
+    """(where, page, heading) for each ``README: 'Heading'`` / ``docs/x.md: 'Heading'`` in ``texts``
+    whose page lacks a heading starting with that text."""
+    missing = []
+    for where, text in texts:
+        for page, ref in HEADING_REF.findall(text):
+            path = README if page == "README" else REPO / page
+            names = [h for _, h in headings(path.read_text("utf-8"))] if path.is_file() else []
+            if not any(h.replace("`", "").lower().startswith(ref.lower()) for h in names):
+                missing.append((where, page, ref))
+    return missing
+
+
 def test_help_texts_name_existing_readme_headings() -> None:
-    names = [h for _, h in headings(README.read_text("utf-8"))]
-    refs = [(cmd, ref) for cmd, text in _help_texts() for ref in re.findall(r"README:? ['\"]([^'\"]+)['\"]", text)]
+    refs = [(cmd, m) for cmd, text in _help_texts() for m in HEADING_REF.findall(text)]
     assert len(refs) >= 2, refs  # replay --model-args, datasets check --data-dir
-    missing = [(cmd, ref) for cmd, ref in refs
-               if not any(h.replace("`", "").lower().startswith(ref.lower()) for h in names)]
-    assert not missing, f"--help names README headings that do not exist: {missing}"
+    missing = missing_headings(_help_texts())
+    assert not missing, f"--help names headings that do not exist: {missing}"
+
+
+def test_error_messages_name_existing_headings() -> None:
+    """The offline route `fetch` and `replay` print names the page and heading of the data layout."""
+    from seam_repro.commands.fetch import OFFLINE_ROUTE
+
+    assert HEADING_REF.search(OFFLINE_ROUTE), OFFLINE_ROUTE
+    assert not missing_headings([("fetch OFFLINE_ROUTE", OFFLINE_ROUTE)])
+    assert missing_headings([("x", "docs/data.md: 'No such heading'")])  # the check can fail
 
 
 def test_merge_help_shows_merge_examples() -> None:

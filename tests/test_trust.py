@@ -253,7 +253,8 @@ def test_box_plot_keeps_not_scored_cells(tmp_path: Path) -> None:
 def test_readme_dry_run_writes_to_its_own_folder() -> None:
     """Old main's Quickstart wrote the echo dry run into runs/smoke, so `echo` was ranked beside SmolLM2."""
     text = (REPO / "README.md").read_text()
-    quick = text[text.index("## Quickstart"):text.index("## The pipeline")]
+    start = text.index("## Quickstart")
+    quick = text[start:text.index("\n## ", start + 1)]
     for line in quick.splitlines():
         if "--backend echo" in line:
             assert "runs/smoke " not in line + " " and "--out runs/dry-run" in line

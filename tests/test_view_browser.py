@@ -4,7 +4,7 @@ instance_scores.jsonl, the predictions), computed here independently of the page
 
 Skips, saying why, where no chromium/chromedriver is installed (``apt-get install chromium
 chromium-driver``) or Selenium is missing; with ``SEAM_REPRO_REQUIRE_BROWSER`` set (CI) that is a
-failure instead. ``SEAM_REPRO_VIEW_SCREENSHOTS=DIR`` keeps the page screenshots in DIR (README's
+failure instead. ``SEAM_REPRO_VIEW_SCREENSHOTS=DIR`` keeps the page screenshots in DIR (docs/view.md's
 come from ``DIR=docs``); otherwise they go to the test's temporary folder.
 """
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The hf backend on one NVIDIA GPU, end to end, in one command (README "Performance" and "Limitations").
+# The hf backend on one NVIDIA GPU, end to end, in one command (docs/performance.md and docs/limitations.md).
 #
 #   tools/gpu_check.sh [OUT_DIR] [-- gpu_check.py options]      (default OUT_DIR: ./gpu-check)
 #

@@ -65,7 +65,7 @@ Examples:
   seam-repro datasets check --data-dir ~/seam-data --prompts-dir ~/SEAM/files/prompts
   seam-repro datasets check --data-dir manifests/fixtures/zeroscrolls --suite zeroscrolls-mini""")
 @click.option("--data-dir", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="Folder with one folder per dataset (README: 'Data folder layout').")
+              help="Folder with one folder per dataset (docs/data.md: 'Data folder layout').")
 @click.option("--prompts-dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
               help="Also check that DIR/<dataset>.json prompt files exist.")
 @click.option("--suite", default="seam", show_default=True, help="Suite whose datasets to check.")

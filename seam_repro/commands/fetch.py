@@ -13,7 +13,7 @@ import click
 
 OFFLINE_ROUTE = ("offline route: on a machine with access, download the files listed in "
                  "seam_repro/data/sources.lock.json (or copy a filled cache), put them in a folder, one "
-                 "folder per dataset (README: 'Data folder layout'), then run `seam-repro fetch --data-dir DIR`: "
+                 "folder per dataset (docs/data.md: 'Data folder layout'), then run `seam-repro fetch --data-dir DIR`: "
                  "the same hashes are checked")
 
 

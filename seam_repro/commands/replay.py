@@ -65,8 +65,8 @@ Examples:
               help="openai = an OpenAI-compatible server (needs --model-args base_url=...); echo = no model, "
                    "seeded words of the prompt (dry runs, resume drills).")
 @click.option("--model-args", default=None, metavar="KEY=VALUE,...",
-              help="Backend options, validated per backend (README: 'Your own model: local folders, display names, model "
-                   "arguments'); recorded in run.json.")
+              help="Backend options, validated per backend (docs/models.md: 'Your own model: local folders, display "
+                   "names, model arguments'); recorded in run.json.")
 @click.option("--shard", default=None, metavar="K/N", help="Only instances whose hash falls in shard K of N (0-based).")
 @click.option("--batch-size", type=BatchSize(), default=None, metavar="N|auto",
               help="Instances per forward pass (default: the manifest's batch_size; hf on CPU: 8, the measured best). "

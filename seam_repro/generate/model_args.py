@@ -49,7 +49,7 @@ def _load_specs() -> dict[str, dict[str, ArgSpec]]:
 
 
 SPECS: dict[str, dict[str, ArgSpec]] = _load_specs()
-"""Backend -> key -> spec, from ``data/model_args.json`` (also the source of the README table)."""
+"""Backend -> key -> spec, from ``data/model_args.json`` (also the source of the table in docs/models.md)."""
 
 KEY_SHAPE = re.compile(r"[a-z_]{1,40}")
 """What every accepted key looks like (lower-case words joined by ``_``). An unknown key or a part
@@ -158,7 +158,7 @@ def recorded_args(backend: str, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def reference_table() -> str:
-    """Markdown table of every backend's keys (pasted into the README)."""
+    """Markdown table of every backend's keys (pasted into docs/models.md)."""
     rows = ["| backend | key | type | protocol | meaning |", "|---|---|---|---|---|"]
     for backend, specs in SPECS.items():
         for spec in specs.values():

@@ -1,4 +1,4 @@
-// seam-repro run explorer. Plain DOM, no framework (README: "See the runs").
+// seam-repro run explorer. Plain DOM, no framework (docs/view.md).
 // Every text that comes from a run (model output, prompts, gold, ids, names) is written with
 // textContent / createTextNode, never parsed as HTML: model output and dataset text are untrusted.
 // Data files are scripts (data/<name>.js calling SEAMVIEW.put): a file:// page may not fetch().
