@@ -103,8 +103,9 @@ def _kept_note() -> str:
         return "outputs written so far are kept"
 
 
-def _command_line(argv: list[str]) -> str:
-    return "seam-repro " + shlex.join(argv)
+def command_line(argv: list[str] | None = None) -> str:
+    """``seam-repro ARGS`` as typed (this process's arguments unless given), quoted for a shell."""
+    return "seam-repro " + shlex.join(sys.argv[1:] if argv is None else argv)
 
 
 def _redacted(text: str) -> str:
@@ -179,7 +180,7 @@ def main(argv: list[str] | None = None) -> None:
         cause = exc.__cause__ or exc.__context__
         if isinstance(cause, EOFError):  # click turns EOFError into Abort: it is an input cut short
             _fail(f"unexpected end of input ({cause or 'file ends early'})", 2)
-        click.echo(_redacted(f"interrupted: {_kept_note()}; resume with: {_command_line(args)}"), err=True)
+        click.echo(_redacted(f"interrupted: {_kept_note()}; resume with: {command_line(args)}"), err=True)
         sys.exit(130)
     except click.ClickException as exc:
         exc.message = _redacted(exc.message)

@@ -18,7 +18,7 @@ from seam_repro.errors import InputError, ManifestError
 from seam_repro.generate.base import EchoBackend
 from seam_repro.hashing import sha256_text
 from seam_repro.manifest.prompts import check_prompt_records
-from seam_repro.run.replay import apply_limit, run_generation
+from seam_repro.run.replay import iter_limit, run_generation
 
 MANIFEST = {"digest": "a" * 64, "prompt_digest": "b" * 64, "frozen": True,
             "config": {"generation": {"temperature": 0.8, "max_new_tokens": 6, "do_sample": True, "top_p": None}}}
@@ -97,12 +97,12 @@ def test_echo_output_depends_only_on_seed_and_prompt(tmp_path: Path) -> None:
     assert lines_a == lines_b and len(lines_a) == 15
 
 
-def test_apply_limit_takes_first_n_of_every_dataset_run() -> None:
-    limited = apply_limit(records(5), 2)
+def test_limit_takes_first_n_of_every_dataset_run() -> None:
+    limited = list(iter_limit(records(5), 2))
     assert [(r["dataset"], r["run"], r["instance_id"]) for r in limited] == [
         ("MultiNews", 0, "0"), ("MultiNews", 0, "1"), ("MultiNews", 1, "0"), ("MultiNews", 1, "1"),
         ("ECB", 0, "0"), ("ECB", 0, "1")]
-    assert apply_limit(records(2), None) == records(2)
+    assert list(iter_limit(records(2), None)) == records(2)
 
 
 def test_bad_prompt_records_are_named() -> None:

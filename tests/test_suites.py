@@ -417,9 +417,23 @@ def test_score_rejects_suite_records_without_a_known_metric(tmp_path: Path) -> N
         score_run_dir(run)
 
 
+def score_model(prompts: dict, preds: dict, model: dict, profile: str, fic: object) -> tuple[list, dict]:
+    """Instance lines and the summary's ``datasets`` block of predictions held in memory, through
+    ``ModelScorer`` as ``score_run_dir`` scores each (dataset, run) group."""
+    from seam_repro.scoring.loop import ModelScorer
+
+    scorer = ModelScorer(model, profile, fic)
+    groups: dict = {}
+    for key, rec in prompts.items():
+        if key in preds:
+            groups.setdefault(key[:2], []).append((key, rec, preds[key]))
+    lines = [ln for items in groups.values() for ln in scorer.score_group(items)]
+    return lines, scorer.datasets()
+
+
 def test_scoring_dispatches_on_the_record_task_not_the_dataset_name() -> None:
     from seam_repro.metrics import rouge
-    from seam_repro.scoring.loop import _Fic, score_model
+    from seam_repro.scoring.loop import _Fic
 
     key = ("MyNews", 0, "a")
     rec = {"dataset": "MyNews", "task": "summarization", "run": 0, "instance_id": "a", "prompt": "p *Answer*: ",

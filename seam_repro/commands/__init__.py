@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -29,3 +30,35 @@ class ManifestPath(click.ParamType):
 
 
 MANIFEST = ManifestPath()
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _options(*decorators: Callable[[F], F]) -> Callable[[F], F]:
+    """Several click decorators as one, listed in the order ``--help`` shows them."""
+    def wrap(f: F) -> F:
+        for d in reversed(decorators):
+            f = d(f)
+        return f
+    return wrap
+
+
+def render_inputs(data_help: str, prompts_help: str) -> Callable[[F], F]:
+    """``--data-dir``, ``--prompts-dir``, ``--allow-unfrozen``: what a manifest's prompts are rendered
+    from (replay, import)."""
+    return _options(
+        click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help=data_help),
+        click.option("--prompts-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+                     help=prompts_help),
+        click.option("--allow-unfrozen", is_flag=True,
+                     help="Accept a manifest with frozen: false (results are not citable)."))
+
+
+def scored_inputs(out_help: str, reference_help: str) -> Callable[[F], F]:
+    """INPUTS (run folders and bundles), ``--out`` and ``--reference``: what report and view read."""
+    return _options(
+        click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path)),
+        click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+                     help=out_help),
+        click.option("--reference", default=None, help=reference_help))

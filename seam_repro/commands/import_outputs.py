@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from seam_repro.commands import MANIFEST
+from seam_repro.commands import MANIFEST, render_inputs
 
 
 @click.command("import", epilog="""\b
@@ -23,11 +23,7 @@ Examples:
               help="An upstream SEAM predictions folder (<dataset>/<org>/<model>_<run>.json).")
 @click.option("--jsonl", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help='A JSONL of {"dataset", "run", "instance_id", "output"} (optionally "prompt" or "prompt_sha256").')
-@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Local dataset copies to render the manifest's prompts from.")
-@click.option("--prompts-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Local upstream prompt files.")
-@click.option("--allow-unfrozen", is_flag=True, help="Accept a manifest with frozen: false (results are not citable).")
+@render_inputs("Local dataset copies to render the manifest's prompts from.", "Local upstream prompt files.")
 @click.option("--replace", is_flag=True, help="Where --out already holds outputs of this model that differ from "
               "the imported ones, replace them (without it the import is refused).")
 def import_outputs(manifest: Path, out: Path, model: str, upstream_dir: Path | None, jsonl: Path | None,

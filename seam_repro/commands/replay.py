@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
-from seam_repro.cli import on_interrupt
-from seam_repro.commands import MANIFEST
+from seam_repro.cli import command_line, on_interrupt
+from seam_repro.commands import MANIFEST, render_inputs
 from seam_repro.errors import SeamReproError
 from seam_repro.verbosity import log, log_printed, say
 
@@ -103,11 +103,7 @@ Examples:
               help="Override the manifest's temperature (0 = greedy). A protocol difference, as above.")
 @click.option("--top-p", type=click.FloatRange(min=0, max=1, min_open=True), default=None,
               help="Override the manifest's top_p. A protocol difference, as above.")
-@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Read each dataset from DIR/<name> instead of the cache.")
-@click.option("--prompts-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Read prompt files from DIR/<name>.json.")
-@click.option("--allow-unfrozen", is_flag=True, help="Accept a manifest with frozen: false (results are not citable).")
+@render_inputs("Read each dataset from DIR/<name> instead of the cache.", "Read prompt files from DIR/<name>.json.")
 @click.option("--echo-delay", type=click.FloatRange(min=0), default=0.0, help="echo backend: seconds per instance.")
 @click.option("--no-score", is_flag=True, help="Only generate; do not score afterwards.")
 @click.option("--no-report", is_flag=True, help="Score, but do not print the results table afterwards.")
@@ -127,9 +123,6 @@ def replay(manifest: Path, out: Path, model: str | None, name: str | None, backe
     and verified (or read from --data-dir/--prompts-dir), it is frozen into OUT and verified, and
     that frozen copy is replayed. What is printed, plus debug detail, is kept in OUT/replay.log.
     """
-    import shlex
-    import sys
-
     from seam_repro.files.guard import guard_outputs
     from seam_repro.manifest.trust import load_trusted
     from seam_repro.run.replay import ReplayOptions
@@ -144,7 +137,7 @@ def replay(manifest: Path, out: Path, model: str | None, name: str | None, backe
     guard_outputs([("--out", out)], inputs=[manifest], read_dirs=[data_dir, prompts_dir, model_dir],
                   writes=RUN_FOLDER_WRITES)  # before the log lands
     with run_log(run_log_path(out)):
-        log().debug("command: seam-repro " + shlex.join(sys.argv[1:]))
+        log().debug("command: " + command_line())
         on_interrupt(lambda: interrupted_note(out))
         if allow_unfrozen:
             loaded = load_trusted(manifest, allow_unfrozen=True)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import shlex
-import sys
 from pathlib import Path
 
 import click
 
+from seam_repro.cli import command_line
+from seam_repro.commands import scored_inputs
 from seam_repro.errors import InputError
 
 
@@ -17,16 +17,10 @@ def _manifest_file(spec: str | None) -> list[Path]:
     return [Path(spec)] if spec and Path(spec).exists() else []
 
 
-def _command_line() -> str:
-    return "seam-repro " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-
-
 @click.command(epilog="\b\nExamples:\n  seam-repro report runs/llama --out reports/llama --reference paper\n"
                "  seam-repro report my_model.bundle.json --reference paper --out reports/new")
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Directory for report.md, report.json, box_plots.png, ar_arsd.png.")
-@click.option("--reference", default=None, help="'paper' (Table 3) or a JSON file of the same shape.")
+@scored_inputs("Directory for report.md, report.json, box_plots.png, ar_arsd.png.",
+               "'paper' (Table 3) or a JSON file of the same shape.")
 @click.option("--manifest", default=None, help="Manifest digest (or manifest file) every input must match.")
 @click.option("--seed", default=42, show_default=True, type=int, help="Root seed of the ASO bootstrap.")
 @click.option("--deepsig", is_flag=True, help="Cross-check adjacent pairs with the deepsig package, if installed.")
@@ -48,11 +42,11 @@ def report(inputs: tuple[Path, ...], out_dir: Path, reference: str | None, manif
                   read_dirs=[*(p for p in inputs if p.is_dir()), *seeds_read_dirs()], writes=names)
     models = load_inputs(list(inputs), resolve_manifest_digest(manifest))
     ref = load_reference(reference) if reference else None
-    rep = build_report(models, ref, AsoParams(seed=seed), deepsig=deepsig, command=_command_line())
+    rep = build_report(models, ref, AsoParams(seed=seed), deepsig=deepsig, command=command_line())
     if with_view:  # first, so report.md never links a site that failed to build
         from seam_repro.view.build import build_site
 
-        site = build_site(list(inputs), out_dir / "view", ref, command=_command_line(), report=rep)
+        site = build_site(list(inputs), out_dir / "view", ref, command=command_line(), report=rep)
         rep["view"] = site.relative_to(out_dir).as_posix()
     for p in write_report(rep, out_dir):
         click.echo(str(p))

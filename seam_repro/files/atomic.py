@@ -138,8 +138,6 @@ def sweep_leftovers(folder: str | Path, prefix: str, suffix: str = "") -> list[s
             continue  # not a temporary of ours
         try:
             if entry.is_dir(follow_symlinks=False):
-                import shutil  # only here: every atomic write sweeps, few find a folder to remove
-
                 shutil.rmtree(entry.path)
             else:
                 os.unlink(entry.path)
@@ -153,8 +151,6 @@ def sweep_leftovers(folder: str | Path, prefix: str, suffix: str = "") -> list[s
 def owned_tempdir(prefix: str) -> Iterator[Path]:
     """A private folder ``$TMPDIR/<prefix><owner token>``, removed when the block ends; what a
     killed earlier run of the same command left under that prefix is removed first."""
-    import shutil
-
     root = Path(tempfile.gettempdir())
     sweep_leftovers(root, prefix)
     work = root / f"{prefix}{owner_token()}"
@@ -253,12 +249,9 @@ def _fsync_dir(path: Path) -> None:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
         return
-    try:
+    with contextlib.suppress(OSError):
         os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    os.close(fd)
 
 
 @contextlib.contextmanager
@@ -284,11 +277,10 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
         yield work
         os.replace(work, final)
         _fsync_dir(final.parent)
-    except OSError as exc:
+    except BaseException as exc:
         shutil.rmtree(work, ignore_errors=True)
-        raise OutputError(f"{final}: cannot write: {_os_problem(exc)}; nothing was changed") from None
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
+        if isinstance(exc, OSError):
+            raise OutputError(f"{final}: cannot write: {_os_problem(exc)}; nothing was changed") from None
         raise
 
 
@@ -303,11 +295,9 @@ def staged_file(path: str | Path) -> Iterator[Path]:
         yield staged
         os.replace(staged, final)
         _fsync_dir(final.parent)
-    except OSError as exc:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(staged)
-        raise OutputError(f"{final}: cannot write: {_os_problem(exc)}; nothing was changed") from None
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(staged)
+        if isinstance(exc, OSError):
+            raise OutputError(f"{final}: cannot write: {_os_problem(exc)}; nothing was changed") from None
         raise

@@ -128,10 +128,6 @@ def _read_error(p: Path, what: str, exc: OSError) -> InputError:
     return InputError(p, f"cannot read ({exc.strerror or exc})")
 
 
-def _is_gzip_name(p: Path) -> bool:
-    return p.name.endswith(".gz")
-
-
 def read_bytes(path: str | Path, *, what: str = "file") -> bytes:
     """Read a whole file (gunzipped when its name ends in ``.gz``); missing, unreadable, not-gzip or
     truncated-gzip files become one-line errors naming the file."""
@@ -140,7 +136,7 @@ def read_bytes(path: str | Path, *, what: str = "file") -> bytes:
         data = read_bytes_hashed(p)  # its sha256 is remembered: provenance hashing needs no second read
     except OSError as exc:
         raise _read_error(p, what, exc) from None
-    if _is_gzip_name(p):
+    if p.name.endswith(".gz"):
         data = gunzip(data, p)
     return data
 
@@ -173,7 +169,7 @@ def read_json(path: str | Path, *, what: str = "JSON file", expect: type | None 
     """Read a whole JSON file; ``expect`` (default ``dict``) checks the top-level type."""
     obj = parse_json_text(read_text(path, what=what), path)
     if expect is not None and not isinstance(obj, expect):
-        raise InputError(path, f"expected a JSON {_type_name(expect)} at the top level, got {_json_type(obj)}")
+        raise InputError(path, f"expected a JSON {_type_name(expect)} at the top level, got {json_type(obj)}")
     return obj
 
 
@@ -192,7 +188,7 @@ def iter_jsonl(path: str | Path, *, what: str = "JSONL file", expect: type | Non
     """
     p = Path(path)
     opts = {"expect": expect, "skip_blank": skip_blank, "lenient_tail": lenient_tail, "undecodable": undecodable}
-    if _is_gzip_name(p):
+    if p.name.endswith(".gz"):
         lines: Iterable[bytes] = read_bytes(p, what=what).splitlines(keepends=True)
         yield from _parse_lines(p, lines, complete_only=False, **opts)
         return
@@ -236,7 +232,7 @@ def _parse_lines(p: Path, lines: Iterable[bytes], *, expect: type | None, skip_b
                 return  # a torn write at the end of an append-only file
             raise
         if expect is not None and not isinstance(obj, expect):
-            raise InputError(p, f"expected a JSON {_type_name(expect)}, got {_json_type(obj)}",
+            raise InputError(p, f"expected a JSON {_type_name(expect)}, got {json_type(obj)}",
                              record=f"line {n}")
         yield n, obj
 
@@ -252,10 +248,6 @@ def _type_name(t: type) -> str:
 
 def json_type(obj: Any) -> str:
     """The JSON name of a parsed value's type (for "expected X, got Y" messages)."""
-    return _json_type(obj)
-
-
-def _json_type(obj: Any) -> str:
     if isinstance(obj, dict):
         return "object"
     if isinstance(obj, list):

@@ -7,8 +7,9 @@ of ``scripts/run_model_predictions.py`` (``QUANTIZED_MODELS``), now in ``data/mo
 from __future__ import annotations
 
 import json
+from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, NamedTuple
 
 from seam_repro.errors import InputError
 from seam_repro.generate.base import (
@@ -20,16 +21,24 @@ from seam_repro.generate.base import (
 
 BACKENDS = ("hf", "vllm", "openai", "echo")
 
-__all__ = ["BACKENDS", "Backend", "EchoBackend", "GenerationRequest", "GenerationResult",
+__all__ = ["BACKENDS", "Backend", "EchoBackend", "GenerationRequest", "GenerationResult", "HubModel",
            "make_backend", "model_pins", "parse_model_spec", "require_model_available"]
 
 
+@cache
 def model_pins() -> dict[str, Any]:
-    """``data/models.json``: revisions of the 7 paper models and the embedded default."""
+    """``data/models.json``: revisions of the 7 paper models and the embedded default (read once)."""
     return json.loads(resources.files("seam_repro").joinpath("data/models.json").read_text("utf-8"))
 
 
-def parse_model_spec(spec: str) -> tuple[str, str]:
+class HubModel(NamedTuple):
+    """A Hub model's ``--model`` parsed once (``require_model_available``) and handed to ``make_backend``."""
+
+    model_id: str
+    revision: str
+
+
+def parse_model_spec(spec: str) -> HubModel:
     """``ID[@REVISION]`` -> (id, revision); a bare id must be one of the pinned models."""
     from seam_repro.generate.model_folder import missing_folder_problem
 
@@ -40,28 +49,30 @@ def parse_model_spec(spec: str) -> tuple[str, str]:
     if not model_id or "@" in revision:
         raise InputError("--model", f"expected ID, ID@REVISION or a local model folder, got {spec!r}")
     if revision:
-        return model_id, revision
+        return HubModel(model_id, revision)
     pinned = model_pins()["models"].get(model_id)
     if pinned is None:
         raise InputError("--model", f"{model_id!r} has no pinned revision in seam_repro/data/models.json and is not "
                          "a local folder; pass ID@REVISION (a 40-hex commit of the Hub repo) or a folder path")
-    return model_id, pinned["revision"]
+    return HubModel(model_id, pinned["revision"])
 
 
-def require_model_available(backend: str, model: str | None) -> None:
-    """For a Hub model on the hf backend: refuse in one line, in under 2 s, when it is neither
+def require_model_available(backend: str, model: str | None) -> HubModel | None:
+    """For a Hub model on the hf backend: refuse in one line, in seconds, when it is neither
     cached nor reachable (``network.require_hub_or_cache``), and keep the Hub client's retry
-    warnings off the terminal. Replay asks before anything slow (rendering, torch). (vLLM resolves
-    models itself.)"""
+    warnings off the terminal; returns the parsed model for ``make_backend``. Replay asks before
+    anything slow (rendering, torch). (vLLM resolves models itself.)"""
     if backend != "hf" or model is None:
-        return
+        return None
     from seam_repro.generate.local import is_local_spec
     from seam_repro.network import quiet_retries, require_hub_or_cache
 
     if is_local_spec(model):
-        return
+        return None
     quiet_retries()
-    require_hub_or_cache(*parse_model_spec(model))
+    hub = parse_model_spec(model)
+    require_hub_or_cache(*hub)
+    return hub
 
 
 def _dtype_arg(cli_dtype: str, args: dict[str, Any]) -> str:
@@ -71,13 +82,13 @@ def _dtype_arg(cli_dtype: str, args: dict[str, Any]) -> str:
     return args.get("dtype", cli_dtype)
 
 
-def make_backend(backend: str, model: str | None, *, dtype: str = "auto", quantization: str | None = None,
+def make_backend(backend: str, model: str | HubModel | None, *, dtype: str = "auto", quantization: str | None = None,
                  prompt_path: str = "chat", truncation: str | None = None, echo_delay: float = 0.0,
                  tensor_parallel_size: int = 1, model_args: str | dict[str, Any] | None = None,
                  deterministic: bool | None = None) -> Backend:
     """Build the requested backend. No ``model`` means the embedded SmolLM2 GGUF (hf) or ``echo``.
-    ``model`` is a pinned Hub id, ``ID@REVISION``, or a local folder (content-hashed, see
-    ``generate/local.py``). ``model_args`` (``key=value,...`` or already parsed) is validated against
+    ``model`` is a pinned Hub id, ``ID@REVISION`` (or either already parsed), or a local folder
+    (content-hashed, see ``generate/local.py``). ``model_args`` (``key=value,...`` or already parsed) is validated against
     the backend's accepted keys. A pinned model's recorded quantization (Mixtral-8x22B: 4-bit, as
     upstream) applies unless ``quantization`` overrides it. ``deterministic``: batch-invariant
     generation (hf: ``generate/invariant.py``; vllm: its own batch invariance); None = where the
@@ -119,7 +130,9 @@ def make_backend(backend: str, model: str | None, *, dtype: str = "auto", quanti
 
     source: str | None = None
     local_info: dict[str, Any] | None = None
-    if is_local_spec(model):
+    if isinstance(model, HubModel):
+        model_id, revision = model
+    elif is_local_spec(model):
         from seam_repro.generate.model_folder import check_model_folder
 
         local = resolve_local(model)

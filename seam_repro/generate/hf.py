@@ -17,11 +17,10 @@ hands ``generate`` a one-hot score row, which greedy selection then picks. A row
 depend only on its own logits and seed, never on the batch, the order, a resume or a shard.
 
 What that guarantee rests on: the logits themselves. Batched ``model.generate`` (``--no-deterministic``)
-runs a left-padded batch as one tensor, so the kernels' shapes, and so the logits' last bits, depend on
-the neighbours: on an H200 in bf16 31, 20 and 32 of the 36 smoke predictions differed between batch 4
-and batch 1/8/32 (fp32: none). The deterministic mode (the default where the architecture allows,
-``generate/invariant.py``) generates with shapes that never depend on the batch, so each row's tokens
-are a function of its own prompt, seed and settings on a given machine.
+runs a left-padded batch as one tensor, so the logits' last bits depend on the neighbours (in bf16
+most predictions change with the batch size; docs record the measurement). The deterministic mode
+(the default where the architecture allows, ``generate/invariant.py``) generates with shapes that
+never depend on the batch, so each row's tokens are a function of its own prompt, seed and settings.
 """
 
 from __future__ import annotations
@@ -47,14 +46,9 @@ TRUNCATION_POLICIES = ("right", "left")
 """``right`` keeps the start (upstream's tokenizer truncation: the test question is cut);
 ``left`` keeps the end (demonstrations are cut, the question and generation prompt survive)."""
 CPU_BATCH_SIZE = 8
-"""Replay's batch size for this backend on CPU when ``--batch-size`` is not given, picked by
-measurement (``benchmarks/bench_batch.py``: the smoke manifest's 36 prompts and settings on the
-embedded SmolLM2, 2 torch threads on 2 cores, nothing else running, load average 1.0-2.0 from the
-benchmark itself): batch 1, 4, 8, 16 generated 10.5, 16.5, 18.0, 12.9 tok/s (110, 70, 64, 89 s
-wall). Above 8 the padding of the shorter prompts to the longest of a batch costs more than the
-wider matrix products gain. Earlier sweeps on cores shared with other jobs ranked 4 and 8 either
-way: compare sizes only within one quiet run. On an accelerator the manifest's ``batch_size`` (the
-paper's 3) applies."""
+"""Replay's batch size for this backend on CPU when ``--batch-size`` is not given: the fastest in
+``benchmarks/bench_batch.py`` (above it, padding costs more than wider products gain). On an
+accelerator the manifest's ``batch_size`` (the paper's 3) applies."""
 
 AUTO_BATCH_CAP = 64
 """The largest batch ``--batch-size auto`` tries on a GPU (beyond it the gain is small and one
@@ -592,45 +586,14 @@ def load_hf_backend(model_id: str, revision: str, *, dtype: str = "auto", quanti
     ``source`` is a local folder to load from instead of the Hub (``revision`` is then its content
     hash, checked by the caller); the remaining keywords are the hf ``--model-args``."""
     require_transformers()
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    where = source or model_id
-    hub_rev = None if source else revision
-    kwargs: dict[str, Any] = {"revision": hub_rev, "dtype": resolve_dtype(dtype),
-                              "trust_remote_code": trust_remote_code}
-    load_from: dict[str, Any] = {}  # how config and tokenizer are read too
-    if source:
-        kwargs["local_files_only"] = load_from["local_files_only"] = True
-        names = list((local_info or {}).get("files", {}))
-        ggufs = [n for n in names if n.endswith(".gguf")]
-        if "config.json" not in names and len(ggufs) == 1:  # a GGUF-only folder: transformers de-quantizes it
-            kwargs["gguf_file"] = load_from["gguf_file"] = ggufs[0]
-    if attn_implementation is not None:
-        kwargs["attn_implementation"] = attn_implementation
-    if quantization is not None:
-        if quantization not in ("4bit", "8bit"):
-            raise InputError("--quantization", f"expected 4bit or 8bit, got {quantization!r}")
-        try:
-            import bitsandbytes  # noqa: F401
-            from transformers import BitsAndBytesConfig
-        except ImportError as exc:
-            raise PrerequisiteError(f"{quantization} loading needs bitsandbytes; run: pip install "
-                                    "'seam-repro[quant]'") from exc
-        kwargs["quantization_config"] = BitsAndBytesConfig(load_in_4bit=quantization == "4bit",
-                                                           load_in_8bit=quantization == "8bit")
-        if quantization == "8bit":
-            quiet_int8_cast_log()
-    if device_map is not None:
-        check_device_map(device_map)
-        try:
-            import accelerate  # noqa: F401
-        except ImportError as exc:
-            raise PrerequisiteError(f"device_map={device_map!r} needs accelerate; run: {INSTALL_INFERENCE}") from exc
-        kwargs["device_map"] = device_map
-    from transformers import AutoConfig
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     from seam_repro.network import require_hub_or_cache
 
+    where = source or model_id
+    hub_rev = None if source else revision
+    kwargs, load_from = _weights_kwargs(hub_rev, dtype, source, local_info, attn_implementation, quantization,
+                                        device_map, trust_remote_code)
     require_hub_or_cache(where, revision)  # offline and not cached: one line in seconds, no retries
     try:
         config = AutoConfig.from_pretrained(where, revision=hub_rev, trust_remote_code=trust_remote_code, **load_from)
@@ -668,3 +631,42 @@ def load_hf_backend(model_id: str, revision: str, *, dtype: str = "auto", quanti
     return HFBackend(model, tokenizer, model_id, revision, prompt_path=prompt_path, truncation=truncation,
                      upstream_add_special_tokens=upstream_add_special_tokens, extra_info=extra,
                      context_length=max_model_len, deterministic=deterministic)
+
+
+def _weights_kwargs(hub_rev: str | None, dtype: str, source: str | None, local_info: dict[str, Any] | None,
+                    attn_implementation: str | None, quantization: str | None, device_map: str | None,
+                    trust_remote_code: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``from_pretrained``'s keywords for the weights, and those config and tokenizer are read with
+    too (a local folder, a GGUF file); a missing optional package is told before anything loads."""
+    kwargs: dict[str, Any] = {"revision": hub_rev, "dtype": resolve_dtype(dtype),
+                              "trust_remote_code": trust_remote_code}
+    load_from: dict[str, Any] = {}
+    if source:
+        kwargs["local_files_only"] = load_from["local_files_only"] = True
+        names = list((local_info or {}).get("files", {}))
+        ggufs = [n for n in names if n.endswith(".gguf")]
+        if "config.json" not in names and len(ggufs) == 1:  # a GGUF-only folder: transformers de-quantizes it
+            kwargs["gguf_file"] = load_from["gguf_file"] = ggufs[0]
+    if attn_implementation is not None:
+        kwargs["attn_implementation"] = attn_implementation
+    if quantization is not None:
+        if quantization not in ("4bit", "8bit"):
+            raise InputError("--quantization", f"expected 4bit or 8bit, got {quantization!r}")
+        try:
+            import bitsandbytes  # noqa: F401
+            from transformers import BitsAndBytesConfig
+        except ImportError as exc:
+            raise PrerequisiteError(f"{quantization} loading needs bitsandbytes; run: pip install "
+                                    "'seam-repro[quant]'") from exc
+        kwargs["quantization_config"] = BitsAndBytesConfig(load_in_4bit=quantization == "4bit",
+                                                           load_in_8bit=quantization == "8bit")
+        if quantization == "8bit":
+            quiet_int8_cast_log()
+    if device_map is not None:
+        check_device_map(device_map)
+        try:
+            import accelerate  # noqa: F401
+        except ImportError as exc:
+            raise PrerequisiteError(f"device_map={device_map!r} needs accelerate; run: {INSTALL_INFERENCE}") from exc
+        kwargs["device_map"] = device_map
+    return kwargs, load_from

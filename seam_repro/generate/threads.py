@@ -2,11 +2,10 @@
 
 torch's default is one thread per core the machine has, whether or not this process may use them
 and whether or not other jobs are using them; with OpenMP's busy-waiting, the threads then fight
-for cores, and a smoke replay on a shared 2-core machine ran 3.4x slower than with one thread
-(issue 26). So the count is chosen from the cores this process may use (CPU affinity, the cgroup's
-CPU quota) less what other work already keeps busy (load average, runnable processes), unless the user
-sets it: ``--threads N``, or ``OMP_NUM_THREADS``/``MKL_NUM_THREADS`` in the environment (torch reads
-those itself). ``benchmarks/bench_threads.py`` measures the choice against torch's default.
+for cores (issue 26; ``benchmarks/bench_threads.py`` measures it). So the count is chosen from the
+cores this process may use (CPU affinity, the cgroup's CPU quota) less what other work already
+keeps busy (load average, runnable processes), unless the user sets it: ``--threads N``, or
+``OMP_NUM_THREADS``/``MKL_NUM_THREADS`` in the environment (torch reads those itself).
 """
 
 from __future__ import annotations

@@ -97,13 +97,9 @@ class ReplaySummary:
         return self.output_tokens / self.seconds if self.seconds > 0 else 0.0
 
 
-def apply_limit(records: Iterable[dict[str, Any]], limit: int | None) -> list[dict[str, Any]]:
-    """First ``limit`` instances of every (dataset, run), so a smoke run still covers all datasets."""
-    return list(iter_limit(records, limit))
-
-
 def iter_limit(records: Iterable[dict[str, Any]], limit: int | None) -> Iterator[dict[str, Any]]:
-    """``apply_limit`` as the records pass (a bad ``limit`` is refused at once, not at the first record)."""
+    """The first ``limit`` instances of every (dataset, run), so a smoke run still covers all datasets
+    (a bad ``limit`` is refused at once, not at the first record)."""
     if limit is not None and limit < 1:
         raise InputError("--limit", f"expected an integer >= 1, got {limit}")
     return iter(records) if limit is None else _limited(records, limit)
@@ -155,18 +151,12 @@ def parse_runs(text: str, n_runs: int) -> list[int]:
     return sorted(set(out))
 
 
-def select_records(records: Iterable[dict[str, Any]], manifest: dict[str, Any], datasets: str | None,
-                   runs: str | None) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-    """The records of the chosen datasets and runs, and the selection as run.json records it (None
-    when everything is chosen). Like ``--limit``, a selection makes a partial run: ``score`` lists
-    what was not replayed, and ``submit``/``diff``/``report`` mark it partial."""
-    keep, selection = record_selection(manifest, datasets, runs)
-    return [r for r in records if keep(r)], selection
-
-
 def record_selection(manifest: dict[str, Any], datasets: str | None, runs: str | None
                      ) -> tuple[Callable[[dict[str, Any]], bool], dict[str, Any] | None]:
-    """``select_records`` as a test of one record (checked here, before any record is rendered)."""
+    """A test of one record for the chosen datasets and runs (checked here, before any record is
+    rendered), and the selection as run.json records it (None when everything is chosen). Like
+    ``--limit``, a selection makes a partial run: ``score`` lists what was not replayed, and
+    ``submit``/``diff``/``report`` mark it partial."""
     if datasets is None and runs is None:
         return lambda r: True, None
     from seam_repro.specs import load_suite
@@ -246,12 +236,62 @@ def _generate(spool: PromptSpool, backend: Backend, settings: GenerationSettings
               manifest: dict[str, Any], *, shard: Shard | None, batch_size: int, limit: int | None, progress: bool,
               model_args: dict[str, Any] | None, display_name: str | None, selection: dict[str, Any] | None,
               overrides: dict[str, Any] | None, session_notes: dict[str, Any] | None) -> ReplaySummary:
-    from seam_repro.generate.model_args import protocol_args, recorded_args
-    from seam_repro.generate.redact import redact_json, redact_record
+    generation, entry, session = _run_records(backend, settings, batch_size, shard, model_args or {}, display_name,
+                                              overrides, session_notes)
+    opened: list[PredictionStore] = []  # stored predictions are checked before run.json is touched
+    run_json = prepare_run_dir(run_dir, manifest=manifest, prompts=spool, model_entry=entry,
+                               session=session, extra={"shard": None if shard is None else str(shard),
+                                                       "limit": limit, "selection": selection},
+                               check_existing=lambda: opened.append(
+                                   PredictionStore(run_dir, backend.model_id, backend.revision, spool.hashes)))
+    if manifest.get("schema_version") is not None:  # a real manifest (tests may pass a bare dict)
+        write_run_manifest(Path(run_dir), manifest)
+    run_accepted(Path(run_dir))
+    store = opened[0]
+    keys = spool.keys
+    mine = shard_indices(spool, shard)
+    order = length_order(spool.lengths, mine)
+    batches = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    todo = [b for b in batches if any(keys[j] not in store.done for j in b)]
+    summary = ReplaySummary(Path(run_dir), model_slug(backend.model_id), len(mine),
+                            sum(keys[j] in store.done for j in mine), repaired=store.repaired)
+    from seam_repro.run.progress import close_bar, progress_bar
+    from seam_repro.verbosity import PRINTED
 
-    hashes = spool.hashes
+    # instances already stored before a resume do not count towards the rate (and so the ETA)
+    label = summary.model_slug if summary.model_slug == backend.name else f"{summary.model_slug} ({backend.name})"
+    bar = progress_bar(len(mine), label, "inst", progress, initial=summary.already_done)
+
+    def note(line: str) -> None:
+        bar.write(line)
+        logging.getLogger(PRINTED).warning(line)
+
+    _resume_notes(note, run_json, summary, store, backend, batch_size, run_dir)
+    start = time.perf_counter()
+    try:
+        _run_batches(todo, spool, backend, settings, store, generation, summary, bar, note, start)
+    finally:
+        try:
+            store.close()  # syncs what the last batch wrote; a failure to sync is still reported after the bar
+        finally:
+            close_bar(bar)
+            close = getattr(backend, "close", None)
+            if callable(close):
+                close()
+    summary.seconds = time.perf_counter() - start
+    return summary
+
+
+def _run_records(backend: Backend, settings: GenerationSettings, batch_size: int, shard: Shard | None,
+                 model_args: dict[str, Any], display_name: str | None, overrides: dict[str, Any] | None,
+                 session_notes: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """What this session records: the generation settings every prediction carries, the model's
+    entry in run.json and the session's entry (redacted of every registered secret)."""
+    from seam_repro.generate.model_args import protocol_args, recorded_args
+    from seam_repro.generate.redact import redact_json
+
     generation = backend.resolved_generation(settings)
-    recorded = recorded_args(backend.name, model_args or {})
+    recorded = recorded_args(backend.name, model_args)
     if protocol_args(backend.name, recorded):
         # result-relevant backend options travel with every prediction: resume and merge compare them
         generation = {**generation, "model_args": protocol_args(backend.name, recorded)}
@@ -267,36 +307,13 @@ def _generate(spool: PromptSpool, backend: Backend, settings: GenerationSettings
                "shard": None if shard is None else str(shard), "batch_size": batch_size,
                "fingerprint": fingerprint, **(session_notes or {})}
     # whatever a backend reports or the command line holds, no registered secret is written
-    generation, entry, session = redact_json(generation), redact_json(entry), redact_json(session)
-    opened: list[PredictionStore] = []  # stored predictions are checked before run.json is touched
-    run_json = prepare_run_dir(run_dir, manifest=manifest, prompts=spool, model_entry=entry,
-                               session=session, extra={"shard": None if shard is None else str(shard),
-                                                       "limit": limit, "selection": selection},
-                               check_existing=lambda: opened.append(
-                                   PredictionStore(run_dir, backend.model_id, backend.revision, hashes)))
-    if manifest.get("schema_version") is not None:  # a real manifest (tests may pass a bare dict)
-        write_run_manifest(Path(run_dir), manifest)
-    run_accepted(Path(run_dir))
-    first_batch_size = run_json["models"][model_slug(backend.model_id)].get("batch_size")
-    store = opened[0]
-    keys = spool.keys
-    mine = shard_indices(spool, shard)
-    order = length_order(spool.lengths, mine)
-    batches = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
-    todo = [b for b in batches if any(keys[j] not in store.done for j in b)]
-    summary = ReplaySummary(Path(run_dir), model_slug(backend.model_id), len(mine),
-                            sum(keys[j] in store.done for j in mine), repaired=store.repaired)
-    from seam_repro.run.progress import advance_to, close_bar, progress_bar
-    from seam_repro.verbosity import PRINTED
+    return redact_json(generation), redact_json(entry), redact_json(session)
 
-    # instances already stored before a resume do not count towards the rate (and so the ETA)
-    label = summary.model_slug if summary.model_slug == backend.name else f"{summary.model_slug} ({backend.name})"
-    bar = progress_bar(len(mine), label, "inst", progress, initial=summary.already_done)
 
-    def note(line: str) -> None:
-        bar.write(line)
-        logging.getLogger(PRINTED).warning(line)
-
+def _resume_notes(note: Callable[[str], None], run_json: dict[str, Any], summary: ReplaySummary,
+                  store: PredictionStore, backend: Backend, batch_size: int, run_dir: Path) -> None:
+    """What a run folder's state tells before generating: other models beside this one, torn lines
+    dropped on resume, a batch size that changed since the run began."""
     others = [s for s in run_json["models"] if s != summary.model_slug]
     if others:  # said now, not first when submit refuses without --model
         note(f"note: {run_dir} now holds {len(others) + 1} models ({', '.join([*others, summary.model_slug])}); "
@@ -304,11 +321,24 @@ def _generate(spool: PromptSpool, backend: Backend, settings: GenerationSettings
              "(a run folder per model keeps them apart: a new --out)")
     for path, dropped in store.repaired:
         note(f"resume: dropped a torn last line ({dropped} bytes) of {path}")
-    invariant = bool(getattr(backend, "deterministic", False))
-    if first_batch_size not in (None, batch_size) and summary.already_done and not invariant:
+    first_batch_size = run_json["models"][summary.model_slug].get("batch_size")
+    if first_batch_size not in (None, batch_size) and summary.already_done and not _invariant(backend):
         note(f"warning: this run started with batch size {first_batch_size}, now {batch_size}; batch "
              "composition can perturb logits, so resumed instances may differ from an uninterrupted run")
-    start = time.perf_counter()
+
+
+def _invariant(backend: Backend) -> bool:
+    return bool(getattr(backend, "deterministic", False))
+
+
+def _run_batches(todo: list[list[int]], spool: PromptSpool, backend: Backend, settings: GenerationSettings,
+                 store: PredictionStore, generation: dict[str, Any], summary: ReplaySummary, bar: Any,
+                 note: Callable[[str], None], start: float) -> None:
+    """Generate the batches in ``todo`` and store their missing instances, one sync per batch."""
+    from seam_repro.generate.redact import redact_record
+    from seam_repro.run.progress import advance_to
+
+    keys = spool.keys
     step_share = [0.0, 0.0]  # per decoding step: instances of the batch it stands for; progress so far
     hooked = hasattr(backend, "step_hook") and not bar.disable
 
@@ -322,16 +352,44 @@ def _generate(spool: PromptSpool, backend: Backend, settings: GenerationSettings
 
     if hooked:
         backend.step_hook = step  # type: ignore[attr-defined]
-    start_batch = getattr(backend, "start", None)
+    begin = _batch_starter(spool, backend, settings, summary, note)
+    try:
+        pending = begin(todo[0]) if todo else None
+        for k, batch_idx in enumerate(todo):
+            assert pending is not None
+            batch, results = pending
+            pending = begin(todo[k + 1]) if k + 1 < len(todo) else None
+            fresh = sum(keys[j] not in store.done for j in batch_idx)
+            step_share[:] = [fresh / settings.max_new_tokens, 0.0]
+            for req, res in zip(batch, results(), strict=True):
+                if req.key in store.done:
+                    continue  # regenerated only to keep the batch composition of an uninterrupted run
+                res = redact_record(res)
+                store.append(req, res, generation)
+                summary.generated += 1
+                summary.output_tokens += res.n_output_tokens
+                if res.truncated:
+                    summary.truncated.append(req.key)
+                    note(f"warning: {req.key}: prompt of {res.n_prompt_tokens_full} tokens exceeds the "
+                         f"context budget; truncated to {res.n_prompt_tokens} ({generation.get('truncation')})")
+            store.sync()  # once per batch: a machine crash loses at most this batch, never an earlier one
+            summary.seconds = time.perf_counter() - start
+            bar.set_postfix_str(f"{summary.tokens_per_second:.1f} tok/s", refresh=False)
+            # the batch's steps so far, completed to whole instances (exactly: fractions drift past the total)
+            advance_to(bar, summary.already_done + summary.generated)
+    finally:
+        if hooked:
+            backend.step_hook = None  # type: ignore[attr-defined]
 
-    def begin(batch_idx: list[int]) -> tuple[list[GenerationRequest], Callable[[], list[Any]]]:
-        """A batch's requests and what gives its results: a backend that can queue a batch while
-        another is answered (``start``: openai) is given the next batch before replay waits for the
-        current one; others generate when the results are asked for."""
-        batch = [spool.request(j) for j in batch_idx]
-        if start_batch is not None:
-            return batch, start_batch(batch, settings)
-        return batch, lambda: backing_off(batch)
+
+def _batch_starter(spool: PromptSpool, backend: Backend, settings: GenerationSettings, summary: ReplaySummary,
+                   note: Callable[[str], None]
+                   ) -> Callable[[list[int]], tuple[list[GenerationRequest], Callable[[], list[Any]]]]:
+    """A batch's requests and what gives its results: a backend that can queue a batch while
+    another is answered (``start``: openai) is given the next batch before replay waits for the
+    current one; others generate when the results are asked for."""
+    start_batch = getattr(backend, "start", None)
+    invariant = _invariant(backend)
 
     def backing_off(batch: list[GenerationRequest]) -> list[Any]:
         """A batch-invariant backend's out-of-memory batch is generated again in halves (down to one
@@ -347,44 +405,13 @@ def _generate(spool: PromptSpool, backend: Backend, settings: GenerationSettings
         summary.backoffs += 1
         return backing_off(batch[:half]) + backing_off(batch[half:])
 
-    try:
-        pending = begin(todo[0]) if todo else None
-        for k, batch_idx in enumerate(todo):
-            assert pending is not None
-            batch, results = pending
-            pending = begin(todo[k + 1]) if k + 1 < len(todo) else None
-            written = 0
-            fresh = sum(keys[j] not in store.done for j in batch_idx)
-            step_share[:] = [fresh / settings.max_new_tokens, 0.0]
-            for req, res in zip(batch, results(), strict=True):
-                if req.key in store.done:
-                    continue  # regenerated only to keep the batch composition of an uninterrupted run
-                res = redact_record(res)
-                store.append(req, res, generation)
-                written += 1
-                summary.generated += 1
-                summary.output_tokens += res.n_output_tokens
-                if res.truncated:
-                    summary.truncated.append(req.key)
-                    note(f"warning: {req.key}: prompt of {res.n_prompt_tokens_full} tokens exceeds the "
-                         f"context budget; truncated to {res.n_prompt_tokens} ({generation.get('truncation')})")
-            store.sync()  # once per batch: a machine crash loses at most this batch, never an earlier one
-            summary.seconds = time.perf_counter() - start
-            bar.set_postfix_str(f"{summary.tokens_per_second:.1f} tok/s", refresh=False)
-            # the batch's steps so far, completed to whole instances (exactly: fractions drift past the total)
-            advance_to(bar, summary.already_done + summary.generated)
-    finally:
-        if hooked:
-            backend.step_hook = None  # type: ignore[attr-defined]
-        try:
-            store.close()  # syncs what the last batch wrote; a failure to sync is still reported after the bar
-        finally:
-            close_bar(bar)
-            close = getattr(backend, "close", None)
-            if callable(close):
-                close()
-    summary.seconds = time.perf_counter() - start
-    return summary
+    def begin(batch_idx: list[int]) -> tuple[list[GenerationRequest], Callable[[], list[Any]]]:
+        batch = [spool.request(j) for j in batch_idx]
+        if start_batch is not None:
+            return batch, start_batch(batch, settings)
+        return batch, lambda: backing_off(batch)
+
+    return begin
 
 
 def choose_batch_size(engine: Backend, spool: PromptSpool, settings: GenerationSettings,
@@ -412,7 +439,8 @@ def replay(tm: TrustedManifest, out: Path, options: ReplayOptions) -> ReplaySumm
     problem = display_name_problem(options.name) if options.name is not None else None
     if problem:
         raise InputError("--name", problem)
-    require_model_available(options.backend, options.model)  # offline is told in seconds, before rendering
+    # offline is told in seconds, before rendering; a Hub model is parsed here once
+    model = require_model_available(options.backend, options.model) or options.model
     notes: dict[str, Any] = {}
     threads = None
     if options.backend == "hf":  # local weights: torch's CPU threads (chosen before this process adds load)
@@ -439,7 +467,7 @@ def replay(tm: TrustedManifest, out: Path, options: ReplayOptions) -> ReplaySumm
     try:
         if threads is not None:
             apply_threads(threads)
-        engine = make_backend(options.backend, options.model, dtype=options.dtype,
+        engine = make_backend(options.backend, model, dtype=options.dtype,
                               quantization=options.quantization, prompt_path=options.prompt_path,
                               truncation=options.truncation, echo_delay=options.echo_delay, model_args=args,
                               deterministic=options.deterministic)

@@ -65,14 +65,12 @@ class PromptSpool:
                     keys.append(key)
                     lengths.append(len(rec["prompt"]))
                     offsets.append(offsets[-1] + len(line))
-        except OSError as exc:
+        except BaseException as exc:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            raise OutputError(f"{tmp}: cannot write the prompts: {atomic.describe_os_error(exc)}; nothing was "
-                              "generated") from None
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+            if isinstance(exc, OSError):
+                raise OutputError(f"{tmp}: cannot write the prompts: {atomic.describe_os_error(exc)}; nothing was "
+                                  "generated") from None
             raise
         return cls(Path(tmp), keys, lengths, offsets, hashes, source)
 

@@ -420,10 +420,6 @@ def write_json_atomic(path: Path, obj: Any) -> None:
     atomic.atomic_write_json(path, obj, indent=2, sort_keys=True)
 
 
-def write_prompts(path: Path, records: Iterable[dict[str, Any]]) -> None:
-    atomic.atomic_write_jsonl(path, records)
-
-
 _RUN_FIELDS: dict[str, tuple[type, ...]] = {
     "manifest_digest": (str, type(None)), "prompt_digest": (str, type(None)), "profile": (str, type(None)),
     "prompts_sha256": (str, type(None)), "models": (dict,), "sessions": (list,), "shard": (str, type(None)),
@@ -522,7 +518,7 @@ def prepare_run_dir(run_dir: Path, *, manifest: dict[str, Any], prompts: list[di
     atomic.ensure_dir(run_dir)
     with atomic.staged_file(prompts_path(run_dir)) as staged_prompts:  # lands only if every check passes
         if isinstance(prompts, list):
-            write_prompts(staged_prompts, prompts)
+            atomic.atomic_write_jsonl(staged_prompts, prompts)
         else:
             prompts.install(staged_prompts, prompts_path(run_dir))
         prompts_sha = sha256_file(staged_prompts)

@@ -161,11 +161,6 @@ the corrected one; the run's profile says which is its score."""
 EXTRACTION_LABEL = {"upstream": "upstream-port", "clean": "clean"}
 
 
-def metric_names(rec: dict[str, Any]) -> dict[str, str]:
-    """The (upstream, corrected) metric of a prompt record (``registry.record_metrics``)."""
-    return registry.record_metrics(rec)
-
-
 def _extract(how: str, rec: dict[str, Any], pred: dict[str, Any], model: dict[str, Any]) -> str:
     if how == "upstream":
         return extract("upstream", prompt=rec["prompt"], output=pred["output"], model_id=str(model["id"]),
@@ -214,7 +209,7 @@ def _score_instance(key: Key, rec: dict[str, Any], pred: dict[str, Any], model: 
     decodable = bool(pred.get("_decodable", True))
     line = _new_line(key, profile, pred, decodable)
     pred = _capped(pred, rec, line["details"])
-    names = metric_names(rec)
+    names = registry.record_metrics(rec)
     responses: dict[str, str] = {}
     valid = None
     done: dict[tuple[str, str], tuple[registry.MetricResult, str]] = {}
@@ -351,7 +346,7 @@ class ModelScorer:
         return out, corrected
 
     def _specs(self, ds: str) -> dict[str, registry.MetricSpec]:
-        names = metric_names(self.first[ds])
+        names = registry.record_metrics(self.first[ds])
         return {v: registry.get(names[v]) for v in VARIANTS}
 
     def datasets(self) -> dict[str, Any]:
@@ -382,22 +377,6 @@ def _merge(into: dict[str, Any], part: dict[str, Any]) -> None:
             _merge(into[key], value)
         else:
             into[key] = value
-
-
-def score_model(prompts: dict[Key, dict[str, Any]], preds: dict[Key, dict[str, Any]], model: dict[str, Any],
-                profile: str, fic: _Fic, gold_block_size: int = DEFAULT_BLOCK_SIZE,
-                ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Instance lines (grouped by dataset and run, prompt order within) and the ``datasets`` block
-    of summary.json for predictions held in memory (``score_run_dir`` streams instead)."""
-    scorer = ModelScorer(model, profile, fic, gold_block_size)
-    groups: dict[tuple[str, int], list[tuple[Key, dict[str, Any], dict[str, Any]]]] = {}
-    for key, rec in prompts.items():
-        if key in preds:
-            groups.setdefault(key[:2], []).append((key, rec, preds[key]))  # type: ignore[index]
-    lines = [ln for items in groups.values() for ln in scorer.score_group(items)]
-    for line in lines:
-        line.pop("_resp", None)
-    return lines, scorer.datasets()
 
 
 def _coref_runs(ds: str, run: int, lines: list[dict[str, Any]], prompts: dict[Key, dict[str, Any]],
@@ -612,5 +591,5 @@ def parsed_response(rec: dict[str, Any], pred: dict[str, Any], model: dict[str, 
     """The response the profile's metric scored (its primary variant's extraction), recomputed the
     way ``_score_instance`` does so a reader of the run (``seam-repro view``) sees what was scored."""
     variant = "upstream" if profile == "upstream" else "corrected"
-    spec = registry.get(metric_names(rec)[variant])
+    spec = registry.get(registry.record_metrics(rec)[variant])
     return _extract(spec.extraction[VARIANTS.index(variant)], rec, pred, model)

@@ -149,7 +149,6 @@ def build_site(inputs: list[Path], out: Path, reference: ReferenceTable | None =
     --view``): the ASO ranking is the slow part and is not worth doing twice."""
     from seam_repro.analysis.report import build_report, display_names
     from seam_repro.analysis.submit import load_inputs
-    from seam_repro.scoring.loop import load_predictions, parsed_response
 
     models = load_inputs(inputs)
     labels = display_names(models)
@@ -171,41 +170,58 @@ def build_site(inputs: list[Path], out: Path, reference: ReferenceTable | None =
         run_dir = Path(ms.source).parent.parent
         if run_dir not in sources:
             sources[run_dir] = _read_source(len(sources), run_dir, prompts_dir)
-        src = sources[run_dir]
-        preds, model = load_predictions(predictions_root(run_dir) / Path(ms.source).name, src.prompts)
-        lines = _score_lines(ms)
+        _add_predictions(ms, m_index, sources[run_dir], files, datasets)
         entry["browsable"] = True
-        per_ds: dict[str, dict[str, dict[str, Any]]] = {}
-        for key, pred in preds.items():
-            ds, run, iid = key
-            rec = src.prompts[key]
-            line = lines.get(key) or {}
-            try:
-                parsed: str | None = parsed_response(rec, pred, model, (line.get("details") or {}).get("profile")
-                                                     or src.profile)
-            except SeamReproError as exc:
-                parsed = f"(not extracted: {exc})"
-            cell = {"o": pred["output"], "p": parsed, "s": line.get("score"), "v": line.get("valid_format"),
-                    "mv": line.get("metric_version"), "alt": _alt_scores(line), "t": bool(pred.get("truncated"))}
-            per_ds.setdefault(ds, {}).setdefault(str(run), {})[iid] = cell
-            d = datasets.setdefault(ds, {"instances": {}, "cols": []})
-            d["instances"].setdefault(iid, None)
-        for ds, by_run in per_ds.items():
-            d = datasets[ds]
-            d_index = list(datasets).index(ds)
-            pred_name = f"pred_{d_index}_{m_index}"
-            files[pred_name] = by_run
-            for run in sorted(by_run, key=int):
-                prompt_name = f"prompt_{d_index}_{src.index}_{run}"
-                if prompt_name not in files:
-                    files[prompt_name] = _prompt_file(src, ds, int(run))
-                d["cols"].append({"model": m_index, "run": int(run), "src": src.index, "pred": pred_name,
-                                  "prompt": prompt_name,
-                                  "scores": {iid: [c["s"], c["v"]] for iid, c in by_run[run].items()}})
     index = {"title": "seam-repro run explorer", "command": command, "report": _summary(rep),
              "models": [{k: v for k, v in e.items() if k != "source"} for e in model_entries],
              "datasets": [], "figures": []}
-    # the pages follow the summary table's dataset order and names (ECB shown as ECB+ in both)
+    _add_grids(rep, datasets, files, index)
+    _write_site(out, rep, files, index)
+    return out / "index.html"
+
+
+def _add_predictions(ms: ModelScores, m_index: int, src: _Source, files: dict[str, Any],
+                     datasets: dict[str, dict[str, Any]]) -> None:
+    """One browsable model's cells (output, extracted answer, scores) into ``files``, one
+    predictions file per dataset, with the prompts file of each run it covers; its columns into
+    ``datasets``."""
+    from seam_repro.scoring.loop import load_predictions, parsed_response
+
+    preds, model = load_predictions(predictions_root(src.run_dir) / Path(ms.source).name, src.prompts)
+    lines = _score_lines(ms)
+    per_ds: dict[str, dict[str, dict[str, Any]]] = {}
+    for key, pred in preds.items():
+        ds, run, iid = key
+        rec = src.prompts[key]
+        line = lines.get(key) or {}
+        try:
+            parsed: str | None = parsed_response(rec, pred, model, (line.get("details") or {}).get("profile")
+                                                 or src.profile)
+        except SeamReproError as exc:
+            parsed = f"(not extracted: {exc})"
+        cell = {"o": pred["output"], "p": parsed, "s": line.get("score"), "v": line.get("valid_format"),
+                "mv": line.get("metric_version"), "alt": _alt_scores(line), "t": bool(pred.get("truncated"))}
+        per_ds.setdefault(ds, {}).setdefault(str(run), {})[iid] = cell
+        d = datasets.setdefault(ds, {"instances": {}, "cols": []})
+        d["instances"].setdefault(iid, None)
+    for ds, by_run in per_ds.items():
+        d = datasets[ds]
+        d_index = list(datasets).index(ds)
+        pred_name = f"pred_{d_index}_{m_index}"
+        files[pred_name] = by_run
+        for run in sorted(by_run, key=int):
+            prompt_name = f"prompt_{d_index}_{src.index}_{run}"
+            if prompt_name not in files:
+                files[prompt_name] = _prompt_file(src, ds, int(run))
+            d["cols"].append({"model": m_index, "run": int(run), "src": src.index, "pred": pred_name,
+                              "prompt": prompt_name,
+                              "scores": {iid: [c["s"], c["v"]] for iid, c in by_run[run].items()}})
+
+
+def _add_grids(rep: dict[str, Any], datasets: dict[str, dict[str, Any]], files: dict[str, Any],
+               index: dict[str, Any]) -> None:
+    """Each dataset's grid (instances x columns of scores) into ``files`` and its entry into
+    ``index``; the pages follow the summary table's dataset order and names (ECB shown as ECB+ in both)."""
     order = {name: k for k, name in enumerate(rep["datasets"])}
     renumber = {ds: k for k, ds in enumerate(sorted(datasets, key=lambda n: (order.get(n, len(order)), n)))}
     for d_index, (ds, d) in sorted(((renumber[ds], (ds, d)) for ds, d in datasets.items()), key=lambda t: t[0]):
@@ -220,6 +236,10 @@ def build_site(inputs: list[Path], out: Path, reference: ReferenceTable | None =
                                   "display_name": (rep["datasets"].get(ds) or {}).get("display_name") or ds,
                                   "models": sorted({c["model"] for c in d["cols"]}),
                                   "runs": sorted({c["run"] for c in d["cols"]})})
+
+
+def _write_site(out: Path, rep: dict[str, Any], files: dict[str, Any], index: dict[str, Any]) -> None:
+    """The figures, the data files and the static assets, into a folder swapped in whole."""
     with _site_dir(out) as tmp:
         umask = os.umask(0)
         os.umask(umask)
@@ -235,7 +255,6 @@ def build_site(inputs: list[Path], out: Path, reference: ReferenceTable | None =
         for name in ASSETS:
             with resources.as_file(assets / name) as p:
                 shutil.copyfile(p, tmp / name)
-    return out / "index.html"
 
 
 @contextlib.contextmanager
