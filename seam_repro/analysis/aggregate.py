@@ -237,18 +237,7 @@ def build_model_scores(summary: Any, instances: list[InstanceScore], path: objec
         if not runs:
             raise InputError(path, "no run scores", rec, "runs")
         fmt = rates if items else _runs_map(path, ds.get("format_rate", {}), rec, "format_rate")
-        corrected = ds.get("corrected")
-        if corrected is not None:
-            if not isinstance(corrected, dict) or not isinstance(corrected.get("metric"), str):
-                raise InputError(path, "expected {'metric': str, 'runs': {...}}", rec, "corrected")
-            corrected = {"metric": corrected["metric"],
-                         "runs": _runs_map(path, corrected.get("runs"), rec, "corrected.runs", nullable=True)}
-        intended = ds.get("intended")
-        if intended is not None:
-            if not isinstance(intended, dict) or not isinstance(intended.get("metric"), str):
-                raise InputError(path, "expected {'metric': str, 'runs': {...}}", rec, "intended")
-            intended = {"metric": intended["metric"],
-                        "runs": _runs_map(path, intended.get("runs"), rec, "intended.runs", nullable=True)}
+        corrected, intended = (_other_metric(path, ds.get(key), rec, key) for key in ("corrected", "intended"))
         datasets[name] = DatasetScores(name, ds["metric"], runs, fmt, tuple(items), corrected, intended, missing)
     display = model.get("name") if isinstance(model.get("name"), str) else ""
     problem = display_name_problem(display) if display else None
@@ -258,6 +247,15 @@ def build_model_scores(summary: Any, instances: list[InstanceScore], path: objec
              if k in summary}
     return ModelScores(model["id"], str(model.get("revision", "")), summary["manifest_digest"],
                        summary["prompt_digest"], datasets, source, extra=extra, unscored=unscored, name=display)
+
+
+def _other_metric(path: object, value: Any, rec: str, key: str) -> dict[str, Any] | None:
+    """A dataset's ``corrected`` or ``intended`` score: another metric's runs beside the main one."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("metric"), str):
+        raise InputError(path, "expected {'metric': str, 'runs': {...}}", rec, key)
+    return {"metric": value["metric"], "runs": _runs_map(path, value.get("runs"), rec, f"{key}.runs", nullable=True)}
 
 
 def load_scores_dir(score_dir: Path, run: RunRecords | None = None) -> ModelScores:
