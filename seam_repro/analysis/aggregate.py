@@ -364,12 +364,3 @@ def _mean_std(values: list[float]) -> dict[str, float | None]:
     arr = np.array(values, dtype=float)
     return {"mean": float(arr.mean()) if arr.size else None, "std": float(arr.std()) if arr.size else None}
 
-
-def instance_table(ds: DatasetScores) -> dict[str, dict[str, Any]]:
-    """Per instance id: its score in each run it was drawn in, with mean and population std."""
-    table: dict[str, dict[int, float]] = {}
-    for it in ds.instances:
-        if it.score is not None:
-            table.setdefault(it.instance_id, {})[it.run] = it.score
-    return {iid: {"runs": {str(r): s for r, s in sorted(runs.items())}, "mean": float(np.mean(list(runs.values()))),
-                  "std": float(np.std(list(runs.values())))} for iid, runs in sorted(table.items())}

@@ -390,6 +390,30 @@ def _visible(value: object) -> str:
     return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(value))
 
 
+def _stability_markdown(st: dict[str, Any]) -> list[str]:
+    """The AR/ARSD tables: per model (‡ models last, not comparable), then ARSD per dataset."""
+    c_ = md_cell
+    un = st.get("unrounded")  # the upstream profile's as-published ARSD comes with the unrounded one beside it
+    rule = st.get("arsd_rule", "as published")
+    out = ["## Average rank (AR) and ARSD", "",
+           f"| model | AR ↓ | ARSD ↓ ({rule}) |" + (" ARSD unrounded |" if un else "")
+           + " AR over (datasets) | left out of ARSD (mean 0) |", "|---|---:|---:|" + ("---:|" if un else "") + "---|---|"]
+    for m in sorted(st["average_rank"], key=lambda k: st["average_rank"][k]):
+        over = st["ranked_in"][m]
+        out.append(f"| {c_(m)} | {st['average_rank'][m]:.2f} | {_fmt(st['arsd'][m], 1)} | "
+                   + (f"{_fmt(un['arsd'][m], 1)} | " if un else "")
+                   + f"{len(over)}: {c_(', '.join(over))} | {c_(', '.join(st['arsd_excluded'].get(m, [])) or '–')} |")
+    for m, a in (st.get("apart") or {}).items():  # their AR is the rank they would take: not comparable
+        out.append(f"| {c_(m)} {PROTOCOL_MARK} (not comparable) | ({a['average_rank']:.2f}) | {_fmt(a['arsd'], 1)} | "
+                   + ("– | " if un else "")
+                   + f"{len(a['ranked_in'])}: {c_(', '.join(a['ranked_in']))} | {c_(', '.join(a['arsd_excluded']) or '–')} |")
+    out += ["", f"| dataset | ARSD across models ({rule}) |" + (" unrounded |" if un else ""),
+            "|---|---:|" + ("---:|" if un else "")]
+    out += [f"| {c_(d)} | {_fmt(v, 1)} |" + (f" {_fmt(un['arsd_by_dataset'][d], 1)} |" if un else "")
+            for d, v in st["arsd_by_dataset"].items()]
+    return out
+
+
 def render_markdown(rep: dict[str, Any]) -> str:
     """Table 3 per dataset, then AR/ARSD, then output-format rates. Every name and reason that came
     from an input goes through :func:`md_cell`."""
@@ -430,25 +454,7 @@ def render_markdown(rep: dict[str, Any]) -> str:
                     "(whole gold file): " + "; ".join(f"{c_(r['model'])} {_fmt(r['intended']['mean'])} ± "
                                                      f"{_fmt(r['intended']['std'])}" for r in intended) + "."]
         out.append("")
-    st = rep["stability"]
-    un = st.get("unrounded")  # the upstream profile's as-published ARSD comes with the unrounded one beside it
-    rule = st.get("arsd_rule", "as published")
-    out += ["## Average rank (AR) and ARSD", "",
-            f"| model | AR ↓ | ARSD ↓ ({rule}) |" + (" ARSD unrounded |" if un else "")
-            + " AR over (datasets) | left out of ARSD (mean 0) |", "|---|---:|---:|" + ("---:|" if un else "") + "---|---|"]
-    for m in sorted(st["average_rank"], key=lambda k: st["average_rank"][k]):
-        over = st["ranked_in"][m]
-        out.append(f"| {c_(m)} | {st['average_rank'][m]:.2f} | {_fmt(st['arsd'][m], 1)} | "
-                   + (f"{_fmt(un['arsd'][m], 1)} | " if un else "")
-                   + f"{len(over)}: {c_(', '.join(over))} | {c_(', '.join(st['arsd_excluded'].get(m, [])) or '–')} |")
-    for m, a in (st.get("apart") or {}).items():  # their AR is the rank they would take: not comparable
-        out.append(f"| {c_(m)} {PROTOCOL_MARK} (not comparable) | ({a['average_rank']:.2f}) | {_fmt(a['arsd'], 1)} | "
-                   + ("– | " if un else "")
-                   + f"{len(a['ranked_in'])}: {c_(', '.join(a['ranked_in']))} | {c_(', '.join(a['arsd_excluded']) or '–')} |")
-    out += ["", f"| dataset | ARSD across models ({rule}) |" + (" unrounded |" if un else ""),
-            "|---|---:|" + ("---:|" if un else "")]
-    out += [f"| {c_(d)} | {_fmt(v, 1)} |" + (f" {_fmt(un['arsd_by_dataset'][d], 1)} |" if un else "")
-            for d, v in st["arsd_by_dataset"].items()]
+    out += _stability_markdown(rep["stability"])
     fmt_rows = [(d, r) for d, ds in rep["datasets"].items() for r in ds["rows"] if not r["from_summary_stats"]]
     if fmt_rows:
         out += ["", "## Output format", "", "| dataset | model | valid-format rate | Pearson r with score |",
