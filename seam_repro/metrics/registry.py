@@ -151,13 +151,14 @@ def _musique_f1(mod: Any, pred: str, refs: list[str], _src: list[str] | None) ->
 
 
 def _musique_corrected(mod: Any, pred: str, refs: list[str], _src: list[str] | None) -> MetricResult:
-    s = mod.corrected(pred, _musique_target(refs[0]), tuple(refs[1:]))
-    return MetricResult(
-        float(s.combined),
-        s.pred_answerable is not None,
-        {"answer_f1": s.answer_f1, "answer_em": s.answer_em, "pred_answerable": s.pred_answerable,
-         "gold_answerable": s.gold_answerable},
-    )
+    return _qa_result(mod.corrected(pred, _musique_target(refs[0]), tuple(refs[1:])))
+
+
+def _qa_result(q: Any) -> MetricResult:
+    """A corrected MuSiQue score (``musique.QAScore``) as a metric result."""
+    return MetricResult(q.combined, q.pred_answerable is not None,
+                        {"answer_f1": q.answer_f1, "answer_em": q.answer_em, "pred_answerable": q.pred_answerable,
+                         "gold_answerable": q.gold_answerable})
 
 
 def _conll_f1(mod: Any, pred: str, refs: list[str], _src: list[str] | None, mode: str = "upstream") -> MetricResult:
@@ -186,8 +187,7 @@ def _fic_f1(mod: Any, pred: str, refs: list[str], _src: list[str] | None) -> Met
 
 
 def _rouge_record(mod: Any, resp: str, rec: dict[str, Any], _ctx: ScoringContext) -> MetricResult:
-    r = mod.rouge_geo(resp, rec["target"])
-    return MetricResult(r.geo, bool(resp.strip()), r.details())
+    return _rouge_geo(mod, resp, [rec["target"]], None)
 
 
 def _musique_f1_record(mod: Any, resp: str, rec: dict[str, Any], _ctx: ScoringContext) -> MetricResult:
@@ -196,10 +196,7 @@ def _musique_f1_record(mod: Any, resp: str, rec: dict[str, Any], _ctx: ScoringCo
 
 
 def _musique_corrected_record(mod: Any, resp: str, rec: dict[str, Any], _ctx: ScoringContext) -> MetricResult:
-    q = mod.corrected(resp, rec["target"], rec.get("answer_aliases") or ())
-    return MetricResult(q.combined, q.pred_answerable is not None,
-                        {"answer_f1": q.answer_f1, "answer_em": q.answer_em, "pred_answerable": q.pred_answerable,
-                         "gold_answerable": q.gold_answerable})
+    return _qa_result(mod.corrected(resp, rec["target"], rec.get("answer_aliases") or ()))
 
 
 def _musique_extras(details: list[dict[str, Any]]) -> dict[str, float | None]:
