@@ -29,7 +29,7 @@ import importlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 from seam_repro.errors import InputError, PrerequisiteError
@@ -173,10 +173,6 @@ def _conll_f1(mod: Any, pred: str, refs: list[str], _src: list[str] | None, mode
                                                       if inst.parsed else []})
 
 
-def _conll_f1_corrected(mod: Any, pred: str, refs: list[str], src: list[str] | None) -> MetricResult:
-    return _conll_f1(mod, pred, refs, src, "corrected")
-
-
 def _fic_f1(mod: Any, pred: str, refs: list[str], _src: list[str] | None) -> MetricResult:
     alignments = _json_ref(refs[1], "review_side_alignments", 1, list, "a JSON list of review-side spans")
     res = mod.FicScorer.from_pins().score(pred, {"highlights_concat": refs[0], "review_side_alignments": alignments})
@@ -307,8 +303,8 @@ METRICS: dict[str, MetricSpec] = {
                    target=_CLUSTERS, valid_output=_output_form("coreference")),
         MetricSpec("conll_f1_corrected", "seam", "seam_repro.metrics.coref_parse", "Coreference corrected: CoNLL-F1 "
                    "with mentions matched by id (not by line position)", "a JSON list of gold clusters (exactly one)",
-                   _conll_f1_corrected, max_references=1, extraction=_SEAM_EXTRACTION, aggregation="conll_micro",
-                   target=_CLUSTERS, valid_output=_output_form("coreference")),
+                   partial(_conll_f1, mode="corrected"), max_references=1, extraction=_SEAM_EXTRACTION,
+                   aggregation="conll_micro", target=_CLUSTERS, valid_output=_output_form("coreference")),
         MetricSpec("fic_f1", "seam", "seam_repro.metrics.fic", "SEAM FuseReviews: harmonic mean of flan-t5-xxl "
                    "faithfulness and the coverage model (needs the pinned models)",
                    "the concatenated highlights, then a JSON list of review-side alignments", _fic_f1,
