@@ -12,7 +12,7 @@ equality over every field; the mapping defaults are one shared read-only ``{}``;
 ``json.dumps`` a record (it would write a list).
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
@@ -61,6 +61,12 @@ class Document(NamedTuple):
     tokens: tuple[Token, ...] = ()
     highlights: tuple[tuple[int, int], ...] = ()
     """FuseReviews: highlighted character spans ``[start, end)`` of ``text`` (``review_i_offsets``)."""
+
+
+
+def plain_documents(texts: Iterable[str]) -> tuple[Document, ...]:
+    """Documents ``"0"``, ``"1"``, ... holding these texts in order."""
+    return tuple(Document(doc_id=str(i), text=t) for i, t in enumerate(texts))
 
 
 class Instance(NamedTuple):

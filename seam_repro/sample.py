@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Sequence
+from functools import partial
 from typing import Any, NamedTuple
 
 from seam_repro.config import SeamConfig
@@ -51,9 +52,10 @@ def derive_seeds(parts: Sequence[object], lasts: Sequence[str]) -> dict[str, int
     return {x: _seed_of(prefix + x) for x in lasts}
 
 
-def _generator(seed: int) -> random.Random:
-    """A stdlib generator seeded with ``seed``."""
-    return random.Random(seed)
+def _design_rng(cfg: SeamConfig, name: str, factor: str, key: object) -> random.Random:
+    """The generator that redraws one design factor of ``name`` for one run (or mention ids for
+    one instance)."""
+    return random.Random(derive_seed("design", cfg.random_seed, name, factor, key))
 
 
 class RunChoices(NamedTuple):
@@ -193,7 +195,7 @@ def draw_run_corrected(spec: DatasetSpec, split: str, data: LoadedDataset, promp
     """seam-repro-1: an independent generator per (dataset, run); only the evaluated split draws."""
     name, plan = spec.name, spec.sampling
     seed = derive_seed("seam-repro-1", "sample", cfg.random_seed, name, run)
-    rng = _generator(seed)
+    rng = random.Random(seed)
     insts = data.split(split)
     max_docs = _max_docs_corrected(spec, insts, prompt_file)
     doc_order = rng.sample(range(max_docs), k=max_docs)
@@ -236,7 +238,7 @@ def draw_all(cfg: SeamConfig, profile: str, data: dict[str, LoadedDataset],
         check_split_not_empty(data[entry.name], entry.split)
     out: list[RunChoices] = []
     if profile == "upstream":
-        shared = rng if rng is not None else _generator(cfg.random_seed)
+        shared = rng if rng is not None else random.Random(cfg.random_seed)
         for entry in cfg.datasets:
             for run in range(cfg.num_runs):
                 out.append(draw_run_upstream(shared, suite.spec(entry.name), entry.split, data[entry.name],
@@ -283,13 +285,11 @@ def _design_demos(base: tuple[int, ...], n_pool: int, cfg: SeamConfig, name: str
     demos = list(base)
     if "few_shot_examples" in factors:
         rank = sorted(range(len(demos)), key=lambda j: demos[j])  # rank[k]: slot of the k-th smallest
-        new = sorted(_generator(derive_seed("design", cfg.random_seed, name, "few_shot_examples", run))
-                     .sample(range(n_pool), k=len(demos)))
+        new = sorted(_design_rng(cfg, name, "few_shot_examples", run).sample(range(n_pool), k=len(demos)))
         for k, slot in enumerate(rank):
             demos[slot] = new[k]
     if "few_shot_order" in factors:
-        perm = _generator(derive_seed("design", cfg.random_seed, name, "few_shot_order", run)) \
-            .sample(range(len(demos)), k=len(demos))
+        perm = _design_rng(cfg, name, "few_shot_order", run).sample(range(len(demos)), k=len(demos))
         demos = [demos[j] for j in perm]
     return tuple(demos)
 
@@ -317,10 +317,7 @@ def draw_design(cfg: SeamConfig, profile: str, data: dict[str, LoadedDataset],
             if run == 0:
                 out.append(base)
                 continue
-
-            def gen(factor: str, run: int = run, name: str = name) -> Any:
-                return _generator(derive_seed("design", cfg.random_seed, name, factor, run))
-
+            gen = partial(_design_rng, cfg, name, key=run)
             paraphrase = gen("paraphrase").choice(range(n_prompts)) if "paraphrase" in factors \
                 else base.paraphrase_index
             order = tuple(gen("document_order").sample(range(base.max_num_docs), k=base.max_num_docs)) \
@@ -334,8 +331,8 @@ def draw_design(cfg: SeamConfig, profile: str, data: dict[str, LoadedDataset],
             if spec.sampling.mention_population is not None:
                 for iid in ids:
                     mentions[iid] = base.mention_ids[iid] if iid in base.mention_ids else _mention_ids(
-                        _generator(derive_seed("design", cfg.random_seed, name, "mention_ids", iid)),
-                        spec.sampling, insts[iid], corrected=profile != "upstream")
+                        _design_rng(cfg, name, "mention_ids", iid), spec.sampling, insts[iid],
+                        corrected=profile != "upstream")
             seed_run = run if "generation_seed" in factors else 0
             out.append(base._replace(
                 run=run, paraphrase_index=paraphrase, doc_order=order, instance_ids=ids, mention_ids=mentions,

@@ -11,7 +11,6 @@ import pytest
 
 from seam_repro.analysis.aggregate import (
     build_model_scores,
-    instance_table,
     load_run_dir,
     load_scores_dir,
     read_instance_scores,
@@ -97,12 +96,6 @@ def test_constant_format_gives_reason_not_nan(tmp_path: Path) -> None:
         (0, "a", 1.0, True), (0, "b", 3.0, True)]}})
     corr = summarize(load_scores_dir(sdir).datasets["MusiQue"]).format_correlation
     assert corr["r"] is None and corr["reason"] == "constant format validity"
-
-
-def test_instance_table(tmp_path: Path) -> None:
-    table = instance_table(load_scores_dir(_mixed(tmp_path)).datasets["MultiNews"])
-    assert table["a"] == {"runs": {"0": 10.0, "1": 40.0}, "mean": 25.0, "std": 15.0}
-    assert table["d"]["runs"] == {"1": 50.0}
 
 
 def test_summary_disagreeing_with_instances_is_refused(tmp_path: Path) -> None:

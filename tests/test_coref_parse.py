@@ -14,7 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from seam_repro.metrics.coref_parse import conll_texts, parse_clusters, score_run
+from seam_repro.metrics.conll_io import seam_gold_text, seam_prediction_text
+from seam_repro.metrics.coref_parse import parse_clusters, score_run
+
+
+def conll_texts(gold, pred) -> tuple[str, str]:
+    """The gold and prediction files upstream would hand to the perl scorer for this run."""
+    parsed = {str(iid): parse_clusters(text) for iid, text in pred}
+    return seam_gold_text(gold), seam_prediction_text((i, p.mention_to_cluster) for i, p in parsed.items())
 
 
 def upstream_reference(response: str) -> tuple[list[list[int]], dict[int, int], bool] | None:

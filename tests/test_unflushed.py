@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_coref_parse import conll_texts
 
-from seam_repro.metrics.coref_parse import conll_texts, score_run
+from seam_repro.metrics.coref_parse import score_run
 from seam_repro.metrics.unflushed import bytes_on_disk, perl_view, published_gold, upstream_gold_writes
 
 SCORER = os.environ.get("CONLL_SCORER", "")

@@ -237,18 +237,7 @@ def build_model_scores(summary: Any, instances: list[InstanceScore], path: objec
         if not runs:
             raise InputError(path, "no run scores", rec, "runs")
         fmt = rates if items else _runs_map(path, ds.get("format_rate", {}), rec, "format_rate")
-        corrected = ds.get("corrected")
-        if corrected is not None:
-            if not isinstance(corrected, dict) or not isinstance(corrected.get("metric"), str):
-                raise InputError(path, "expected {'metric': str, 'runs': {...}}", rec, "corrected")
-            corrected = {"metric": corrected["metric"],
-                         "runs": _runs_map(path, corrected.get("runs"), rec, "corrected.runs", nullable=True)}
-        intended = ds.get("intended")
-        if intended is not None:
-            if not isinstance(intended, dict) or not isinstance(intended.get("metric"), str):
-                raise InputError(path, "expected {'metric': str, 'runs': {...}}", rec, "intended")
-            intended = {"metric": intended["metric"],
-                        "runs": _runs_map(path, intended.get("runs"), rec, "intended.runs", nullable=True)}
+        corrected, intended = (_other_metric(path, ds.get(key), rec, key) for key in ("corrected", "intended"))
         datasets[name] = DatasetScores(name, ds["metric"], runs, fmt, tuple(items), corrected, intended, missing)
     display = model.get("name") if isinstance(model.get("name"), str) else ""
     problem = display_name_problem(display) if display else None
@@ -258,6 +247,15 @@ def build_model_scores(summary: Any, instances: list[InstanceScore], path: objec
              if k in summary}
     return ModelScores(model["id"], str(model.get("revision", "")), summary["manifest_digest"],
                        summary["prompt_digest"], datasets, source, extra=extra, unscored=unscored, name=display)
+
+
+def _other_metric(path: object, value: Any, rec: str, key: str) -> dict[str, Any] | None:
+    """A dataset's ``corrected`` or ``intended`` score: another metric's runs beside the main one."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("metric"), str):
+        raise InputError(path, "expected {'metric': str, 'runs': {...}}", rec, key)
+    return {"metric": value["metric"], "runs": _runs_map(path, value.get("runs"), rec, f"{key}.runs", nullable=True)}
 
 
 def load_scores_dir(score_dir: Path, run: RunRecords | None = None) -> ModelScores:
@@ -366,12 +364,3 @@ def _mean_std(values: list[float]) -> dict[str, float | None]:
     arr = np.array(values, dtype=float)
     return {"mean": float(arr.mean()) if arr.size else None, "std": float(arr.std()) if arr.size else None}
 
-
-def instance_table(ds: DatasetScores) -> dict[str, dict[str, Any]]:
-    """Per instance id: its score in each run it was drawn in, with mean and population std."""
-    table: dict[str, dict[int, float]] = {}
-    for it in ds.instances:
-        if it.score is not None:
-            table.setdefault(it.instance_id, {})[it.run] = it.score
-    return {iid: {"runs": {str(r): s for r, s in sorted(runs.items())}, "mean": float(np.mean(list(runs.values()))),
-                  "std": float(np.std(list(runs.values())))} for iid, runs in sorted(table.items())}

@@ -94,6 +94,14 @@ def _footnote(fig: Any, lines: list[str], width_in: float) -> float:
     return height
 
 
+def _titled(fig: Any, title: str, notes: list[str], width_in: float, title_in: float) -> Any:
+    """Title at the top left, notes at the bottom, the panels laid out between them."""
+    fig.suptitle(title, fontsize=12, x=0.01, ha="left")
+    bottom = _footnote(fig, notes, width_in)
+    fig.tight_layout(rect=(0, bottom, 1, 1 - title_in / fig.get_figheight()))
+    return fig
+
+
 def _save(fig: Any, out: Path | IO[bytes]) -> None:
     plt = _pyplot()
     fig.savefig(out, dpi=110)
@@ -167,10 +175,7 @@ def draw_boxes(rep: dict[str, Any]) -> Any:
     if has_apart:
         handles.append(Patch(facecolor="white", edgecolor="black", hatch=APART_HATCH, label="‡ protocol differs"))
     fig.legend(handles=handles, loc="upper right", fontsize=8, ncols=len(handles), frameon=False)
-    fig.suptitle("Per-run scores per dataset (Figure 3)", fontsize=12, x=0.01, ha="left")
-    bottom = _footnote(fig, notes, width)
-    fig.tight_layout(rect=(0, bottom, 1, 1 - 0.45 / fig.get_figheight()))
-    return fig
+    return _titled(fig, "Per-run scores per dataset (Figure 3)", notes, width, 0.45)
 
 
 def plot_boxes(rep: dict[str, Any], out: Path | IO[bytes]) -> None:
@@ -237,10 +242,7 @@ def draw_ar_arsd(rep: dict[str, Any]) -> Any:
     _bars(ax_m, labels, arsd, colors, hatches, "ARSD ↓ (%) across datasets, per model", 1, len(main))
     _bars(ax_d, ds_names, list(by_ds.values()), [NEUTRAL] * len(by_ds), [""] * len(by_ds),
           "ARSD ↓ (%) across models, per dataset", 1)
-    fig.suptitle("Average rank and ARSD (Figure 4)", fontsize=12, x=0.01, ha="left")
-    bottom = _footnote(fig, notes, width)
-    fig.tight_layout(rect=(0, bottom, 1, 1 - 0.35 / fig.get_figheight()))
-    return fig
+    return _titled(fig, "Average rank and ARSD (Figure 4)", notes, width, 0.35)
 
 
 def plot_ar_arsd(rep: dict[str, Any], out: Path | IO[bytes]) -> None:

@@ -47,14 +47,13 @@ class ReferenceDataset:
 
     def row(self, model: str) -> ReferenceRow | None:
         """The row of ``model`` or ``None`` when the table has no such model."""
-        for r in self.rows:
-            if r.model == model:
-                return r
-        return None
+        return next((r for r in self.rows if r.model == model), None)
 
 
 @dataclass(frozen=True)
 class ReferenceTable:
+    """A table of published scores (``--reference``): its models, rows per dataset and protocol."""
+
     source: str
     path: str
     models: dict[str, str]
@@ -80,25 +79,26 @@ def _num(path: str, value: Any, record: str, field: str) -> float | None:
     return float(value)
 
 
+def _objects(path: str, data: dict[str, Any], key: str, shape: str, inner: str, kind: type, what: str,
+             ) -> dict[str, Any]:
+    """``data[key]``, checked to be a non-empty object whose values are objects holding ``inner``."""
+    raw = data.get(key)
+    if not isinstance(raw, dict) or not raw:
+        raise InputError(path, f"expected a non-empty object {shape}", field=key)
+    for name, value in raw.items():
+        if not isinstance(value, dict) or not isinstance(value.get(inner), kind):
+            raise InputError(path, f"expected an object with {what}", f"{key}.{name}", inner)
+    return raw
+
+
 def parse_reference(data: Any, path: str) -> ReferenceTable:
     """Validate the reference JSON shape and build the typed table."""
     if not isinstance(data, dict):
         raise InputError(path, "expected a JSON object with 'models' and 'datasets'")
-    models_raw = data.get("models")
-    if not isinstance(models_raw, dict) or not models_raw:
-        raise InputError(path, "expected a non-empty object {name: {'hf_id': ...}}", field="models")
-    models: dict[str, str] = {}
-    for name, info in models_raw.items():
-        if not isinstance(info, dict) or not isinstance(info.get("hf_id"), str):
-            raise InputError(path, "expected an object with a string 'hf_id'", f"models.{name}", "hf_id")
-        models[name] = info["hf_id"]
-    ds_raw = data.get("datasets")
-    if not isinstance(ds_raw, dict) or not ds_raw:
-        raise InputError(path, "expected a non-empty object {dataset: {'rows': [...]}}", field="datasets")
+    models = {name: info["hf_id"] for name, info in _objects(
+        path, data, "models", "{name: {'hf_id': ...}}", "hf_id", str, "a string 'hf_id'").items()}
     datasets: dict[str, ReferenceDataset] = {}
-    for key, ds in ds_raw.items():
-        if not isinstance(ds, dict) or not isinstance(ds.get("rows"), list):
-            raise InputError(path, "expected an object with a 'rows' list", f"datasets.{key}", "rows")
+    for key, ds in _objects(path, data, "datasets", "{dataset: {'rows': [...]}}", "rows", list, "a 'rows' list").items():
         name = PAPER_DATASET_NAMES.get(key, key)
         rows = []
         for i, r in enumerate(ds["rows"]):

@@ -184,6 +184,125 @@ def _paper_order(ranking: Ranking, by: dict[str, Entry]) -> Ranking:
     return replace(ranking, order=order, dominance=[*dom, None] if order else [])
 
 
+def _dataset_section(name: str, ents: list[Entry], labels: dict[str, list[str]], params: AsoParams,
+                     ) -> tuple[dict[str, Any], Ranking | None, Ranking | None]:
+    """One dataset's rows: comparable models ranked with dominance, ‡ rows apart with the rank they
+    would take; returns the section, the comparable ranking and the ranking over every model."""
+    comparable = [e for e in ents if not labels.get(e.model)]
+    apart = [e for e in ents if labels.get(e.model)]
+    by = {e.model: e for e in ents}
+    ranking = _paper_order(rank_models({e.model: e.runs for e in comparable}, name, params), by) if comparable \
+        else None
+    full = rank_models({e.model: e.runs for e in ents}, name, params) if apart else ranking
+
+    def row(e: Entry) -> dict[str, Any]:
+        return {"model": e.model, "mean": e.mean, "std": e.std, "n_runs": len(e.runs),
+                "from_summary_stats": e.from_summary_stats, "runs": None if e.from_summary_stats else e.runs,
+                "protocol_mismatch": labels.get(e.model, []), **e.extra}
+
+    rows = [{"rank": pos + 1, **row(by[m])} for pos, m in enumerate(ranking.order)] if ranking else []
+    _dominance_cells(rows, ranking.dominance if ranking else [])
+    apart_rows = [{"rank": None, "rank_if_comparable": full.rank_of(e.model) if full else None, **row(e),
+                   "dominance_over_next": None, "dominance_source": None} for e in apart]
+    section = {"rows": rows, "apart": apart_rows,
+               "pairwise": ranking.table if ranking else {}, "pairs": ranking.pairs if ranking else []}
+    return section, ranking, full
+
+
+def _deepsig_crosscheck(name: str, ranking: Ranking, by: dict[str, Entry], params: AsoParams) -> list[dict[str, Any]]:
+    """Our ε_min beside deepsig's for each neighbouring pair of the ranking (one 'unavailable' entry
+    when deepsig is not installed)."""
+    out: list[dict[str, Any]] = []
+    for a, b in zip(ranking.order, ranking.order[1:], strict=False):
+        theirs = deepsig_eps_min(by[a].runs, by[b].runs, params.seed, params.b)
+        if theirs is None:
+            out.append({"available": False, "note": "deepsig is not installed (pip install deepsig)"})
+            break
+        ours = aso(by[a].runs, by[b].runs, pair_rng(params.seed, name, a, b), params).eps_min
+        out.append({"available": True, "dataset": name, "a": a, "b": b, "eps_min": ours,
+                    "deepsig_eps_min": theirs, "difference": theirs - ours})
+    return out
+
+
+def _stability_section(rankings: dict[str, Ranking], full_rankings: dict[str, Ranking],
+                       stats: dict[str, dict[str, tuple[float, float]]], labels: dict[str, list[str]], rule: str,
+                       ) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """AR and ARSD over comparable models (‡ models listed under 'apart'); also returns the datasets
+    each comparable model is ranked on."""
+    comparable_stats = {n: {m: v for m, v in s.items() if not labels.get(m)} for n, s in stats.items()}
+    st = stability(rankings, comparable_stats, rule)
+    beside = stability(rankings, comparable_stats, "unrounded") if rule == "as published" else None
+    st_full = stability(full_rankings, stats, rule)
+    apart_models = [m for m in st_full.average_rank if labels.get(m)]
+    section = {"average_rank": st.average_rank, "ranked_in": st.ranked_in, "arsd": st.arsd,
+               "arsd_excluded": st.arsd_excluded, "arsd_by_dataset": st.arsd_by_dataset, "arsd_rule": rule,
+               "apart": {m: {"average_rank": st_full.average_rank[m], "ranked_in": st_full.ranked_in[m],
+                             "arsd": st_full.arsd.get(m), "arsd_excluded": st_full.arsd_excluded.get(m, [])}
+                         for m in apart_models},
+               "rule": "AR over the datasets a model is ranked on; ARSD = mean of std/mean*100 over datasets "
+                       "with mean > 0; " + ARSD_RULE_TEXT[rule] + "; models whose protocol differs are left "
+                       "out of both and listed under 'apart'",
+               **({"unrounded": {"arsd": beside.arsd, "arsd_excluded": beside.arsd_excluded,
+                                 "arsd_by_dataset": beside.arsd_by_dataset}} if beside else {})}
+    return section, st.ranked_in
+
+
+def _model_notes(models: list[ModelScores], briefs: dict[str, dict[str, str]]) -> list[str]:
+    """Per input model: datasets not scored, runs without a score, partial runs, generation settings
+    that make models incomparable, and bundles checked by digest only."""
+    from seam_repro.run.invariance import scored_comparability
+
+    notes = []
+    for ms, label in zip(models, display_names(models), strict=True):
+        for name, brief in sorted(briefs[label].items()):
+            notes.append(f"{label}: {name} not scored (left out of every statistic): {brief}")
+        for name, ds in ms.datasets.items():
+            if ds.missing_runs:  # one failed run: the others still count, and the row says how many
+                notes.append(f"{label}: {name} run(s) {', '.join(map(str, ds.missing_runs))} have no score "
+                             f"({'; '.join(sorted(set(ds.missing_runs.values())))}); its mean, std, rank and ARSD "
+                             f"there are over the {len(ds.runs)} runs present.")
+        if ms.extra.get("partial") or (ms.extra.get("coverage") or {}).get("partial"):
+            cov = ms.extra.get("coverage") or {}
+            notes.append(f"{ms.label}: partial run ({cov.get('scored')} of {cov.get('instances')} instances "
+                         "scored); not comparable with full runs.")
+    notes += scored_comparability([(label, ms.model_id, ms.revision, (ms.extra.get("protocol") or {}).get("generation"))
+                                   for ms, label in zip(models, display_names(models), strict=True)])
+    if any(ms.extra.get("seeds_checked") is False for ms in models):
+        notes.append("No seeds/ folder was found (set SEAM_REPRO_SEEDS): bundles were checked by their digest only, "
+                     "not against the shipped manifests' seeds and prompt digests.")
+    return notes
+
+
+def _table_notes(models: list[ModelScores], reference: ReferenceTable | None, labels: dict[str, list[str]],
+                 rule: str, ranked_in: dict[str, list[str]], entries: dict[str, list[Entry]]) -> list[str]:
+    """Notes on the tables as a whole: ‡ rows, the ARSD rule, uneven AR spans, † rows."""
+    notes = []
+    for label, differs in labels.items():
+        if differs:
+            notes.append(f"{PROTOCOL_MARK} {label}: protocol differs from "
+                         f"{'the reference' if reference is not None else 'the first input'}: {'; '.join(differs)}. "
+                         "Not ranked with the others; the rank it would take is shown apart.")
+    if rule == "unrounded":
+        others = [ms.label for ms in models if ms.profile != "upstream"]
+        notes.append(f"ARSD from unrounded means and stds: {', '.join(others)} scored under another profile than "
+                     "upstream, whose as-published ARSD rounding (upstream's ranking_asd.csv) is not applied.")
+    else:
+        notes.append("ARSD as published: std/mean as upstream's ranking_asd.csv stores them (ROUGE and CoNLL-F1 "
+                     "to 0.001, MuSiQue and FuseReviews to 0.1 on the 0-100 scale); the unrounded ARSD beside it.")
+    spans = {m: tuple(v) for m, v in ranked_in.items()}
+    if len(set(spans.values())) > 1:  # name the exceptions, not every model
+        common = max(set(spans.values()), key=lambda v: (list(spans.values()).count(v), len(v)))
+        notes.append("Average ranks are over different datasets: " + "; ".join(
+            f"{m} over {len(v)} ({', '.join(v)})" for m, v in spans.items() if v != common)
+            + f"; every other model over {len(common)} ({', '.join(common)}).")
+    if any(e.from_summary_stats for ents in entries.values() for e in ents):
+        notes.append(f"{REF_MARK} reference model known only by its published mean ± std. Its rows show the paper's "
+                     f"mean ± std and dominance; a value marked {RECOMPUTED_MARK} is recomputed here with surrogate "
+                     "runs of exactly that mean and population std (the paper publishes no per-run scores), so it "
+                     "is approximate and not the paper's.")
+    return notes
+
+
 def build_report(models: list[ModelScores], reference: ReferenceTable | None = None,
                  params: AsoParams | None = None, deepsig: bool = False, command: str = "") -> dict[str, Any]:
     """Everything the Markdown, JSON and figures show, as one JSON-ready dict.
@@ -207,97 +326,28 @@ def build_report(models: list[ModelScores], reference: ReferenceTable | None = N
             if a["cell"] == "not scored" and name in briefs.get(a["model"], {}):
                 a["reason"] = "see notes"  # the reason is said once, in the notes
         ref_ds = reference.datasets.get(name) if reference is not None else None
-        ref_metric = ref_ds.metric if ref_ds is not None else ""
         metric_key = next((e.extra["metric"] for e in ents if "metric" in e.extra), ref_ds.metric_key if ref_ds else "")
-        base = {"display_name": DISPLAY_NAMES.get(name, name), "metric": metric_key,
-                "metric_description": ref_metric, "absent": absent}
-        comparable = [e for e in ents if not labels.get(e.model)]
-        apart = [e for e in ents if labels.get(e.model)]
+        datasets[name] = {"display_name": DISPLAY_NAMES.get(name, name), "metric": metric_key,
+                          "metric_description": ref_ds.metric if ref_ds is not None else "", "absent": absent,
+                          "rows": [], "apart": [], "pairwise": {}, "pairs": []}
         if not ents:
-            datasets[name] = {**base, "rows": [], "apart": [], "pairwise": {}, "pairs": []}
             continue
-        by = {e.model: e for e in ents}
         stats[name] = {e.model: (e.mean, e.std) for e in ents}
-        ranking = _paper_order(rank_models({e.model: e.runs for e in comparable}, name, params), by) if comparable \
-            else None
-        full = rank_models({e.model: e.runs for e in ents}, name, params) if apart else ranking
+        section, ranking, full = _dataset_section(name, ents, labels, params)
+        datasets[name].update(section)
         if ranking is not None:
             rankings[name] = ranking
+            if deepsig:
+                cross += _deepsig_crosscheck(name, ranking, {e.model: e for e in ents}, params)
         if full is not None:
             full_rankings[name] = full
-
-        def row(e: Entry) -> dict[str, Any]:
-            return {"model": e.model, "mean": e.mean, "std": e.std, "n_runs": len(e.runs),
-                    "from_summary_stats": e.from_summary_stats, "runs": None if e.from_summary_stats else e.runs,
-                    "protocol_mismatch": labels.get(e.model, []), **e.extra}
-
-        rows = [{"rank": pos + 1, **row(by[m])} for pos, m in enumerate(ranking.order)] if ranking else []
-        _dominance_cells(rows, ranking.dominance if ranking else [])
-        apart_rows = [{"rank": None, "rank_if_comparable": full.rank_of(e.model) if full else None, **row(e),
-                       "dominance_over_next": None, "dominance_source": None} for e in apart]
-        datasets[name] = {**base, "rows": rows, "apart": apart_rows,
-                          "pairwise": ranking.table if ranking else {}, "pairs": ranking.pairs if ranking else []}
-        if deepsig and ranking is not None:
-            for a, b in zip(ranking.order, ranking.order[1:], strict=False):
-                theirs = deepsig_eps_min(by[a].runs, by[b].runs, params.seed, params.b)
-                if theirs is None:
-                    cross.append({"available": False, "note": "deepsig is not installed (pip install deepsig)"})
-                    break
-                ours = aso(by[a].runs, by[b].runs, pair_rng(params.seed, name, a, b), params).eps_min
-                cross.append({"available": True, "dataset": name, "a": a, "b": b, "eps_min": ours,
-                              "deepsig_eps_min": theirs, "difference": theirs - ours})
     # upstream profile: ARSD as published (compare_models.py on ranking_asd.csv), the unrounded one beside it
     rule = "as published" if all(ms.profile == "upstream" for ms in models) else "unrounded"
-    comparable_stats = {n: {m: v for m, v in s.items() if not labels.get(m)} for n, s in stats.items()}
-    st = stability(rankings, comparable_stats, rule)
-    beside = stability(rankings, comparable_stats, "unrounded") if rule == "as published" else None
-    st_full = stability(full_rankings, stats, rule)
-    apart_models = [m for m in st_full.average_rank if labels.get(m)]
+    stab, ranked_in = _stability_section(rankings, full_rankings, stats, labels, rule)
     notes = ["Scores are on a 0-100 scale; std is the population std over runs (ddof=0).",
              DOMINANCE_NOTE,
-             "ASO: upstream ASD.py semantics with per-pair generators derived from the recorded seed."]
-    for ms, label in zip(models, display_names(models), strict=True):
-        for name, brief in sorted(briefs[label].items()):
-            notes.append(f"{label}: {name} not scored (left out of every statistic): {brief}")
-        for name, ds in ms.datasets.items():
-            if ds.missing_runs:  # one failed run: the others still count, and the row says how many
-                notes.append(f"{label}: {name} run(s) {', '.join(map(str, ds.missing_runs))} have no score "
-                             f"({'; '.join(sorted(set(ds.missing_runs.values())))}); its mean, std, rank and ARSD "
-                             f"there are over the {len(ds.runs)} runs present.")
-        if ms.extra.get("partial") or (ms.extra.get("coverage") or {}).get("partial"):
-            cov = ms.extra.get("coverage") or {}
-            notes.append(f"{ms.label}: partial run ({cov.get('scored')} of {cov.get('instances')} instances "
-                         "scored); not comparable with full runs.")
-    from seam_repro.run.invariance import scored_comparability
-
-    notes += scored_comparability([(label, ms.model_id, ms.revision, (ms.extra.get("protocol") or {}).get("generation"))
-                                   for ms, label in zip(models, display_names(models), strict=True)])
-    if any(ms.extra.get("seeds_checked") is False for ms in models):
-        notes.append("No seeds/ folder was found (set SEAM_REPRO_SEEDS): bundles were checked by their digest only, "
-                     "not against the shipped manifests' seeds and prompt digests.")
-    for label, differs in labels.items():
-        if differs:
-            notes.append(f"{PROTOCOL_MARK} {label}: protocol differs from "
-                         f"{'the reference' if reference is not None else 'the first input'}: {'; '.join(differs)}. "
-                         "Not ranked with the others; the rank it would take is shown apart.")
-    if rule == "unrounded":
-        others = [ms.label for ms in models if ms.profile != "upstream"]
-        notes.append(f"ARSD from unrounded means and stds: {', '.join(others)} scored under another profile than "
-                     "upstream, whose as-published ARSD rounding (upstream's ranking_asd.csv) is not applied.")
-    else:
-        notes.append("ARSD as published: std/mean as upstream's ranking_asd.csv stores them (ROUGE and CoNLL-F1 "
-                     "to 0.001, MuSiQue and FuseReviews to 0.1 on the 0-100 scale); the unrounded ARSD beside it.")
-    spans = {m: tuple(v) for m, v in st.ranked_in.items()}
-    if len(set(spans.values())) > 1:  # name the exceptions, not every model
-        common = max(set(spans.values()), key=lambda v: (list(spans.values()).count(v), len(v)))
-        notes.append("Average ranks are over different datasets: " + "; ".join(
-            f"{m} over {len(v)} ({', '.join(v)})" for m, v in spans.items() if v != common)
-            + f"; every other model over {len(common)} ({', '.join(common)}).")
-    if any(e.from_summary_stats for ents in entries.values() for e in ents):
-        notes.append(f"{REF_MARK} reference model known only by its published mean ± std. Its rows show the paper's "
-                     f"mean ± std and dominance; a value marked {RECOMPUTED_MARK} is recomputed here with surrogate "
-                     "runs of exactly that mean and population std (the paper publishes no per-run scores), so it "
-                     "is approximate and not the paper's.")
+             "ASO: upstream ASD.py semantics with per-pair generators derived from the recorded seed.",
+             *_model_notes(models, briefs), *_table_notes(models, reference, labels, rule, ranked_in, entries)]
     return {
         "kind": "seam-repro/report", "kit_version": __version__, "command": command, "aso": params.as_dict(),
         "manifest_digest": models[0].manifest_digest if models else None,
@@ -306,16 +356,7 @@ def build_report(models: list[ModelScores], reference: ReferenceTable | None = N
         "model_order": list(dict.fromkeys(e.model for ents in entries.values() for e in ents)),
         "datasets": datasets,
         "protocol_mismatch": labels,
-        "stability": {"average_rank": st.average_rank, "ranked_in": st.ranked_in, "arsd": st.arsd,
-                      "arsd_excluded": st.arsd_excluded, "arsd_by_dataset": st.arsd_by_dataset, "arsd_rule": rule,
-                      "apart": {m: {"average_rank": st_full.average_rank[m], "ranked_in": st_full.ranked_in[m],
-                                    "arsd": st_full.arsd.get(m), "arsd_excluded": st_full.arsd_excluded.get(m, [])}
-                                for m in apart_models},
-                      "rule": "AR over the datasets a model is ranked on; ARSD = mean of std/mean*100 over datasets "
-                              "with mean > 0; " + ARSD_RULE_TEXT[rule] + "; models whose protocol differs are left "
-                              "out of both and listed under 'apart'",
-                      **({"unrounded": {"arsd": beside.arsd, "arsd_excluded": beside.arsd_excluded,
-                                        "arsd_by_dataset": beside.arsd_by_dataset}} if beside else {})},
+        "stability": stab,
         "deepsig_crosscheck": cross if deepsig else None,
         "notes": notes,
     }
@@ -347,6 +388,30 @@ def md_cell(value: object) -> str:
 def _visible(value: object) -> str:
     """``value`` on one line: each control character written as its escape (``\\n``)."""
     return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(value))
+
+
+def _stability_markdown(st: dict[str, Any]) -> list[str]:
+    """The AR/ARSD tables: per model (‡ models last, not comparable), then ARSD per dataset."""
+    c_ = md_cell
+    un = st.get("unrounded")  # the upstream profile's as-published ARSD comes with the unrounded one beside it
+    rule = st.get("arsd_rule", "as published")
+    out = ["## Average rank (AR) and ARSD", "",
+           f"| model | AR ↓ | ARSD ↓ ({rule}) |" + (" ARSD unrounded |" if un else "")
+           + " AR over (datasets) | left out of ARSD (mean 0) |", "|---|---:|---:|" + ("---:|" if un else "") + "---|---|"]
+    for m in sorted(st["average_rank"], key=lambda k: st["average_rank"][k]):
+        over = st["ranked_in"][m]
+        out.append(f"| {c_(m)} | {st['average_rank'][m]:.2f} | {_fmt(st['arsd'][m], 1)} | "
+                   + (f"{_fmt(un['arsd'][m], 1)} | " if un else "")
+                   + f"{len(over)}: {c_(', '.join(over))} | {c_(', '.join(st['arsd_excluded'].get(m, [])) or '–')} |")
+    for m, a in (st.get("apart") or {}).items():  # their AR is the rank they would take: not comparable
+        out.append(f"| {c_(m)} {PROTOCOL_MARK} (not comparable) | ({a['average_rank']:.2f}) | {_fmt(a['arsd'], 1)} | "
+                   + ("– | " if un else "")
+                   + f"{len(a['ranked_in'])}: {c_(', '.join(a['ranked_in']))} | {c_(', '.join(a['arsd_excluded']) or '–')} |")
+    out += ["", f"| dataset | ARSD across models ({rule}) |" + (" unrounded |" if un else ""),
+            "|---|---:|" + ("---:|" if un else "")]
+    out += [f"| {c_(d)} | {_fmt(v, 1)} |" + (f" {_fmt(un['arsd_by_dataset'][d], 1)} |" if un else "")
+            for d, v in st["arsd_by_dataset"].items()]
+    return out
 
 
 def render_markdown(rep: dict[str, Any]) -> str:
@@ -389,25 +454,7 @@ def render_markdown(rep: dict[str, Any]) -> str:
                     "(whole gold file): " + "; ".join(f"{c_(r['model'])} {_fmt(r['intended']['mean'])} ± "
                                                      f"{_fmt(r['intended']['std'])}" for r in intended) + "."]
         out.append("")
-    st = rep["stability"]
-    un = st.get("unrounded")  # the upstream profile's as-published ARSD comes with the unrounded one beside it
-    rule = st.get("arsd_rule", "as published")
-    out += ["## Average rank (AR) and ARSD", "",
-            f"| model | AR ↓ | ARSD ↓ ({rule}) |" + (" ARSD unrounded |" if un else "")
-            + " AR over (datasets) | left out of ARSD (mean 0) |", "|---|---:|---:|" + ("---:|" if un else "") + "---|---|"]
-    for m in sorted(st["average_rank"], key=lambda k: st["average_rank"][k]):
-        over = st["ranked_in"][m]
-        out.append(f"| {c_(m)} | {st['average_rank'][m]:.2f} | {_fmt(st['arsd'][m], 1)} | "
-                   + (f"{_fmt(un['arsd'][m], 1)} | " if un else "")
-                   + f"{len(over)}: {c_(', '.join(over))} | {c_(', '.join(st['arsd_excluded'].get(m, [])) or '–')} |")
-    for m, a in (st.get("apart") or {}).items():  # their AR is the rank they would take: not comparable
-        out.append(f"| {c_(m)} {PROTOCOL_MARK} (not comparable) | ({a['average_rank']:.2f}) | {_fmt(a['arsd'], 1)} | "
-                   + ("– | " if un else "")
-                   + f"{len(a['ranked_in'])}: {c_(', '.join(a['ranked_in']))} | {c_(', '.join(a['arsd_excluded']) or '–')} |")
-    out += ["", f"| dataset | ARSD across models ({rule}) |" + (" unrounded |" if un else ""),
-            "|---|---:|" + ("---:|" if un else "")]
-    out += [f"| {c_(d)} | {_fmt(v, 1)} |" + (f" {_fmt(un['arsd_by_dataset'][d], 1)} |" if un else "")
-            for d, v in st["arsd_by_dataset"].items()]
+    out += _stability_markdown(rep["stability"])
     fmt_rows = [(d, r) for d, ds in rep["datasets"].items() for r in ds["rows"] if not r["from_summary_stats"]]
     if fmt_rows:
         out += ["", "## Output format", "", "| dataset | model | valid-format rate | Pearson r with score |",

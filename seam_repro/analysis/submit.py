@@ -42,10 +42,6 @@ BUNDLE_VERSION = 2
 _INSTANCE_KEYS = ("dataset", "run", "instance_id", "metric", "score", "valid_format", "metric_version")
 
 
-def _read_json(path: Path) -> Any:
-    return read_json(path, what="file", expect=None)
-
-
 def read_run_info(run: RunRecords, model_id: str) -> dict[str, Any]:
     """Provenance from ``RUN_DIR/run.json`` (written by ``store.prepare_run_dir``, already read and
     shape-checked into ``run``): manifest and prompt digests, the environment ``fingerprint``, and the
@@ -296,7 +292,7 @@ def parse_bundle(data: Any, path: Path) -> ModelScores:
 
 
 def read_bundle(path: Path) -> ModelScores:
-    return parse_bundle(_read_json(path), path)
+    return parse_bundle(read_json(path, what="file", expect=None), path)
 
 
 def load_inputs(paths: list[Path], manifest: str | None = None) -> list[ModelScores]:
@@ -357,7 +353,7 @@ def resolve_manifest_digest(spec: str | None) -> str | None:
     if len(s) == 64 and all(c in "0123456789abcdef" for c in s):
         return s
     path = Path(spec)
-    data = _read_json(path)
+    data = read_json(path, what="file", expect=None)
     if isinstance(data, dict):
         for key in ("manifest_digest", "digest"):
             if isinstance(data.get(key), str):

@@ -94,11 +94,7 @@ def _split(folder: Path, split: str, category: str, docs: dict[str, Any], doc_to
         documents = tuple(Document(doc_id=d, tokens=docs[d]) for d in order)
         instances.append(
             Instance(
-                dataset=DATASET,
-                split=name,
-                instance_id=str(topic),
-                raw_id=topic,
-                documents=documents,
+                DATASET, name, str(topic), topic, documents,
                 mentions=tuple(mentions),
                 extra={"tokens_file": tokens_path.name},
             )

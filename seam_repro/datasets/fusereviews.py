@@ -148,11 +148,7 @@ def _instance(path: Path, index: int, row: dict[str, str], split: str) -> Instan
     else:
         alignments = review_side_alignments(_hf_alignments(path, rec, row))
     return Instance(
-        dataset=DATASET,
-        split=split,
-        instance_id=str(index),
-        raw_id=index,
-        documents=tuple(documents),
+        DATASET, split, str(index), index, tuple(documents),
         target=output,
         review_alignments=alignments,
         extra={"layout": "authors" if authors else "hf", **({"summary_name": row["summary_name"]} if "summary_name" in row else {})},

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from seam_repro.datasets import file_hashes, open_text, read_rows, require, require_dir, split_files
 from seam_repro.errors import InputError
-from seam_repro.instances import Document, Instance, LoadedDataset
+from seam_repro.instances import Instance, LoadedDataset, plain_documents
 
 DATASET = "MultiNews"
 SPLITS: tuple[str, ...] = ("train", "validation", "test")
@@ -34,11 +34,7 @@ SEPARATOR = "|||||"
 def _instance(split: str, index: int, document: str, summary: str) -> Instance:
     docs = document.split(SEPARATOR)
     return Instance(
-        dataset=DATASET,
-        split=split,
-        instance_id=str(index),
-        raw_id=index,
-        documents=tuple(Document(doc_id=str(i), text=t) for i, t in enumerate(docs)),
+        DATASET, split, str(index), index, plain_documents(docs),
         target=summary,
     )
 

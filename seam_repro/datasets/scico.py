@@ -22,7 +22,7 @@ from typing import Any
 
 from seam_repro.datasets import file_hashes, read_rows, require, require_dir, split_files
 from seam_repro.errors import InputError
-from seam_repro.instances import Document, Instance, LoadedDataset, Mention
+from seam_repro.instances import Instance, LoadedDataset, Mention, plain_documents
 
 DATASET = "SciCo"
 SPLITS: tuple[str, ...] = ("train", "validation", "test")
@@ -62,11 +62,7 @@ def _row(path: Path, rec: str, row: dict[str, Any], split: str) -> Instance:
     for p, d in enumerate(doc_ids):
         texts[d] += " ".join(tokens[p]) + "\n"
     return Instance(
-        dataset=DATASET,
-        split=split,
-        instance_id=str(raw_id),
-        raw_id=raw_id,
-        documents=tuple(Document(doc_id=str(i), text=t) for i, t in enumerate(texts)),
+        DATASET, split, str(raw_id), raw_id, plain_documents(texts),
         mentions=tuple(mentions),
         paragraphs=tuple(tuple(p) for p in tokens),
         paragraph_doc_ids=tuple(doc_ids),

@@ -144,10 +144,6 @@ def read_prompt_store(path: str | Path) -> dict[tuple[str, int, str], str]:
     return out
 
 
-def _schema() -> dict[str, Any]:
-    return read_json(SCHEMA_PATH)
-
-
 def validate_manifest(manifest: Any, where: str) -> None:
     """Schema, digest over the sealed content, and unique instance keys; one-line errors."""
     from seam_repro.schema_check import conforms
@@ -164,7 +160,7 @@ def validate_manifest(manifest: Any, where: str) -> None:
     if not conforms(manifest, SCHEMA_PATH):  # fast path; jsonschema names what is wrong
         import jsonschema
 
-        validator = jsonschema.Draft202012Validator(_schema())
+        validator = jsonschema.Draft202012Validator(read_json(SCHEMA_PATH))
         errors = sorted(validator.iter_errors(manifest), key=lambda e: list(e.absolute_path))
     if errors:
         err = errors[0]

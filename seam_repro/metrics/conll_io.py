@@ -113,20 +113,21 @@ def _labels(info: str) -> tuple[list[str], list[str], list[str], bool]:
     whether the field is plain: all its parts are numeric labels (then it cannot hold a label the
     scorer skips, and the warning check passes it by)."""
     plain = _PLAIN.fullmatch(info) is not None
+    info, _ = _remove_all(_DOUBLE_ANTECEDENT, info)
+    info, single = _remove_all(_SINGLE, info)
+    info, opening = _remove_all(_OPEN, info)
+    _, closing = _remove_all(_CLOSE, info)
+    return single, opening, closing, plain
+
+
+def _remove_all(pattern: re.Pattern[str], info: str) -> tuple[str, list[str]]:
+    """Repeated leftmost removal of ``pattern`` until none is left: the rest and the labels removed."""
+    labels = []
     while True:
-        info, label = _remove_first(_DOUBLE_ANTECEDENT, info)
+        info, label = _remove_first(pattern, info)
         if label is None:
-            break
-    found: list[list[str]] = []
-    for pattern in (_SINGLE, _OPEN, _CLOSE):
-        labels = []
-        while True:
-            info, label = _remove_first(pattern, info)
-            if label is None:
-                break
-            labels.append(label)
-        found.append(labels)
-    return found[0], found[1], found[2], plain
+            return info, labels
+        labels.append(label)
 
 
 def _odd_label(line: str) -> str | None:

@@ -30,7 +30,7 @@ mentions, and a cut ``#begin document`` line is a document of the cut name.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -207,18 +207,16 @@ class CorefRunScore:
     @property
     def format_rate(self) -> float:
         """Upstream's "correct format" rate (share of instances where a list was found)."""
-        if not self.instances:
-            return 0.0
-        return sum(bool(i.parsed and i.parsed.upstream_format_ok) for i in self.instances) / len(
-            self.instances
-        )
+        return self._share(lambda p: p.upstream_format_ok)
 
     @property
     def valid_rate(self) -> float:
         """Share of instances whose answer passes the strict list-of-int-lists check."""
-        if not self.instances:
-            return 0.0
-        return sum(bool(i.parsed and i.parsed.valid) for i in self.instances) / len(self.instances)
+        return self._share(lambda p: p.valid)
+
+    def _share(self, ok: Callable[[ParsedClusters], bool]) -> float:
+        n = len(self.instances)
+        return sum(bool(i.parsed and ok(i.parsed)) for i in self.instances) / n if n else 0.0
 
 
 def score_run(
@@ -294,10 +292,3 @@ def score_run(
         )
     return CorefRunScore(mode, run_total, instances, **extra)
 
-
-def conll_texts(
-    gold: Sequence[tuple[str, Sequence[Sequence[int]]]], pred: Sequence[tuple[str, str]]
-) -> tuple[str, str]:
-    """The gold and prediction files upstream would hand to the perl scorer for this run."""
-    parsed = {str(iid): parse_clusters(text) for iid, text in pred}
-    return seam_gold_text(gold), seam_prediction_text((i, p.mention_to_cluster) for i, p in parsed.items())

@@ -29,7 +29,7 @@ import importlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 from seam_repro.errors import InputError, PrerequisiteError
@@ -151,13 +151,14 @@ def _musique_f1(mod: Any, pred: str, refs: list[str], _src: list[str] | None) ->
 
 
 def _musique_corrected(mod: Any, pred: str, refs: list[str], _src: list[str] | None) -> MetricResult:
-    s = mod.corrected(pred, _musique_target(refs[0]), tuple(refs[1:]))
-    return MetricResult(
-        float(s.combined),
-        s.pred_answerable is not None,
-        {"answer_f1": s.answer_f1, "answer_em": s.answer_em, "pred_answerable": s.pred_answerable,
-         "gold_answerable": s.gold_answerable},
-    )
+    return _qa_result(mod.corrected(pred, _musique_target(refs[0]), tuple(refs[1:])))
+
+
+def _qa_result(q: Any) -> MetricResult:
+    """A corrected MuSiQue score (``musique.QAScore``) as a metric result."""
+    return MetricResult(q.combined, q.pred_answerable is not None,
+                        {"answer_f1": q.answer_f1, "answer_em": q.answer_em, "pred_answerable": q.pred_answerable,
+                         "gold_answerable": q.gold_answerable})
 
 
 def _conll_f1(mod: Any, pred: str, refs: list[str], _src: list[str] | None, mode: str = "upstream") -> MetricResult:
@@ -172,10 +173,6 @@ def _conll_f1(mod: Any, pred: str, refs: list[str], _src: list[str] | None, mode
                                                       if inst.parsed else []})
 
 
-def _conll_f1_corrected(mod: Any, pred: str, refs: list[str], src: list[str] | None) -> MetricResult:
-    return _conll_f1(mod, pred, refs, src, "corrected")
-
-
 def _fic_f1(mod: Any, pred: str, refs: list[str], _src: list[str] | None) -> MetricResult:
     alignments = _json_ref(refs[1], "review_side_alignments", 1, list, "a JSON list of review-side spans")
     res = mod.FicScorer.from_pins().score(pred, {"highlights_concat": refs[0], "review_side_alignments": alignments})
@@ -186,8 +183,7 @@ def _fic_f1(mod: Any, pred: str, refs: list[str], _src: list[str] | None) -> Met
 
 
 def _rouge_record(mod: Any, resp: str, rec: dict[str, Any], _ctx: ScoringContext) -> MetricResult:
-    r = mod.rouge_geo(resp, rec["target"])
-    return MetricResult(r.geo, bool(resp.strip()), r.details())
+    return _rouge_geo(mod, resp, [rec["target"]], None)
 
 
 def _musique_f1_record(mod: Any, resp: str, rec: dict[str, Any], _ctx: ScoringContext) -> MetricResult:
@@ -196,10 +192,7 @@ def _musique_f1_record(mod: Any, resp: str, rec: dict[str, Any], _ctx: ScoringCo
 
 
 def _musique_corrected_record(mod: Any, resp: str, rec: dict[str, Any], _ctx: ScoringContext) -> MetricResult:
-    q = mod.corrected(resp, rec["target"], rec.get("answer_aliases") or ())
-    return MetricResult(q.combined, q.pred_answerable is not None,
-                        {"answer_f1": q.answer_f1, "answer_em": q.answer_em, "pred_answerable": q.pred_answerable,
-                         "gold_answerable": q.gold_answerable})
+    return _qa_result(mod.corrected(resp, rec["target"], rec.get("answer_aliases") or ()))
 
 
 def _musique_extras(details: list[dict[str, Any]]) -> dict[str, float | None]:
@@ -310,8 +303,8 @@ METRICS: dict[str, MetricSpec] = {
                    target=_CLUSTERS, valid_output=_output_form("coreference")),
         MetricSpec("conll_f1_corrected", "seam", "seam_repro.metrics.coref_parse", "Coreference corrected: CoNLL-F1 "
                    "with mentions matched by id (not by line position)", "a JSON list of gold clusters (exactly one)",
-                   _conll_f1_corrected, max_references=1, extraction=_SEAM_EXTRACTION, aggregation="conll_micro",
-                   target=_CLUSTERS, valid_output=_output_form("coreference")),
+                   partial(_conll_f1, mode="corrected"), max_references=1, extraction=_SEAM_EXTRACTION,
+                   aggregation="conll_micro", target=_CLUSTERS, valid_output=_output_form("coreference")),
         MetricSpec("fic_f1", "seam", "seam_repro.metrics.fic", "SEAM FuseReviews: harmonic mean of flan-t5-xxl "
                    "faithfulness and the coverage model (needs the pinned models)",
                    "the concatenated highlights, then a JSON list of review-side alignments", _fic_f1,

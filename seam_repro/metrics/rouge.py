@@ -34,10 +34,9 @@ class RougeResult:
 
 class _StemmedTokenizer:
     """rouge_score's ``DefaultTokenizer(use_stemmer=True)`` (its ``tokenize.tokenize`` with nltk's
-    ``PorterStemmer()``), each distinct word stemmed once: the stemmer is a pure function of the
-    word and a prediction repeats its words, so a degenerate long output is scored in seconds,
-    not minutes (benchmarks/bench_metrics.py). The last two texts' tokens are kept: the scorer
-    and :func:`lcs_length` both need them."""
+    ``PorterStemmer()``), each distinct word stemmed once (the stemmer is a pure function of the
+    word and a degenerate output repeats its words). The last two texts' tokens are kept: the
+    scorer and :func:`lcs_length` both need them."""
 
     def __init__(self) -> None:
         from nltk.stem import porter
@@ -73,10 +72,9 @@ def _scorer() -> tuple[Any, _StemmedTokenizer]:
 def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
     """Length of the longest common subsequence of two token lists, exactly what rouge_score's
     ``_lcs_table`` ends in, by the bit-parallel recurrence (Allison & Dix 1986; Hyyrö 2004): one bit
-    per token of the longer list, one step of a few integer operations per token of the shorter.
-    rouge_score's table takes len(a) x len(b) time and memory (a 10 MB prediction: minutes and
-    gigabytes); this takes len(short) steps over len(long)-bit integers plus one pass to build the
-    match masks, so it is linear in the prediction for a reference of bounded length."""
+    per token of the longer list, one step of a few integer operations per token of the shorter:
+    linear in the prediction for a reference of bounded length, where rouge_score's table is
+    quadratic in time and memory."""
     long, short = (a, b) if len(a) >= len(b) else (b, a)
     if not short:
         return 0

@@ -22,11 +22,16 @@ from seam_repro.errors import InputError
 
 def _max_over(fn: Callable[[str, str], float], prediction: str, references: Sequence[str]) -> float:
     """ZeroSCROLLS' ``metric_max_over_ground_truths``: the best score over the references."""
+    return max(fn(prediction, ref) for ref in _references(references))
+
+
+def _references(references: Sequence[str]) -> Sequence[str]:
+    """One reference string or several; at least one."""
     if isinstance(references, str):
         references = [references]
     if not references:
         raise InputError("references", "at least one reference is required")
-    return max(fn(prediction, ref) for ref in references)
+    return references
 
 
 _ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
@@ -40,10 +45,7 @@ def rouge_geometric_mean(prediction: str, references: Sequence[str], *, use_stem
     """
     from rouge_score import rouge_scorer
 
-    if isinstance(references, str):
-        references = [references]
-    if not references:
-        raise InputError("references", "at least one reference is required")
+    references = _references(references)
     scorer = rouge_scorer.RougeScorer(list(_ROUGE_TYPES), use_stemmer=use_stemmer)
     best = dict.fromkeys(_ROUGE_TYPES, 0.0)
     for ref in references:

@@ -10,13 +10,11 @@ when missing, puts the documents header on its own line and writes demo answers 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from typing import Any
 
-from seam_repro.instances import Instance
-from seam_repro.render.common import number_documents, shuffle_documents
+from seam_repro.render.common import number_documents
 from seam_repro.render.context import RunContext
-from seam_repro.render.template import Template, demo_blocks
+from seam_repro.render.template import documents_template
 
 
 def _block(ctx: RunContext, question: str, documents: list[str], answer: Any = "") -> str:
@@ -31,13 +29,4 @@ def _block(ctx: RunContext, question: str, documents: list[str], answer: Any = "
     return number_documents(documents, f"{head}\n*Question*: {q}\n*The documents*:\n", f"\n*Answer*: {answer}")
 
 
-def few_shots(ctx: RunContext) -> str:
-    return demo_blocks(ctx, lambda demo, docs: _block(ctx, demo.get("question", ""), docs, demo.get("answer", "")))
-
-
-def test_block(instance: Instance, ctx: RunContext, mention_ids: Sequence[int] | None = None) -> tuple[str, Any]:
-    docs = shuffle_documents([d.text for d in instance.documents], ctx.max_num_docs, ctx.doc_order)
-    return _block(ctx, instance.question or "", docs), instance.target
-
-
-TEMPLATE = Template(few_shots, test_block)
+TEMPLATE = documents_template(_block, "question", "answer")

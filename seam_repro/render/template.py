@@ -39,3 +39,18 @@ def demo_blocks(ctx: RunContext, make_block: Callable[[dict[str, Any], list[str]
         docs = shuffle_documents(demo.pop("documents"), ctx.max_num_docs, ctx.doc_order)
         blocks.append(make_block(demo, docs))
     return "\n\n".join(blocks)
+
+
+def documents_template(block: Callable[[RunContext, str, list[str], Any], str], field: str, answer: str) -> Template:
+    """The template of a dataset whose demos and test block share one ``block(ctx, text, documents,
+    answer)``: ``text`` is the demo's ``field`` (the instance's attribute of that name), the demo's
+    answer its ``answer`` key; the test block has no answer and its target is the instance's."""
+
+    def few_shots(ctx: RunContext) -> str:
+        return demo_blocks(ctx, lambda demo, docs: block(ctx, demo.get(field, ""), docs, demo.get(answer, "")))
+
+    def test_block(instance: Instance, ctx: RunContext, mention_ids: Sequence[int] | None = None) -> tuple[str, Any]:
+        docs = shuffle_documents([d.text for d in instance.documents], ctx.max_num_docs, ctx.doc_order)
+        return block(ctx, getattr(instance, field, None) or "", docs, ""), instance.target
+
+    return Template(few_shots, test_block)
