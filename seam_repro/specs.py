@@ -231,5 +231,10 @@ def load_suite(name: str = "seam") -> Suite:
     return parse_suite(raw, str(path))
 
 
+def suite_names() -> list[str]:
+    """Every suite found by name: the shipped ones and those in ``$SEAM_REPRO_SUITES``."""
+    return sorted({p.stem for d in _suite_dirs() for p in d.glob("*.json")})
+
+
 def shipped_suites() -> list[str]:
     return sorted(p.stem for p in SUITES_DIR.glob("*.json"))

@@ -14,6 +14,7 @@ from trust_helpers import seal_run_dir
 from seam_repro.cli import cli
 from seam_repro.errors import InputError, MissingDataError, PredictionsError
 from seam_repro.hashing import digest_of_hashes, sha256_json, sha256_text
+from seam_repro.metrics import registry
 from seam_repro.metrics.fic import FicResult
 from seam_repro.metrics.rouge import rouge_geo
 from seam_repro.scoring.loop import score_run_dir
@@ -130,6 +131,30 @@ def test_end_to_end_values(tmp_path: Path) -> None:
     fr = lines[("FuseReviews", 0, "7")]
     assert fr["score"] == pytest.approx(100 / 3) and fr["metric"] == "fic_f1"
     assert summary["datasets"]["FuseReviews"]["runs"]["0"] == pytest.approx(100 / 3)
+
+
+def test_records_naming_their_metric_score_the_corrected_variant_with_the_corrected_metric(tmp_path: Path) -> None:
+    """`prompts` writes each record with the metric of the profile it was rendered under
+    (``musique_f1`` under upstream). The corrected variant is still MuSiQue's corrected metric
+    (answer F1 over aliases plus answerability), not the published one on a clean extraction; and a
+    ``seam-repro-1`` record's upstream variant is the published metric."""
+    named = [{**p, "metric": {"qa": "musique_f1", "coreference": "conll_f1", "summarization": "rouge_geo",
+                              "fic": "fic_f1"}[p["task"]]} for p in PROMPTS]
+    run = write_run(tmp_path / "run", prompts=named)
+    [summary_path] = score_run_dir(run, fic_factory=FakeFic)
+    lines = read_lines(summary_path.parent / "instance_scores.jsonl")
+    summary = json.loads(summary_path.read_text("utf-8"))
+    q1 = lines[("MusiQue", 0, "q1")]
+    assert q1["metric"] == "musique_f1" and q1["details"]["corrected"]["metric"] == "musique_corrected"
+    mq = summary["datasets"]["MusiQue"]
+    assert mq["corrected"]["metric"] == "musique_corrected" and mq["corrected"]["runs"]["0"] == 100.0
+    assert mq["corrected"]["extra"]["answer_f1"]["0"] == 100.0
+    assert summary["datasets"]["ECB"]["corrected"]["metric"] == "conll_f1_corrected"
+    assert registry.record_metrics({"task": "qa", "metric": "musique_corrected"}) == {
+        "upstream": "musique_f1", "corrected": "musique_corrected"}
+    # a metric no suite pairs with another scores both variants
+    assert registry.record_metrics({"task": "content_selection", "metric": "igcs_token_f1"}) == {
+        "upstream": "igcs_token_f1", "corrected": "igcs_token_f1"}
 
 
 def test_coreference_dispatch(tmp_path: Path) -> None:

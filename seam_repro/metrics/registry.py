@@ -354,24 +354,46 @@ def metric_version(spec: MetricSpec, mod: Any, kit_version: str) -> str:
 
 
 def record_metrics(rec: dict[str, Any]) -> dict[str, str]:
-    """The (upstream, corrected) metrics that score a prompt record: the one it names, under both
-    variants; a record that names none (written before records named their metric) takes its
+    """The (upstream, corrected) metrics that score a prompt record. A record names the metric of
+    the profile it was rendered under; its pair is the suite dataset's (``upstream``,
+    ``seam-repro-1``) metrics of the same task that include it, so an upstream run's corrected
+    variant is scored with the corrected metric (MuSiQue: ``musique_corrected``) and a
+    ``seam-repro-1`` run's upstream variant with the published one. A metric no suite pairs scores
+    both variants. A record that names none (written before records named their metric) takes its
     task's pair from the paper's suite, ``data/suites/seam.json``."""
     metric = rec.get("metric")
     if metric is None:
-        paired = _paper_task_metrics().get(rec.get("task"))  # type: ignore[arg-type]
-        if paired is not None:
-            return dict(paired)
+        paired = _suite_pairs("seam").get((rec.get("task"), None))
+    else:
+        paired = _suite_pairs(None).get((rec.get("task"), metric))
+    if paired is not None:
+        return dict(paired)
     return {"upstream": metric, "corrected": metric}  # type: ignore[dict-item]
 
 
-@lru_cache(maxsize=1)
-def _paper_task_metrics() -> dict[str, dict[str, str]]:
-    from seam_repro.specs import load_suite
+@lru_cache(maxsize=2)
+def _suite_pairs(only: str | None) -> dict[tuple[str, str | None], dict[str, str]]:
+    """(task, metric) -> the (upstream, corrected) pair of every suite dataset scored by that metric
+    (left out where two datasets of the task pair it differently); ``(task, None)`` -> the first
+    pair of the task in suite ``only``."""
+    from seam_repro.specs import load_suite, suite_names
 
-    out: dict[str, dict[str, str]] = {}
-    for spec in load_suite("seam").datasets.values():
-        out.setdefault(spec.task, {"upstream": spec.metrics["upstream"], "corrected": spec.metrics["seam-repro-1"]})
+    names = [only] if only else suite_names()
+    out: dict[tuple[str, str | None], dict[str, str]] = {}
+    clashes: set[tuple[str, str | None]] = set()
+    for name in names:
+        try:
+            suite = load_suite(name)
+        except InputError:  # a JSON file beside the suites that is not one (its own command says so)
+            continue
+        for spec in suite.datasets.values():
+            pair = {"upstream": spec.metrics["upstream"], "corrected": spec.metrics["seam-repro-1"]}
+            out.setdefault((spec.task, None), pair)
+            for metric in pair.values():
+                if out.setdefault((spec.task, metric), pair) != pair:
+                    clashes.add((spec.task, metric))
+    for key in clashes:
+        del out[key]
     return out
 
 
