@@ -59,9 +59,13 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check seam_repro tests benchmarks
 
-# pytest exits 5 when it collected no test; make treats that as the failure it is.
+# pytest exits 5 when it collected no test; make treats that as the failure it is. The suite runs on
+# every core (pytest-xdist; worksteal: the long model tests start first on whichever worker is free and
+# the short ones fill the other); PYTEST_WORKERS=0 runs it in one process. The slowest tests are
+# listed at the end so their cost stays visible.
+PYTEST_WORKERS = auto
 test: lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal --durations=20 --durations-min=10
 
 # Verifies every frozen manifest (JSON object with "frozen": true; configs and unfrozen manifests are
 # listed as skipped), then fails if any failed: all failures are reported, not just the first.
