@@ -309,14 +309,18 @@ def statsmodels_fit(y: np.ndarray, inst: np.ndarray, para: np.ndarray, kit_var: 
     total = sum(var.values())
     llf_kit = float("nan")
     if kit_var is not None:
-        rel = np.array([kit_var[{"inst": "instance", "para": "paraphrase"}[n]] for n in model.exog_vc.names])
-        # a variance at 0 (a boundary fit) is evaluated at 1e-12 of the residual: statsmodels' log det
-        # is undefined at 0, and the likelihood is continuous there
+        # a variance at 0 (a boundary fit): the model without that component, whose REML likelihood is
+        # the full model's at 0 (statsmodels' log det is undefined at exactly 0)
+        names = {"inst": "instance", "para": "paraphrase"}
+        kept = {n: f"0 + C({n})" for n in ("inst", "para") if kit_var[names[n]] > 0}
+        at_model = model if len(kept) == 2 else MixedLM.from_formula(
+            "y ~ 1", groups="g", re_formula="0", data=df, vc_formula=kept)
+        if at_model is not model:  # what fit() sets before it evaluates loglike
+            at_model.reml, at_model.cov_pen, at_model.fe_pen = True, None, None
+        rel = np.array([kit_var[names[n]] for n in at_model.exog_vc.names])
         at = MixedLMParams.from_components(fe_params=np.asarray(res.fe_params), cov_re=np.zeros((0, 0)),
-                                           vcomp=np.maximum(rel / kit_var["residual"], 1e-12))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            llf_kit = float(model.loglike(at, profile_fe=True))
+                                           vcomp=rel / kit_var["residual"])
+        llf_kit = float(at_model.loglike(at, profile_fe=True))
     return {"share": {k: v / total for k, v in var.items()}, "llf": float(res.llf), "converged": bool(res.converged),
             "method": method, "llf_at_kit": llf_kit}
 
