@@ -35,9 +35,9 @@ normalises to ``3 + m + d`` tokens of which ``3 + m`` are shared, so
 
     F1 = 100 * 2 (3 + m) / (L + 6 + m + d),   0 <= m <= L, 0 <= d <= D.
 
-For a planted target the stub takes the (m, d) whose F1 is nearest (with L = 24, D = 100 every
-target in [10, 100] is met to within 0.3 points; targets outside the attainable range are clipped
-and counted). The planted value is thus quantised; the realised comparison uses the scores the kit
+For a planted target the stub takes the (m, d) whose F1 is nearest (with L = 24, D = 100 the
+attainable values span 4.6-100 and every target in [10, 90] is met to within 0.42 points, up to 100
+within 0.91; a target more than 1 point from every attainable value is counted as clipped). The planted value is thus quantised; the realised comparison uses the scores the kit
 actually wrote, and the benchmark checks that each (model, instance)'s scores are exactly the
 values the stub served (to 1e-9), i.e. the kit's scorer gives back the planted score.
 
