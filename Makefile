@@ -88,7 +88,7 @@ verify: $(STAMP)
 # backend's throughput against a fixed-latency local server (benchmarks/bench_openai.py), and `score
 # --profile upstream` against upstream's evaluation code per dataset (benchmarks/bench_score_upstream.py), and
 # `sensitivity` at the paper's shape (benchmarks/bench_sensitivity_scale.py), and `sensitivity` end to end
-# on scores planted through an OpenAI-compatible stub (benchmarks/bench_planted.py, 3 studies, ~2-3 min;
+# on scores planted through an OpenAI-compatible stub (benchmarks/bench_planted.py, 3 studies, 1-1.5 min;
 # `python benchmarks/bench_planted.py --studies 60` for docs/sensitivity.md's figures). The other
 # benchmarks/bench_*.py print more detail on one stage each; run them directly.
 bench: $(STAMP)

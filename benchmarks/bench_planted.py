@@ -37,9 +37,10 @@ normalises to ``3 + m + d`` tokens of which ``3 + m`` are shared, so
 
 For a planted target the stub takes the (m, d) whose F1 is nearest (with L = 24, D = 100 the
 attainable values span 4.6-100 and every target in [10, 90] is met to within 0.42 points, up to 100
-within 0.91; a target more than 1 point from every attainable value is counted as clipped). The planted value is thus quantised; the realised comparison uses the scores the kit
-actually wrote, and the benchmark checks that each (model, instance)'s scores are exactly the
-values the stub served (to 1e-9), i.e. the kit's scorer gives back the planted score.
+within 0.91; a target more than 1 point from every attainable value is counted as clipped). The
+planted value is thus quantised; the realised comparison uses the scores the kit actually wrote,
+and the benchmark checks that each (model, instance)'s scores are exactly the values the stub
+served (to 1e-9), i.e. the kit's scorer gives back the planted score.
 
 Runs that share a paraphrase send byte-identical prompts (and the same seed: only the paraphrase is
 redrawn), so a server cannot tell them apart; the stub gives the k-th request for a (model, prompt)
@@ -50,8 +51,8 @@ Realised shares: the sample variances (n - 1) of the drawn instance effects, of 
 paraphrases the runs used (each counted once), and of the realised residuals
 ``y - mu - a[instance] - b[paraphrase]`` (quantisation included), each over their sum.
 
-    python benchmarks/bench_planted.py                 # 3 studies (a few minutes on 2 cores)
-    python benchmarks/bench_planted.py --studies 20 --instances 40 --runs 12
+    python benchmarks/bench_planted.py                 # 3 studies (1-1.5 minutes on 2 cores)
+    python benchmarks/bench_planted.py --studies 60     # docs/sensitivity.md's figures
 """
 
 from __future__ import annotations
