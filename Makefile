@@ -91,7 +91,9 @@ verify: $(STAMP)
 # the bench data; 100 takes many minutes: `make bench GROWTH_SCALES=1,10,100`) and the openai
 # backend's throughput against a fixed-latency local server (benchmarks/bench_openai.py), and `score
 # --profile upstream` against upstream's evaluation code per dataset (benchmarks/bench_score_upstream.py), and
-# `sensitivity` at the paper's shape (benchmarks/bench_sensitivity_scale.py). The other
+# `sensitivity` at the paper's shape (benchmarks/bench_sensitivity_scale.py), and `sensitivity` end to end
+# on scores planted through an OpenAI-compatible stub (benchmarks/bench_planted.py, 3 studies, 1-1.5 min;
+# `python benchmarks/bench_planted.py --studies 60` for docs/sensitivity.md's figures). The other
 # benchmarks/bench_*.py print more detail on one stage each; run them directly.
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py $(BENCH_ARGS)
@@ -99,6 +101,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_openai.py
 	$(BIN)/python benchmarks/bench_score_upstream.py
 	$(BIN)/python benchmarks/bench_sensitivity_scale.py
+	$(BIN)/python benchmarks/bench_planted.py
 
 docs: $(STAMP)
 	$(BIN)/python -m seam_repro.docs --write docs/cli.md
