@@ -9,6 +9,7 @@ from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any
 
+from seam_repro.config import SeamConfig
 from seam_repro.errors import InputError, ManifestError, SeamReproError
 from seam_repro.files.guard import guard_outputs
 from seam_repro.hashing import PrefixHasher, sha256_json, sha256_text
@@ -139,25 +140,26 @@ def _few_shots_checked(ctx: RunContext, sources: Sources, name: str, demo_key: s
                          field=demo_key) from None
 
 
-def render_records(manifest: dict[str, Any], data_dir: Any = None, prompts_dir: Any = None,
-                   base: Any = None, allow_unfrozen: bool = False) -> Iterator[dict[str, Any]]:
+def render_records(manifest: dict[str, Any], data_dir: Any = None, prompts_dir: Any = None, base: Any = None,
+                   allow_unfrozen: bool = False, config: SeamConfig | None = None) -> Iterator[dict[str, Any]]:
     """Prompt records of a frozen manifest, rendered from its recorded choices as they are asked
     for (replay spools them to disk: held together, a run's prompts grow with the work). The
     sources are loaded, and an unusable manifest refused, before the first record.
 
     An unfrozen manifest has no recorded choices; with ``allow_unfrozen`` they are drawn now from
-    its config (same code as ``freeze``), which gives a usable but uncitable run.
+    its config (same code as ``freeze``), which gives a usable but uncitable run. ``config``: the
+    manifest's config where the caller has parsed it (``TrustedManifest.config``), else parsed here.
     """
-    return _joined(_render_parts(manifest, data_dir, prompts_dir, base, allow_unfrozen))
+    return _joined(_render_parts(manifest, data_dir, prompts_dir, base, allow_unfrozen, config))
 
 
-def _render_parts(manifest: dict[str, Any], data_dir: Any, prompts_dir: Any, base: Any,
-                  allow_unfrozen: bool = False) -> Iterator[tuple[dict[str, Any], bytes, bytes]]:
+def _render_parts(manifest: dict[str, Any], data_dir: Any, prompts_dir: Any, base: Any, allow_unfrozen: bool = False,
+                  cfg: SeamConfig | None = None) -> Iterator[tuple[dict[str, Any], bytes, bytes]]:
     from seam_repro.sources.resolve import load_sources
 
     if not manifest["frozen"] and not allow_unfrozen:
         raise ManifestError("manifest is not frozen: run `seam-repro freeze MANIFEST` first")
-    cfg = manifest_config(manifest)
+    cfg = cfg or manifest_config(manifest)
     base_dir = Path(base).parent if base is not None else Path.cwd()
     sources = load_sources(cfg, data_dir=data_dir, prompts_dir=prompts_dir,
                            base_dir=base_dir, recorded=recorded_sources(manifest))
@@ -237,7 +239,7 @@ def prompts_jsonl(manifest: Path, out: Path, data_dir: Any = None, prompts_dir: 
     store = (m.get("provenance") or {}).get("prompt_store") or {}
     guard_outputs([("-o", out)], inputs=[manifest.parent / str(store.get("path", manifest.name)),
                                          *recorded_inputs(m, manifest.parent)])
-    return records_jsonl(_render_parts(m, data_dir, prompts_dir, manifest))
+    return records_jsonl(_render_parts(m, data_dir, prompts_dir, manifest, False, manifest_config(m, str(manifest))))
 
 
 def require_fields(rec: dict[str, Any], fields: dict[str, type | tuple[type, ...]], source: object,

@@ -730,7 +730,7 @@ def check_run_prompts(run_dir: Path, prompts: Iterable[tuple[Key, dict[str, Any]
             metrics.setdefault(key[0], rec["metric"])
         tasks.setdefault(key[0], rec.get("task"))
     if not tm.frozen:  # an --allow-unfrozen run: the prompts it holds are all there is to expect
-        tm = TrustedManifest(tm.path, tm.manifest, {k: {} for k in present})
+        tm = TrustedManifest(tm.path, tm.manifest, tm.config, {k: {} for k in present})
     _fill_metrics(tm, metrics, tasks)
     return Coverage(tm, run_json, set(present), metrics, tasks)
 
