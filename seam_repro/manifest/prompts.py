@@ -71,7 +71,8 @@ def iter_rendered_parts(runs: list[dict[str, Any]], profile: str, sources: Sourc
     ``prompts``, which hash and write the parts."""
     from seam_repro.specs import load_suite
 
-    specs = load_suite(suite)
+    in_suite = load_suite(suite)
+    specs = {name: in_suite.spec(name) for name in sources.data}  # once per dataset, not once per run
     index: dict[tuple[str, str], dict[str, Instance]] = {}
     for run in runs:
         name, split = run["dataset"], run["split"]
@@ -82,7 +83,7 @@ def iter_rendered_parts(runs: list[dict[str, Any]], profile: str, sources: Sourc
             index[(name, split)] = {inst.instance_id: inst for inst in sources.data[name].split(split)}
         by_id = index[(name, split)]
         try:
-            spec = specs.spec(name)
+            spec = specs[name]
             check_run_choices(run, sources.prompt_files[name], spec.sampling.demo_key, where)
             ctx = _run_context(run, profile, sources.prompt_files[name], spec)
             prefix = message_prefix(ctx, _few_shots_checked(ctx, sources, name, spec.sampling.demo_key))
