@@ -22,6 +22,7 @@ from seam_repro.manifest.format import (
     manifest_config,
     recorded_sources,
 )
+from seam_repro.manifest.trust import TrustedManifest
 from seam_repro.render import few_shots, message_prefix, template_for
 from seam_repro.render.context import RunContext
 from seam_repro.sources.resolve import Sources
@@ -141,36 +142,33 @@ def _few_shots_checked(ctx: RunContext, sources: Sources, name: str, demo_key: s
                          field=demo_key) from None
 
 
-def render_records(manifest: dict[str, Any], data_dir: Any = None, prompts_dir: Any = None, base: Any = None,
-                   allow_unfrozen: bool = False, config: SeamConfig | None = None) -> Iterator[dict[str, Any]]:
-    """Prompt records of a frozen manifest, rendered from its recorded choices as they are asked
-    for (replay spools them to disk: held together, a run's prompts grow with the work). The
-    sources are loaded, and an unusable manifest refused, before the first record.
+def render_records(tm: TrustedManifest, data_dir: Any = None, prompts_dir: Any = None,
+                   allow_unfrozen: bool = False) -> Iterator[dict[str, Any]]:
+    """Prompt records of a frozen manifest (loaded once: ``trust.load_trusted``), rendered from its
+    recorded choices as they are asked for (replay spools them to disk: held together, a run's
+    prompts grow with the work). The sources are loaded, and an unusable manifest refused, before
+    the first record.
 
     An unfrozen manifest has no recorded choices; with ``allow_unfrozen`` they are drawn now from
-    its config (same code as ``freeze``), which gives a usable but uncitable run. ``config``: the
-    manifest's config where the caller has parsed it (``TrustedManifest.config``), else parsed here.
+    its config (same code as ``freeze``), which gives a usable but uncitable run.
     """
-    return _joined(_render_parts(manifest, data_dir, prompts_dir, base, allow_unfrozen, config))
+    return _joined(_render_parts(tm.manifest, tm.config, Path(tm.path), data_dir, prompts_dir, allow_unfrozen))
 
 
-def _render_parts(manifest: dict[str, Any], data_dir: Any, prompts_dir: Any, base: Any, allow_unfrozen: bool = False,
-                  cfg: SeamConfig | None = None) -> Iterator[tuple[dict[str, Any], bytes, bytes]]:
+def _render_parts(manifest: dict[str, Any], cfg: SeamConfig, base: Path, data_dir: Any, prompts_dir: Any,
+                  allow_unfrozen: bool = False) -> Iterator[tuple[dict[str, Any], bytes, bytes]]:
     from seam_repro.sources.resolve import load_sources
 
     if not manifest["frozen"] and not allow_unfrozen:
         raise ManifestError("manifest is not frozen: run `seam-repro freeze MANIFEST` first")
-    cfg = cfg or manifest_config(manifest)
-    base_dir = Path(base).parent if base is not None else Path.cwd()
     sources = load_sources(cfg, data_dir=data_dir, prompts_dir=prompts_dir,
-                           base_dir=base_dir, recorded=recorded_sources(manifest))
+                           base_dir=base.parent, recorded=recorded_sources(manifest))
     runs = manifest["runs"]
     if not manifest["frozen"]:
         from seam_repro.sample import draw_all  # a frozen manifest draws nothing
 
         runs = [choices_to_run(c) for c in draw_all(cfg, manifest["profile"], sources.data, sources.prompt_files)]
-    return iter_rendered_parts(runs, manifest["profile"], sources, cfg.suite,
-                       where=str(base) if base is not None else "manifest")
+    return iter_rendered_parts(runs, manifest["profile"], sources, cfg.suite, where=str(base))
 
 
 _RECORD_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
@@ -240,7 +238,7 @@ def prompts_jsonl(manifest: Path, out: Path, data_dir: Any = None, prompts_dir: 
     store = (m.get("provenance") or {}).get("prompt_store") or {}
     guard_outputs([("-o", out)], inputs=[manifest.parent / str(store.get("path", manifest.name)),
                                          *recorded_inputs(m, manifest.parent)])
-    return records_jsonl(_render_parts(m, data_dir, prompts_dir, manifest, False, manifest_config(m, str(manifest))))
+    return records_jsonl(_render_parts(m, manifest_config(m, str(manifest)), manifest, data_dir, prompts_dir))
 
 
 def require_fields(rec: dict[str, Any], fields: dict[str, type | tuple[type, ...]], source: object,
