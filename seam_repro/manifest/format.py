@@ -203,8 +203,7 @@ def check_prompt_digests(manifest: dict[str, Any], where: str) -> None:
 
 
 def load_manifest(path: str | Path) -> dict[str, Any]:
-    """Read, schema-check and digest-check a manifest; never modifies it. Its config's semantic checks
-    (those `sample` applied) come with parsing it, once: ``trust.trusted``, or ``manifest_config``."""
+    """Read, schema- and digest-check a manifest, never modifying it (``trust.trusted`` parses its config)."""
     path = Path(path)
     manifest = read_json(path, what="manifest")
     validate_manifest(manifest, str(path))

@@ -26,7 +26,7 @@ from seam_repro.manifest.trust import TrustedManifest
 from seam_repro.render import few_shots, message_prefix, template_for
 from seam_repro.render.context import RunContext
 from seam_repro.sources.resolve import Sources
-from seam_repro.specs import DatasetSpec
+from seam_repro.specs import DatasetSpec, load_suite
 
 REQUIRED: dict[str, Any] = {"dataset": str, "run": int, "instance_id": str, "prompt": str, "prompt_sha256": str, "gen_seed": int}
 """Fields every prompt record carries, with their JSON types."""
@@ -70,8 +70,6 @@ def iter_rendered_parts(runs: list[dict[str, Any]], profile: str, sources: Sourc
     (in its place among the keys): the joined text, a new ~11 KB string per prompt, is made only by
     readers that keep it (``iter_rendered``, ``render_records``), not by ``sample`` and
     ``prompts``, which hash and write the parts."""
-    from seam_repro.specs import load_suite
-
     in_suite = load_suite(suite)
     specs = {name: in_suite.spec(name) for name in sources.data}  # once per dataset, not once per run
     index: dict[tuple[str, str], dict[str, Instance]] = {}
@@ -144,10 +142,9 @@ def _few_shots_checked(ctx: RunContext, sources: Sources, name: str, demo_key: s
 
 def render_records(tm: TrustedManifest, data_dir: Any = None, prompts_dir: Any = None,
                    allow_unfrozen: bool = False) -> Iterator[dict[str, Any]]:
-    """Prompt records of a frozen manifest (loaded once: ``trust.load_trusted``), rendered from its
-    recorded choices as they are asked for (replay spools them to disk: held together, a run's
-    prompts grow with the work). The sources are loaded, and an unusable manifest refused, before
-    the first record.
+    """Prompt records of a frozen manifest (``load_trusted``), rendered from its recorded choices as they
+    are asked for (replay spools them to disk: held together, a run's prompts grow with the work). The
+    sources are loaded, and an unusable manifest refused, before the first record.
 
     An unfrozen manifest has no recorded choices; with ``allow_unfrozen`` they are drawn now from
     its config (same code as ``freeze``), which gives a usable but uncitable run.

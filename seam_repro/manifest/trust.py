@@ -23,14 +23,12 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from seam_repro.config import SeamConfig
 from seam_repro.errors import InputError, ManifestError
 from seam_repro.files.reading import read_json
 from seam_repro.hashing import sha256_json, sha256_text
-
-if TYPE_CHECKING:
-    from seam_repro.config import SeamConfig
 
 Key = tuple[str, int, str]
 MAX_LISTED = 20
@@ -41,8 +39,7 @@ PROTOCOL_FIELDS = ("manifest_digest", "protocol_digest", "profile", "runs", "ins
 
 @dataclass(frozen=True)
 class TrustedManifest:
-    """A manifest read once, schema- and digest-checked, with its config parsed (once: consumers use
-    ``config``, never ``format.manifest_config`` again) and its per-instance expectations."""
+    """A manifest read and checked once, with its parsed config and per-instance expectations."""
 
     path: str
     manifest: dict[str, Any]
@@ -65,9 +62,8 @@ class TrustedManifest:
 
 
 def trusted(manifest: dict[str, Any], path: str, *, check_digests: bool = True) -> TrustedManifest:
-    """Wrap an already validated manifest dict (``format.load_manifest``), its config parsed and
-    checked and its prompt digests recomputed from its instances (``check_digests=False``:
-    ``verify``, which reports a differing digest as drift)."""
+    """Wrap a validated manifest dict (``format.load_manifest``), its config parsed (once) and its prompt
+    digests recomputed from its instances (``check_digests=False``: ``verify``, which reports drift)."""
     from seam_repro.manifest.format import check_prompt_digests, manifest_config
 
     config = manifest_config(manifest, where=path)  # the same semantic checks `sample` applied

@@ -709,11 +709,12 @@ class Coverage:
         return fields
 
 
-def check_run_prompts(run_dir: Path, prompts: Iterable[tuple[Key, dict[str, Any]]], run_json: dict[str, Any]) -> Coverage:
+def check_run_prompts(run_dir: Path, prompts: Iterable[tuple[Key, dict[str, Any]]], run_json: dict[str, Any],
+                      loaded: RunRecords | None = None) -> Coverage:
     """Check every prompt record and gold target of ``RUN_DIR/prompts.jsonl`` (``(key, record)``
-    pairs, read as they come) against the manifest the run was replayed from (``score``); refuse
-    the first that differs."""
-    tm = load_run_manifest(run_dir, run_json)
+    pairs, read as they come) against the manifest the run was replayed from (``score``; ``loaded``: its copy
+    if the caller has read it); refuse the first that differs."""
+    tm = load_run_manifest(run_dir, run_json, loaded)
     where = prompts_path(run_dir)
     metrics: dict[str, str] = {}
     tasks: dict[str, str] = {}
