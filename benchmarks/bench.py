@@ -379,11 +379,11 @@ def batching_row(backend: object, repeat: int) -> Row:
     from seam_repro.config import GenerationSettings
     from seam_repro.generate.base import GenerationRequest
     from seam_repro.hashing import sha256_text
-    from seam_repro.manifest.format import load_manifest
     from seam_repro.manifest.prompts import render_records
+    from seam_repro.manifest.trust import load_trusted
 
     smoke = REPO / "manifests" / "smoke.json"
-    records = list(render_records(load_manifest(smoke), base=smoke))
+    records = list(render_records(load_trusted(smoke)))
     settings = GenerationSettings(max_new_tokens=4)
     lens = [len(backend.prepare(r["prompt"], settings).ids) for r in records]  # type: ignore[attr-defined]
 

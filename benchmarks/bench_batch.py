@@ -37,13 +37,13 @@ def main() -> None:
     from seam_repro.config import GenerationSettings
     from seam_repro.generate.base import GenerationRequest
     from seam_repro.generate.embedded import load_embedded_backend
-    from seam_repro.manifest.format import load_manifest
     from seam_repro.manifest.prompts import render_records
+    from seam_repro.manifest.trust import load_trusted
     from seam_repro.run.replay import batch_order
 
     smoke = REPO / "manifests" / "smoke.json"
-    manifest = load_manifest(smoke)
-    records = render_records(manifest, base=smoke)
+    tm = load_trusted(smoke)
+    manifest, records = tm.manifest, render_records(tm)
     settings = GenerationSettings.from_manifest(manifest["config"].get("generation"))
     if args.new_tokens:
         settings = settings._replace(max_new_tokens=args.new_tokens)

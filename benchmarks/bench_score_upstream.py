@@ -64,8 +64,8 @@ def output_for(rec: dict[str, Any], rng: random.Random) -> str:
 def prepare(work: Path, scale: int = 1) -> tuple[Path, dict[str, list[dict[str, Any]]], dict[str, str]]:
     """The manifest, its records per dataset (with outputs) and the outputs' JSONL per dataset, at
     ``scale`` times the bench data."""
-    from seam_repro.manifest.format import load_manifest
     from seam_repro.manifest.prompts import render_records
+    from seam_repro.manifest.trust import load_trusted
 
     data = scaled_seam_data(work / "data", copies=4 * scale)
     (work / "config.json").write_text(json.dumps(seam_config(data)), encoding="utf-8")
@@ -74,7 +74,7 @@ def prepare(work: Path, scale: int = 1) -> tuple[Path, dict[str, list[dict[str, 
                    env=_env(), check=True, capture_output=True, cwd=REPO)
     rng = random.Random(0)
     by_ds: dict[str, list[dict[str, Any]]] = {}
-    for rec in render_records(load_manifest(manifest), prompts_dir=PROMPTS, base=manifest):
+    for rec in render_records(load_trusted(manifest), prompts_dir=PROMPTS):
         rec["output"] = output_for(rec, rng)
         by_ds.setdefault(rec["dataset"], []).append(rec)
     jsonl = {}

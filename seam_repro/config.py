@@ -239,7 +239,7 @@ def parse_config(raw: dict[str, Any], profile: str, where: str = "config") -> Se
         if name in seen:
             raise InputError(where, f"dataset '{name}' listed twice", field=f"datasets[{i}].name")
         seen.add(name)
-        split = entry.get("split_name", suite.spec(name).default_split)
+        split = entry.get("split_name") or suite.spec(name).default_split  # checked non-empty above
         path = entry.get("path")
         if path is not None and (not isinstance(path, str) or path.startswith("<")):
             path = None  # upstream's placeholder such as "<PATH_TO_ECB>"

@@ -234,6 +234,7 @@ def draw_all(cfg: SeamConfig, profile: str, data: dict[str, LoadedDataset],
     if cfg.design is not None:
         return draw_design(cfg, profile, data, prompt_files, rng)
     suite = load_suite(cfg.suite)
+    specs = {entry.name: suite.spec(entry.name) for entry in cfg.datasets}  # once per dataset, not per run
     for entry in cfg.datasets:
         check_split_not_empty(data[entry.name], entry.split)
     out: list[RunChoices] = []
@@ -241,12 +242,12 @@ def draw_all(cfg: SeamConfig, profile: str, data: dict[str, LoadedDataset],
         shared = rng if rng is not None else random.Random(cfg.random_seed)
         for entry in cfg.datasets:
             for run in range(cfg.num_runs):
-                out.append(draw_run_upstream(shared, suite.spec(entry.name), entry.split, data[entry.name],
+                out.append(draw_run_upstream(shared, specs[entry.name], entry.split, data[entry.name],
                                              prompt_files[entry.name], cfg, run))
     else:
         for entry in cfg.datasets:
             for run in range(cfg.num_runs):
-                out.append(draw_run_corrected(suite.spec(entry.name), entry.split, data[entry.name],
+                out.append(draw_run_corrected(specs[entry.name], entry.split, data[entry.name],
                                               prompt_files[entry.name], cfg, run))
     return out
 

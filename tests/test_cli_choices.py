@@ -291,7 +291,7 @@ def test_import_takes_any_spelling_of_the_dataset(smoke: Path, tmp_path: Path,
     from seam_repro.manifest.trust import load_trusted
 
     tm = load_trusted(smoke)
-    recs = [r for r in render_records(tm.manifest, base=smoke) if r["dataset"] == "MusiQue" and r["run"] == 0]
+    recs = [r for r in render_records(tm) if r["dataset"] == "MusiQue" and r["run"] == 0]
     jsonl = tmp_path / "outputs.jsonl"
     jsonl.write_text("".join(json.dumps({"dataset": "musique", "run": 0, "instance_id": r["instance_id"],
                                          "output": "x"}) + "\n" for r in recs))

@@ -38,10 +38,10 @@ def manifest(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict]
     path = tmp / "smoke.json"
     result = CliRunner().invoke(cli, ["sample", str(config), "-o", str(path), "--prompts-dir", str(PROMPTS_DIR)])
     assert result.exit_code == 0, result.output
-    from seam_repro.manifest.format import load_manifest
     from seam_repro.manifest.prompts import render_records
+    from seam_repro.manifest.trust import load_trusted
 
-    return path, list(render_records(load_manifest(path), prompts_dir=PROMPTS_DIR, base=path))
+    return path, list(render_records(load_trusted(path), prompts_dir=PROMPTS_DIR))
 
 
 def _upstream_dir(root: Path, records: list[dict], edit=None) -> Path:

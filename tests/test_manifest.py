@@ -312,7 +312,7 @@ def test_prompts_bytes_are_json_dumps_of_the_rendered_records(sampled, tmp_path)
     from seam_repro.manifest.prompts import render_records
 
     out, dd = sampled
-    records = render_records(load_manifest(out), data_dir=dd, prompts_dir=FIX / "prompts", base=out)
+    records = render_records(load_trusted(out), data_dir=dd, prompts_dir=FIX / "prompts")
     plain = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in records).encode("utf-8")
     code, _ = run("prompts", out, "-o", tmp_path / "p.jsonl", "--data-dir", dd, "--prompts-dir", FIX / "prompts")
     assert code == 0 and (tmp_path / "p.jsonl").read_bytes() == plain
@@ -330,12 +330,11 @@ def test_allow_unfrozen_renders_what_freeze_would_freeze(tmp_path):
     dd = data_dir(tmp_path)
     paper = REPO / "manifests" / "paper.json"
     with pytest.raises(ManifestError, match="not frozen"):
-        render_records(load_manifest(paper), data_dir=dd, prompts_dir=SHARED_PROMPTS, base=paper)
-    loose = render_records(load_manifest(paper), data_dir=dd, prompts_dir=SHARED_PROMPTS, base=paper,
+        render_records(load_trusted(paper, allow_unfrozen=True), data_dir=dd, prompts_dir=SHARED_PROMPTS)
+    loose = render_records(load_trusted(paper, allow_unfrozen=True), data_dir=dd, prompts_dir=SHARED_PROMPTS,
                            allow_unfrozen=True)
     run("freeze", paper, "-o", tmp_path / "f.json", "--data-dir", dd, "--prompts-dir", SHARED_PROMPTS)
-    frozen = render_records(load_manifest(tmp_path / "f.json"), data_dir=dd, prompts_dir=SHARED_PROMPTS,
-                            base=tmp_path / "f.json")
+    frozen = render_records(load_trusted(tmp_path / "f.json"), data_dir=dd, prompts_dir=SHARED_PROMPTS)
     assert [r["prompt_sha256"] for r in loose] == [r["prompt_sha256"] for r in frozen]
 
 

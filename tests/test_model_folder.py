@@ -187,7 +187,7 @@ def test_progress_bar_counts_exactly_with_one_label(tmp_path: Path, capsys: pyte
     monkeypatch.setattr("seam_repro.verbosity.progress_wanted", lambda enabled: True)
     tm = load_trusted(SMOKE)
     settings, _ = override_settings(tm.manifest["config"]["generation"], {"max_new_tokens": 7}, "t")
-    records = list(render_records(tm.manifest, base=SMOKE))
+    records = list(render_records(tm))
     capsys.readouterr()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -151,8 +151,8 @@ def fake_stages(monkeypatch: pytest.MonkeyPatch) -> dict:
     import seam_repro.manifest.prompts
 
     monkeypatch.setattr(seam_repro.manifest.format, "load_manifest", lambda path: state["manifest"])
-    monkeypatch.setattr(seam_repro.manifest.prompts, "render_records",
-                        lambda m, data_dir=None, prompts_dir=None, base=None, allow_unfrozen=False: records(3))
+    monkeypatch.setattr(seam_repro.manifest.format, "manifest_config", lambda m, where="": None)
+    monkeypatch.setattr(seam_repro.manifest.prompts, "render_records", lambda m, **kw: records(3))
     return state
 
 

@@ -14,7 +14,6 @@ from seam_repro.config import GenerationSettings
 from seam_repro.errors import InputError, PredictionsError
 from seam_repro.generate.base import EchoBackend, GenerationRequest
 from seam_repro.hashing import sha256_text
-from seam_repro.manifest.format import load_manifest
 from seam_repro.manifest.prompts import render_records
 from seam_repro.manifest.trust import load_trusted
 from seam_repro.run.shard import Shard, shard_of
@@ -40,7 +39,7 @@ def test_replay_batches_and_prompts_file_are_those_of_the_in_memory_records(
         shard: Shard | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from seam_repro.run.replay import ReplayOptions, replay
 
-    records = list(render_records(load_manifest(SMOKE), base=SMOKE))
+    records = list(render_records(load_trusted(SMOKE)))
     by_key = {(r["dataset"], r["run"], r["instance_id"]): r for r in records}
     seen: list[list[GenerationRequest]] = []
 

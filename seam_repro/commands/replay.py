@@ -197,13 +197,15 @@ def score_and_tabulate(run_dir: Path, fic: bool, fic_download: bool, table: bool
     reported in its place: the predictions and scores stay valid."""
     from seam_repro.analysis.aggregate import load_run_dir
     from seam_repro.analysis.report import build_report, render_markdown
+    from seam_repro.run.store import read_run_records
     from seam_repro.scoring.loop import score_run_dir
 
-    paths = score_run_dir(run_dir, fic=fic, fic_download=fic_download, progress=True)
+    run = read_run_records(run_dir)  # its manifest copy read and checked once, for the score and the table
+    paths = score_run_dir(run_dir, fic=fic, fic_download=fic_download, progress=True, run=run)
     if not table:
         return paths, ""
     try:
-        return paths, render_markdown(build_report(load_run_dir(run_dir)))
+        return paths, render_markdown(build_report(load_run_dir(run_dir, run)))
     except SeamReproError as exc:
         return paths, f"(results table unavailable: {exc})"
 

@@ -17,7 +17,6 @@ from seam_repro.manifest.format import (
     SCHEMA_VERSION,
     choices_to_run,
     content_config,
-    manifest_config,
     provenance,
     recorded_sources,
     seal,
@@ -181,7 +180,7 @@ def freeze_manifest(loaded: TrustedManifest, out: Path | None, data_dir: Any, pr
         raise ManifestError(f"{manifest}: already frozen (digest {m['digest']}); nothing to do")
     out = out or manifest.with_name(manifest.stem + ".frozen.json")
     _guard(out, store, [manifest], [data_dir, prompts_dir])
-    cfg = manifest_config(m)
+    cfg = loaded.config
     return _sample(cfg, m["profile"], manifest.resolve().parent, out, data_dir, prompts_dir, store, on_note,
                    recorded=recorded_sources(m), frozen_from=m["digest"], config_json=m["config"],
                    inputs=(manifest,))

@@ -9,6 +9,7 @@ from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any
 
+from seam_repro.config import SeamConfig
 from seam_repro.errors import InputError, ManifestError, SeamReproError
 from seam_repro.files.guard import guard_outputs
 from seam_repro.hashing import PrefixHasher, sha256_json, sha256_text
@@ -21,10 +22,11 @@ from seam_repro.manifest.format import (
     manifest_config,
     recorded_sources,
 )
+from seam_repro.manifest.trust import TrustedManifest
 from seam_repro.render import few_shots, message_prefix, template_for
 from seam_repro.render.context import RunContext
 from seam_repro.sources.resolve import Sources
-from seam_repro.specs import DatasetSpec
+from seam_repro.specs import DatasetSpec, load_suite
 
 REQUIRED: dict[str, Any] = {"dataset": str, "run": int, "instance_id": str, "prompt": str, "prompt_sha256": str, "gen_seed": int}
 """Fields every prompt record carries, with their JSON types."""
@@ -68,9 +70,8 @@ def iter_rendered_parts(runs: list[dict[str, Any]], profile: str, sources: Sourc
     (in its place among the keys): the joined text, a new ~11 KB string per prompt, is made only by
     readers that keep it (``iter_rendered``, ``render_records``), not by ``sample`` and
     ``prompts``, which hash and write the parts."""
-    from seam_repro.specs import load_suite
-
-    specs = load_suite(suite)
+    in_suite = load_suite(suite)
+    specs = {name: in_suite.spec(name) for name in sources.data}  # once per dataset, not once per run
     index: dict[tuple[str, str], dict[str, Instance]] = {}
     for run in runs:
         name, split = run["dataset"], run["split"]
@@ -81,7 +82,7 @@ def iter_rendered_parts(runs: list[dict[str, Any]], profile: str, sources: Sourc
             index[(name, split)] = {inst.instance_id: inst for inst in sources.data[name].split(split)}
         by_id = index[(name, split)]
         try:
-            spec = specs.spec(name)
+            spec = specs[name]
             check_run_choices(run, sources.prompt_files[name], spec.sampling.demo_key, where)
             ctx = _run_context(run, profile, sources.prompt_files[name], spec)
             prefix = message_prefix(ctx, _few_shots_checked(ctx, sources, name, spec.sampling.demo_key))
@@ -139,35 +140,32 @@ def _few_shots_checked(ctx: RunContext, sources: Sources, name: str, demo_key: s
                          field=demo_key) from None
 
 
-def render_records(manifest: dict[str, Any], data_dir: Any = None, prompts_dir: Any = None,
-                   base: Any = None, allow_unfrozen: bool = False) -> Iterator[dict[str, Any]]:
-    """Prompt records of a frozen manifest, rendered from its recorded choices as they are asked
-    for (replay spools them to disk: held together, a run's prompts grow with the work). The
+def render_records(tm: TrustedManifest, data_dir: Any = None, prompts_dir: Any = None,
+                   allow_unfrozen: bool = False) -> Iterator[dict[str, Any]]:
+    """Prompt records of a frozen manifest (``load_trusted``), rendered from its recorded choices as they
+    are asked for (replay spools them to disk: held together, a run's prompts grow with the work). The
     sources are loaded, and an unusable manifest refused, before the first record.
 
     An unfrozen manifest has no recorded choices; with ``allow_unfrozen`` they are drawn now from
     its config (same code as ``freeze``), which gives a usable but uncitable run.
     """
-    return _joined(_render_parts(manifest, data_dir, prompts_dir, base, allow_unfrozen))
+    return _joined(_render_parts(tm.manifest, tm.config, Path(tm.path), data_dir, prompts_dir, allow_unfrozen))
 
 
-def _render_parts(manifest: dict[str, Any], data_dir: Any, prompts_dir: Any, base: Any,
+def _render_parts(manifest: dict[str, Any], cfg: SeamConfig, base: Path, data_dir: Any, prompts_dir: Any,
                   allow_unfrozen: bool = False) -> Iterator[tuple[dict[str, Any], bytes, bytes]]:
     from seam_repro.sources.resolve import load_sources
 
     if not manifest["frozen"] and not allow_unfrozen:
         raise ManifestError("manifest is not frozen: run `seam-repro freeze MANIFEST` first")
-    cfg = manifest_config(manifest)
-    base_dir = Path(base).parent if base is not None else Path.cwd()
     sources = load_sources(cfg, data_dir=data_dir, prompts_dir=prompts_dir,
-                           base_dir=base_dir, recorded=recorded_sources(manifest))
+                           base_dir=base.parent, recorded=recorded_sources(manifest))
     runs = manifest["runs"]
     if not manifest["frozen"]:
         from seam_repro.sample import draw_all  # a frozen manifest draws nothing
 
         runs = [choices_to_run(c) for c in draw_all(cfg, manifest["profile"], sources.data, sources.prompt_files)]
-    return iter_rendered_parts(runs, manifest["profile"], sources, cfg.suite,
-                       where=str(base) if base is not None else "manifest")
+    return iter_rendered_parts(runs, manifest["profile"], sources, cfg.suite, where=str(base))
 
 
 _RECORD_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
@@ -237,7 +235,7 @@ def prompts_jsonl(manifest: Path, out: Path, data_dir: Any = None, prompts_dir: 
     store = (m.get("provenance") or {}).get("prompt_store") or {}
     guard_outputs([("-o", out)], inputs=[manifest.parent / str(store.get("path", manifest.name)),
                                          *recorded_inputs(m, manifest.parent)])
-    return records_jsonl(_render_parts(m, data_dir, prompts_dir, manifest))
+    return records_jsonl(_render_parts(m, manifest_config(m, str(manifest)), manifest, data_dir, prompts_dir))
 
 
 def require_fields(rec: dict[str, Any], fields: dict[str, type | tuple[type, ...]], source: object,

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from seam_repro.config import SeamConfig
 from seam_repro.errors import InputError, ManifestError
 from seam_repro.files.reading import read_json
 from seam_repro.hashing import sha256_json, sha256_text
@@ -38,10 +39,11 @@ PROTOCOL_FIELDS = ("manifest_digest", "protocol_digest", "profile", "runs", "ins
 
 @dataclass(frozen=True)
 class TrustedManifest:
-    """A manifest read once, schema- and digest-checked, with its per-instance expectations."""
+    """A manifest read and checked once, with its parsed config and per-instance expectations."""
 
     path: str
     manifest: dict[str, Any]
+    config: SeamConfig
     expected: dict[Key, dict[str, Any]] = field(default_factory=dict)
 
     @property
@@ -60,14 +62,15 @@ class TrustedManifest:
 
 
 def trusted(manifest: dict[str, Any], path: str, *, check_digests: bool = True) -> TrustedManifest:
-    """Wrap an already validated manifest dict, its prompt digests recomputed from its instances
-    (``check_digests=False``: ``verify``, which reports a differing digest as drift)."""
-    from seam_repro.manifest.format import check_prompt_digests
+    """Wrap a validated manifest dict (``format.load_manifest``), its config parsed (once) and its prompt
+    digests recomputed from its instances (``check_digests=False``: ``verify``, which reports drift)."""
+    from seam_repro.manifest.format import check_prompt_digests, manifest_config
 
+    config = manifest_config(manifest, where=path)  # the same semantic checks `sample` applied
     if check_digests:
         check_prompt_digests(manifest, path)
     expected = {(r["dataset"], r["run"], i["id"]): i for r in manifest.get("runs", []) for i in r["instances"]}
-    return TrustedManifest(path, manifest, expected)
+    return TrustedManifest(path, manifest, config, expected)
 
 
 def load_trusted(path: str | Path, *, allow_unfrozen: bool = False, purpose: str = "run",
@@ -76,11 +79,11 @@ def load_trusted(path: str | Path, *, allow_unfrozen: bool = False, purpose: str
     ``purpose`` names what an unfrozen manifest would make (a throwaway run, import, ...)."""
     from seam_repro.manifest.format import load_manifest
 
-    manifest = load_manifest(path)
-    if not manifest["frozen"] and not allow_unfrozen:
+    tm = trusted(load_manifest(path), str(path), check_digests=check_digests)
+    if not tm.frozen and not allow_unfrozen:
         raise ManifestError(f"{path}: field 'frozen': the manifest is not frozen; run `seam-repro freeze {path}` "
                             f"first or pass --allow-unfrozen for a throwaway {purpose}")
-    return trusted(manifest, str(path), check_digests=check_digests)
+    return tm
 
 
 def _target_hash(target: Any) -> set[str]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from seam_repro.errors import InputError, SeamReproError
 from seam_repro.hashing import digest_of_hashes, sha256_text
-from seam_repro.manifest.format import choices_to_run, manifest_config, read_prompt_store, recorded_sources
+from seam_repro.manifest.format import choices_to_run, read_prompt_store, recorded_sources
 from seam_repro.manifest.prompts import iter_rendered
 from seam_repro.manifest.trust import TrustedManifest
 from seam_repro.sample import draw_all
@@ -142,7 +142,7 @@ def verify_manifest(loaded: TrustedManifest, data_dir: Any = None, prompts_dir: 
     path = Path(loaded.path)
     manifest = loaded.manifest
     report = VerifyReport(str(path))
-    cfg = manifest_config(manifest)
+    cfg = loaded.config
     profile = manifest["profile"]
     sources = _load_each(cfg, data_dir, prompts_dir, path.parent, recorded_sources(manifest), report.sources)
     _compare_sources(manifest, sources, report.sources)

@@ -428,8 +428,7 @@ def import_outputs(manifest_path: Path, out: Path, *, model: str, upstream_dir: 
     model_id, revision = parse_model_spec(model)
     tm = load_trusted(manifest_path, allow_unfrozen=allow_unfrozen, purpose="import")
     manifest = tm.manifest
-    records = list(render_records(manifest, data_dir=data_dir, prompts_dir=prompts_dir, base=manifest_path,
-                                  allow_unfrozen=allow_unfrozen))
+    records = list(render_records(tm, data_dir=data_dir, prompts_dir=prompts_dir, allow_unfrozen=allow_unfrozen))
     check_rendered(tm, records)  # outputs are matched by prompt hash: drifted data must not re-key them
     expected = check_prompt_records(records)
     if upstream_dir is not None:

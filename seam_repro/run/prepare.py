@@ -77,26 +77,22 @@ def _view(root: Path, links: dict[str, Path]) -> Path:
     return root
 
 
-def check_against_pins(unfrozen: dict[str, Any], frozen: dict[str, Any], where: Path) -> None:
+def check_against_pins(unfrozen: TrustedManifest, frozen: TrustedManifest, where: Path) -> None:
     """Every prompt-file hash the unfrozen manifest pins is the one the frozen manifest recorded, and
     the protocol (config minus data paths, profile) is unchanged."""
-    pinned = (unfrozen.get("sources") or {}).get("prompts") or {}
-    got = (frozen.get("sources") or {}).get("prompts") or {}
+    pinned = (unfrozen.manifest.get("sources") or {}).get("prompts") or {}
+    got = (frozen.manifest.get("sources") or {}).get("prompts") or {}
     for name, pin in pinned.items():
         want = (pin or {}).get("sha256")
         have = (got.get(name) or {}).get("sha256")
         if want and have != want:
             raise HashMismatchError(f"{name} prompt file (pinned by the unfrozen manifest)", where, want, str(have))
 
-    from seam_repro.manifest.format import manifest_config
+    from seam_repro.manifest.format import content_config
 
-    def protocol(m: dict[str, Any]) -> dict[str, Any]:
-        """The config the sampler reads back from a manifest, data paths left out."""
-        cfg = manifest_config(m).as_json()
-        cfg["datasets"] = [{k: v for k, v in d.items() if k != "path"} for d in cfg.get("datasets", [])]
-        return {"profile": m.get("profile"), "config": cfg}
-
-    if protocol(unfrozen) != protocol(frozen):
+    # the config the sampler reads back from each manifest (parsed when it was loaded), data paths left out
+    protocol = [(tm.manifest.get("profile"), content_config(tm.config.as_json())) for tm in (unfrozen, frozen)]
+    if protocol[0] != protocol[1]:
         raise ManifestError(f"{where}: its protocol (profile/config) differs from the unfrozen manifest it was "
                             "frozen from")
 
@@ -110,14 +106,13 @@ def freeze_for_replay(manifest_path: Path, run_dir: Path, *, data_dir: Path | No
     loaded = load_trusted(manifest_path, allow_unfrozen=True)
     if loaded.frozen:
         return loaded
-    unfrozen = loaded.manifest
     # Only for the unfrozen case: a frozen manifest's replay loads none of this.
     from seam_repro.manifest.freeze import freeze_manifest
     from seam_repro.manifest.verify import verify_manifest
     from seam_repro.sources.fetch import DownloadError, cache_root
 
     progress = sys.stderr.isatty() if progress is None else progress
-    names = [d["name"] for d in (unfrozen.get("config") or {}).get("datasets", [])]
+    names = [d.name for d in loaded.config.datasets]
     root = cache_root(cache)
     out = frozen_manifest_path(run_dir, manifest_path)
     with owned_tempdir("seam-repro-inputs-") as tmp:
@@ -133,7 +128,7 @@ def freeze_for_replay(manifest_path: Path, run_dir: Path, *, data_dir: Path | No
             if prompts_dir is None:
                 from seam_repro.specs import load_suite
 
-                suite = load_suite(unfrozen["config"].get("suite", "seam"))
+                suite = load_suite(loaded.config.suite)
                 prompts_dir = _view(Path(tmp) / "prompts",
                                     {suite.spec(n).prompt_file or f"{n}.json": p for n, p in prompt_paths.items()})
         # What `seam-repro freeze` runs, so the two can never drift apart; it enforces the
@@ -142,7 +137,7 @@ def freeze_for_replay(manifest_path: Path, run_dir: Path, *, data_dir: Path | No
         echo(f"froze {manifest_path} into {written.path}: {written.n_prompts} prompts in {written.n_runs} "
              f"(dataset, run) pairs, digest {written.manifest['digest']}")
     frozen = load_trusted(out)
-    check_against_pins(unfrozen, frozen.manifest, out)
+    check_against_pins(loaded, frozen, out)
     report = verify_manifest(frozen)
     if not report.ok:
         raise ManifestError(f"{out}: freshly frozen but does not verify: {report.summary()}")

@@ -458,8 +458,8 @@ def replay(tm: TrustedManifest, out: Path, options: ReplayOptions) -> ReplaySumm
     settings, overrides = override_settings(config.get("generation"), options.generation_overrides,
                                             str(manifest_path))
     keep, selection = record_selection(manifest, options.datasets, options.runs)
-    rendered = render_records(manifest, data_dir=options.data_dir, prompts_dir=options.prompts_dir,
-                              base=manifest_path, allow_unfrozen=options.allow_unfrozen)
+    rendered = render_records(tm, data_dir=options.data_dir, prompts_dir=options.prompts_dir,
+                              allow_unfrozen=options.allow_unfrozen)
     # checked, chosen and written to disk as they are rendered: the refusal of any prompt that does
     # not hash to the manifest comes after the last one, before any model is loaded
     limited = iter_limit((r for r in iter_checked(tm, rendered) if keep(r)), options.limit)

@@ -709,11 +709,12 @@ class Coverage:
         return fields
 
 
-def check_run_prompts(run_dir: Path, prompts: Iterable[tuple[Key, dict[str, Any]]], run_json: dict[str, Any]) -> Coverage:
+def check_run_prompts(run_dir: Path, prompts: Iterable[tuple[Key, dict[str, Any]]], run_json: dict[str, Any],
+                      loaded: RunRecords | None = None) -> Coverage:
     """Check every prompt record and gold target of ``RUN_DIR/prompts.jsonl`` (``(key, record)``
-    pairs, read as they come) against the manifest the run was replayed from (``score``); refuse
-    the first that differs."""
-    tm = load_run_manifest(run_dir, run_json)
+    pairs, read as they come) against the manifest the run was replayed from (``score``; ``loaded``: its copy
+    if the caller has read it); refuse the first that differs."""
+    tm = load_run_manifest(run_dir, run_json, loaded)
     where = prompts_path(run_dir)
     metrics: dict[str, str] = {}
     tasks: dict[str, str] = {}
@@ -730,7 +731,7 @@ def check_run_prompts(run_dir: Path, prompts: Iterable[tuple[Key, dict[str, Any]
             metrics.setdefault(key[0], rec["metric"])
         tasks.setdefault(key[0], rec.get("task"))
     if not tm.frozen:  # an --allow-unfrozen run: the prompts it holds are all there is to expect
-        tm = TrustedManifest(tm.path, tm.manifest, {k: {} for k in present})
+        tm = TrustedManifest(tm.path, tm.manifest, tm.config, {k: {} for k in present})
     _fill_metrics(tm, metrics, tasks)
     return Coverage(tm, run_json, set(present), metrics, tasks)
 

@@ -44,6 +44,7 @@ from seam_repro.metrics.registry import ScoringContext
 from seam_repro.metrics.unflushed import DEFAULT_BLOCK_SIZE
 from seam_repro.run.store import (
     Coverage,
+    RunRecords,
     ScoresWriter,
     check_run_prompts,
     model_dirs,
@@ -512,9 +513,11 @@ def _fic_state(fic: bool, factory: Callable[[], Any] | None, download: bool) -> 
 
 def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | None = None, *, fic: bool = True,
                   fic_factory: Callable[[], Any] | None = None, fic_download: bool = False,
-                  gold_block_size: int = DEFAULT_BLOCK_SIZE, progress: bool = False) -> list[Path]:
+                  gold_block_size: int = DEFAULT_BLOCK_SIZE, progress: bool = False,
+                  run: RunRecords | None = None) -> list[Path]:
     """Score every model under ``RUN_DIR/predictions``; returns the summary.json paths written.
-    ``gold_block_size``: file system block size for the as-published coreference score.
+    ``gold_block_size``: file system block size for the as-published coreference score. ``run``: the
+    run folder's manifest copy and run.json if the caller has read them (``read_run_records``).
 
     Streams: prompts.jsonl is read twice (checked and indexed, then one (dataset, run) at a time
     beside that run's predictions file), so memory holds one run's records, not the run folder's."""
@@ -538,7 +541,7 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
             sizes[key[:2]] = sizes.get(key[:2], 0) + 1  # type: ignore[index]
             yield key, rec
 
-    coverage = check_run_prompts(run_dir, indexed(), run_json)  # trust chain: every record vs the manifest
+    coverage = check_run_prompts(run_dir, indexed(), run_json, run)  # trust chain: each record vs the manifest
     pred_root = predictions_root(run_dir)
     models = model_dirs(run_dir)
     if not models:

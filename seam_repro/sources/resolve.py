@@ -115,9 +115,9 @@ def read_prompt_file(path: Path, spec: Any = None) -> dict[str, Any]:
     return content
 
 
-def load_checked_data(suite: Any, name: str, data_path: Path, expected_files: dict[str, str]) -> Any:
-    """Load one dataset and check every file the manifest recorded against its sha256."""
-    loaded = suite.spec(name).load(data_path)
+def load_checked_data(spec: Any, data_path: Path, expected_files: dict[str, str]) -> Any:
+    """Load one dataset (its suite's ``spec``) and check every file the manifest recorded against its sha256."""
+    name, loaded = spec.name, spec.load(data_path)
     for fname, expected in expected_files.items():
         actual = loaded.files.get(fname)
         if actual is None:
@@ -140,14 +140,14 @@ def load_sources(cfg: SeamConfig, *, data_dir: Any = None, prompts_dir: Any = No
     rec_data = recorded.get("data", {}) or {}
     sources = Sources()
     for entry in cfg.datasets:
-        name = entry.name
+        name, spec = entry.name, suite.spec(entry.name)  # looked up once per dataset
         rec_path = (rec_data.get(name) or {}).get("path")
         data_path = resolve_data_path(name, entry.path or rec_path, data_dir, base_dir)
-        loaded = load_checked_data(suite, name, data_path, (rec_data.get(name) or {}).get("files") or {})
+        loaded = load_checked_data(spec, data_path, (rec_data.get(name) or {}).get("files") or {})
         sources.data[name], sources.data_paths[name] = loaded, data_path
         rp = rec_prompts.get(name) or {}
-        ppath = resolve_prompt_path(name, prompts_dir, rp.get("path"), base_dir, suite.spec(name).prompt_file)
-        content = read_prompt_file(ppath, suite.spec(name))  # read once; hashed from the same bytes
+        ppath = resolve_prompt_path(name, prompts_dir, rp.get("path"), base_dir, spec.prompt_file)
+        content = read_prompt_file(ppath, spec)  # read once; hashed from the same bytes
         digest = sha256_file(ppath)
         if rp.get("sha256") and rp["sha256"] != digest:
             raise HashMismatchError(f"{name} prompt file", ppath, rp["sha256"], digest)

@@ -165,7 +165,7 @@ def load_gold_documents(manifest: Mapping[str, Any], data_dir: Any) -> dict[str,
             out[name] = None
             continue
         recorded = (manifest.get("sources", {}).get("data", {}).get(name) or {}).get("files") or {}
-        loaded = load_checked_data(suite, name, path, recorded)
+        loaded = load_checked_data(suite.spec(name), path, recorded)
         by_id = {i.instance_id: i for split in loaded.splits.values() for i in split}
         if any(i.extra.get("gold_documents") for i in by_id.values()):
             out[name] = by_id
