@@ -102,6 +102,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_score_upstream.py
 	$(BIN)/python benchmarks/bench_sensitivity_scale.py
 	$(BIN)/python benchmarks/bench_planted.py
+	$(BIN)/python benchmarks/bench_embedded_load.py
 
 docs: $(STAMP)
 	$(BIN)/python -m seam_repro.docs --write docs/cli.md

@@ -149,6 +149,43 @@ def test_gguf_only_folder_loads_and_generates(tmp_path: Path) -> None:
     assert folder_revision(folder).files == {gguf.name: PIN["gguf_sha256"]}
     out = backend.generate([GenerationRequest("D", 0, "0", "Say hi.", "", 7)], GenerationSettings(max_new_tokens=3))
     assert 0 < out[0].n_output_tokens <= 3 and backend.context_length == 512
+    # the embedded backend reads the GGUF's cached conversion: the same weights, tokenizer and
+    # template as transformers' direct GGUF load above (an independent path: no cache involved)
+    import torch
+
+    embedded = make_backend("hf", None)
+    direct, cached = backend.model.state_dict(), embedded.model.state_dict()
+    assert direct.keys() == cached.keys() and all(torch.equal(direct[k], cached[k]) for k in direct)
+    assert embedded.model.lm_head.weight.data_ptr() == embedded.model.model.embed_tokens.weight.data_ptr()
+    assert embedded.tokenizer.chat_template == backend.tokenizer.chat_template
+    text = "Say hi <|im_start|> wörld \U0001F600\n\n\ttabs"
+    assert embedded.tokenizer(text)["input_ids"] == backend.tokenizer(text)["input_ids"]
+    assert embedded.model.generation_config.to_dict() == backend.model.generation_config.to_dict()
+
+
+def test_a_damaged_or_foreign_conversion_is_not_used(tmp_path: Path) -> None:
+    """The cached conversion is used only when its record names this GGUF and these library
+    versions and every file still has its recorded sha256; anything else is converted again."""
+    from seam_repro.files.atomic import atomic_write_json
+    from seam_repro.generate.embedded import CONVERSION_FILE, _intact
+    from seam_repro.hashing import sha256_file
+
+    folder = tmp_path / "conv"
+    folder.mkdir()
+    (folder / "model.safetensors").write_bytes(b"weights")
+    key = {"gguf_sha256": "ab" * 32, "transformers": "5", "gguf": "0.19"}
+    atomic_write_json(folder / CONVERSION_FILE, {"key": key, "files": {"model.safetensors":
+                                                                        sha256_file(folder / "model.safetensors")}})
+    assert _intact(folder, key, verify=True)
+    assert not _intact(folder, {**key, "transformers": "6"}, verify=True)  # another converter
+    (folder / "model.safetensors").write_bytes(b"weightz")
+    assert not _intact(folder, key, verify=True)  # damaged
+    assert _intact(folder, key, verify=False)  # --no-verify style loads trust the record
+    (folder / "model.safetensors").unlink()
+    assert not _intact(folder, key, verify=False)  # missing
+    (folder / CONVERSION_FILE).write_text("{not json", "utf-8")
+    assert not _intact(tmp_path / "conv", key, verify=True)
+    assert not _intact(tmp_path / "absent", key, verify=True)
 
 
 # -- damaged weights: one line naming the file, exit 2 (issue 28 part 3) -----------------------------------

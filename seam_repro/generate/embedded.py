@@ -3,6 +3,13 @@
 Not a SEAM model (upstream ``scripts/run_all.sh`` ran 7 larger ones); it lets ``replay`` run the whole
 pipeline offline on CPU. transformers de-quantizes the Q4_1 GGUF into fp32 weights; the GGUF's
 sha256 is recorded as the model "revision" since the file, not a Hub commit, is what was run.
+
+The conversion is kept: transformers reads the GGUF's metadata once each for the config, the
+tokenizer and the weights, and converting it took most of every embedded replay's start. Its result
+(config, tokenizer files, fp32 safetensors) is saved once into the cache (``$SEAM_REPRO_CACHE``, else
+``~/.cache/seam-repro``, under ``embedded/``), keyed by the GGUF's sha256 and the transformers and
+gguf versions that converted it, with every file's sha256 recorded and checked before use. Every
+load, the first included, reads that folder, so the first run and later ones load the same bytes.
 """
 
 from __future__ import annotations
@@ -15,7 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from seam_repro.errors import HashMismatchError, PrerequisiteError
+from seam_repro.files.atomic import OutputError, atomic_dir, atomic_write_json
+from seam_repro.files.reading import read_json
 from seam_repro.hashing import sha256_file
+from seam_repro.verbosity import say
 
 PIN: dict[str, Any] = json.loads(resources.files("seam_repro").joinpath("data/models.json").read_text("utf-8"))[
     "embedded"
@@ -39,6 +49,84 @@ def find_gguf() -> Path:
                 return path
     raise PrerequisiteError(f"{PIN['package']} is installed but {PIN['gguf_file']} is missing from it; "
                             f"reinstall: {INSTALL} --force-reinstall")
+
+
+CONVERSION_FILE = "conversion.json"
+
+
+def _intact(folder: Path, key: dict[str, str], verify: bool) -> bool:
+    """``folder`` holds the conversion for ``key``, every file as recorded (sha256, when ``verify``)."""
+    try:
+        record = read_json(folder / CONVERSION_FILE, what="embedded model conversion record", expect=dict)
+    except Exception:  # absent, unreadable or not JSON: made again
+        return False
+    files = record.get("files")
+    if record.get("key") != key or not isinstance(files, dict) or not files:
+        return False
+    return all((folder / name).is_file() and (not verify or sha256_file(folder / name) == digest)
+               for name, digest in files.items())
+
+
+def converted_folder(gguf: Path, digest: str, *, verify: bool = True) -> Path | None:
+    """The cached transformers conversion of the pinned GGUF (module docstring), made when absent or
+    damaged. None where the cache cannot be written (the GGUF is then read directly)."""
+    import gguf as gguf_pkg
+    import transformers
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from seam_repro.sources.fetch import cache_root
+
+    key = {"gguf_sha256": digest, "transformers": transformers.__version__,
+           "gguf": importlib.metadata.version(gguf_pkg.__name__)}
+    folder = cache_root() / "embedded" / f"{digest[:16]}-transformers-{key['transformers']}-gguf-{key['gguf']}"
+    if _intact(folder, key, verify):
+        return folder
+    if folder.exists():
+        say(f"embedded model: the cached conversion in {folder} does not match its record; converting again",
+            err=True)
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+    say(f"embedded model: converting the GGUF once into {folder} (later loads read it)", err=True)
+    try:
+        with atomic_dir(folder) as work:
+            tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name, local_files_only=True)
+            model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name,
+                                                         local_files_only=True, dtype=resolve_fp32())
+            _save_plain(model, work)
+            tokenizer.save_pretrained(work)
+            files = {p.name: sha256_file(p) for p in sorted(work.iterdir()) if p.is_file()}
+            atomic_write_json(work / CONVERSION_FILE, {"key": key, "files": files})
+    except OutputError:
+        # a read-only cache, or another process finished the same conversion first
+        return folder if _intact(folder, key, verify) else None
+    return folder
+
+
+def _save_plain(model: Any, folder: Path) -> None:
+    """The de-quantized weights as a plain checkpoint. transformers refuses ``save_pretrained`` for a
+    model it loaded from a GGUF (it counts as quantized), so the config goes without its
+    quantization entry and the tensors go to ``model.safetensors`` directly; a tied output
+    projection is left out, as transformers itself saves it, and tied again on load."""
+    import copy
+
+    from safetensors.torch import save_file
+
+    config = copy.deepcopy(model.config)
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    config.save_pretrained(folder)
+    model.generation_config.save_pretrained(folder)
+    state = {k: v.contiguous() for k, v in model.state_dict().items()}
+    if getattr(config, "tie_word_embeddings", False):
+        state.pop("lm_head.weight", None)
+    save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
+
+
+def resolve_fp32() -> Any:
+    import torch
+
+    return torch.float32
 
 
 def load_embedded_backend(*, verify: bool = True, dtype: str = "fp32", prompt_path: str = "chat",
@@ -71,7 +159,10 @@ def load_embedded_backend(*, verify: bool = True, dtype: str = "fp32", prompt_pa
         raise PrerequisiteError("loading a GGUF file needs the gguf package; run: pip install 'gguf>=0.10'") from exc
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name, local_files_only=True)
+    folder = converted_folder(path, digest, verify=verify)
+    source = {"pretrained_model_name_or_path": str(folder)} if folder is not None else {
+        "pretrained_model_name_or_path": str(path.parent), "gguf_file": path.name}
+    tokenizer = AutoTokenizer.from_pretrained(**source, local_files_only=True)
     if args.get("chat_template"):
         tokenizer.chat_template = read_chat_template(args["chat_template"])
     extra = {"attn_implementation": args["attn_implementation"]} if args.get("attn_implementation") else {}
@@ -82,8 +173,8 @@ def load_embedded_backend(*, verify: bool = True, dtype: str = "fp32", prompt_pa
         check_device_map(args["device_map"])
         extra["device_map"] = args["device_map"]
     try:
-        model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, local_files_only=True,
-                                                     dtype=resolve_dtype(dtype), **extra)
+        model = AutoModelForCausalLM.from_pretrained(**source, local_files_only=True, dtype=resolve_dtype(dtype),
+                                                     **extra)
     except (ImportError, ValueError) as exc:  # the pinned file is hash-checked: what fails is the kernel
         if not extra:
             raise
