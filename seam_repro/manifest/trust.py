@@ -21,9 +21,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from seam_repro.config import SeamConfig
 from seam_repro.errors import InputError, ManifestError
@@ -37,14 +36,14 @@ PROTOCOL_FIELDS = ("manifest_digest", "protocol_digest", "profile", "runs", "ins
 """Fields that must agree before two results are compared (``protocol_differences``)."""
 
 
-@dataclass(frozen=True)
-class TrustedManifest:
-    """A manifest read and checked once, with its parsed config and per-instance expectations."""
+class TrustedManifest(NamedTuple):
+    """A manifest read and checked once, with its parsed config and per-instance expectations (a
+    named tuple like the kit's other records: ``sample`` and ``prompts`` define no dataclass)."""
 
     path: str
     manifest: dict[str, Any]
     config: SeamConfig
-    expected: dict[Key, dict[str, Any]] = field(default_factory=dict)
+    expected: dict[Key, dict[str, Any]]
 
     @property
     def digest(self) -> str:
