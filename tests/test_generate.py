@@ -22,7 +22,9 @@ from seam_repro.hashing import sha256_text
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from seam_repro.generate.hf import RowSampler, sample_row  # noqa: E402
+from row_oracle import sample_row  # noqa: E402
+
+from seam_repro.generate.hf import RowSampler  # noqa: E402
 from seam_repro.generate.sampling import filter_logits  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"

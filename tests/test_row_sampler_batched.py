@@ -7,7 +7,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from seam_repro.generate.hf import RowSampler, sample_row  # noqa: E402
+from row_oracle import sample_row  # noqa: E402
+
+from seam_repro.generate.hf import RowSampler  # noqa: E402
 from seam_repro.generate.sampling import filter_logits  # noqa: E402
 
 

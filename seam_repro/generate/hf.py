@@ -64,20 +64,6 @@ def require_transformers() -> None:
         raise PrerequisiteError(f"the hf backend needs torch and transformers ({exc}); run: {INSTALL_INFERENCE}") from exc
 
 
-def sample_row(scores_row: Any, generator: Any) -> int:
-    """Inverse-CDF draw of one token from ``softmax(scores_row)`` using one float64 uniform of the
-    row's own CPU generator (so the random stream is the same on every device). The one-row
-    reference that :class:`RowSampler`'s all-rows call is held to in the tests."""
-    import torch
-
-    u = torch.rand((), generator=generator, dtype=torch.float64).item()
-    probs = torch.softmax(scores_row.double(), dim=-1)
-    cdf = probs.cumsum(dim=-1)
-    target = torch.tensor([u * cdf[-1].item()], dtype=torch.float64, device=cdf.device)
-    idx = int(torch.searchsorted(cdf, target, right=True).item())
-    return min(idx, scores_row.shape[-1] - 1)
-
-
 @dataclass
 class RowSampler:
     """Logits processor for ``model.generate``: samples each row with its own seeded generator and
@@ -98,7 +84,7 @@ class RowSampler:
         import torch
 
         # All rows in one call on the logits' own device (generate/sampling.py): per row it computes what
-        # sample_row computes (tests/test_generate.py checks bit equality on CPU), and on a GPU nothing
+        # the one-row reference tests/row_oracle.py computes (tests/test_generate.py checks bit equality on CPU), and on a GPU nothing
         # waits for the device. The uniforms come from each row's CPU generator, so the random stream is
         # the same on every device.
         idx = draw_rows(scores, [torch.rand((), generator=g, dtype=torch.float64).item() for g in self.generators],
