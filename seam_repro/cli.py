@@ -3,8 +3,6 @@ one library call. Commands are imported lazily so ``--help`` never imports torch
 
 from __future__ import annotations
 
-import atexit
-import gc
 import importlib
 import os
 import shlex
@@ -132,28 +130,6 @@ def _fail(message: str, code: int) -> None:
     sys.exit(code)
 
 
-def _no_collection_at_exit() -> None:
-    """Freeze the garbage collector's view of the heap when the process exits, so the interpreter's
-    last collection does not walk every object a command leaves behind. The objects are still freed as the interpreter tears down;
-    only objects caught in reference cycles are left to the OS, whose finalizers Python never
-    promised to run at exit (atexit handlers, flushes and closes are unaffected). Registered once
-    per process, however often ``main`` runs."""
-    atexit.unregister(gc.freeze)
-    atexit.register(gc.freeze)
-
-
-BOUNDED_COMMANDS = frozenset({"sample", "freeze", "prompts", "verify", "conll-score"})
-"""Commands whose work is bounded by their inputs and that build many objects referring to no
-cycle (records, tokens, spans; reference counting frees them). The cyclic collector pauses while
-they run (its passes over the growing heap find nothing to free). Long-running commands (replay, score) keep it running."""
-
-
-def _command_name(args: list[str]) -> str | None:
-    """The subcommand of a command line: the group takes no option with a value, so it is the
-    first argument that is not an option."""
-    return next((a for a in args if not a.startswith("-")), None)
-
-
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: every failure is one line on stderr, never a traceback.
 
@@ -163,13 +139,9 @@ def main(argv: list[str] | None = None) -> None:
     """
     args = list(sys.argv[1:] if argv is None else argv)
     _interrupt_note.clear()
-    _no_collection_at_exit()
     from seam_repro.network import apply_policy
 
     apply_policy(args)  # offline unless this command line asks for the network
-    paused = _command_name(args) in BOUNDED_COMMANDS and gc.isenabled()
-    if paused:
-        gc.disable()
     try:
         rv = cli.main(args=args, prog_name="seam-repro", standalone_mode=False, auto_envvar_prefix="SEAM_REPRO")
         if isinstance(rv, int) and not isinstance(rv, bool):
@@ -204,6 +176,3 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(70)
         _fail(f"internal error ({type(exc).__name__}: {_clip(_redacted(str(exc)), 200)}); this is a bug in seam-repro: "
               "rerun with SEAM_REPRO_DEBUG=1 and report the traceback", 70)
-    finally:
-        if paused:
-            gc.enable()

@@ -217,33 +217,3 @@ def test_every_other_failure_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys
     assert _exit_status() == code
     err = capsys.readouterr().err
     assert err.startswith(text) and err.count("\n") == 1 and "Traceback" not in err
-
-
-@pytest.mark.parametrize("bounded", [True, False])
-@pytest.mark.parametrize("fails", [False, True])
-def test_cyclic_collector_pauses_only_for_bounded_commands(monkeypatch: pytest.MonkeyPatch, bounded: bool,
-                                                           fails: bool) -> None:
-    """A bounded command (sample, prompts, ...) runs with the cyclic collector paused; any other
-    (replay runs for hours) keeps it; either way it runs again afterwards, failure or not."""
-    import gc
-
-    seen: list[bool] = []
-
-    @click.command()
-    def boom() -> None:
-        """Record whether the collector runs."""
-        seen.append(gc.isenabled())
-        if fails:
-            raise InputError("m.json", "must be a JSON object")
-
-    _with_command(monkeypatch, boom)
-    monkeypatch.setattr(cli_module, "BOUNDED_COMMANDS", frozenset({"boom"} if bounded else set()))
-    assert gc.isenabled()
-    assert _exit_status() == (2 if fails else 0)
-    assert seen == [not bounded]
-    assert gc.isenabled()
-
-
-def test_bounded_commands_are_registered_commands() -> None:
-    assert cli_module.BOUNDED_COMMANDS <= set(COMMANDS)
-    assert "replay" not in cli_module.BOUNDED_COMMANDS

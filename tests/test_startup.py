@@ -71,25 +71,6 @@ def test_start_up_imports_only_what_the_command_uses(args: list[str], allowed: t
     assert "LOADED [] 0" in out, out
 
 
-EXIT_PROBE = """
-import atexit, gc, sys
-atexit.register(lambda: print("FROZEN", gc.get_freeze_count() > 0, file=sys.stderr))  # runs after main's
-sys.argv = ["seam-repro"] + sys.argv[1:]
-from seam_repro.cli import main
-main()
-"""
-
-
-@pytest.mark.parametrize("args", [["--version"], ["prompts", "manifests/smoke.json", "--out", "-"]])
-def test_exit_leaves_the_heap_to_the_os(args: list[str]) -> None:
-    """A kit process ends without a last full garbage collection (cli._no_collection_at_exit), and its
-    output is whole."""
-    out = subprocess.run([sys.executable, "-c", EXIT_PROBE, *args], capture_output=True, text=True, cwd=REPO)
-    assert out.returncode == 0 and "FROZEN True" in out.stderr, out.stderr
-    if args[0] == "prompts":
-        assert len(out.stdout.splitlines()) == 36 and all(json.loads(line)["prompt"] for line in out.stdout.splitlines())
-
-
 def test_editable_install_needs_no_import_hook() -> None:
     """``make install``'s ``pip install -e .`` gives a plain path .pth only when the package layout
     is spelled out (setuptools' "simple layout" rule); without it every Python start in .venv loads

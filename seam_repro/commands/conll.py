@@ -153,7 +153,6 @@ def conll_score(key: Path, response: Path, metric: str, as_json: bool) -> None:
         # thread instead of one per core halves numpy's start-up CPU in this single-purpose process
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     metrics = list(METRICS) if metric == "all" else [metric]
-    # the cyclic collector is paused for the whole command (cli.BOUNDED_COMMANDS)
     key_file = read_conll_file(key)
     resp_file = read_conll_file(response, require_documents=False)
     scores = score_conll(key_file.documents, resp_file.documents, metrics, response)
