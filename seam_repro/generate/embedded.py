@@ -17,11 +17,12 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
+import shutil
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from seam_repro.errors import HashMismatchError, PrerequisiteError
+from seam_repro.errors import HashMismatchError, PrerequisiteError, SeamReproError
 from seam_repro.files.atomic import OutputError, atomic_dir, atomic_write_json
 from seam_repro.files.reading import read_json
 from seam_repro.hashing import sha256_file
@@ -58,7 +59,7 @@ def _intact(folder: Path, key: dict[str, str], verify: bool) -> bool:
     """``folder`` holds the conversion for ``key``, every file as recorded (sha256, when ``verify``)."""
     try:
         record = read_json(folder / CONVERSION_FILE, what="embedded model conversion record", expect=dict)
-    except Exception:  # absent, unreadable or not JSON: made again
+    except SeamReproError:  # absent, unreadable or not JSON: made again
         return False
     files = record.get("files")
     if record.get("key") != key or not isinstance(files, dict) or not files:
@@ -74,6 +75,7 @@ def converted_folder(gguf: Path, digest: str, *, verify: bool = True) -> Path | 
     import transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from seam_repro.generate.hf import resolve_dtype
     from seam_repro.sources.fetch import cache_root
 
     key = {"gguf_sha256": digest, "transformers": transformers.__version__,
@@ -84,15 +86,13 @@ def converted_folder(gguf: Path, digest: str, *, verify: bool = True) -> Path | 
     if folder.exists():
         say(f"embedded model: the cached conversion in {folder} does not match its record; converting again",
             err=True)
-        import shutil
-
         shutil.rmtree(folder, ignore_errors=True)
     say(f"embedded model: converting the GGUF once into {folder} (later loads read it)", err=True)
     try:
         with atomic_dir(folder) as work:
             tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name, local_files_only=True)
             model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name,
-                                                         local_files_only=True, dtype=resolve_fp32())
+                                                         local_files_only=True, dtype=resolve_dtype("fp32"))
             _save_plain(model, work)
             tokenizer.save_pretrained(work)
             files = {p.name: sha256_file(p) for p in sorted(work.iterdir()) if p.is_file()}
@@ -121,12 +121,6 @@ def _save_plain(model: Any, folder: Path) -> None:
     if getattr(config, "tie_word_embeddings", False):
         state.pop("lm_head.weight", None)
     save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
-
-
-def resolve_fp32() -> Any:
-    import torch
-
-    return torch.float32
 
 
 def load_embedded_backend(*, verify: bool = True, dtype: str = "fp32", prompt_path: str = "chat",

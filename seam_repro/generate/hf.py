@@ -83,10 +83,10 @@ class RowSampler:
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         import torch
 
-        # All rows in one call on the logits' own device (generate/sampling.py): per row it computes what
-        # the one-row reference tests/row_oracle.py computes (tests/test_generate.py checks bit equality on CPU), and on a GPU nothing
-        # waits for the device. The uniforms come from each row's CPU generator, so the random stream is
-        # the same on every device.
+        # All rows in one call on the logits' own device (generate/sampling.py): per row it computes
+        # what the one-row reference tests/row_oracle.py computes (tests/test_generate.py checks bit
+        # equality on CPU), and on a GPU nothing waits for the device. The uniforms come from each
+        # row's CPU generator, so the random stream is the same on every device.
         idx = draw_rows(scores, [torch.rand((), generator=g, dtype=torch.float64).item() for g in self.generators],
                         self.temperature, self.top_k, self.top_p)
         out = torch.full_like(scores, float("-inf"))
