@@ -61,6 +61,7 @@ class FakeServer:
                 pass
 
             def _send(self, status: int, body: bytes, length: int | None = None) -> None:
+                self._leave()  # before the answer goes out: the client may send its next request on reading it
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body) if length is None else length))
@@ -82,9 +83,19 @@ class FakeServer:
                                             "in_flight": server.in_flight})  # answers awaited as it arrived
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                self.counted = True
                 try:
                     self._answer(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client timed out and hung up: the expected end of a ``timeout`` answer
                 finally:
+                    self._leave()
+
+            def _leave(self) -> None:
+                """A request stops counting as in flight once, when its answer starts: counting until the
+                handler returned let the client's next request arrive first and read one over the bound."""
+                if getattr(self, "counted", False):
+                    self.counted = False
                     with server.lock:
                         server.in_flight -= 1
 
