@@ -94,7 +94,7 @@ def test_one_probe_whatever_the_resolver_does(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(network, "_probed", {})
     start = time.monotonic()
     reason = network.unreachable_reason("hub.example", 443)
-    assert time.monotonic() - start < network.PROBE_TIMEOUT_S + 0.3
+    assert time.monotonic() - start < network.PROBE_TIMEOUT_S + 1.0  # not the 30 s the resolver hangs (margin for a loaded CI)
     assert reason == f"hub.example:443 cannot be reached (its name did not resolve within {network.PROBE_TIMEOUT_S:g} s)"
     assert network.unreachable_reason("hub.example", 443) == reason and calls == ["hub.example"]
 
