@@ -13,13 +13,9 @@ so ``-2 log L = df_I log(R s_a + s_e) + SS_I / (R s_a + s_e) + df_E log s_e + SS
 + log det M + u' M^-1 u`` (plus a constant), with an analytic gradient. It equals statsmodels'
 ``MixedLM`` REML fit (``tests/test_sensitivity.py``); other designs are fitted by ``MixedLM``.
 
-Why not one optimiser's answer: near a variance of 0 a gradient optimiser stops short of the
-optimum (statsmodels' BFGS reports ``converged=False`` and a share several points off). So every
-estimate is fitted by several optimisers and the best REML likelihood kept; every component is
-also refitted at 0 (the model without it) and kept at 0 where that likelihood is as good; and the
-kept fit's gradient must satisfy the optimum's conditions (zero inside, non-negative towards the
-interior at 0). A fit that does not is returned with ``converged=False`` and the reason, which the
-report shows in place of the numbers.
+Near a variance of 0 a gradient optimiser stops short of the optimum, so every fit takes the best
+of several optimisers, refits each component at 0, and must meet the optimum's conditions or come
+back ``converged=False`` with the reason (docs/sensitivity.md, "Fits that are right or say so").
 """
 
 from __future__ import annotations
@@ -95,21 +91,17 @@ class Complete:
         return (self.n_inst - 1) * (self.n_runs - 1)
 
 
-def _helmert(n: int) -> np.ndarray:
-    from scipy.linalg import helmert
-
-    return helmert(n)  # (n-1) x n, orthonormal rows orthogonal to the ones vector
-
-
 def complete_stats(y: np.ndarray, run_levels: Mapping[str, np.ndarray]) -> Complete:
     """Statistics of an instances x runs score matrix ``y`` and each component's level per run."""
+    from scipy.linalg import helmert
+
     n_inst, n_runs = y.shape
     scale = float(np.std(y)) or 1.0
     z = (y - y.mean()) / scale
     inst_mean, run_mean = z.mean(axis=1), z.mean(axis=0)
     ss_inst = float(n_runs * np.sum((inst_mean - inst_mean.mean()) ** 2))
     inter = z - inst_mean[:, None] - run_mean[None, :] + z.mean()
-    h = _helmert(n_runs)
+    h = helmert(n_runs)  # (R-1) x R, orthonormal rows orthogonal to the ones vector
     g, codes = [], []
     for lv in run_levels.values():
         _, code = np.unique(np.asarray(lv), return_inverse=True)
@@ -288,15 +280,6 @@ def as_matrix(obs: Observations) -> tuple[np.ndarray, dict[str, np.ndarray]] | N
     return y, levels
 
 
-def fit_observations(obs: Observations) -> Fit:
-    """The checked REML fit of one (model, dataset): the complete-design path where it applies,
-    statsmodels ``MixedLM`` (the same checks) otherwise."""
-    mat = as_matrix(obs)
-    if mat is not None:
-        return fit_complete(complete_stats(*mat))
-    return fit_mixedlm(obs.y, obs.groups())
-
-
 def shares(variances: Mapping[str, float]) -> dict[str, float]:
     total = sum(variances.values())
     return {k: (v / total if total > 0 else 0.0) for k, v in variances.items()}
@@ -370,11 +353,3 @@ def fit_mixedlm(y: np.ndarray, groups: Mapping[str, np.ndarray]) -> Fit:
     return Fit(variance, float(fit.llf), ok, "" if ok else f"statsmodels MixedLM ({name}): {best_warn or 'not converged'}",
                tuple(k for k in groups if variance[k] == 0.0), name, tried)
 
-
-def fit_variance_components(y: np.ndarray, groups: Mapping[str, np.ndarray]) -> dict[str, float]:
-    """REML variance of each crossed component and the residual (checked: raises
-    ``UnfittableError`` when no optimiser converges)."""
-    fit = fit_mixedlm(y, groups)
-    if not fit.converged:
-        raise UnfittableError(fit.reason)
-    return fit.variance
