@@ -54,9 +54,8 @@ def _paper() -> Any:
 
 
 def model_color(name: str, model_id: str = "") -> str:
-    """The colour of a model in every figure of every report, a function of its name alone: a paper
-    model (by name, or a run of the same Hugging Face id) has its fixed colour, any other model the
-    palette colour its name hashes to."""
+    """A model's colour in every figure (see the module docstring); a run of a paper model's Hugging
+    Face id takes that model's colour."""
     paper = _paper()
     names = list(paper.models)
     key = name if name in paper.models else (paper.name_for_hf_id(model_id) if model_id else None)

@@ -298,11 +298,8 @@ def _table_notes(models: list[ModelScores], reference: ReferenceTable | None, la
 
 def build_report(models: list[ModelScores], reference: ReferenceTable | None = None,
                  params: AsoParams | None = None, deepsig: bool = False, command: str = "") -> dict[str, Any]:
-    """Everything the Markdown, JSON and figures show, as one JSON-ready dict.
-
-    Rows whose protocol differs from the reference's (‡) are not comparable, so they are ranked
-    apart: the main ranking, AR and ARSD hold only comparable models; a ‡ row shows the rank it
-    would take among them (``rank_if_comparable``) in a column of its own."""
+    """Everything the Markdown, JSON and figures show, as one JSON-ready dict (‡ rows ranked apart:
+    see the module docstring)."""
     params = params or AsoParams()
     entries = collect_entries(models, reference)
     rankings: dict[str, Ranking] = {}
@@ -437,7 +434,7 @@ def render_markdown(rep: dict[str, Any]) -> str:
                        + (" |" if apart else ""))
         for r in apart:
             out.append(f"| – | {c_(r['model'])} {PROTOCOL_MARK} | {r['mean']:.1f} ± {r['std']:.1f} | – | "
-                       f"{_fmt(r['rank_if_comparable'], 0) if r['rank_if_comparable'] is not None else '–'} |")
+                       f"{_fmt(r['rank_if_comparable'], 0)} |")
         for a in ds.get("absent", []):
             mark = f" {REF_MARK}" if a["from_summary_stats"] else ""
             out.append(f"| – | {c_(a['model'])}{mark} | {c_(a['cell'])} ({c_(a['reason'])}) | – |" + (" – |" if apart else ""))

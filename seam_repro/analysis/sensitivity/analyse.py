@@ -233,11 +233,9 @@ def _ranking(models: Mapping[str, Any], dataset: str | None, n_boot: int, seed: 
                 **({"notes": notes} if notes else {})}
     scores = {m: np.array([per[m][r] for r in runs]) for m in kept}
     p, ci = ranking_probabilities(scores)
-    out = {"models": kept, "runs": runs, "mean": {m: float(v.mean()) for m, v in scores.items()},
-           "p_above": p, "p_above_ci95": ci, "agreement": ranking_agreement(scores, max(n_boot, 1), seed)}
-    if notes:
-        out["notes"] = notes
-    return out
+    return {"models": kept, "runs": runs, "mean": {m: float(v.mean()) for m, v in scores.items()},
+            "p_above": p, "p_above_ci95": ci, "agreement": ranking_agreement(scores, max(n_boot, 1), seed),
+            **({"notes": notes} if notes else {})}
 
 
 def _run_table(models: Mapping[str, Any], dataset: str | None) -> dict[str, dict[int, float]]:

@@ -214,14 +214,6 @@ def kkt_violation(c: Complete, p: np.ndarray) -> float:
     return worst
 
 
-def _variances(c: Complete, p: np.ndarray) -> dict[str, float]:
-    s2 = c.scale ** 2
-    out = {INSTANCE: float(p[0]) * s2}
-    out.update({name: float(v) * s2 for name, v in zip(c.names, p[1:-1], strict=True)})
-    out[RESIDUAL] = float(p[-1]) * s2
-    return out
-
-
 def fit_complete(c: Complete, optimisers: tuple[str, ...] = ("l-bfgs-b", "powell", "nelder-mead")) -> Fit:
     """REML fit of a complete design: the best of ``optimisers``, then every component tried at 0."""
     start = moment_start(c)
@@ -253,7 +245,10 @@ def _checked(c: Complete, p: np.ndarray, f: float, name: str, tried: dict[str, f
     reason = "" if violation <= GRAD_TOL else (
         f"no optimiser reached the REML optimum: gradient {violation:.2g} (tolerance {GRAD_TOL:g}); "
         f"-2 log L by optimiser: " + ", ".join(f"{k} {v:.6f}" for k, v in tried.items()))
-    return Fit(_variances(c, p), -0.5 * f, not reason, reason,
+    s2 = c.scale ** 2
+    variance = {INSTANCE: float(p[0]) * s2, **{name: float(v) * s2 for name, v in zip(c.names, p[1:-1], strict=True)},
+                RESIDUAL: float(p[-1]) * s2}
+    return Fit(variance, -0.5 * f, not reason, reason,
                tuple(names[j] for j in range(len(names)) if p[j] == 0.0), name, tried)
 
 
