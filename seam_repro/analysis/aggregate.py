@@ -213,11 +213,11 @@ def build_model_scores(summary: Any, instances: list[InstanceScore], path: objec
         if not isinstance(ds, dict) or not isinstance(ds.get("metric"), str):
             raise InputError(path, "expected an object with a string 'metric'", rec, "metric")
         raw_runs = ds.get("runs")
+        reason = str(ds.get("reason") or "the scorer gave no score")
         if isinstance(raw_runs, dict) and raw_runs and all(v is None for v in raw_runs.values()):
-            unscored[name] = str(ds.get("reason") or "the scorer gave no score")
+            unscored[name] = reason
             continue
         runs = _runs_map(path, raw_runs, rec, "runs", nullable=True)
-        reason = str(ds.get("reason") or "the scorer gave no score")
         missing = {r: reason for r in sorted(int(k) for k, v in raw_runs.items() if v is None)}
         items = by_ds.get(name, [])
         means, rates = _mean_by_run(items)
