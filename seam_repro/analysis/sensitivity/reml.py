@@ -123,8 +123,22 @@ def objective(c: Complete, p: np.ndarray) -> tuple[float, np.ndarray]:
     """-2 REML log-likelihood (up to a constant) and its gradient at ``p = (s_a, s_1..s_K, s_e)``."""
     s_a, s_k, s_e = p[0], p[1:-1], max(p[-1], 1e-12)
     lam = c.n_runs * s_a + s_e
-    if len(s_k) <= 1:
-        return _objective_diagonal(c, p)
+    f = c.df_inst * np.log(lam) + c.ss_inst / lam + c.df_err * np.log(s_e) + c.ss_err / s_e
+    d_lam = c.df_inst / lam - c.ss_inst / lam ** 2
+    grad = np.empty_like(p)
+    grad[0] = c.n_runs * d_lam
+    g_e = d_lam + c.df_err / s_e - c.ss_err / s_e ** 2
+    if len(s_k) <= 1:  # at most one run-level component: M is diagonal in a fixed basis
+        d, v = c.eig if c.eig is not None else (np.zeros(c.n_runs - 1), c.u)
+        m = (s_k[0] if len(s_k) else 0.0) * d + s_e / c.n_inst
+        if np.any(m <= 0):
+            return np.inf, np.zeros_like(p)
+        q = v ** 2 / m
+        dm = 1.0 / m - q / m  # d/dm of log m + v^2/m, per contrast
+        if len(s_k):
+            grad[1] = float(np.sum(dm * d))
+        grad[-1] = g_e + float(np.sum(dm)) / c.n_inst
+        return float(f + float(np.sum(np.log(m)) + np.sum(q))), grad
     m = np.tensordot(s_k, c.g, axes=1) + (s_e / c.n_inst) * np.eye(c.n_runs - 1)
     try:
         chol = np.linalg.cholesky(m)
@@ -132,37 +146,10 @@ def objective(c: Complete, p: np.ndarray) -> tuple[float, np.ndarray]:
         return np.inf, np.zeros_like(p)
     m_inv = np.linalg.inv(m)
     w = m_inv @ c.u
-    f = (c.df_inst * np.log(lam) + c.ss_inst / lam + c.df_err * np.log(s_e) + c.ss_err / s_e
-         + 2 * np.sum(np.log(np.diag(chol))) + float(c.u @ w))
-    d_lam = c.df_inst / lam - c.ss_inst / lam ** 2
-    grad = np.empty_like(p)
-    grad[0] = c.n_runs * d_lam
     for k in range(len(s_k)):
         grad[1 + k] = np.sum(m_inv * c.g[k]) - float(w @ c.g[k] @ w)
-    grad[-1] = d_lam + c.df_err / s_e - c.ss_err / s_e ** 2 + (np.trace(m_inv) - float(w @ w)) / c.n_inst
-    return float(f), grad
-
-
-def _objective_diagonal(c: Complete, p: np.ndarray) -> tuple[float, np.ndarray]:
-    """``objective`` with at most one run-level component, where ``M`` is diagonal in a fixed basis."""
-    s_a, s_e = p[0], max(p[-1], 1e-12)
-    lam = c.n_runs * s_a + s_e
-    d, v = c.eig if c.eig is not None else (np.zeros(c.n_runs - 1), c.u)
-    s_f = p[1] if len(p) == 3 else 0.0
-    m = s_f * d + s_e / c.n_inst
-    if np.any(m <= 0):
-        return np.inf, np.zeros_like(p)
-    q = v ** 2 / m
-    f = (c.df_inst * np.log(lam) + c.ss_inst / lam + c.df_err * np.log(s_e) + c.ss_err / s_e
-         + float(np.sum(np.log(m)) + np.sum(q)))
-    d_lam = c.df_inst / lam - c.ss_inst / lam ** 2
-    dm = 1.0 / m - q / m  # d/dm of log m + v^2/m, per contrast
-    grad = np.empty_like(p)
-    grad[0] = c.n_runs * d_lam
-    if len(p) == 3:
-        grad[1] = float(np.sum(dm * d))
-    grad[-1] = d_lam + c.df_err / s_e - c.ss_err / s_e ** 2 + float(np.sum(dm)) / c.n_inst
-    return float(f), grad
+    grad[-1] = g_e + (np.trace(m_inv) - float(w @ w)) / c.n_inst
+    return float(f + 2 * np.sum(np.log(np.diag(chol))) + float(c.u @ w)), grad
 
 
 def moment_start(c: Complete) -> np.ndarray:
