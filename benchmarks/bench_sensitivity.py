@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 
 from seam_repro.analysis.sensitivity.design import INSTANCE, RESIDUAL, Observations
-from seam_repro.analysis.sensitivity.intervals import LEVELS, percentile_intervals, share_draws
-from seam_repro.analysis.sensitivity.reml import fit_observations, shares
+from seam_repro.analysis.sensitivity.intervals import LEVELS, fit_of, percentile_intervals, share_draws
+from seam_repro.analysis.sensitivity.reml import shares
 
 FACTOR = "paraphrase"
 PLANTED = {INSTANCE: 0.6, FACTOR: 0.15, RESIDUAL: 0.25}
@@ -69,7 +69,7 @@ def calibrate(studies: int, draws: int, n_inst: int, n_runs: int, levels: int = 
     for s in range(first_seed, first_seed + studies):
         obs = simulate(s, n_inst, n_runs, planted, levels)
         t0 = time.perf_counter()
-        fit = fit_observations(obs)
+        fit = fit_of(obs)[0]
         seconds += time.perf_counter() - t0
         if not fit.converged:
             not_converged += 1

@@ -22,9 +22,10 @@ from seam_repro.analysis.sensitivity.intervals import (  # noqa: E402
 )
 from seam_repro.analysis.sensitivity.ranking import ranking_agreement  # noqa: E402
 from seam_repro.analysis.sensitivity.reml import (  # noqa: E402
+    UnfittableError,
     complete_stats,
     fit_complete,
-    fit_variance_components,
+    fit_mixedlm,
     shares,
 )
 from seam_repro.cli import cli  # noqa: E402
@@ -33,6 +34,14 @@ from seam_repro.errors import InputError  # noqa: E402
 ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_sensitivity import FACTOR, simulate  # noqa: E402
+
+
+def fit_variance_components(y: np.ndarray, groups: dict[str, np.ndarray]) -> dict[str, float]:
+    """The kit's general (statsmodels) REML variances, refused when no optimiser converges."""
+    fit = fit_mixedlm(y, groups)
+    if not fit.converged:
+        raise UnfittableError(fit.reason)
+    return fit.variance
 
 
 def _formula_fit(df: pd.DataFrame, vc: dict[str, str], method: str = "lbfgs") -> object:

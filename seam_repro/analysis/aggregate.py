@@ -121,7 +121,7 @@ def _number(path: object, value: Any, record: object, fld: str, nullable: bool =
 
 def _runs_map(path: object, raw: Any, record: str, fld: str, nullable: bool = False) -> dict[int, float]:
     """``{"0": 21.3, ...}`` -> ``{0: 21.3}`` with run keys checked; ``nullable``: a ``null`` run (no
-    score) is allowed and left out (``_null_runs`` lists such runs)."""
+    score) is allowed and left out."""
     if not isinstance(raw, dict):
         raise InputError(path, 'expected an object {"<run>": number}', record, fld)
     out: dict[int, float] = {}
@@ -132,11 +132,6 @@ def _runs_map(path: object, raw: Any, record: str, fld: str, nullable: bool = Fa
         if number is not None:
             out[int(key)] = number
     return dict(sorted(out.items()))
-
-
-def _null_runs(raw: Any) -> list[int]:
-    """Run keys whose value is ``null`` in an already-checked ``_runs_map`` object."""
-    return sorted(int(k) for k, v in raw.items() if v is None)
 
 
 def parse_instance_line(path: object, lineno: int, obj: Any, record: str | None = None) -> InstanceScore:
@@ -218,12 +213,12 @@ def build_model_scores(summary: Any, instances: list[InstanceScore], path: objec
         if not isinstance(ds, dict) or not isinstance(ds.get("metric"), str):
             raise InputError(path, "expected an object with a string 'metric'", rec, "metric")
         raw_runs = ds.get("runs")
+        reason = str(ds.get("reason") or "the scorer gave no score")
         if isinstance(raw_runs, dict) and raw_runs and all(v is None for v in raw_runs.values()):
-            unscored[name] = str(ds.get("reason") or "the scorer gave no score")
+            unscored[name] = reason
             continue
         runs = _runs_map(path, raw_runs, rec, "runs", nullable=True)
-        reason = str(ds.get("reason") or "the scorer gave no score")
-        missing = {r: reason for r in _null_runs(raw_runs)}
+        missing = {r: reason for r in sorted(int(k) for k, v in raw_runs.items() if v is None)}
         items = by_ds.get(name, [])
         means, rates = _mean_by_run(items)
         if not is_run_level(ds.get("task"), ds["metric"]) and items:
@@ -314,13 +309,6 @@ class DatasetSummary:
     missing_runs: dict[int, str] = field(default_factory=dict)
     """Runs without a score (``DatasetScores.missing_runs``); the statistics are over ``runs``."""
 
-    def to_json(self) -> dict[str, Any]:
-        return {"dataset": self.dataset, "metric": self.metric, "n_runs": len(self.runs),
-                "runs": {str(k): v for k, v in self.runs.items()}, "mean": self.mean, "std": self.std,
-                "format_rate": self.format_rate, "format_correlation": self.format_correlation,
-                "corrected": self.corrected, **({"intended": self.intended} if self.intended else {}),
-                **({"missing_runs": {str(k): v for k, v in self.missing_runs.items()}} if self.missing_runs else {})}
-
 
 def pearson(x: list[float], y: list[float], level: str) -> dict[str, Any]:
     """Pearson r (scipy) with an explicit reason instead of NaN when it is undefined."""
@@ -354,13 +342,13 @@ def summarize(ds: DatasetScores) -> DatasetSummary:
         rate: float | None = float(np.mean([it.valid_format for it in ds.instances]))
     else:
         rate = float(np.mean(list(ds.format_rate.values()))) if ds.format_rate else None
-    corrected, intended = (None if not v else {"metric": v["metric"], **_mean_std(list(v["runs"].values()))}
+    corrected, intended = (None if not v else {"metric": v["metric"], **_mean_std(v["runs"])}
                            for v in (ds.corrected, ds.intended))
     return DatasetSummary(ds.dataset, ds.metric, dict(ds.runs), float(values.mean()), float(values.std()),
                           rate, corr, corrected, intended, dict(ds.missing_runs))
 
 
-def _mean_std(values: list[float]) -> dict[str, float | None]:
-    arr = np.array(values, dtype=float)
+def _mean_std(runs: dict[int, float]) -> dict[str, float | None]:
+    arr = np.array(list(runs.values()), dtype=float)
     return {"mean": float(arr.mean()) if arr.size else None, "std": float(arr.std()) if arr.size else None}
 

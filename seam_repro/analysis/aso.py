@@ -229,17 +229,13 @@ def rank_from_table(
 
 UPSTREAM_SCALE: dict[str, float] = {"MultiNews": 100.0, "OpenASP": 100.0, "ECB": 100.0, "SciCo": 100.0,
                                     "MusiQue": 1.0, "FuseReviews": 1.0}
-"""A perfect score as upstream's ``results.json`` holds it, per SEAM dataset: ROUGE (geometric mean
-x100) and CoNLL-F1 (perl's percent) are already on 0-100, MuSiQue's ``all_f1`` and FuseReviews' F1
-on 0-1. ``statistical_analysis.py`` multiplies every mean and std by 100 before rounding them to 0.1
-for ``ranking_asd.csv``, so the csv holds e.g. ``(2178.2, 69.4)`` for ROUGE 21.782 ± 0.694: on the
-0-100 scale the 0-100 metrics are rounded to 0.001, the 0-1 ones to 0.1. A dataset upstream never
-scored gets 1.0, the 0-1 scale ``statistical_analysis.py`` assumes."""
+"""A perfect score as upstream's ``results.json`` holds it: ROUGE and CoNLL-F1 on 0-100, MuSiQue's
+and FuseReviews' F1 on 0-1, so ``ranking_asd.csv`` (x100, rounded to 0.1) holds ``(2178.2, 69.4)``
+for ROUGE 21.782 ± 0.694. A dataset upstream never scored gets 1.0, the scale it assumes."""
 
 ARSD_RULES = ("as published", "unrounded")
 """``as published``: upstream ``compare_models.py`` on the (mean, std) ``ranking_asd.csv`` stores
-(``upstream_stored``), a dataset counted only when that stored mean is > 0. ``unrounded``: std/mean of
-the unrounded statistics, a dataset counted when its mean is > 0."""
+(``upstream_stored``); ``unrounded``: the unrounded statistics. Either counts a dataset with mean > 0."""
 
 
 def upstream_stored(value: float, dataset: str) -> float:

@@ -24,6 +24,7 @@ scored) is checked against the reference's. Exit codes (``DiffReport.exit_code``
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -68,16 +69,12 @@ _SPEC = re.compile(r"^(?:(?P<spread>spread)|(?P<k>\d+(?:\.\d+)?)x|(?P<rel>\d+(?:
 
 def parse_tolerance(spec: str | None) -> Tolerance:
     """Parse ``--tolerance``: ``spread`` (default), ``Kx``, ``P%`` or an absolute number of points."""
-    if spec is None:
-        return Tolerance("spread", 1.0)
-    m = _SPEC.match(spec.strip().lower())
+    m = _SPEC.match("spread" if spec is None else spec.strip().lower())
     if not m:
         raise InputError("--tolerance", f"cannot parse {spec!r}; expected 'spread', 'Kx' (e.g. 2x), 'P%' (e.g. 10%) "
                          "or a number of points (e.g. 1.5)")
-    if m.group("spread"):
-        return Tolerance("spread", 1.0)
-    if m.group("k"):
-        return Tolerance("spread", float(m.group("k")))
+    if m.group("spread") or m.group("k"):
+        return Tolerance("spread", float(m.group("k") or 1.0))
     if m.group("rel"):
         return Tolerance("rel", float(m.group("rel")))
     return Tolerance("abs", float(m.group("abs")))
@@ -235,11 +232,9 @@ def format_diff(report: DiffReport) -> str:
         status = r.status + (f" ({r.note})" if r.note else "") + (" [protocol differs]" if r.protocol else "")
         mine = "–" if r.status == "not-scored" else f"{r.mean:.2f} ± {r.std:.2f}"
         lines.append(f"| {name} | {r.dataset} | {r.n_runs} | {mine} | {ref} | {delta} | {allowed} | {status} |")
-    n_out = sum(r.status == "outside" for r in report.rows)
-    n_in = sum(r.status == "within" for r in report.rows)
-    n_na = sum(r.status == "no-reference" for r in report.rows)
-    n_ns = sum(r.status == "not-scored" for r in report.rows)
-    lines += ["", f"{n_in} within, {n_out} outside, {n_na} without reference, {n_ns} not scored"]
+    n = Counter(r.status for r in report.rows)
+    lines += ["", f"{n['within']} within, {n['outside']} outside, {n['no-reference']} without reference, "
+              f"{n['not-scored']} not scored"]
     for model, differs in report.protocol.items():
         if differs:
             lines.append(f"Protocol of {model} differs from the reference: {'; '.join(differs)}"

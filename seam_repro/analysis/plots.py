@@ -54,9 +54,8 @@ def _paper() -> Any:
 
 
 def model_color(name: str, model_id: str = "") -> str:
-    """The colour of a model in every figure of every report, a function of its name alone: a paper
-    model (by name, or a run of the same Hugging Face id) has its fixed colour, any other model the
-    palette colour its name hashes to."""
+    """A model's colour in every figure (see the module docstring); a run of a paper model's Hugging
+    Face id takes that model's colour."""
     paper = _paper()
     names = list(paper.models)
     key = name if name in paper.models else (paper.name_for_hf_id(model_id) if model_id else None)
@@ -72,32 +71,22 @@ def _model_ids(rep: dict[str, Any]) -> dict[str, str]:
             for r in (*d["rows"], *d.get("apart", []))}
 
 
-def _short(name: str, limit: int = 28) -> str:
-    """Keep y labels readable: drop the org prefix and trim long ids."""
-    base = name.split("/", 1)[-1]
-    return base if len(base) <= limit else base[: limit - 1] + "…"
-
-
-def _label(model: str, ref: bool, apart: bool) -> str:
-    return _short(model) + (" †" if ref else "") + (" ‡" if apart else "")
-
-
-def _footnote(fig: Any, lines: list[str], width_in: float) -> float:
-    """Wrapped notes under the panels; returns the height (figure fraction) they take."""
-    chars = max(40, int(width_in * 72 / 5.6))  # ~5.6 pt per character at 8 pt
-    text = "\n".join(textwrap.fill(ln, chars) for ln in lines)
-    if not text:
-        return 0.0
-    n = text.count("\n") + 1
-    height = (n * 11 + 8) / 72 / fig.get_figheight()
-    fig.text(0.01, 0.005, text, fontsize=8, va="bottom", ha="left", color="dimgray")
-    return height
+def _label(model: str, ref: bool, apart: bool, limit: int = 28) -> str:
+    """A readable y label: the org prefix dropped, a long id trimmed, then the row's marks."""
+    base = model.split("/", 1)[-1]
+    short = base if len(base) <= limit else base[: limit - 1] + "…"
+    return short + (" †" if ref else "") + (" ‡" if apart else "")
 
 
 def _titled(fig: Any, title: str, notes: list[str], width_in: float, title_in: float) -> Any:
-    """Title at the top left, notes at the bottom, the panels laid out between them."""
+    """Title at the top left, wrapped notes at the bottom, the panels laid out between them."""
     fig.suptitle(title, fontsize=12, x=0.01, ha="left")
-    bottom = _footnote(fig, notes, width_in)
+    chars = max(40, int(width_in * 72 / 5.6))  # ~5.6 pt per character at 8 pt
+    text = "\n".join(textwrap.fill(ln, chars) for ln in notes)
+    bottom = 0.0
+    if text:
+        bottom = ((text.count("\n") + 1) * 11 + 8) / 72 / fig.get_figheight()
+        fig.text(0.01, 0.005, text, fontsize=8, va="bottom", ha="left", color="dimgray")
     fig.tight_layout(rect=(0, bottom, 1, 1 - title_in / fig.get_figheight()))
     return fig
 

@@ -65,10 +65,7 @@ class ReferenceTable:
     def name_for_hf_id(self, hf_id: str) -> str | None:
         """Map a run's model id to the reference row name (case-insensitive, revision suffix ignored)."""
         base = hf_id.split("@", 1)[0].strip().lower()
-        for name, ref_id in self.models.items():
-            if ref_id.lower() == base:
-                return name
-        return None
+        return next((name for name, ref_id in self.models.items() if ref_id.lower() == base), None)
 
 
 def _num(path: str, value: Any, record: str, field: str) -> float | None:

@@ -1,8 +1,6 @@
 """Reports shaped like the SEAM paper's Table 3 (rank, model, mean ± std, dominance over next),
-the AR/ARSD table (Figure 4) and box plots of per-run scores (Figure 3).
-
-Replicates the outputs of upstream ``scripts/evaluation/statistical_analysis.py`` (``ranking_asd.csv``,
-box plots) and ``compare_models.py`` (AR, ARSD) with the statistics of ``aso.py``.
+the AR/ARSD table (Figure 4) and box plots of per-run scores (Figure 3): upstream's
+``statistical_analysis.py`` and ``compare_models.py`` outputs, with the statistics of ``aso.py``.
 
 Reference models (``--reference paper``) have only a published mean and std. To rank a new model
 against them, each reference model is given a *surrogate* set of runs with exactly that mean and
@@ -33,7 +31,7 @@ from seam_repro import __version__
 from seam_repro.analysis.aggregate import ModelScores, summarize
 from seam_repro.analysis.aso import AsoParams, Ranking, aso, deepsig_eps_min, pair_rng, rank_models, stability
 from seam_repro.analysis.diff import brief_reason, reference_protocol, run_hint
-from seam_repro.analysis.reference import ReferenceTable
+from seam_repro.analysis.reference import ReferenceRow, ReferenceTable
 from seam_repro.files.atomic import atomic_write_bytes, atomic_write_text, ensure_dir
 
 DATASET_ORDER = ("MultiNews", "OpenASP", "FuseReviews", "MusiQue", "SciCo", "ECB")
@@ -92,21 +90,23 @@ def dataset_names(models: list[ModelScores], reference: ReferenceTable | None) -
 def absent_cells(models: list[ModelScores], reference: ReferenceTable | None, name: str) -> list[dict[str, Any]]:
     """Explicit cells for models with no value on ``name``: "not scored" (with the scorer's reason)
     for input models, "NA" for reference models the paper prints no value for."""
-    out = []
-    for ms, label in zip(models, display_names(models), strict=True):
-        if name in ms.datasets:
-            continue
-        reason = ms.unscored.get(name) or "no scores for this dataset in the input"
-        out.append({"model": label, "cell": "not scored", "reason": reason, "from_summary_stats": False})
-    if reference is not None:
-        ref_ds = reference.datasets.get(name)
-        rows = {r.model: r for r in ref_ds.rows} if ref_ds is not None else {}
-        for model in reference.models:
-            row = rows.get(model)
-            if row is None or row.mean is None or row.std is None:
-                note = (row.note if row is not None and row.note else None) or "no value in the reference"
-                out.append({"model": model, "cell": "NA", "reason": note, "from_summary_stats": True})
+    out = [{"model": label, "cell": "not scored", "reason": ms.unscored.get(name) or "no scores for this dataset "
+            "in the input", "from_summary_stats": False}
+           for ms, label in zip(models, display_names(models), strict=True) if name not in ms.datasets]
+    for model, row in _reference_rows(reference, name).items():
+        if row is None or row.mean is None or row.std is None:
+            note = (row.note if row is not None else None) or "no value in the reference"
+            out.append({"model": model, "cell": "NA", "reason": note, "from_summary_stats": True})
     return out
+
+
+def _reference_rows(reference: ReferenceTable | None, name: str) -> dict[str, ReferenceRow | None]:
+    """Every reference model's row on dataset ``name``, in table order (None where it has none)."""
+    if reference is None:
+        return {}
+    ref_ds = reference.datasets.get(name)
+    rows = {r.model: r for r in ref_ds.rows} if ref_ds is not None else {}
+    return {model: rows.get(model) for model in reference.models}
 
 
 def protocol_labels(models: list[ModelScores], reference: ReferenceTable | None) -> dict[str, list[str]]:
@@ -137,16 +137,9 @@ def collect_entries(models: list[ModelScores], reference: ReferenceTable | None)
                      "corrected": s.corrected, **({"intended": s.intended} if s.intended else {}),
                      **({"missing_runs": {str(r): why for r, why in s.missing_runs.items()}} if s.missing_runs else {})}
             out[name].append(Entry(label, list(s.runs.values()), s.mean, s.std, False, extra))
-    if reference is not None:
-        for name in names:
-            ref_ds = reference.datasets.get(name)
-            if ref_ds is None:
-                continue
-            by_model = {r.model: r for r in ref_ds.rows}
-            for model in reference.models:
-                row = by_model.get(model)
-                if row is None or row.mean is None or row.std is None:
-                    continue
+    for name in names if reference is not None else ():
+        for model, row in _reference_rows(reference, name).items():
+            if row is not None and row.mean is not None and row.std is not None:
                 extra = {"model_id": reference.models[model], "source": reference.path, "paper_rank": row.rank,
                          "paper_dominance_over_next": row.dominance_over_next}
                 out[name].append(Entry(model, surrogate_runs(row.mean, row.std), row.mean, row.std, True, extra))
@@ -305,11 +298,8 @@ def _table_notes(models: list[ModelScores], reference: ReferenceTable | None, la
 
 def build_report(models: list[ModelScores], reference: ReferenceTable | None = None,
                  params: AsoParams | None = None, deepsig: bool = False, command: str = "") -> dict[str, Any]:
-    """Everything the Markdown, JSON and figures show, as one JSON-ready dict.
-
-    Rows whose protocol differs from the reference's (‡) are not comparable, so they are ranked
-    apart: the main ranking, AR and ARSD hold only comparable models; a ‡ row shows the rank it
-    would take among them (``rank_if_comparable``) in a column of its own."""
+    """Everything the Markdown, JSON and figures show, as one JSON-ready dict (‡ rows ranked apart:
+    see the module docstring)."""
     params = params or AsoParams()
     entries = collect_entries(models, reference)
     rankings: dict[str, Ranking] = {}
@@ -444,7 +434,7 @@ def render_markdown(rep: dict[str, Any]) -> str:
                        + (" |" if apart else ""))
         for r in apart:
             out.append(f"| – | {c_(r['model'])} {PROTOCOL_MARK} | {r['mean']:.1f} ± {r['std']:.1f} | – | "
-                       f"{_fmt(r['rank_if_comparable'], 0) if r['rank_if_comparable'] is not None else '–'} |")
+                       f"{_fmt(r['rank_if_comparable'], 0)} |")
         for a in ds.get("absent", []):
             mark = f" {REF_MARK}" if a["from_summary_stats"] else ""
             out.append(f"| – | {c_(a['model'])}{mark} | {c_(a['cell'])} ({c_(a['reason'])}) | – |" + (" – |" if apart else ""))

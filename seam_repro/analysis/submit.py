@@ -43,10 +43,8 @@ _INSTANCE_KEYS = ("dataset", "run", "instance_id", "metric", "score", "valid_for
 
 
 def read_run_info(run: RunRecords, model_id: str) -> dict[str, Any]:
-    """Provenance from ``RUN_DIR/run.json`` (written by ``store.prepare_run_dir``, already read and
-    shape-checked into ``run``): manifest and prompt digests, the environment ``fingerprint``, and the
-    model's entry under ``models[<slug>]`` whose ``backend.chat_template_sha256`` is the chat-template
-    hash (``None`` for backends without one)."""
+    """Provenance from ``RUN_DIR/run.json`` (already read and shape-checked into ``run``); the
+    chat-template hash is ``None`` for backends without one."""
     path = run_json_path(run.run_dir)
     info = run.run_json
     if info is None:
@@ -181,7 +179,6 @@ def make_bundle(run_dir: Path, model_id: str | None = None, *, rescore: bool = T
         raise InputError(summary_path, f"is {ms.prompt_digest} but the manifest's is {tm.manifest['prompt_digest']} "
                          "although every instance is scored: the prompts differ", field="prompt_digest")
     checks = rederive(run_dir, ms, run) if rescore else {"not_rederived": None, "note": "scores not re-derived"}
-    generation = dict(protocol.get("generation") or {})
     bundle: dict[str, Any] = {
         "kind": BUNDLE_KIND,
         "bundle_version": BUNDLE_VERSION,
@@ -191,7 +188,7 @@ def make_bundle(run_dir: Path, model_id: str | None = None, *, rescore: bool = T
         "scored_prompt_digest": ms.prompt_digest,
         "seeds": seeds_view(tm.manifest),
         "protocol": {k: v for k, v in protocol.items() if k != "generation"},
-        "generation": generation,
+        "generation": dict(protocol.get("generation") or {}),
         "partial": partial,
         "coverage": ms.extra.get("coverage"),
         "unscored": ms.extra.get("unscored", []),
@@ -325,7 +322,7 @@ def check_scores_current(run_dir: Path, models: list[ModelScores]) -> None:
     """Refuse scores whose predictions changed after scoring (the ``predictions_digest`` that
     ``score`` recorded no longer matches the prediction files), as ``submit`` does: ``report`` and
     ``view`` would otherwise show a new prediction beside its old score."""
-    from seam_repro.run.store import predictions_digest, predictions_root, prompts_path, read_run_records
+    from seam_repro.run.store import predictions_digest, predictions_root, prompts_path
     from seam_repro.scoring.loop import load_prompts
 
     tm = read_run_records(run_dir).manifest

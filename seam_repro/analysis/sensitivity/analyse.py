@@ -112,19 +112,11 @@ def _map(tasks: list[tuple[Observations, int, int, str]], jobs: int) -> list[dic
         return [attribute_cell(t) for t in tasks]
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
+    from unittest.mock import patch
 
-    saved = {k: os.environ.get(k) for k in BLAS_THREADS}
-    os.environ.update(dict.fromkeys(BLAS_THREADS, "1"))
-    try:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)),
-                                 mp_context=multiprocessing.get_context("spawn")) as pool:
-            return list(pool.map(attribute_cell, tasks, chunksize=max(1, len(tasks) // (4 * jobs))))
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    with patch.dict(os.environ, dict.fromkeys(BLAS_THREADS, "1")), ProcessPoolExecutor(
+            max_workers=min(jobs, len(tasks)), mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(attribute_cell, tasks, chunksize=max(1, len(tasks) // (4 * jobs))))
 
 
 def _dataset_levels(group: Group, dataset: str, design: Mapping[str, Any]) -> dict[str, dict[int, Any]] | str:
@@ -241,11 +233,9 @@ def _ranking(models: Mapping[str, Any], dataset: str | None, n_boot: int, seed: 
                 **({"notes": notes} if notes else {})}
     scores = {m: np.array([per[m][r] for r in runs]) for m in kept}
     p, ci = ranking_probabilities(scores)
-    out = {"models": kept, "runs": runs, "mean": {m: float(v.mean()) for m, v in scores.items()},
-           "p_above": p, "p_above_ci95": ci, "agreement": ranking_agreement(scores, max(n_boot, 1), seed)}
-    if notes:
-        out["notes"] = notes
-    return out
+    return {"models": kept, "runs": runs, "mean": {m: float(v.mean()) for m, v in scores.items()},
+            "p_above": p, "p_above_ci95": ci, "agreement": ranking_agreement(scores, max(n_boot, 1), seed),
+            **({"notes": notes} if notes else {})}
 
 
 def _run_table(models: Mapping[str, Any], dataset: str | None) -> dict[str, dict[int, float]]:

@@ -90,23 +90,17 @@ class Observations:
     levels: dict[str, dict[int, Any]]
 
     def groups(self) -> dict[str, np.ndarray]:
-        out = {INSTANCE: self.instance.astype(str)}
-        for name, lv in self.levels.items():
-            out[name] = np.array([str(lv[int(r)]) for r in self.run])
-        return out
+        return {INSTANCE: self.instance.astype(str),
+                **{name: np.array([str(lv[int(r)]) for r in self.run]) for name, lv in self.levels.items()}}
 
     def supported(self) -> tuple[Observations, list[str]]:
         """These observations with only the components that took two or more levels over the runs
         scored here (a model scored on part of a manifest's runs may see one paraphrase only), and
         one line per component left out."""
         runs = sorted({int(r) for r in self.run})
-        keep, notes = {}, []
-        for name, lv in self.levels.items():
-            seen = {lv[r] for r in runs}
-            if len(seen) >= 2:
-                keep[name] = lv
-            else:
-                notes.append(f"'{name}' took one level over the {len(runs)} run(s) scored here: not estimated")
+        keep = {name: lv for name, lv in self.levels.items() if len({lv[r] for r in runs}) >= 2}
+        notes = [f"'{name}' took one level over the {len(runs)} run(s) scored here: not estimated"
+                 for name in self.levels if name not in keep]
         return Observations(self.y, self.instance, self.run, keep), notes
 
 

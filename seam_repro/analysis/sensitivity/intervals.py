@@ -1,25 +1,18 @@
 """Intervals on the variance shares that cover the population shares a design was drawn from.
 
-What an interval must cover: the shares of the population the instances and factor levels were
-drawn from, not only those of the few levels a study happened to draw. With 4-12 paraphrases a
-factor's variance is known to within a scaled chi-square on ``L - 1`` df; an interval that
-resamples the observed levels (the two-way bootstrap this kit used before) covers the realised
-share but misses this, and reflected on the logit scale it gives "1 % [0 %, 97 %]" near 0.
-
-``gpq`` (the default where it applies: complete designs with at most one run-level component).
-Generalised pivotal quantities (Weerahandi 1993; Burdick, Borror & Montgomery 2005, ch. 4) from
-the ANOVA mean squares: each expected mean square ``lambda`` is drawn as ``SS / chi2(df)``, each
-variance as a difference of those draws floored at 0, and a share's interval is the percentiles
-of the shares of the draws. Unequal runs per level use Henderson's ``n0``. The draws need no refit,
-the interval moves continuously with the data, and near 0 it stays ``[0, what the mean squares
-allow]``. ``parametric``: percentiles of refits on data simulated from the fitted model (the
-fallback for other designs). ``benchmarks/bench_sensitivity.py`` measures both; docs/sensitivity.md
-gives the coverage that chose ``gpq``.
+Not only the shares of the few levels a study drew: 4-12 paraphrases pin a factor's variance down
+only to a scaled chi-square on ``L - 1`` df, which resampling the observed levels misses.
+``gpq`` (where it applies, see ``share_draws``): generalised pivotal quantities (Weerahandi 1993;
+Burdick, Borror & Montgomery 2005, ch. 4), each variance drawn from the chi-square pivot of its sum
+of squares and a share's interval the percentiles of the drawn shares; no refit, and near 0 it
+stays ``[0, what the sums of squares allow]``. ``parametric``: percentiles of refits on data
+simulated from the fitted model (other designs). docs/sensitivity.md gives the coverage
+(``benchmarks/bench_sensitivity.py``) that chose ``gpq``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -34,7 +27,6 @@ from seam_repro.analysis.sensitivity.reml import (
     fit_complete,
     fit_fast,
     fit_mixedlm,
-    objective,
     shares,
 )
 
@@ -116,6 +108,19 @@ def gpq_draws(c: Complete, n_draws: int, rng: np.random.Generator) -> dict[str, 
     return {k: x / total for k, x in var.items()}
 
 
+def _converged_shares(refits: Iterable[Fit | None]) -> tuple[dict[str, np.ndarray], int]:
+    """The shares of every converged refit, and how many did not converge (left out)."""
+    out: dict[str, list[float]] = {}
+    failed = 0
+    for refit in refits:
+        if refit is None or not refit.converged:
+            failed += 1
+            continue
+        for k, v in shares(refit.variance).items():
+            out.setdefault(k, []).append(v)
+    return {k: np.array(v) for k, v in out.items()}, failed
+
+
 def parametric_draws(c: Complete, fit: Fit, n_draws: int, rng: np.random.Generator) -> tuple[dict[str, np.ndarray], int]:
     """Share draws from refits of statistics simulated from ``fit`` (complete designs); and how
     many refits did not converge (left out)."""
@@ -124,41 +129,26 @@ def parametric_draws(c: Complete, fit: Fit, n_draws: int, rng: np.random.Generat
     lam = c.n_runs * p[0] + p[-1]
     m = np.tensordot(p[1:-1], c.g, axes=1) + (p[-1] / c.n_inst) * np.eye(c.n_runs - 1)
     chol = np.linalg.cholesky(m)
-    out: dict[str, list[float]] = {}
-    failed = 0
-    for _ in range(n_draws):
-        sim = Complete(c.names, c.n_inst, c.n_runs, float(lam * rng.chisquare(c.df_inst)),
-                       float(p[-1] * rng.chisquare(c.df_err)), chol @ rng.standard_normal(c.n_runs - 1), c.g, 1.0,
-                       c.run_levels, c.run_mean)
-        refit = fit_fast(sim)
-        if not refit.converged:
-            failed += 1
-            continue
-        for k, v in shares(refit.variance).items():
-            out.setdefault(k, []).append(v)
-    return {k: np.array(v) for k, v in out.items()}, failed
+    return _converged_shares(fit_fast(Complete(
+        c.names, c.n_inst, c.n_runs, float(lam * rng.chisquare(c.df_inst)), float(p[-1] * rng.chisquare(c.df_err)),
+        chol @ rng.standard_normal(c.n_runs - 1), c.g, 1.0, c.run_levels, c.run_mean)) for _ in range(n_draws))
 
 
 def mixedlm_draws(obs: Observations, fit: Fit, n_draws: int, rng: np.random.Generator) -> tuple[dict[str, np.ndarray], int]:
     """Share draws from statsmodels refits of data simulated from ``fit`` (designs that are not complete)."""
     groups = obs.groups()
     codes = {k: np.unique(v, return_inverse=True)[1] for k, v in groups.items()}
-    out: dict[str, list[float]] = {}
-    failed = 0
-    for _ in range(n_draws):
+
+    def refit() -> Fit | None:
         y = rng.normal(0.0, np.sqrt(fit.variance[RESIDUAL]), len(obs.y))
         for k, code in codes.items():
             y += rng.normal(0.0, np.sqrt(fit.variance[k]), code.max() + 1)[code]
         try:
-            refit = fit_mixedlm(y, groups)
+            return fit_mixedlm(y, groups)
         except UnfittableError:
-            refit = None
-        if refit is None or not refit.converged:
-            failed += 1
-            continue
-        for k, v in shares(refit.variance).items():
-            out.setdefault(k, []).append(v)
-    return {k: np.array(v) for k, v in out.items()}, failed
+            return None
+
+    return _converged_shares(refit() for _ in range(n_draws))
 
 
 def percentile_intervals(estimate: Mapping[str, float], draws: Mapping[str, np.ndarray],
@@ -175,24 +165,18 @@ def percentile_intervals(estimate: Mapping[str, float], draws: Mapping[str, np.n
     return out
 
 
-def choose_method(obs: Observations) -> str:
-    """``gpq`` where the pivots are independent (complete design with at most one run-level
-    component, or two of which one has a level per run), ``parametric`` otherwise."""
-    mat = as_matrix(obs)
-    if mat is None:
-        return "parametric"
-    return "gpq" if len(obs.levels) <= 1 or per_run_component(complete_stats(*mat)) is not None else "parametric"
-
-
 def share_draws(obs: Observations, fit: Fit, n_draws: int, seed: int,
                 method: str | None = None) -> tuple[dict[str, np.ndarray], int, str]:
-    """Draws of every share by ``method`` (default: ``choose_method``), refits that failed, method."""
+    """Draws of every share by ``method``, refits that failed, and the method used. Default:
+    ``gpq`` where the pivots are independent (complete design with at most one run-level
+    component, or two of which one has a level per run), ``parametric`` otherwise."""
     rng = np.random.default_rng(seed)
-    method = method or choose_method(obs)
     mat = as_matrix(obs)
     if mat is None:
         return (*mixedlm_draws(obs, fit, n_draws, rng), "parametric")
     c = complete_stats(*mat)
+    if method is None:
+        method = "gpq" if len(obs.levels) <= 1 or per_run_component(c) is not None else "parametric"
     if method == "gpq":
         return gpq_draws(c, max(n_draws, GPQ_MIN_DRAWS), rng), 0, "gpq"
     return (*parametric_draws(c, fit, n_draws, rng), "parametric")
@@ -226,9 +210,3 @@ def attribute(obs: Observations, n_boot: int, seed: int, where: str, method: str
         out.update(ci_method=used, draws_failed=failed)
     return out
 
-
-def minus_two_loglik(c: Complete, variance: Mapping[str, float]) -> float:
-    """-2 REML log-likelihood of ``c`` at given variances (score units), for comparing fits."""
-    s2 = c.scale ** 2
-    p = np.array([variance[INSTANCE], *(variance[n] for n in c.names), variance[RESIDUAL]]) / s2
-    return objective(c, p)[0]

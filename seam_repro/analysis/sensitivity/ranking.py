@@ -13,10 +13,8 @@ runs share), a fresh study's mean difference is ``N(delta, sigma^2 / R)``, so th
   ``mean d / (s / sqrt(R))`` (``pi`` is a fixed number for a fixed margin, and one study cannot
   pin it down when the margin is near the noise: the interval says how far it can be trusted).
 
-The percentile bootstrap of run means this replaces treated ``pi``'s plug-in estimate as known;
-``benchmarks/bench_sensitivity.py --ranking`` measures both statements against simulated fresh
-studies over margins of 0.5-10 points. Agreement against runs stays a bootstrap: for ``k`` = 1..R,
-scipy's Kendall tau between the ranking by ``k`` resampled runs and by all runs.
+``benchmarks/bench_sensitivity.py --ranking`` measures both against simulated fresh studies
+(docs/sensitivity.md). Agreement against runs is a bootstrap (``ranking_agreement``).
 """
 
 from __future__ import annotations

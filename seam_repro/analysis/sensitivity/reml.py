@@ -13,13 +13,9 @@ so ``-2 log L = df_I log(R s_a + s_e) + SS_I / (R s_a + s_e) + df_E log s_e + SS
 + log det M + u' M^-1 u`` (plus a constant), with an analytic gradient. It equals statsmodels'
 ``MixedLM`` REML fit (``tests/test_sensitivity.py``); other designs are fitted by ``MixedLM``.
 
-Why not one optimiser's answer: near a variance of 0 a gradient optimiser stops short of the
-optimum (statsmodels' BFGS reports ``converged=False`` and a share several points off). So every
-estimate is fitted by several optimisers and the best REML likelihood kept; every component is
-also refitted at 0 (the model without it) and kept at 0 where that likelihood is as good; and the
-kept fit's gradient must satisfy the optimum's conditions (zero inside, non-negative towards the
-interior at 0). A fit that does not is returned with ``converged=False`` and the reason, which the
-report shows in place of the numbers.
+Near a variance of 0 a gradient optimiser stops short of the optimum, so every fit takes the best
+of several optimisers, refits each component at 0, and must meet the optimum's conditions or come
+back ``converged=False`` with the reason (docs/sensitivity.md, "Fits that are right or say so").
 """
 
 from __future__ import annotations
@@ -95,21 +91,17 @@ class Complete:
         return (self.n_inst - 1) * (self.n_runs - 1)
 
 
-def _helmert(n: int) -> np.ndarray:
-    from scipy.linalg import helmert
-
-    return helmert(n)  # (n-1) x n, orthonormal rows orthogonal to the ones vector
-
-
 def complete_stats(y: np.ndarray, run_levels: Mapping[str, np.ndarray]) -> Complete:
     """Statistics of an instances x runs score matrix ``y`` and each component's level per run."""
+    from scipy.linalg import helmert
+
     n_inst, n_runs = y.shape
     scale = float(np.std(y)) or 1.0
     z = (y - y.mean()) / scale
     inst_mean, run_mean = z.mean(axis=1), z.mean(axis=0)
     ss_inst = float(n_runs * np.sum((inst_mean - inst_mean.mean()) ** 2))
     inter = z - inst_mean[:, None] - run_mean[None, :] + z.mean()
-    h = _helmert(n_runs)
+    h = helmert(n_runs)  # (R-1) x R, orthonormal rows orthogonal to the ones vector
     g, codes = [], []
     for lv in run_levels.values():
         _, code = np.unique(np.asarray(lv), return_inverse=True)
@@ -131,8 +123,22 @@ def objective(c: Complete, p: np.ndarray) -> tuple[float, np.ndarray]:
     """-2 REML log-likelihood (up to a constant) and its gradient at ``p = (s_a, s_1..s_K, s_e)``."""
     s_a, s_k, s_e = p[0], p[1:-1], max(p[-1], 1e-12)
     lam = c.n_runs * s_a + s_e
-    if len(s_k) <= 1:
-        return _objective_diagonal(c, p)
+    f = c.df_inst * np.log(lam) + c.ss_inst / lam + c.df_err * np.log(s_e) + c.ss_err / s_e
+    d_lam = c.df_inst / lam - c.ss_inst / lam ** 2
+    grad = np.empty_like(p)
+    grad[0] = c.n_runs * d_lam
+    g_e = d_lam + c.df_err / s_e - c.ss_err / s_e ** 2
+    if len(s_k) <= 1:  # at most one run-level component: M is diagonal in a fixed basis
+        d, v = c.eig if c.eig is not None else (np.zeros(c.n_runs - 1), c.u)
+        m = (s_k[0] if len(s_k) else 0.0) * d + s_e / c.n_inst
+        if np.any(m <= 0):
+            return np.inf, np.zeros_like(p)
+        q = v ** 2 / m
+        dm = 1.0 / m - q / m  # d/dm of log m + v^2/m, per contrast
+        if len(s_k):
+            grad[1] = float(np.sum(dm * d))
+        grad[-1] = g_e + float(np.sum(dm)) / c.n_inst
+        return float(f + float(np.sum(np.log(m)) + np.sum(q))), grad
     m = np.tensordot(s_k, c.g, axes=1) + (s_e / c.n_inst) * np.eye(c.n_runs - 1)
     try:
         chol = np.linalg.cholesky(m)
@@ -140,37 +146,10 @@ def objective(c: Complete, p: np.ndarray) -> tuple[float, np.ndarray]:
         return np.inf, np.zeros_like(p)
     m_inv = np.linalg.inv(m)
     w = m_inv @ c.u
-    f = (c.df_inst * np.log(lam) + c.ss_inst / lam + c.df_err * np.log(s_e) + c.ss_err / s_e
-         + 2 * np.sum(np.log(np.diag(chol))) + float(c.u @ w))
-    d_lam = c.df_inst / lam - c.ss_inst / lam ** 2
-    grad = np.empty_like(p)
-    grad[0] = c.n_runs * d_lam
     for k in range(len(s_k)):
         grad[1 + k] = np.sum(m_inv * c.g[k]) - float(w @ c.g[k] @ w)
-    grad[-1] = d_lam + c.df_err / s_e - c.ss_err / s_e ** 2 + (np.trace(m_inv) - float(w @ w)) / c.n_inst
-    return float(f), grad
-
-
-def _objective_diagonal(c: Complete, p: np.ndarray) -> tuple[float, np.ndarray]:
-    """``objective`` with at most one run-level component, where ``M`` is diagonal in a fixed basis."""
-    s_a, s_e = p[0], max(p[-1], 1e-12)
-    lam = c.n_runs * s_a + s_e
-    d, v = c.eig if c.eig is not None else (np.zeros(c.n_runs - 1), c.u)
-    s_f = p[1] if len(p) == 3 else 0.0
-    m = s_f * d + s_e / c.n_inst
-    if np.any(m <= 0):
-        return np.inf, np.zeros_like(p)
-    q = v ** 2 / m
-    f = (c.df_inst * np.log(lam) + c.ss_inst / lam + c.df_err * np.log(s_e) + c.ss_err / s_e
-         + float(np.sum(np.log(m)) + np.sum(q)))
-    d_lam = c.df_inst / lam - c.ss_inst / lam ** 2
-    dm = 1.0 / m - q / m  # d/dm of log m + v^2/m, per contrast
-    grad = np.empty_like(p)
-    grad[0] = c.n_runs * d_lam
-    if len(p) == 3:
-        grad[1] = float(np.sum(dm * d))
-    grad[-1] = d_lam + c.df_err / s_e - c.ss_err / s_e ** 2 + float(np.sum(dm)) / c.n_inst
-    return float(f), grad
+    grad[-1] = g_e + (np.trace(m_inv) - float(w @ w)) / c.n_inst
+    return float(f + 2 * np.sum(np.log(np.diag(chol))) + float(c.u @ w)), grad
 
 
 def moment_start(c: Complete) -> np.ndarray:
@@ -222,14 +201,6 @@ def kkt_violation(c: Complete, p: np.ndarray) -> float:
     return worst
 
 
-def _variances(c: Complete, p: np.ndarray) -> dict[str, float]:
-    s2 = c.scale ** 2
-    out = {INSTANCE: float(p[0]) * s2}
-    out.update({name: float(v) * s2 for name, v in zip(c.names, p[1:-1], strict=True)})
-    out[RESIDUAL] = float(p[-1]) * s2
-    return out
-
-
 def fit_complete(c: Complete, optimisers: tuple[str, ...] = ("l-bfgs-b", "powell", "nelder-mead")) -> Fit:
     """REML fit of a complete design: the best of ``optimisers``, then every component tried at 0."""
     start = moment_start(c)
@@ -261,7 +232,10 @@ def _checked(c: Complete, p: np.ndarray, f: float, name: str, tried: dict[str, f
     reason = "" if violation <= GRAD_TOL else (
         f"no optimiser reached the REML optimum: gradient {violation:.2g} (tolerance {GRAD_TOL:g}); "
         f"-2 log L by optimiser: " + ", ".join(f"{k} {v:.6f}" for k, v in tried.items()))
-    return Fit(_variances(c, p), -0.5 * f, not reason, reason,
+    s2 = c.scale ** 2
+    variance = {INSTANCE: float(p[0]) * s2, **{name: float(v) * s2 for name, v in zip(c.names, p[1:-1], strict=True)},
+                RESIDUAL: float(p[-1]) * s2}
+    return Fit(variance, -0.5 * f, not reason, reason,
                tuple(names[j] for j in range(len(names)) if p[j] == 0.0), name, tried)
 
 
@@ -286,15 +260,6 @@ def as_matrix(obs: Observations) -> tuple[np.ndarray, dict[str, np.ndarray]] | N
         return None
     levels = {name: np.array([str(lv[int(r)]) for r in runs]) for name, lv in obs.levels.items()}
     return y, levels
-
-
-def fit_observations(obs: Observations) -> Fit:
-    """The checked REML fit of one (model, dataset): the complete-design path where it applies,
-    statsmodels ``MixedLM`` (the same checks) otherwise."""
-    mat = as_matrix(obs)
-    if mat is not None:
-        return fit_complete(complete_stats(*mat))
-    return fit_mixedlm(obs.y, obs.groups())
 
 
 def shares(variances: Mapping[str, float]) -> dict[str, float]:
@@ -370,11 +335,3 @@ def fit_mixedlm(y: np.ndarray, groups: Mapping[str, np.ndarray]) -> Fit:
     return Fit(variance, float(fit.llf), ok, "" if ok else f"statsmodels MixedLM ({name}): {best_warn or 'not converged'}",
                tuple(k for k in groups if variance[k] == 0.0), name, tried)
 
-
-def fit_variance_components(y: np.ndarray, groups: Mapping[str, np.ndarray]) -> dict[str, float]:
-    """REML variance of each crossed component and the residual (checked: raises
-    ``UnfittableError`` when no optimiser converges)."""
-    fit = fit_mixedlm(y, groups)
-    if not fit.converged:
-        raise UnfittableError(fit.reason)
-    return fit.variance
