@@ -27,7 +27,9 @@ import json
 import re
 import xml.etree.ElementTree as ET
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import count
 from pathlib import Path
 from typing import Any
 
@@ -91,18 +93,10 @@ def _category(tag: str) -> str | None:
     return None
 
 
-class _Counters:
-    def __init__(self) -> None:
-        self.next = {"events": EVENT_SINGLETON_START, "entities": ENTITY_SINGLETON_START}
-
-    def take(self, category: str) -> int:
-        value = self.next[category]
-        self.next[category] += 1
-        return value
-
-
-def _read_doc(path: Path, topic: str, sentences: set[int], counters: _Counters, stats: ConversionStats) -> tuple[list[list], dict[str, list[dict]]]:
-    """Token rows and mention dicts (by category) of one validated document."""
+def _read_doc(path: Path, topic: str, sentences: set[int], counters: dict[str, Iterator[int]],
+              stats: ConversionStats) -> tuple[list[list], dict[str, list[dict]]]:
+    """Token rows and mention dicts (by category) of one validated document; ``counters`` number
+    the singletons of each category."""
     try:
         root = ET.parse(path).getroot()
     except ET.ParseError as exc:
@@ -155,7 +149,7 @@ def _read_doc(path: Path, topic: str, sentences: set[int], counters: _Counters, 
         target = target_of.get(m_id)
         desc = ""
         if target is None:
-            cluster: int = counters.take(category)
+            cluster: int = next(counters[category])
         else:
             tag, r_id = relation_of[target]
             instance_id, desc = instances.get(target, ("", ""))
@@ -176,7 +170,7 @@ def convert(corpus_dir: Path, sentences_csv: Path, out_dir: Path) -> ConversionS
     """Convert an unzipped ECB+ corpus folder into the nine Cattan et al. JSON files in ``out_dir``."""
     validated = read_validated(sentences_csv)
     stats = ConversionStats()
-    counters = _Counters()
+    counters = {"events": count(EVENT_SINGLETON_START), "entities": count(ENTITY_SINGLETON_START)}
     docs: dict[str, dict[str, list]] = {s: {} for s in ("train", "dev", "test")}
     mentions: dict[str, list[dict]] = {f"{s}_{c}": [] for s in docs for c in ("events", "entities")}
     topic_dirs = sorted((d for d in Path(corpus_dir).iterdir() if d.is_dir() and d.name.isdigit()), key=lambda d: int(d.name))
@@ -204,8 +198,6 @@ def convert(corpus_dir: Path, sentences_csv: Path, out_dir: Path) -> ConversionS
             stats.mentions[f"{split}_{c}"] += len(items)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    for split, d in docs.items():
-        (out / f"{split}.json").write_text(json.dumps(d, ensure_ascii=False), encoding="utf-8")
-    for name, items in mentions.items():
-        (out / f"{name}.json").write_text(json.dumps(items, ensure_ascii=False), encoding="utf-8")
+    for name, value in {**docs, **mentions}.items():
+        (out / f"{name}.json").write_text(json.dumps(value, ensure_ascii=False), encoding="utf-8")
     return stats

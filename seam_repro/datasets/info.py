@@ -1,9 +1,7 @@
 """Static facts about the six SEAM datasets (what ``seam-repro datasets list`` prints).
 
-Kept out of ``datasets/__init__.py``, which every command that loads data imports: the table is
-built from the suite file and its record is a named tuple, both paid only where they are used
-(``from seam_repro.datasets import DATASET_INFO`` still works, through that package's
-``__getattr__``).
+Kept out of ``datasets/__init__.py``, which every command that loads data imports, so the table is
+built only where it is used (``from seam_repro.datasets import DATASET_INFO`` still works).
 """
 
 from __future__ import annotations
@@ -12,8 +10,7 @@ from typing import NamedTuple
 
 
 class DatasetInfo(NamedTuple):
-    """Static facts about one dataset (what ``seam-repro datasets list`` prints); a named tuple, as
-    the records of ``instances.py`` are (that module says why)."""
+    """Static facts about one dataset (what ``seam-repro datasets list`` prints)."""
 
     name: str
     task: str

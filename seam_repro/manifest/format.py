@@ -60,10 +60,8 @@ def content_config(config: dict[str, Any]) -> dict[str, Any]:
 
 def split_sources(sources_json: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """``Sources.as_json()`` -> (sealed hashes, provenance paths)."""
-    sealed = {
-        "prompts": {n: {k: v for k, v in e.items() if k != "path"} for n, e in sources_json["prompts"].items()},
-        "data": {n: {k: v for k, v in e.items() if k != "path"} for n, e in sources_json["data"].items()},
-    }
+    sealed = {kind: {n: {k: v for k, v in e.items() if k != "path"} for n, e in sources_json[kind].items()}
+              for kind in ("prompts", "data")}
     paths = {kind: {n: e.get("path") for n, e in sources_json[kind].items()} for kind in ("prompts", "data")}
     return sealed, paths
 
@@ -89,13 +87,8 @@ def unfrozen_manifest(cfg: SeamConfig, profile: str, sources_lock: dict[str, Any
     return seal(manifest)
 
 
-def sealed_body(manifest: dict[str, Any]) -> dict[str, Any]:
-    """The content the digest covers: everything but ``digest`` and ``provenance``."""
-    return {k: v for k, v in manifest.items() if k not in UNSEALED}
-
-
 def manifest_digest(manifest: dict[str, Any]) -> str:
-    return sha256_bytes(canonical_json(sealed_body(manifest)))
+    return sha256_bytes(canonical_json({k: v for k, v in manifest.items() if k not in UNSEALED}))
 
 
 def protocol_digest(manifest: dict[str, Any]) -> str:
@@ -180,10 +173,9 @@ def validate_manifest(manifest: Any, where: str) -> None:
 
 
 def check_prompt_digests(manifest: dict[str, Any], where: str) -> None:
-    """The per-run and overall ``prompt_digest`` are digests of the instances' ``prompt_sha256``
-    (``freeze.render_manifest``); recompute them. The seal alone cannot catch a forged digest
-    sealed anew, and bundles and seeds/ carry the digest as the prompts' identity. Called by
-    ``trust.trusted`` for every consumer but ``verify``, which lists the drift instead."""
+    """Recompute the per-run and overall ``prompt_digest`` from the instances' ``prompt_sha256``: the
+    seal alone cannot catch a forged digest sealed anew, and bundles and seeds/ carry the digest as
+    the prompts' identity (``verify`` lists the drift instead)."""
     if not manifest["frozen"]:
         return
     every: list[str] = []
@@ -238,8 +230,7 @@ def manifest_config(manifest: dict[str, Any], where: str = "manifest config") ->
         raw[c["max_instances_key"]] = c["max_instances"]
     if "design" in c:
         raw["design"] = c["design"]
-    cfg = parse_config(raw, manifest["profile"], where=f"{where}: config" if where != "manifest config" else where)
-    return cfg
+    return parse_config(raw, manifest["profile"], where=f"{where}: config" if where != "manifest config" else where)
 
 
 # --- recorded choices: checked before rendering (here, not in sample.py: only `sample` draws) -------

@@ -85,8 +85,7 @@ LOCK_PATH = Path(__file__).parents[1] / "data" / "sources.lock.json"
 
 class Written(NamedTuple):
     """What ``sample``/``freeze`` wrote: the sealed manifest and how many prompts and (dataset, run)
-    pairs it records (``frozen`` False for ``sample --unfrozen``). A named tuple, as the records of
-    ``instances.py`` are: with it, ``sample`` imports no ``dataclasses`` at all."""
+    pairs it records (``frozen`` False for ``sample --unfrozen``)."""
 
     path: Path
     manifest: dict[str, Any]
@@ -180,7 +179,6 @@ def freeze_manifest(loaded: TrustedManifest, out: Path | None, data_dir: Any, pr
         raise ManifestError(f"{manifest}: already frozen (digest {m['digest']}); nothing to do")
     out = out or manifest.with_name(manifest.stem + ".frozen.json")
     _guard(out, store, [manifest], [data_dir, prompts_dir])
-    cfg = loaded.config
-    return _sample(cfg, m["profile"], manifest.resolve().parent, out, data_dir, prompts_dir, store, on_note,
+    return _sample(loaded.config, m["profile"], manifest.resolve().parent, out, data_dir, prompts_dir, store, on_note,
                    recorded=recorded_sources(m), frozen_from=m["digest"], config_json=m["config"],
                    inputs=(manifest,))

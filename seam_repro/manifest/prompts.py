@@ -23,21 +23,12 @@ from seam_repro.manifest.format import (
     recorded_sources,
 )
 from seam_repro.manifest.trust import TrustedManifest
-from seam_repro.render import few_shots, message_prefix, template_for
 from seam_repro.render.context import RunContext
 from seam_repro.sources.resolve import Sources
-from seam_repro.specs import DatasetSpec, load_suite
+from seam_repro.specs import load_suite
 
 REQUIRED: dict[str, Any] = {"dataset": str, "run": int, "instance_id": str, "prompt": str, "prompt_sha256": str, "gen_seed": int}
 """Fields every prompt record carries, with their JSON types."""
-
-
-def _run_context(run: dict[str, Any], profile: str, prompt_file: dict[str, Any], spec: DatasetSpec) -> RunContext:
-    return RunContext(
-        spec=spec, profile=profile, prompt_file=prompt_file,
-        paraphrase_index=run["paraphrase_index"], demo_indices=tuple(run["demo_indices"]),
-        max_num_docs=run["max_num_docs"], doc_order=tuple(run["doc_order"]),
-    )
 
 
 def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources,
@@ -64,12 +55,9 @@ def iter_rendered_parts(runs: list[dict[str, Any]], profile: str, sources: Sourc
                         where: str = "manifest", missing: list[tuple[str, int, str, str]] | None = None,
                         changed: frozenset[str] = frozenset()) -> Iterator[tuple[dict[str, Any], bytes, bytes]]:
     """``iter_rendered``'s records with the UTF-8 bytes of each prompt's two parts: the run's
-    shared prefix (the same ``bytes`` object for every instance of a run) and the instance's block
-    (prompt = prefix + block), so hashing and JSON escaping can do the prefix once per run instead
-    of once per prompt, and share one encoding of the block. The record's ``"prompt"`` is ``""``
-    (in its place among the keys): the joined text, a new ~11 KB string per prompt, is made only by
-    readers that keep it (``iter_rendered``, ``render_records``), not by ``sample`` and
-    ``prompts``, which hash and write the parts."""
+    shared prefix (the same ``bytes`` object for every instance of a run) and the instance's block,
+    so hashing and JSON escaping do the prefix once per run. The record's ``"prompt"`` is ``""``
+    (in its place among the keys): only readers that keep the text join it (``_joined``)."""
     in_suite = load_suite(suite)
     specs = {name: in_suite.spec(name) for name in sources.data}  # once per dataset, not once per run
     index: dict[tuple[str, str], dict[str, Instance]] = {}
@@ -81,11 +69,14 @@ def iter_rendered_parts(runs: list[dict[str, Any]], profile: str, sources: Sourc
         if (name, split) not in index:
             index[(name, split)] = {inst.instance_id: inst for inst in sources.data[name].split(split)}
         by_id = index[(name, split)]
+        spec = specs[name]
         try:
-            spec = specs[name]
+            template = spec.template_obj()
             check_run_choices(run, sources.prompt_files[name], spec.sampling.demo_key, where)
-            ctx = _run_context(run, profile, sources.prompt_files[name], spec)
-            prefix = message_prefix(ctx, _few_shots_checked(ctx, sources, name, spec.sampling.demo_key))
+            ctx = RunContext(spec=spec, profile=profile, prompt_file=sources.prompt_files[name],
+                             paraphrase_index=run["paraphrase_index"], demo_indices=tuple(run["demo_indices"]),
+                             max_num_docs=run["max_num_docs"], doc_order=tuple(run["doc_order"]))
+            prefix = template.prefix(_few_shots_checked(template, ctx, sources, name, spec.sampling.demo_key))
         except SeamReproError as exc:
             if missing is None or name not in changed:
                 raise
@@ -94,7 +85,7 @@ def iter_rendered_parts(runs: list[dict[str, Any]], profile: str, sources: Sourc
             continue
         hasher = PrefixHasher(prefix)
         prefix_utf8, digest = hasher.prefix_utf8, hasher.hexdigest_utf8
-        test_block = template_for(ctx).test_block  # looked up once per run, not once per prompt
+        test_block = template.test_block
         task, run_number, has_metric = spec.task, run["run"], profile in spec.metrics
         for rec in run["instances"]:
             inst = by_id.get(rec["id"])
@@ -128,11 +119,11 @@ def iter_rendered_parts(runs: list[dict[str, Any]], profile: str, sources: Sourc
             yield record, prefix_utf8, block_utf8
 
 
-def _few_shots_checked(ctx: RunContext, sources: Sources, name: str, demo_key: str) -> str:
+def _few_shots_checked(template: Any, ctx: RunContext, sources: Sources, name: str, demo_key: str) -> str:
     """The run's demonstrations block; a demonstration of the wrong shape in the prompt file (a
     user's --prompts-dir file, say) is an InputError naming that file, not a TypeError."""
     try:
-        return few_shots(ctx)
+        return template.few_shots(ctx)
     except (TypeError, KeyError, AttributeError, IndexError, ValueError) as exc:
         where = sources.prompt_paths.get(name, f"{name} prompt file")
         raise InputError(where, f"a selected demonstration {list(ctx.demo_indices)} does not have the form "
@@ -180,9 +171,8 @@ def json_string_utf8(data: bytes) -> bytes:
     without its two quotes.
 
     Prompt text holds newlines but rarely another control character: then escaping is three byte
-    replacements (``\\``, ``"``, newline) on the bytes, no UCS-2 intermediate (at the paper's scale
-    a fifth of ``prompts``' CPU time). In UTF-8 a byte below 0x80 is always that ASCII character, so replacing bytes is
-    replacing characters. Any other control character takes ``encode_basestring`` itself."""
+    replacements (``\\``, ``"``, newline) on the bytes (in UTF-8 a byte below 0x80 is always that
+    ASCII character). Any other control character takes ``encode_basestring`` itself."""
     if data.translate(None, _ALL_BUT_RARE_CONTROLS):
         return encode_basestring(data.decode("utf-8"))[1:-1].encode("utf-8")
     return data.replace(b"\\", b"\\\\").replace(b'"', b'\\"').replace(b"\n", b"\\n")
@@ -190,15 +180,14 @@ def json_string_utf8(data: bytes) -> bytes:
 
 def records_jsonl(parts: Iterable[tuple[dict[str, Any], bytes, bytes]]) -> tuple[list[bytes], int]:
     """The records as UTF-8 JSONL, each line ``json.dumps(record, ensure_ascii=False, sort_keys=True)``
-    with ``"prompt"`` = prefix + block (``iter_rendered_parts``'s UTF-8 bytes; the same bytes), and
-    how many, as chunks for ``files.atomic_write_bytes`` to write unjoined.
+    with ``"prompt"`` = prefix + block (``iter_rendered_parts``'s UTF-8 bytes), and how many, as
+    chunks for ``files.atomic_write_bytes`` to write unjoined.
 
-    The prompt is most of a record and the run's shared prefix (its demonstrations) most of a prompt,
-    so the prefix is escaped once per run and spliced in as bytes, never joined as ``str`` (a prefix
-    with one character beyond Latin-1 would make every prompt UCS-2): at the paper's scale this is
-    a third of ``prompts``' CPU time. The other fields are the encoder's text of the record with an
-    empty prompt, split after ``"prompt": "`` (a key: a string value cannot hold an unescaped quote,
-    and sorted keys put no other value that could spell it before it)."""
+    The run's shared prefix is escaped once per run and spliced in as bytes, never joined as ``str``
+    (a prefix with one character beyond Latin-1 would make every prompt UCS-2). The other fields are
+    the encoder's text of the record with an empty prompt, split after ``"prompt": "`` (a key: a
+    string value cannot hold an unescaped quote, and sorted keys put no value that could spell it
+    before it).."""
     pieces: list[bytes] = []
     last_prefix, escaped_prefix, n = None, b"", 0
     for record, prefix, block in parts:

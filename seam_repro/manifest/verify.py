@@ -96,8 +96,7 @@ def _compare_choices(recorded: dict[str, Any], derived: dict[str, Any], out: lis
 def _unchecked(recorded: dict[str, Any]) -> dict[str, Any]:
     """Recorded paths without the hashes, so changed files are read (and compared here) rather than
     stopping the load at the first mismatch."""
-    return {"prompts": {n: {"path": e.get("path")} for n, e in recorded["prompts"].items()},
-            "data": {n: {"path": e.get("path")} for n, e in recorded["data"].items()}}
+    return {kind: {n: {"path": e.get("path")} for n, e in recorded[kind].items()} for kind in ("prompts", "data")}
 
 
 def _load_each(cfg: Any, data_dir: Any, prompts_dir: Any, base_dir: Path,
@@ -139,10 +138,8 @@ def _compare_sources(manifest: dict[str, Any], sources: Sources, out: list[Misma
 
 def verify_manifest(loaded: TrustedManifest, data_dir: Any = None, prompts_dir: Any = None) -> VerifyReport:
     """Re-derive and re-render a frozen manifest the caller loaded once (``load_trusted``)."""
-    path = Path(loaded.path)
-    manifest = loaded.manifest
+    path, manifest, cfg = Path(loaded.path), loaded.manifest, loaded.config
     report = VerifyReport(str(path))
-    cfg = loaded.config
     profile = manifest["profile"]
     sources = _load_each(cfg, data_dir, prompts_dir, path.parent, recorded_sources(manifest), report.sources)
     _compare_sources(manifest, sources, report.sources)
@@ -183,8 +180,7 @@ def verify_manifest(loaded: TrustedManifest, data_dir: Any = None, prompts_dir: 
                 report.first_diff = _diff(store, key, rec["prompt"])
         if rec["target_sha256"] != want["target_sha256"]:
             report.mismatches.append(Mismatch(key[0], key[1], key[2], "target_sha256 differs"))
-    for ds, run_k, iid, reason in missing:
-        report.mismatches.append(Mismatch(ds, run_k, iid, f"cannot be rendered: {reason}"))
+    report.mismatches += [Mismatch(ds, run_k, iid, f"cannot be rendered: {reason}") for ds, run_k, iid, reason in missing]
     if digest_of_hashes(hashes) != manifest["prompt_digest"] and not report.mismatches:
         report.mismatches.append(Mismatch("*", -1, None, "prompt_digest differs"))
     for run in runs:  # a run's digest covers its recorded instance hashes (compared one by one above)

@@ -64,21 +64,15 @@ def _fill(structure: str, instructions: str, reviews: Mapping[str, str], answer:
     h_rev = "\n".join(f"{name}: {text}" for name, text in reviews.items())
     # upstream also replaces "{HS}" and "{HE}" by HS and HE, which are those same strings: no change
     listing = "\n".join(f"{name}:\n {_numbered_spans(text)}" for name, text in reviews.items())
-    prompt = structure.replace("{INST}", instructions)
-    prompt = prompt.replace("{H_REV}", h_rev)
-    prompt = prompt.replace("{HIGHLIGHTS}", listing)
-    prompt = prompt.replace("{COT}", "")
-    return prompt.replace("{A}", answer).strip(), listing
+    prompt = structure.replace("{INST}", instructions).replace("{H_REV}", h_rev).replace("{HIGHLIGHTS}", listing)
+    return prompt.replace("{COT}", "").replace("{A}", answer).strip(), listing
 
 
 def few_shots(ctx: RunContext) -> str:
     """Demos joined by ``demo_sep``; the test block follows the last separator directly."""
     pf = ctx.prompt_file
-    head = ""
-    for demo in ctx.demos("demos"):
-        block, _ = _fill(pf["prompt_structure"], ctx.instructions, demo["reviews"], demo["output"])
-        head += block + pf["demo_sep"]
-    return head
+    return "".join(_fill(pf["prompt_structure"], ctx.instructions, demo["reviews"], demo["output"])[0] + pf["demo_sep"]
+                   for demo in ctx.demos("demos"))
 
 
 def test_block(instance: Instance, ctx: RunContext, mention_ids: Sequence[int] | None = None) -> tuple[str, Any]:
