@@ -70,15 +70,12 @@ def read_rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
     return [(f"line {n}", obj) for n, obj in reading.iter_jsonl(path, what="dataset file")]
 
 
-TABLE_SUFFIXES: tuple[str, ...] = (".jsonl", ".jsonl.gz", ".parquet")
-
-
-def split_files(folder: Path, split: str, suffixes: tuple[str, ...] = TABLE_SUFFIXES) -> list[Path]:
+def split_files(folder: Path, split: str) -> list[Path]:
     """Files that hold ``split`` in ``folder``: ``<split>.<ext>`` or HF-style shards
     (``<split>-00000-of-00001.parquet``, ``<name>-<split>.parquet``), in sorted order."""
     found = []
     for f in sorted(folder.iterdir()):
-        if not f.is_file() or not f.name.endswith(suffixes):
+        if not f.is_file() or not f.name.endswith((".jsonl", ".jsonl.gz", ".parquet")):
             continue
         stem = f.name.split(".", 1)[0]
         if stem == split or stem.startswith(f"{split}-") or stem.endswith(f"-{split}"):

@@ -92,13 +92,8 @@ def _split(folder: Path, split: str, category: str, docs: dict[str, Any], doc_to
         mentions = by_topic[topic]
         order = dict.fromkeys(m.doc_id for m in mentions)  # documents in order of first mention
         documents = tuple(Document(doc_id=d, tokens=docs[d]) for d in order)
-        instances.append(
-            Instance(
-                DATASET, name, str(topic), topic, documents,
-                mentions=tuple(mentions),
-                extra={"tokens_file": tokens_path.name},
-            )
-        )
+        instances.append(Instance(DATASET, name, str(topic), topic, documents, mentions=tuple(mentions),
+                                  extra={"tokens_file": tokens_path.name}))
     return instances
 
 

@@ -57,17 +57,12 @@ def build_manifest(cfg: SeamConfig, profile: str, choices: list[RunChoices], sou
             rec["target_sha256"] = rendered["target_sha256"]
         run["prompt_digest"] = digest_of_hashes(r["prompt_sha256"] for r in run["instances"])
     sealed_sources, paths = split_sources(sources.as_json(relative_to=relative_to))
-    manifest = {
-        "schema_version": SCHEMA_VERSION,
-        "profile": profile,
-        "frozen": True,
+    return seal({
+        "schema_version": SCHEMA_VERSION, "profile": profile, "frozen": True,
         "config": config_json if config_json is not None else content_config(cfg.as_json()),
-        "sources": sealed_sources,
-        "runs": runs,
-        "prompt_digest": digest_of_hashes(r["prompt_sha256"] for r in records),
+        "sources": sealed_sources, "runs": runs, "prompt_digest": digest_of_hashes(r["prompt_sha256"] for r in records),
         "provenance": provenance(command, paths, frozen_from=frozen_from),
-    }
-    return seal(manifest), parts
+    }), parts
 
 
 def _progress(it: Iterator[Any], total: int, enabled: bool) -> Iterator[Any]:

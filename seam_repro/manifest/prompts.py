@@ -4,6 +4,7 @@ its recorded choices (never from a random generator), and the gzipped prompt sto
 from __future__ import annotations
 
 import json
+from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from json.encoder import encode_basestring
 from pathlib import Path
@@ -59,7 +60,7 @@ def iter_rendered_parts(runs: list[dict[str, Any]], profile: str, sources: Sourc
     so hashing and JSON escaping do the prefix once per run. The record's ``"prompt"`` is ``""``
     (in its place among the keys): only readers that keep the text join it (``_joined``)."""
     in_suite = load_suite(suite)
-    specs = {name: in_suite.spec(name) for name in sources.data}  # once per dataset, not once per run
+    specs = {name: in_suite.spec(name) for name in sources.data}
     index: dict[tuple[str, str], dict[str, Instance]] = {}
     for run in runs:
         name, split = run["dataset"], run["split"]
@@ -162,8 +163,7 @@ def _render_parts(manifest: dict[str, Any], cfg: SeamConfig, base: Path, data_di
 _RECORD_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
 """What ``json.dumps(record, ensure_ascii=False, sort_keys=True)`` uses."""
 _ALL_BUT_RARE_CONTROLS = bytes(c for c in range(0x100) if c >= 0x20 or c == 0x0A)
-"""``bytes.translate`` deletes these, leaving the control bytes other than the newline: usually
-none, so nothing is written (twice as fast as mapping them and searching the copy)."""
+"""``bytes.translate`` deletes these, leaving the control bytes other than the newline (usually none)."""
 
 
 def json_string_utf8(data: bytes) -> bytes:
@@ -202,23 +202,19 @@ def records_jsonl(parts: Iterable[tuple[dict[str, Any], bytes, bytes]]) -> tuple
 
 def recorded_inputs(m: dict[str, Any], base: Path) -> list[Path]:
     """Prompt and data files a manifest records (paths, in provenance, relative to the manifest's folder)."""
-    out: list[Path] = []
     src = recorded_sources(m)
-    for entry in src["prompts"].values():
-        if isinstance(entry.get("path"), str):
-            out.append(base / entry["path"])
+    out = [base / e["path"] for e in src["prompts"].values() if isinstance(e.get("path"), str)]
     for entry in src["data"].values():
         if isinstance(entry.get("path"), str):
             root = base / entry["path"]
-            out.append(root)
-            out.extend(root / f for f in (entry.get("files") or {}) if isinstance(f, str))
+            out += [root, *(root / f for f in (entry.get("files") or {}) if isinstance(f, str))]
     return out
 
 
 def prompts_jsonl(manifest: Path, out: Path, data_dir: Any = None, prompts_dir: Any = None
                   ) -> tuple[list[bytes], int]:
-    """``seam-repro prompts``: the JSONL (as ``records_jsonl``'s chunks) of every prompt record of a manifest and how many there
-    are, after refusing an ``out`` that would overwrite anything the rendering reads."""
+    """``seam-repro prompts``: ``records_jsonl`` of every prompt record of a manifest, after refusing
+    an ``out`` that would overwrite anything the rendering reads."""
     guard_outputs([("-o", out)], inputs=[manifest], read_dirs=[data_dir, prompts_dir])
     m = load_manifest(manifest)
     store = (m.get("provenance") or {}).get("prompt_store") or {}
@@ -265,6 +261,5 @@ def check_prompt_records(records: Sequence[dict[str, Any]],
     """Validate fields, prompt hashes and uniqueness (replay's input, a shard's prompts.jsonl); return
     {key: prompt_sha256}."""
     hashes: dict[tuple[str, int, str], str] = {}
-    for _ in checked_prompt_records(records, source, hashes):
-        pass
+    deque(checked_prompt_records(records, source, hashes), maxlen=0)
     return hashes

@@ -81,8 +81,7 @@ def _compare_choices(recorded: dict[str, Any], derived: dict[str, Any], out: lis
     for key in CHOICE_FIELDS:
         if recorded.get(key) != derived.get(key):
             out.append(Mismatch(ds, run, None, f"{key}: recorded {recorded.get(key)} re-derived {derived.get(key)}"))
-    rec_ids = [r["id"] for r in recorded["instances"]]
-    der_ids = [r["id"] for r in derived["instances"]]
+    rec_ids, der_ids = [r["id"] for r in recorded["instances"]], [r["id"] for r in derived["instances"]]
     if rec_ids != der_ids:
         out.append(Mismatch(ds, run, None, f"instance ids differ (recorded {len(rec_ids)}, re-derived "
                                            f"{len(der_ids)}; first recorded {rec_ids[:3]}, re-derived {der_ids[:3]})"))
@@ -159,10 +158,9 @@ def verify_manifest(loaded: TrustedManifest, data_dir: Any = None, prompts_dir: 
                                               f"config yields {len(derived)} runs, manifest has {len(runs)}"))
     else:  # the draws need every dataset: compare what can be rendered, list the rest
         report.mismatches.append(Mismatch("*", -1, None, "choices not re-derived: a dataset could not be loaded"))
-        for run in runs:
-            if run["dataset"] not in sources.data:
-                report.mismatches += [Mismatch(run["dataset"], run["run"], i["id"], "cannot be rendered: the "
-                                               "dataset could not be loaded") for i in run["instances"]]
+        report.mismatches += [Mismatch(run["dataset"], run["run"], i["id"], "cannot be rendered: the dataset could "
+                                       "not be loaded") for run in runs if run["dataset"] not in sources.data
+                              for i in run["instances"]]
         runs = [r for r in runs if r["dataset"] in sources.data]
     recorded = {(r["dataset"], r["run"], i["id"]): i for r in runs for i in r["instances"]}
     store = _prompt_store(path, manifest, recorded)
@@ -196,10 +194,8 @@ def _prompt_store(path: Path, manifest: dict[str, Any], recorded: dict[tuple[str
     is provenance, not sealed: a text that does not is shown, but labelled). An unreadable store
     only loses the diff (the hashes still decide): its error is returned as the text to show."""
     info = (manifest.get("provenance") or {}).get("prompt_store")
-    if not info:
-        return None
-    store_path = path.parent / info["path"]
-    if not store_path.is_file():
+    store_path = path.parent / info["path"] if info else None
+    if store_path is None or not store_path.is_file():
         return None
     try:
         texts = read_prompt_store(store_path)

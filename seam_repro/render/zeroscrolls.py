@@ -66,10 +66,9 @@ def build_prompt(
     ``chat`` omits the response header and, for QA/aggregation, appends "Do not provide any
     explanation." to the instruction (§3.2). ``trimmed`` appends the omission note to the context.
     """
-    if template.query_header is not None and query is None:
-        raise InputError("zeroscrolls prompt", "the template has a query header but no query was given", field="query")
-    if template.query_header is None and query is not None:
-        raise InputError("zeroscrolls prompt", "a query was given but the template has no query header", field="query")
+    if (template.query_header is None) != (query is None):
+        raise InputError("zeroscrolls prompt", "the template has a query header but no query was given" if query is None
+                         else "a query was given but the template has no query header", field="query")
     instruction = template.instruction
     if chat and template.task_kind in ("qa", "aggregation"):
         instruction = f"{instruction} {CHAT_QA_SUFFIX}"
