@@ -49,11 +49,6 @@ def open_text(path: Path, newline: str | None = None) -> io.TextIOBase:
     return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline=newline)
 
 
-def read_json(path: Path) -> Any:
-    """Parse one JSON file (gunzipped if ``.gz``) through the kit's bounded reader."""
-    return reading.read_json(path, what="dataset file", expect=None)
-
-
 def read_rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
     """Rows of a ``.jsonl``/``.jsonl.gz``/``.parquet`` table as ``(record label, row)`` pairs.
 

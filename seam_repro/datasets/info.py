@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from seam_repro.specs import load_suite
+
 
 class DatasetInfo(NamedTuple):
     """Static facts about one dataset (what ``seam-repro datasets list`` prints)."""
@@ -29,14 +31,9 @@ _SEAM_SOURCES: dict[str, tuple[str, str]] = {
 """Where each SEAM dataset comes from (lock-file source names); everything else is in the suite file."""
 
 
-def _seam_info() -> dict[str, DatasetInfo]:
-    from seam_repro.specs import load_suite
-
-    specs = load_suite("seam").datasets
-    return {name: DatasetInfo(name, spec.task, spec.default_split, *_SEAM_SOURCES[name], spec.loader.rsplit(".", 1)[-1])
-            for name, spec in specs.items()}
-
-
-DATASET_INFO: dict[str, DatasetInfo] = _seam_info()
+DATASET_INFO: dict[str, DatasetInfo] = {
+    name: DatasetInfo(name, spec.task, spec.default_split, *_SEAM_SOURCES[name], spec.loader.rsplit(".", 1)[-1])
+    for name, spec in load_suite("seam").datasets.items()
+}
 """Keyed by the upstream dataset name, in upstream ``generate.json`` order; task, split and loader
 come from ``data/suites/seam.json`` so the two cannot disagree."""

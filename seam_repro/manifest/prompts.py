@@ -32,20 +32,7 @@ REQUIRED: dict[str, Any] = {"dataset": str, "run": int, "instance_id": str, "pro
 """Fields every prompt record carries, with their JSON types."""
 
 
-def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources,
-                  suite: str = "seam", where: str = "manifest",
-                  missing: list[tuple[str, int, str, str]] | None = None,
-                  changed: frozenset[str] = frozenset()) -> Iterator[dict[str, Any]]:
-    """Render every recorded instance from the recorded choices (never from a random generator).
-
-    An instance the data no longer holds (or whose recorded choices no longer fit it) is an error,
-    unless its dataset is in ``changed`` (its data or prompt file differs from the sealed hash) and
-    ``missing`` is given: then ``(dataset, run, instance_id, reason)`` is appended to ``missing``
-    and rendering goes on (``verify``). With unchanged sources it is the manifest that is wrong."""
-    return _joined(iter_rendered_parts(runs, profile, sources, suite, where, missing, changed))
-
-
-def _joined(parts: Iterable[tuple[dict[str, Any], bytes, bytes]]) -> Iterator[dict[str, Any]]:
+def joined(parts: Iterable[tuple[dict[str, Any], bytes, bytes]]) -> Iterator[dict[str, Any]]:
     """Each record with its prompt text (prefix + block), for readers that keep it."""
     for record, prefix, block in parts:
         record["prompt"] = (prefix + block).decode("utf-8")
@@ -55,10 +42,16 @@ def _joined(parts: Iterable[tuple[dict[str, Any], bytes, bytes]]) -> Iterator[di
 def iter_rendered_parts(runs: list[dict[str, Any]], profile: str, sources: Sources, suite: str = "seam",
                         where: str = "manifest", missing: list[tuple[str, int, str, str]] | None = None,
                         changed: frozenset[str] = frozenset()) -> Iterator[tuple[dict[str, Any], bytes, bytes]]:
-    """``iter_rendered``'s records with the UTF-8 bytes of each prompt's two parts: the run's
-    shared prefix (the same ``bytes`` object for every instance of a run) and the instance's block,
-    so hashing and JSON escaping do the prefix once per run. The record's ``"prompt"`` is ``""``
-    (in its place among the keys): only readers that keep the text join it (``_joined``)."""
+    """Render every recorded instance from the recorded choices (never from a random generator):
+    each record with the UTF-8 bytes of its prompt's two parts, the run's shared prefix (the same
+    ``bytes`` object for every instance of a run) and the instance's block, so hashing and JSON
+    escaping do the prefix once per run. The record's ``"prompt"`` is ``""`` (in its place among the
+    keys): only readers that keep the text join it (:func:`joined`).
+
+    An instance the data no longer holds (or whose recorded choices no longer fit it) is an error,
+    unless its dataset is in ``changed`` (its data or prompt file differs from the sealed hash) and
+    ``missing`` is given: then ``(dataset, run, instance_id, reason)`` is appended to ``missing``
+    and rendering goes on (``verify``). With unchanged sources it is the manifest that is wrong."""
     in_suite = load_suite(suite)
     specs = {name: in_suite.spec(name) for name in sources.data}
     index: dict[tuple[str, str], dict[str, Instance]] = {}
@@ -141,7 +134,7 @@ def render_records(tm: TrustedManifest, data_dir: Any = None, prompts_dir: Any =
     An unfrozen manifest has no recorded choices; with ``allow_unfrozen`` they are drawn now from
     its config (same code as ``freeze``), which gives a usable but uncitable run.
     """
-    return _joined(_render_parts(tm.manifest, tm.config, Path(tm.path), data_dir, prompts_dir, allow_unfrozen))
+    return joined(_render_parts(tm.manifest, tm.config, Path(tm.path), data_dir, prompts_dir, allow_unfrozen))
 
 
 def _render_parts(manifest: dict[str, Any], cfg: SeamConfig, base: Path, data_dir: Any, prompts_dir: Any,

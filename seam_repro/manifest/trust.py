@@ -243,9 +243,7 @@ def seeds_view(manifest: dict[str, Any]) -> dict[str, Any]:
     """What a bundle carries of its manifest, in the shape of ``seeds/`` (less the file name)."""
     from seam_repro.manifest.seeds import seeds_record
 
-    rec = seeds_record(manifest, "")
-    rec.pop("manifest")
-    return rec
+    return _seeds_content(seeds_record(manifest, ""))
 
 
 def check_bundle_seeds(path: object, bundle: dict[str, Any], seeds: dict[str, dict[str, Any]]) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 from seam_repro.errors import InputError, SeamReproError
 from seam_repro.hashing import digest_of_hashes, sha256_text
 from seam_repro.manifest.format import choices_to_run, read_prompt_store, recorded_sources
-from seam_repro.manifest.prompts import iter_rendered
+from seam_repro.manifest.prompts import iter_rendered_parts, joined
 from seam_repro.manifest.trust import TrustedManifest
 from seam_repro.sample import draw_all
 from seam_repro.sources.resolve import Sources, load_sources
@@ -92,22 +92,19 @@ def _compare_choices(recorded: dict[str, Any], derived: dict[str, Any], out: lis
                 out.append(Mismatch(ds, run, rec["id"], f"{key} differs from the re-derived value"))
 
 
-def _unchecked(recorded: dict[str, Any]) -> dict[str, Any]:
-    """Recorded paths without the hashes, so changed files are read (and compared here) rather than
-    stopping the load at the first mismatch."""
-    return {kind: {n: {"path": e.get("path")} for n, e in recorded[kind].items()} for kind in ("prompts", "data")}
-
-
 def _load_each(cfg: Any, data_dir: Any, prompts_dir: Any, base_dir: Path,
                recorded: dict[str, Any], out: list[Mismatch]) -> Sources:
     """Load each dataset on its own, so one that cannot be loaded (a deleted or unparsable file) is
     listed and the others are still verified."""
     merged = Sources()
+    # recorded paths without the hashes: changed files are read (and compared here) rather than
+    # stopping the load at the first mismatch
+    unchecked = {kind: {n: {"path": e.get("path")} for n, e in recorded[kind].items()} for kind in ("prompts", "data")}
     for entry in cfg.datasets:
         sub = cfg._replace(datasets=(entry,))
         try:
             one = load_sources(sub, data_dir=data_dir, prompts_dir=prompts_dir, base_dir=base_dir,
-                               recorded=_unchecked(recorded))
+                               recorded=unchecked)
         except SeamReproError as exc:
             out.append(Mismatch(entry.name, -1, None, f"cannot be loaded: {exc}"))
             continue
@@ -167,7 +164,7 @@ def verify_manifest(loaded: TrustedManifest, data_dir: Any = None, prompts_dir: 
     hashes = []
     missing: list[tuple[str, int, str, str]] = []
     changed = frozenset(m.dataset for m in report.sources)
-    for rec in iter_rendered(runs, profile, sources, cfg.suite, where=str(path), missing=missing, changed=changed):
+    for rec in joined(iter_rendered_parts(runs, profile, sources, cfg.suite, str(path), missing, changed)):
         report.n_instances += 1
         key = (rec["dataset"], rec["run"], rec["instance_id"])
         want = recorded[key]

@@ -198,10 +198,9 @@ def test_block(instance: Instance, ctx: RunContext, mention_ids: Sequence[int] |
     template = prompt_template(ctx)
     docs = shuffle_documents([d.text for d in instance.documents], ctx.max_num_docs, ctx.doc_order)
     query = instance.question
-    where = f"{instance.dataset}: record {instance.instance_id}"
     if (template.query_header is None) != (query is None):
-        want = "a query" if query is None else "no query"
-        raise InputError(where, f"the template's query_header is {template.query_header!r}, so the record needs {want}",
+        raise InputError(f"{instance.dataset}: record {instance.instance_id}", f"the template's query_header is "
+                         f"{template.query_header!r}, so the record needs {'a query' if query is None else 'no query'}",
                          field="query")
     context = context_text(ctx, docs)
     chat = _option(ctx, "chat", bool, False, "true or false")
