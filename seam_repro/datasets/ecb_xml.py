@@ -50,7 +50,6 @@ class ConversionStats:
     mentions: Counter = field(default_factory=Counter)
     """``{split}_{category}`` -> number of mentions written."""
     skipped_unvalidated: int = 0
-    skipped_other_tags: Counter = field(default_factory=Counter)
 
 
 def split_of(topic: int) -> str:
@@ -122,7 +121,6 @@ def _read_doc(path: Path, topic: str, sentences: set[int], counters: dict[str, I
             continue
         category = _category(m.tag)
         if category is None:
-            stats.skipped_other_tags[m.tag] += 1
             continue
         ids = [int(a.attrib["t_id"]) for a in m if a.tag == "token_anchor"]
         if not ids:

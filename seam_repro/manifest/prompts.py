@@ -180,7 +180,7 @@ def records_jsonl(parts: Iterable[tuple[dict[str, Any], bytes, bytes]]) -> tuple
     (a prefix with one character beyond Latin-1 would make every prompt UCS-2). The other fields are
     the encoder's text of the record with an empty prompt, split after ``"prompt": "`` (a key: a
     string value cannot hold an unescaped quote, and sorted keys put no value that could spell it
-    before it).."""
+    before it)."""
     pieces: list[bytes] = []
     last_prefix, escaped_prefix, n = None, b"", 0
     for record, prefix, block in parts:

@@ -1,4 +1,5 @@
-"""Write ``seeds/<name>.json`` for every frozen manifest under ``manifests/`` (``make seeds``)."""
+"""Write ``seeds/<name>.json`` for every frozen manifest under ``manifests/``
+(``python -m seam_repro.manifest.seeds [ROOT]``)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,8 @@ from seam_repro.manifest.format import load_manifest
 
 
 def seeds_record(manifest: dict[str, Any], name: str) -> dict[str, Any]:
-    """The frozen seeds and prompt digests of a shipped manifest (``seeds/<name>.json``).
-
-    Submissions are checked against these: a bundle's manifest and prompt digests must equal them.
-    """
+    """The frozen seeds and prompt digests of a shipped manifest (``seeds/<name>.json``): a
+    submitted bundle's manifest and prompt digests must equal them."""
     return {
         "manifest": name,
         "manifest_digest": manifest["digest"],

@@ -99,7 +99,6 @@ class TrimmedPrompt:
     n_tokens: int
     """Of the whole prompt, under the tokenizer used."""
     context_words_kept: int
-    context_words_total: int
 
 
 def trim_to_budget(
@@ -124,7 +123,7 @@ def trim_to_budget(
     n_full = len(tokenizer(full))
     words = list(_WORD.finditer(context))
     if n_full <= max_tokens:
-        return TrimmedPrompt(full, False, n_full, len(words), len(words))
+        return TrimmedPrompt(full, False, n_full, len(words))
 
     def prompt_with(k: int) -> str:
         prefix = context[: words[k - 1].end()] if k > 0 else ""
@@ -145,7 +144,7 @@ def trim_to_budget(
             lo, n_lo = mid, n_mid
         else:
             hi = mid
-    return TrimmedPrompt(prompt_with(lo), True, n_lo, lo, len(words))
+    return TrimmedPrompt(prompt_with(lo), True, n_lo, lo)
 
 
 def _option(ctx: RunContext, key: str, kind: type | tuple[type, ...], default: Any = ..., form: str = "") -> Any:
