@@ -268,11 +268,8 @@ def check_run_choices(run: dict[str, Any], prompt_file: dict[str, Any], demo_key
 
 def check_instance_choices(rec: dict[str, Any], inst: Instance, spec: DatasetSpec, where: str) -> None:
     """A coreference instance needs one recorded mention id per gold mention, all distinct integers."""
-    ids = rec.get("mention_ids")
-    if spec.sampling.mention_population is None:
-        return
-    n = len(inst.mentions)
-    if ids is None and n == 0:
+    ids, n = rec.get("mention_ids"), len(inst.mentions)
+    if spec.sampling.mention_population is None or (ids is None and n == 0):
         return
     if (not isinstance(ids, list) or len(ids) != n or not all(_strict_int(i) for i in ids)
             or len(set(ids)) != len(ids)):

@@ -78,18 +78,16 @@ class VerifyReport:
 
 def _compare_choices(recorded: dict[str, Any], derived: dict[str, Any], out: list[Mismatch]) -> None:
     ds, run = recorded["dataset"], recorded["run"]
-    for key in CHOICE_FIELDS:
-        if recorded.get(key) != derived.get(key):
-            out.append(Mismatch(ds, run, None, f"{key}: recorded {recorded.get(key)} re-derived {derived.get(key)}"))
+    out += [Mismatch(ds, run, None, f"{key}: recorded {recorded.get(key)} re-derived {derived.get(key)}")
+            for key in CHOICE_FIELDS if recorded.get(key) != derived.get(key)]
     rec_ids, der_ids = [r["id"] for r in recorded["instances"]], [r["id"] for r in derived["instances"]]
     if rec_ids != der_ids:
         out.append(Mismatch(ds, run, None, f"instance ids differ (recorded {len(rec_ids)}, re-derived "
                                            f"{len(der_ids)}; first recorded {rec_ids[:3]}, re-derived {der_ids[:3]})"))
         return
-    for rec, der in zip(recorded["instances"], derived["instances"], strict=True):
-        for key in ("gen_seed", "mention_ids"):
-            if rec.get(key) != der.get(key):
-                out.append(Mismatch(ds, run, rec["id"], f"{key} differs from the re-derived value"))
+    out += [Mismatch(ds, run, rec["id"], f"{key} differs from the re-derived value")
+            for rec, der in zip(recorded["instances"], derived["instances"], strict=True)
+            for key in ("gen_seed", "mention_ids") if rec.get(key) != der.get(key)]
 
 
 def _load_each(cfg: Any, data_dir: Any, prompts_dir: Any, base_dir: Path,

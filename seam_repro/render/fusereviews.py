@@ -2,8 +2,6 @@
 ``datasets_classes/mds/fuse_reviews.py`` (``_make_demo``, ``_add_highlights``,
 ``_generate_prompts``) without the chain-of-thought variant, which upstream builds but never uses.
 
-The template is filled by successive ``str.replace`` calls on the whole accumulated string, in
-upstream's order; that order is kept so that text containing a placeholder renders identically.
 Highlights are the literal markers ``{HS}``/``{HE}``. The eight reviews of a test instance follow
 the run's permutation (``review_i`` takes the text of ``review_{doc_order[i]}``); demos do not.
 """
@@ -83,11 +81,9 @@ def test_block(instance: Instance, ctx: RunContext, mention_ids: Sequence[int] |
     highlighted = {i: add_highlights(d.text, d.highlights, merge_overlaps=not ctx.upstream,
                                      where=f"{instance.dataset}: record {instance.instance_id}: review_{i}")
                    for i, d in enumerate(docs)}
-    order = ctx.doc_order
-    shuffled = {f"review_{i}": highlighted[order[i]] for i in range(len(docs))}  # review_i: text of review_{order[i]}
+    shuffled = {f"review_{i}": highlighted[ctx.doc_order[i]] for i in range(len(docs))}
     block, listing = _fill(ctx.prompt_file["prompt_structure"], ctx.instructions, shuffled, "")
-    target = {"highlights_concat": listing, "review_side_alignments": list(instance.review_alignments)}
-    return block, target
+    return block, {"highlights_concat": listing, "review_side_alignments": list(instance.review_alignments)}
 
 
 TEMPLATE = Template(few_shots, test_block, separator="")
