@@ -68,14 +68,9 @@ def read_rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
 def split_files(folder: Path, split: str) -> list[Path]:
     """Files that hold ``split`` in ``folder``: ``<split>.<ext>`` or HF-style shards
     (``<split>-00000-of-00001.parquet``, ``<name>-<split>.parquet``), in sorted order."""
-    found = []
-    for f in sorted(folder.iterdir()):
-        if not f.is_file() or not f.name.endswith((".jsonl", ".jsonl.gz", ".parquet")):
-            continue
-        stem = f.name.split(".", 1)[0]
-        if stem == split or stem.startswith(f"{split}-") or stem.endswith(f"-{split}"):
-            found.append(f)
-    return found
+    stems = {f: f.name.split(".", 1)[0] for f in sorted(folder.iterdir())
+             if f.is_file() and f.name.endswith((".jsonl", ".jsonl.gz", ".parquet"))}
+    return [f for f, stem in stems.items() if stem == split or stem.startswith(f"{split}-") or stem.endswith(f"-{split}")]
 
 
 def require(row: dict[str, Any], key: str, kind: type | tuple[type, ...], path: Path, record: object, form: str) -> Any:
@@ -98,14 +93,7 @@ def str_list(value: Any, path: Path, record: object, field: str, form: str = "a 
 def file_hashes(base: Path, files: list[Path]) -> dict[str, str]:
     """``relative name -> sha256`` of every file read, recorded in the manifest as provenance."""
     root = base if base.is_dir() else base.parent
-    out: dict[str, str] = {}
-    for f in files:
-        try:
-            rel = f.relative_to(root).as_posix()
-        except ValueError:
-            rel = f.name
-        out[rel] = sha256_file(f)
-    return out
+    return {f.relative_to(root).as_posix() if f.is_relative_to(root) else f.name: sha256_file(f) for f in files}
 
 
 def require_dir(path: Path, dataset: str, expected: str) -> Path:

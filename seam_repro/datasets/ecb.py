@@ -84,8 +84,7 @@ def _split(folder: Path, split: str, category: str, docs: dict[str, Any], doc_to
     for i, row in enumerate(rows):
         topic, mention = _mention(path, i, row, docs, doc_tokens)
         by_topic.setdefault(topic, []).append(mention)
-    kinds = {type(t) for t in by_topic}
-    if len(kinds) > 1:
+    if len({type(t) for t in by_topic}) > 1:
         raise InputError(path, "mixes string and int topics; expected one type (pandas cannot sort them)", field="topic")
     name = f"{split}_{category}"
     instances = []

@@ -76,13 +76,9 @@ def document_units(data: LoadedDataset) -> LoadedDataset:
     document-level inference), in instance then document order: id ``<id>#doc<k>`` (``k`` = 0-based
     source position), its only document document ``k``, its target with ``"doc_index": k`` and
     ``"parent": <id>`` added; scoring concatenates the units' selections. Source files are unchanged."""
-    splits: dict[str, list[Instance]] = {}
-    for split, insts in data.splits.items():
-        units = []
-        for inst in insts:
-            for k, doc in enumerate(inst.documents):
-                target = {**inst.target, "doc_index": k, "parent": inst.instance_id}
-                units.append(inst._replace(instance_id=f"{inst.instance_id}#doc{k}", documents=(doc,), target=target,
-                                           extra={**inst.extra, "group": inst.instance_id}))
-        splits[split] = units
+    splits = {split: [inst._replace(instance_id=f"{inst.instance_id}#doc{k}", documents=(doc,),
+                                    target={**inst.target, "doc_index": k, "parent": inst.instance_id},
+                                    extra={**inst.extra, "group": inst.instance_id})
+                      for inst in insts for k, doc in enumerate(inst.documents)]
+              for split, insts in data.splits.items()}
     return data._replace(splits=splits)

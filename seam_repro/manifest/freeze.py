@@ -108,8 +108,7 @@ def _source_inputs(sources: Sources) -> list[Path]:
     files = list(sources.prompt_paths.values())
     for name, loaded in sources.data.items():
         root = Path(sources.data_paths[name])
-        files.append(root)
-        files.extend(root / rel for rel in loaded.files)
+        files += [root, *(root / rel for rel in loaded.files)]
     return files
 
 

@@ -209,6 +209,5 @@ def _diff(store: dict[tuple[str, int, str], tuple[str, bool]] | str | None, key:
     text, trusted = store[key]
     label = f"recorded {key[0]} run {key[1]} {key[2]}" + ("" if trusted else " (stored text does NOT hash to "
                                                                              "the sealed prompt_sha256)")
-    lines = difflib.unified_diff(text.splitlines(keepends=True), actual.splitlines(keepends=True),
-                                 fromfile=label, tofile="regenerated", n=2)
-    return "".join(lines)
+    return "".join(difflib.unified_diff(text.splitlines(keepends=True), actual.splitlines(keepends=True),
+                                        fromfile=label, tofile="regenerated", n=2))
