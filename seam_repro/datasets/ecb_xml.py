@@ -139,9 +139,7 @@ def _read_doc(path: Path, topic: str, sentences: set[int], counters: dict[str, I
             continue
         target = targets[-1]
         relation_of[target] = (rel.tag, rel.attrib.get("r_id", ""))
-        for c in rel:
-            if c.tag == "source":
-                target_of[c.attrib["m_id"]] = target
+        target_of.update((c.attrib["m_id"], target) for c in rel if c.tag == "source")
     out: dict[str, list[dict]] = {"events": [], "entities": []}
     for m_id, category, ids in mentions:
         target = target_of.get(m_id)

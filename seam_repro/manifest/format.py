@@ -148,16 +148,14 @@ def validate_manifest(manifest: Any, where: str) -> None:
             "schema_version", manifest.get("schema_version"), SCHEMA_VERSION,
             prov.get("kit_version") if isinstance(prov, dict) else None,
             f"re-create it{old} with `seam-repro sample` or `seam-repro freeze`"))
-    errors = []
     if not conforms(manifest, SCHEMA_PATH):  # fast path; jsonschema names what is wrong
         import jsonschema
 
         validator = jsonschema.Draft202012Validator(read_json(SCHEMA_PATH))
-        errors = sorted(validator.iter_errors(manifest), key=lambda e: list(e.absolute_path))
-    if errors:
-        err = errors[0]
-        field = "/".join(str(p) for p in err.absolute_path) or "(top level)"
-        raise ManifestError(f"{where}: field '{field}': {err.message} (schema_version {SCHEMA_VERSION})")
+        err = min(validator.iter_errors(manifest), key=lambda e: list(e.absolute_path), default=None)
+        if err is not None:
+            field = "/".join(str(p) for p in err.absolute_path) or "(top level)"
+            raise ManifestError(f"{where}: field '{field}': {err.message} (schema_version {SCHEMA_VERSION})")
     actual = manifest_digest(manifest)
     if actual != manifest["digest"]:
         raise ManifestError(f"{where}: field 'digest': recorded {manifest['digest']} but content hashes to "

@@ -37,14 +37,11 @@ def build_manifest(cfg: SeamConfig, profile: str, choices: list[RunChoices], sou
                    command: str | None = None, progress: bool = False, relative_to: Path | None = None,
                    frozen_from: str | None = None, config_json: dict[str, Any] | None = None
                    ) -> tuple[dict[str, Any], list[tuple[dict[str, Any], bytes, bytes]]]:
-    """Render every choice and return (sealed manifest, prompt records with their prompt's run
-    prefix and block, as ``records_jsonl`` writes them).
+    """Render every choice and return (sealed manifest, prompt parts as ``records_jsonl`` writes them).
 
-    ``relative_to``: folder the recorded data/prompt paths are made relative to (the manifest's
-    folder), so the repository can move; they are provenance, not content. ``config_json``: the
-    sealed config to keep (``freeze`` keeps the unfrozen manifest's, so the protocol digest of a
-    freeze equals that of its unfrozen manifest).
-    """
+    ``relative_to``: the folder recorded data/prompt paths are made relative to (the manifest's, so
+    the repository can move). ``config_json``: the sealed config to keep (``freeze`` keeps the
+    unfrozen manifest's, so both have one protocol digest)."""
     runs = [choices_to_run(c) for c in choices]
     parts = list(_progress(iter_rendered_parts(runs, profile, sources, cfg.suite),
                            sum(len(r["instances"]) for r in runs), progress))

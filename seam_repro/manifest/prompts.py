@@ -128,12 +128,9 @@ def _few_shots_checked(template: Any, ctx: RunContext, sources: Sources, name: s
 def render_records(tm: TrustedManifest, data_dir: Any = None, prompts_dir: Any = None,
                    allow_unfrozen: bool = False) -> Iterator[dict[str, Any]]:
     """Prompt records of a frozen manifest (``load_trusted``), rendered from its recorded choices as they
-    are asked for (replay spools them to disk: held together, a run's prompts grow with the work). The
-    sources are loaded, and an unusable manifest refused, before the first record.
-
-    An unfrozen manifest has no recorded choices; with ``allow_unfrozen`` they are drawn now from
-    its config (same code as ``freeze``), which gives a usable but uncitable run.
-    """
+    are asked for; the sources are loaded, and an unusable manifest refused, before the first record.
+    With ``allow_unfrozen`` an unfrozen manifest's choices are drawn now from its config (as ``freeze``
+    draws them), which gives a usable but uncitable run."""
     return joined(_render_parts(tm.manifest, tm.config, Path(tm.path), data_dir, prompts_dir, allow_unfrozen))
 
 
@@ -161,11 +158,9 @@ _ALL_BUT_RARE_CONTROLS = bytes(c for c in range(0x100) if c >= 0x20 or c == 0x0A
 
 def json_string_utf8(data: bytes) -> bytes:
     """For the UTF-8 bytes of a text, the UTF-8 bytes of ``json.dumps(text, ensure_ascii=False)``
-    without its two quotes.
-
-    Prompt text holds newlines but rarely another control character: then escaping is three byte
-    replacements (``\\``, ``"``, newline) on the bytes (in UTF-8 a byte below 0x80 is always that
-    ASCII character). Any other control character takes ``encode_basestring`` itself."""
+    without its two quotes. Prompt text holds newlines but rarely another control character: then
+    escaping is three byte replacements (``\\``, ``"``, newline) on the bytes (in UTF-8 a byte below
+    0x80 is always that ASCII character). Any other control character takes ``encode_basestring``."""
     if data.translate(None, _ALL_BUT_RARE_CONTROLS):
         return encode_basestring(data.decode("utf-8"))[1:-1].encode("utf-8")
     return data.replace(b"\\", b"\\\\").replace(b'"', b'\\"').replace(b"\n", b"\\n")

@@ -81,8 +81,6 @@ def ecb_documents(instance: Instance, mention_ids: Sequence[int]) -> list[str]:
     for k, (doc_id, first, last) in enumerate(marks):
         texts[doc_id][first] = "[" + texts[doc_id][first]
         texts[doc_id][last] += f"]({mention_ids[k]})"
-    # Upstream builds the topic's documents from a set of doc ids; order is irrelevant because the
-    # strings are sorted afterwards.
     return [" ".join([texts[doc_id][r] for r in rows or ()]) for doc_id, rows in kept.items()]
 
 
