@@ -87,14 +87,10 @@ def _split(folder: Path, split: str, category: str, docs: dict[str, Any], doc_to
     if len({type(t) for t in by_topic}) > 1:
         raise InputError(path, "mixes string and int topics; expected one type (pandas cannot sort them)", field="topic")
     name = f"{split}_{category}"
-    instances = []
-    for topic in sorted(by_topic):
-        mentions = by_topic[topic]
-        order = dict.fromkeys(m.doc_id for m in mentions)  # documents in order of first mention
-        documents = tuple(Document(doc_id=d, tokens=docs[d]) for d in order)
-        instances.append(Instance(DATASET, name, str(topic), topic, documents, mentions=tuple(mentions),
-                                  extra={"tokens_file": tokens_path.name}))
-    return instances
+    return [Instance(DATASET, name, str(topic), topic,  # documents in order of first mention:
+                     tuple(Document(doc_id=d, tokens=docs[d]) for d in dict.fromkeys(m.doc_id for m in mentions)),
+                     mentions=tuple(mentions), extra={"tokens_file": tokens_path.name})
+            for topic, mentions in sorted(by_topic.items())]
 
 
 def load(path: Path) -> LoadedDataset:

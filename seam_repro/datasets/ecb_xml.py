@@ -87,9 +87,7 @@ def _natural(name: str) -> tuple[Any, ...]:
 def _category(tag: str) -> str | None:
     if tag.startswith(EVENT_PREFIXES):
         return "events"
-    if tag.startswith(ENTITY_PREFIXES):
-        return "entities"
-    return None
+    return "entities" if tag.startswith(ENTITY_PREFIXES) else None
 
 
 def _read_doc(path: Path, topic: str, sentences: set[int], counters: dict[str, Iterator[int]],

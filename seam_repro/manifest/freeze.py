@@ -111,9 +111,8 @@ def _source_inputs(sources: Sources) -> list[Path]:
 
 def pinned_sources(cfg: SeamConfig) -> dict[str, Any]:
     """Prompt-file sha256 pins from the sources lock; data hashes are checked by `fetch`."""
-    lock = read_json(LOCK_PATH, what="sources lock")
     pins = {}
-    for src in lock["sources"]:
+    for src in read_json(LOCK_PATH, what="sources lock")["sources"]:
         name = (src.get("provides") or {}).get("prompts")
         if name:
             pins[name] = {"path": None, "sha256": src["files"][0]["sha256"], "url": src["files"][0]["url"]}

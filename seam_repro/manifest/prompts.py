@@ -79,7 +79,6 @@ def iter_rendered_parts(runs: list[dict[str, Any]], profile: str, sources: Sourc
             continue
         hasher = PrefixHasher(prefix)
         prefix_utf8, digest = hasher.prefix_utf8, hasher.hexdigest_utf8
-        test_block = template.test_block
         task, run_number, has_metric = spec.task, run["run"], profile in spec.metrics
         for rec in run["instances"]:
             inst = by_id.get(rec["id"])
@@ -92,7 +91,7 @@ def iter_rendered_parts(runs: list[dict[str, Any]], profile: str, sources: Sourc
             mention_ids = rec.get("mention_ids")
             try:
                 check_instance_choices(rec, inst, spec, where)
-                block, target = test_block(inst, ctx, mention_ids)
+                block, target = template.test_block(inst, ctx, mention_ids)
             except SeamReproError as exc:
                 if missing is None or name not in changed:
                     raise

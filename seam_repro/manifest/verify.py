@@ -35,10 +35,8 @@ class Mismatch:
 
     def __str__(self) -> str:
         if self.run < 0:
-            where = self.dataset
-        else:
-            where = f"{self.dataset} run {self.run}" + (f" instance {self.instance_id}" if self.instance_id else "")
-        return f"{where}: {self.what}"
+            return f"{self.dataset}: {self.what}"
+        return f"{self.dataset} run {self.run}{f' instance {self.instance_id}' if self.instance_id else ''}: {self.what}"
 
 
 @dataclass

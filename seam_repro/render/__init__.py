@@ -20,9 +20,8 @@ def few_shots(ctx: RunContext) -> str:
     return ctx.spec.template_obj().few_shots(ctx)
 
 
-def render_instance(
-    instance: Instance, ctx: RunContext, demos: str, mention_ids: Sequence[int] | None = None
-) -> tuple[str, Any]:
+def render_instance(instance: Instance, ctx: RunContext, demos: str,
+                    mention_ids: Sequence[int] | None = None) -> tuple[str, Any]:
     """Return the exact user-message text and the gold target of one instance."""
     template = ctx.spec.template_obj()
     block, target = template.test_block(instance, ctx, mention_ids)

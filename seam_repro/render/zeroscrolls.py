@@ -58,9 +58,8 @@ class PromptTemplate:
     task_kind: TaskKind = "qa"
 
 
-def build_prompt(
-    template: PromptTemplate, context: str, query: str | None = None, *, chat: bool = False, trimmed: bool = False
-) -> str:
+def build_prompt(template: PromptTemplate, context: str, query: str | None = None, *, chat: bool = False,
+                 trimmed: bool = False) -> str:
     """Instruction, headed context, headed query and response header, separated by blank lines.
 
     ``chat`` omits the response header and, for QA/aggregation, appends "Do not provide any
@@ -101,15 +100,8 @@ class TrimmedPrompt:
     context_words_kept: int
 
 
-def trim_to_budget(
-    template: PromptTemplate,
-    context: str,
-    max_tokens: int,
-    query: str | None = None,
-    *,
-    tokenizer: Tokenizer = str.split,
-    chat: bool = False,
-) -> TrimmedPrompt:
+def trim_to_budget(template: PromptTemplate, context: str, max_tokens: int, query: str | None = None, *,
+                   tokenizer: Tokenizer = str.split, chat: bool = False) -> TrimmedPrompt:
     """Build the prompt, trimming the *end* of the context so the whole prompt fits ``max_tokens``.
 
     Instruction, query and response header are always kept (as ZeroSCROLLS' ``process_model_input``
@@ -132,11 +124,8 @@ def trim_to_budget(
     lo, hi = 0, len(words)  # invariant: prompt_with(lo) fits (checked below), prompt_with(hi) does not
     n_lo = len(tokenizer(prompt_with(0)))
     if n_lo > max_tokens:
-        raise InputError(
-            "zeroscrolls prompt",
-            f"instruction, query and omission note alone take {n_lo} tokens, more than the budget of {max_tokens}",
-            field="max_tokens",
-        )
+        raise InputError("zeroscrolls prompt", f"instruction, query and omission note alone take {n_lo} tokens, "
+                         f"more than the budget of {max_tokens}", field="max_tokens")
     while hi - lo > 1:
         mid = (lo + hi) // 2
         n_mid = len(tokenizer(prompt_with(mid)))
