@@ -176,17 +176,19 @@ def check_prompt_digests(manifest: dict[str, Any], where: str) -> None:
     if not manifest["frozen"]:
         return
     every: list[str] = []
-    checks = []
     for i, run in enumerate(manifest["runs"]):
         hashes = [rec["prompt_sha256"] for rec in run["instances"]]
         every += hashes
-        checks.append((f"runs/{i}/prompt_digest", run["prompt_digest"], hashes, "run's instance"))
-    for field, recorded, hashes, whose in [*checks, ("prompt_digest", manifest["prompt_digest"], every, "instances'")]:
         want = digest_of_hashes(hashes)
-        if recorded != want:
-            raise ManifestError(f"{where}: field '{field}': recorded {recorded} but the {whose} prompt_sha256 values "
-                                f"digest to {want}; the manifest was forged or damaged (re-create it with "
-                                "`seam-repro freeze`)")
+        if run["prompt_digest"] != want:
+            raise ManifestError(f"{where}: field 'runs/{i}/prompt_digest': recorded {run['prompt_digest']} but the "
+                                f"run's instance prompt_sha256 values digest to {want}; the manifest was forged "
+                                "or damaged (re-create it with `seam-repro freeze`)")
+    want = digest_of_hashes(every)
+    if manifest["prompt_digest"] != want:
+        raise ManifestError(f"{where}: field 'prompt_digest': recorded {manifest['prompt_digest']} but the "
+                            f"instances' prompt_sha256 values digest to {want}; the manifest was forged or damaged "
+                            "(re-create it with `seam-repro freeze`)")
 
 
 def load_manifest(path: str | Path) -> dict[str, Any]:
