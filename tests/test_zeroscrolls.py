@@ -15,6 +15,19 @@ from seam_repro.render import zeroscrolls as prompt
 
 # ----------------------------------------------------------------------------- prompts
 
+QMSUM_TEMPLATE = prompt.PromptTemplate(
+    instruction=(
+        "You are given a meeting transcript and a query containing a question or instruction. "
+        "Answer the query in one or more sentences."
+    ),
+    context_header="Transcript:",
+    context_name="transcript",
+    query_header="Query:",
+    response_header="Answer:",
+    task_kind="summarization",
+)
+"""The worked example of the paper's Figure 3 (QMSum)."""
+
 REPORT = prompt.PromptTemplate(
     instruction="Summarize the report.",
     context_header="Report:",
@@ -25,9 +38,9 @@ REPORT = prompt.PromptTemplate(
 
 
 def test_prompt_structure_matches_figure3_layout():
-    p = prompt.build_prompt(prompt.QMSUM_TEMPLATE, "A: hello.\nB: costs are high.", "What about costs?")
+    p = prompt.build_prompt(QMSUM_TEMPLATE, "A: hello.\nB: costs are high.", "What about costs?")
     assert p == (
-        prompt.QMSUM_TEMPLATE.instruction
+        QMSUM_TEMPLATE.instruction
         + "\n\nTranscript:\nA: hello.\nB: costs are high.\n\nQuery:\nWhat about costs?\n\nAnswer:\n"
     )
 
@@ -42,7 +55,7 @@ def test_chat_variant_drops_response_header_and_adds_no_explanation_for_qa():
 
 def test_query_header_and_query_must_agree():
     with pytest.raises(InputError, match="query"):
-        prompt.build_prompt(prompt.QMSUM_TEMPLATE, "ctx")
+        prompt.build_prompt(QMSUM_TEMPLATE, "ctx")
     with pytest.raises(InputError, match="query"):
         prompt.build_prompt(REPORT, "ctx", "q?")
 
@@ -67,7 +80,7 @@ def test_trim_keeps_exactly_the_words_that_fit_hand_count():
 
 
 def test_trim_keeps_query_and_note_precedes_it():
-    r = prompt.trim_to_budget(prompt.QMSUM_TEMPLATE, CONTEXT, 60, "What did they decide?")
+    r = prompt.trim_to_budget(QMSUM_TEMPLATE, CONTEXT, 60, "What did they decide?")
     assert r.trimmed and r.n_tokens <= 60
     assert r.prompt.endswith("\n\n[The rest of the transcript is omitted]\n\nQuery:\nWhat did they decide?\n\nAnswer:\n")
 

@@ -10,7 +10,7 @@ the same way (``InputError``: file, record, field, expected form).
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +21,12 @@ from seam_repro.instances import Instance, LoadedDataset
 
 
 def __getattr__(name: str) -> Any:
-    """``DATASET_INFO`` and ``DatasetInfo`` (``datasets/info.py``), built on first use: only
-    ``datasets list`` and :func:`load_dataset` need them, while every command that loads data
-    imports this package."""
-    if name in ("DATASET_INFO", "DatasetInfo"):
-        from seam_repro.datasets import info
+    """``DATASET_INFO`` (``datasets/info.py``), built on first use: only ``datasets list`` needs it,
+    while every command that loads data imports this package."""
+    if name == "DATASET_INFO":
+        from seam_repro.datasets.info import DATASET_INFO
 
-        return getattr(info, name)
+        return DATASET_INFO
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -44,26 +43,10 @@ def load_dataset(name: str, path: str | Path) -> LoadedDataset:
 
 
 def open_text(path: Path, newline: str | None = None) -> io.TextIOBase:
-    """Open a UTF-8 text file, transparently gunzipping ``*.gz`` (OpenASP ships ``.jsonl.gz``).
-
-    The file is read whole, once: the hash recorded in the manifest (:func:`file_hashes`) is taken
-    from the same bytes instead of a second read."""
+    """Open a UTF-8 text file, transparently gunzipping ``*.gz`` (OpenASP ships ``.jsonl.gz``); read
+    whole, once, so its recorded hash (:func:`file_hashes`) needs no second read."""
     data = reading.read_bytes(path, what="dataset file")  # gunzipped if .gz
     return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline=newline)
-
-
-def read_json(path: Path) -> Any:
-    """Parse one JSON file (gunzipped if ``.gz``) through the kit's bounded reader."""
-    return reading.read_json(path, what="dataset file", expect=None)
-
-
-def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line_number, object)`` for every non-blank line of a JSON Lines file.
-
-    Blank lines are skipped (upstream strips the file before splitting, and the HF json builder
-    skips empty lines); every other line must hold one JSON object.
-    """
-    return reading.iter_jsonl(path, what="dataset file")
 
 
 def read_rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
@@ -79,23 +62,15 @@ def read_rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
         except Exception as exc:  # pyarrow raises several unrelated types for a corrupt file
             raise InputError(path, f"cannot read as parquet: {exc}") from None
         return [(f"row {i}", row) for i, row in enumerate(table.to_pylist())]
-    return [(f"line {n}", obj) for n, obj in iter_jsonl(path)]
+    return [(f"line {n}", obj) for n, obj in reading.iter_jsonl(path, what="dataset file")]
 
 
-TABLE_SUFFIXES: tuple[str, ...] = (".jsonl", ".jsonl.gz", ".parquet")
-
-
-def split_files(folder: Path, split: str, suffixes: tuple[str, ...] = TABLE_SUFFIXES) -> list[Path]:
+def split_files(folder: Path, split: str) -> list[Path]:
     """Files that hold ``split`` in ``folder``: ``<split>.<ext>`` or HF-style shards
     (``<split>-00000-of-00001.parquet``, ``<name>-<split>.parquet``), in sorted order."""
-    found = []
-    for f in sorted(folder.iterdir()):
-        if not f.is_file() or not f.name.endswith(suffixes):
-            continue
-        stem = f.name.split(".", 1)[0]
-        if stem == split or stem.startswith(f"{split}-") or stem.endswith(f"-{split}"):
-            found.append(f)
-    return found
+    stems = {f: f.name.split(".", 1)[0] for f in sorted(folder.iterdir())
+             if f.is_file() and f.name.endswith((".jsonl", ".jsonl.gz", ".parquet"))}
+    return [f for f, stem in stems.items() if stem == split or stem.startswith(f"{split}-") or stem.endswith(f"-{split}")]
 
 
 def require(row: dict[str, Any], key: str, kind: type | tuple[type, ...], path: Path, record: object, form: str) -> Any:
@@ -103,13 +78,9 @@ def require(row: dict[str, Any], key: str, kind: type | tuple[type, ...], path: 
     if key not in row:
         raise InputError(path, f"missing; expected {form}", record=record, field=key)
     value = row[key]
-    if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _as_tuple(kind)):
+    if not isinstance(value, kind) or (isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,))):
         raise InputError(path, f"got {type(value).__name__}; expected {form}", record=record, field=key)
     return value
-
-
-def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
-    return kind if isinstance(kind, tuple) else (kind,)
 
 
 def str_list(value: Any, path: Path, record: object, field: str, form: str = "a list of strings") -> list[str]:
@@ -122,14 +93,7 @@ def str_list(value: Any, path: Path, record: object, field: str, form: str = "a 
 def file_hashes(base: Path, files: list[Path]) -> dict[str, str]:
     """``relative name -> sha256`` of every file read, recorded in the manifest as provenance."""
     root = base if base.is_dir() else base.parent
-    out: dict[str, str] = {}
-    for f in files:
-        try:
-            rel = f.relative_to(root).as_posix()
-        except ValueError:
-            rel = f.name
-        out[rel] = sha256_file(f)
-    return out
+    return {f.relative_to(root).as_posix() if f.is_relative_to(root) else f.name: sha256_file(f) for f in files}
 
 
 def require_dir(path: Path, dataset: str, expected: str) -> Path:
@@ -169,5 +133,6 @@ def load_jsonl_folder(path: str | Path, name: str, expected: str, make: RowToIns
     instance per line, with the hash of every file read; shared by the JSONL-folder loaders."""
     folder = require_dir(Path(path), name, expected)
     files = jsonl_splits(folder, name)
-    splits = {split: [make(f, f"line {n}", row, split) for n, row in iter_jsonl(f)] for split, f in files.items()}
+    splits = {split: [make(f, f"line {n}", row, split) for n, row in reading.iter_jsonl(f, what="dataset file")]
+              for split, f in files.items()}
     return LoadedDataset(name=name, splits=splits, files=file_hashes(folder, list(files.values())))

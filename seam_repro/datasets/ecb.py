@@ -21,8 +21,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from seam_repro.datasets import file_hashes, read_json, require, require_dir
+from seam_repro.datasets import file_hashes, require, require_dir
 from seam_repro.errors import InputError
+from seam_repro.files.reading import read_json
 from seam_repro.instances import Document, Instance, LoadedDataset, Mention, Token
 
 DATASET = "ECB"
@@ -76,30 +77,20 @@ def _mention(path: Path, i: int, row: Any, docs: dict[str, Any], doc_tokens: dic
 def _split(folder: Path, split: str, category: str, docs: dict[str, Any], doc_tokens: dict[str, set[int]], tokens_path: Path) -> list[Instance]:
     """All topic instances of one ``{split}_{category}`` mention file."""
     path = folder / f"{split}_{category}.json"
-    rows = read_json(path)
+    rows = read_json(path, what="dataset file", expect=None)
     if not isinstance(rows, list):
         raise InputError(path, "expected a JSON list of mention objects")
     by_topic: dict[Any, list[Mention]] = {}
     for i, row in enumerate(rows):
         topic, mention = _mention(path, i, row, docs, doc_tokens)
         by_topic.setdefault(topic, []).append(mention)
-    kinds = {type(t) for t in by_topic}
-    if len(kinds) > 1:
+    if len({type(t) for t in by_topic}) > 1:
         raise InputError(path, "mixes string and int topics; expected one type (pandas cannot sort them)", field="topic")
     name = f"{split}_{category}"
-    instances = []
-    for topic in sorted(by_topic):
-        mentions = by_topic[topic]
-        order = dict.fromkeys(m.doc_id for m in mentions)  # documents in order of first mention
-        documents = tuple(Document(doc_id=d, tokens=docs[d]) for d in order)
-        instances.append(
-            Instance(
-                DATASET, name, str(topic), topic, documents,
-                mentions=tuple(mentions),
-                extra={"tokens_file": tokens_path.name},
-            )
-        )
-    return instances
+    return [Instance(DATASET, name, str(topic), topic,  # documents in order of first mention:
+                     tuple(Document(doc_id=d, tokens=docs[d]) for d in dict.fromkeys(m.doc_id for m in mentions)),
+                     mentions=tuple(mentions), extra={"tokens_file": tokens_path.name})
+            for topic, mentions in sorted(by_topic.items())]
 
 
 def load(path: Path) -> LoadedDataset:
@@ -112,7 +103,7 @@ def load(path: Path) -> LoadedDataset:
     splits: dict[str, list[Instance]] = {}
     for split in SPLITS:
         tokens_path = folder / f"{split}.json"
-        raw = read_json(tokens_path)
+        raw = read_json(tokens_path, what="dataset file", expect=None)
         if not isinstance(raw, dict):
             raise InputError(tokens_path, "expected a JSON object mapping doc_id -> token rows")
         docs: dict[str, tuple[Token, ...]] = {}

@@ -27,7 +27,9 @@ import json
 import re
 import xml.etree.ElementTree as ET
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import count
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +50,6 @@ class ConversionStats:
     mentions: Counter = field(default_factory=Counter)
     """``{split}_{category}`` -> number of mentions written."""
     skipped_unvalidated: int = 0
-    skipped_other_tags: Counter = field(default_factory=Counter)
 
 
 def split_of(topic: int) -> str:
@@ -86,23 +87,13 @@ def _natural(name: str) -> tuple[Any, ...]:
 def _category(tag: str) -> str | None:
     if tag.startswith(EVENT_PREFIXES):
         return "events"
-    if tag.startswith(ENTITY_PREFIXES):
-        return "entities"
-    return None
+    return "entities" if tag.startswith(ENTITY_PREFIXES) else None
 
 
-class _Counters:
-    def __init__(self) -> None:
-        self.next = {"events": EVENT_SINGLETON_START, "entities": ENTITY_SINGLETON_START}
-
-    def take(self, category: str) -> int:
-        value = self.next[category]
-        self.next[category] += 1
-        return value
-
-
-def _read_doc(path: Path, topic: str, sentences: set[int], counters: _Counters, stats: ConversionStats) -> tuple[list[list], dict[str, list[dict]]]:
-    """Token rows and mention dicts (by category) of one validated document."""
+def _read_doc(path: Path, topic: str, sentences: set[int], counters: dict[str, Iterator[int]],
+              stats: ConversionStats) -> tuple[list[list], dict[str, list[dict]]]:
+    """Token rows and mention dicts (by category) of one validated document; ``counters`` number
+    the singletons of each category."""
     try:
         root = ET.parse(path).getroot()
     except ET.ParseError as exc:
@@ -128,7 +119,6 @@ def _read_doc(path: Path, topic: str, sentences: set[int], counters: _Counters, 
             continue
         category = _category(m.tag)
         if category is None:
-            stats.skipped_other_tags[m.tag] += 1
             continue
         ids = [int(a.attrib["t_id"]) for a in m if a.tag == "token_anchor"]
         if not ids:
@@ -147,15 +137,13 @@ def _read_doc(path: Path, topic: str, sentences: set[int], counters: _Counters, 
             continue
         target = targets[-1]
         relation_of[target] = (rel.tag, rel.attrib.get("r_id", ""))
-        for c in rel:
-            if c.tag == "source":
-                target_of[c.attrib["m_id"]] = target
+        target_of.update((c.attrib["m_id"], target) for c in rel if c.tag == "source")
     out: dict[str, list[dict]] = {"events": [], "entities": []}
     for m_id, category, ids in mentions:
         target = target_of.get(m_id)
         desc = ""
         if target is None:
-            cluster: int = counters.take(category)
+            cluster: int = next(counters[category])
         else:
             tag, r_id = relation_of[target]
             instance_id, desc = instances.get(target, ("", ""))
@@ -176,7 +164,7 @@ def convert(corpus_dir: Path, sentences_csv: Path, out_dir: Path) -> ConversionS
     """Convert an unzipped ECB+ corpus folder into the nine Cattan et al. JSON files in ``out_dir``."""
     validated = read_validated(sentences_csv)
     stats = ConversionStats()
-    counters = _Counters()
+    counters = {"events": count(EVENT_SINGLETON_START), "entities": count(ENTITY_SINGLETON_START)}
     docs: dict[str, dict[str, list]] = {s: {} for s in ("train", "dev", "test")}
     mentions: dict[str, list[dict]] = {f"{s}_{c}": [] for s in docs for c in ("events", "entities")}
     topic_dirs = sorted((d for d in Path(corpus_dir).iterdir() if d.is_dir() and d.name.isdigit()), key=lambda d: int(d.name))
@@ -204,8 +192,6 @@ def convert(corpus_dir: Path, sentences_csv: Path, out_dir: Path) -> ConversionS
             stats.mentions[f"{split}_{c}"] += len(items)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    for split, d in docs.items():
-        (out / f"{split}.json").write_text(json.dumps(d, ensure_ascii=False), encoding="utf-8")
-    for name, items in mentions.items():
-        (out / f"{name}.json").write_text(json.dumps(items, ensure_ascii=False), encoding="utf-8")
+    for name, value in {**docs, **mentions}.items():
+        (out / f"{name}.json").write_text(json.dumps(value, ensure_ascii=False), encoding="utf-8")
     return stats

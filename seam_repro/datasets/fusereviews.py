@@ -128,8 +128,7 @@ def review_side_alignments(pairs: list[tuple[str, dict]]) -> tuple[str, ...]:
 def _instance(path: Path, index: int, row: dict[str, str], split: str) -> Instance:
     rec = f"row {index}"
     authors = "review_0_highlight_spans" in row
-    texts = []
-    documents = []
+    texts, documents = [], []
     for i in range(N_REVIEWS):
         tcol = f"review_{i}_text"
         if tcol not in row:
@@ -139,20 +138,16 @@ def _instance(path: Path, index: int, row: dict[str, str], split: str) -> Instan
         spans = _spans(path, rec, ocol, _json_cell(path, rec, row, ocol, "a JSON list of [start, end] pairs"), len(text))
         texts.append(text)
         documents.append(Document(doc_id=f"review_{i}", text=text, highlights=spans))
-    out_col = "summary_text" if authors else "output"
-    output = row.get(out_col) or ""
+    output = row.get("summary_text" if authors else "output") or ""
     if split == "test":
         alignments: tuple[str, ...] = ()  # upstream: test has no gold alignments
     elif authors:
         alignments = review_side_alignments(_author_alignments(path, rec, row, texts))
     else:
         alignments = review_side_alignments(_hf_alignments(path, rec, row))
-    return Instance(
-        DATASET, split, str(index), index, tuple(documents),
-        target=output,
-        review_alignments=alignments,
-        extra={"layout": "authors" if authors else "hf", **({"summary_name": row["summary_name"]} if "summary_name" in row else {})},
-    )
+    return Instance(DATASET, split, str(index), index, tuple(documents), target=output, review_alignments=alignments,
+                    extra={"layout": "authors" if authors else "hf",
+                           **({"summary_name": row["summary_name"]} if "summary_name" in row else {})})
 
 
 def _read_csv(path: Path, split: str) -> list[Instance]:

@@ -18,11 +18,7 @@ empty: "nothing to select") and every span must occur in some document, exactly 
 and whitespace kind (checked here, so a bad fixture fails at load time with its line named).
 
 Targets: ``{"references": [[...], ...], "documents": [text, ...]}`` with the documents in source
-order (grounding needs them; the prompt shows them in the run's permuted order). With the suite's
-``"units": "document"`` (IGCS §5.3 document-level inference), :func:`document_units` turns every
-instance into one unit per document, id ``<id>#doc<k>`` (``k`` = 0-based source position), whose
-only document is document ``k`` and whose target adds ``"doc_index": k`` and ``"parent": <id>``;
-scoring concatenates the units' selections, each grounded hinted to its own document.
+order (grounding needs them; the prompt shows them in the run's permuted order).
 """
 
 from __future__ import annotations
@@ -76,15 +72,13 @@ def load(path: Path, name: str = DEFAULT_NAME) -> LoadedDataset:
 
 
 def document_units(data: LoadedDataset) -> LoadedDataset:
-    """One unit per (instance, document) for document-level inference, in instance then document
-    order; the source files and their hashes are unchanged."""
-    splits: dict[str, list[Instance]] = {}
-    for split, insts in data.splits.items():
-        units = []
-        for inst in insts:
-            for k, doc in enumerate(inst.documents):
-                target = {**inst.target, "doc_index": k, "parent": inst.instance_id}
-                units.append(inst._replace(instance_id=f"{inst.instance_id}#doc{k}", documents=(doc,), target=target,
-                                           extra={**inst.extra, "group": inst.instance_id}))
-        splits[split] = units
+    """One unit per (instance, document) for the suite's ``"units": "document"`` (IGCS §5.3
+    document-level inference), in instance then document order: id ``<id>#doc<k>`` (``k`` = 0-based
+    source position), its only document document ``k``, its target with ``"doc_index": k`` and
+    ``"parent": <id>`` added; scoring concatenates the units' selections. Source files are unchanged."""
+    splits = {split: [inst._replace(instance_id=f"{inst.instance_id}#doc{k}", documents=(doc,),
+                                    target={**inst.target, "doc_index": k, "parent": inst.instance_id},
+                                    extra={**inst.extra, "group": inst.instance_id})
+                      for inst in insts for k, doc in enumerate(inst.documents)]
+              for split, insts in data.splits.items()}
     return data._replace(splits=splits)

@@ -25,7 +25,6 @@ MAX_DEPTH = 3
 class Layout:
     """Where one dataset may sit: folder aliases, marker files, preferred subfolders."""
 
-    name: str
     aliases: tuple[str, ...]
     markers: tuple[str, ...]
     subdirs: tuple[str, ...]
@@ -36,13 +35,9 @@ def _norm(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
-def load_layouts() -> dict[str, Layout]:
-    raw = json.loads(resources.files("seam_repro").joinpath("data/dataset_layout.json").read_text("utf-8"))
-    return {n: Layout(n, tuple(d["aliases"]), tuple(d["markers"]), tuple(d["subdirs"]), d["expected"])
-            for n, d in raw["datasets"].items()}
-
-
-LAYOUTS: dict[str, Layout] = load_layouts()
+_RAW = json.loads(resources.files("seam_repro").joinpath("data/dataset_layout.json").read_text("utf-8"))
+LAYOUTS: dict[str, Layout] = {n: Layout(tuple(d["aliases"]), tuple(d["markers"]), tuple(d["subdirs"]), d["expected"])
+                              for n, d in _RAW["datasets"].items()}
 
 
 def _has_marker(folder: Path, markers: tuple[str, ...]) -> bool:

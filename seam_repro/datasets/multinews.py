@@ -32,11 +32,7 @@ SEPARATOR = "|||||"
 
 
 def _instance(split: str, index: int, document: str, summary: str) -> Instance:
-    docs = document.split(SEPARATOR)
-    return Instance(
-        DATASET, split, str(index), index, plain_documents(docs),
-        target=summary,
-    )
+    return Instance(DATASET, split, str(index), index, plain_documents(document.split(SEPARATOR)), target=summary)
 
 
 def _raw_split(folder: Path, split: str) -> tuple[list[Instance], list[Path]]:
@@ -67,19 +63,12 @@ def load(path: Path) -> LoadedDataset:
     for split in SPLITS:
         if raw:
             splits[split], files = _raw_split(folder, split)
-            read.extend(files)
-            continue
-        files = split_files(folder, split)
-        if not files:
-            raise InputError(folder, f"no file for split '{split}'; expected {split}.jsonl, {split}.jsonl.gz, {split}.parquet or {RAW_NAMES[split]}.src.cleaned")
-        rows = []
-        index = 0
-        for f in files:
-            for rec, row in read_rows(f):
-                document = require(row, "document", str, f, rec, "a string of articles joined by '|||||'")
-                summary = require(row, "summary", str, f, rec, "the summary string")
-                rows.append(_instance(split, index, document, summary))
-                index += 1
-        splits[split] = rows
+        else:
+            files = split_files(folder, split)
+            if not files:
+                raise InputError(folder, f"no file for split '{split}'; expected {split}.jsonl, {split}.jsonl.gz, {split}.parquet or {RAW_NAMES[split]}.src.cleaned")
+            pairs = [(require(row, "document", str, f, rec, "a string of articles joined by '|||||'"),
+                      require(row, "summary", str, f, rec, "the summary string")) for f in files for rec, row in read_rows(f)]
+            splits[split] = [_instance(split, i, document, summary) for i, (document, summary) in enumerate(pairs)]
         read.extend(files)
     return LoadedDataset(name=DATASET, splits=splits, files=file_hashes(folder, read))

@@ -47,21 +47,14 @@ def _instance(path: Path, rec: str, row: dict, split: str) -> Instance:
     answerable = row.get("answerable", True)
     if not isinstance(answerable, bool):
         raise InputError(path, f"got {answerable!r}; expected true or false", record=rec, field="answerable")
-    return Instance(
-        dataset=DATASET,
-        split=split,
-        # MuSiQue-Full pairs each answerable question with an unanswerable contrast that has the SAME
-        # id; the manifest needs unique keys, so the contrast version gets a suffix (raw_id keeps the id).
-        instance_id=qid if answerable else f"{qid}#unanswerable",
-        raw_id=qid,
-        documents=tuple(documents),
-        question=question,
-        target={"is_answerable": answerable, "answer_content": answer},
-        answer_aliases=tuple(aliases),
-        # gold_documents: indices of the supporting paragraphs, for `sensitivity`'s gold-position effect
-        extra={"answerable_missing": "answerable" not in row,
-               "gold_documents": tuple(i for i, p in enumerate(paragraphs) if p.get("is_supporting") is True)},
-    )
+    # MuSiQue-Full pairs each answerable question with an unanswerable contrast that has the SAME id;
+    # the manifest needs unique keys, so the contrast version gets a suffix (raw_id keeps the id).
+    # gold_documents: indices of the supporting paragraphs, for `sensitivity`'s gold-position effect.
+    return Instance(DATASET, split, qid if answerable else f"{qid}#unanswerable", qid, tuple(documents),
+                    question=question, target={"is_answerable": answerable, "answer_content": answer},
+                    answer_aliases=tuple(aliases),
+                    extra={"answerable_missing": "answerable" not in row,
+                           "gold_documents": tuple(i for i, p in enumerate(paragraphs) if p.get("is_supporting") is True)})
 
 
 def load(path: Path) -> LoadedDataset:

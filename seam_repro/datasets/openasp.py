@@ -37,12 +37,8 @@ def _instance(path: Path, rec: str, row: dict, split: str) -> Instance:
         name = doc.get("filename", str(i))
         documents.append(Document(doc_id=str(name), text=" ".join(sentences)))
     summary = str_list(require(row, "summary_text", list, path, rec, "a list of summary sentences"), path, rec, "summary_text")
-    return Instance(
-        DATASET, split, guid, guid, tuple(documents),
-        aspect_label=label,
-        target="\n".join(summary),
-        extra={k: row[k] for k in ("topic_id", "title") if k in row},
-    )
+    return Instance(DATASET, split, guid, guid, tuple(documents), aspect_label=label, target="\n".join(summary),
+                    extra={k: row[k] for k in ("topic_id", "title") if k in row})
 
 
 def load(path: Path) -> LoadedDataset:

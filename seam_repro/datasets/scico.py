@@ -61,13 +61,9 @@ def _row(path: Path, rec: str, row: dict[str, Any], split: str) -> Instance:
     texts = [""] * n_docs
     for p, d in enumerate(doc_ids):
         texts[d] += " ".join(tokens[p]) + "\n"
-    return Instance(
-        DATASET, split, str(raw_id), raw_id, plain_documents(texts),
-        mentions=tuple(mentions),
-        paragraphs=tuple(tuple(p) for p in tokens),
-        paragraph_doc_ids=tuple(doc_ids),
-        extra={k: row[k] for k in EXTRA_KEYS if k in row},
-    )
+    return Instance(DATASET, split, str(raw_id), raw_id, plain_documents(texts), mentions=tuple(mentions),
+                    paragraphs=tuple(tuple(p) for p in tokens), paragraph_doc_ids=tuple(doc_ids),
+                    extra={k: row[k] for k in EXTRA_KEYS if k in row})
 
 
 def load(path: Path) -> LoadedDataset:

@@ -60,10 +60,8 @@ def content_config(config: dict[str, Any]) -> dict[str, Any]:
 
 def split_sources(sources_json: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """``Sources.as_json()`` -> (sealed hashes, provenance paths)."""
-    sealed = {
-        "prompts": {n: {k: v for k, v in e.items() if k != "path"} for n, e in sources_json["prompts"].items()},
-        "data": {n: {k: v for k, v in e.items() if k != "path"} for n, e in sources_json["data"].items()},
-    }
+    sealed = {kind: {n: {k: v for k, v in e.items() if k != "path"} for n, e in sources_json[kind].items()}
+              for kind in ("prompts", "data")}
     paths = {kind: {n: e.get("path") for n, e in sources_json[kind].items()} for kind in ("prompts", "data")}
     return sealed, paths
 
@@ -81,21 +79,15 @@ def unfrozen_manifest(cfg: SeamConfig, profile: str, sources_lock: dict[str, Any
     ``sources_lock``: ``{"prompts": {name: {"path", "sha256"?, "url"?}}, "data": {name: {"path", "files"}}}``.
     """
     sealed_sources, paths = split_sources(sources_lock)
-    manifest = {
+    return seal({
         "schema_version": SCHEMA_VERSION, "profile": profile, "frozen": False,
         "config": content_config(cfg.as_json()), "sources": sealed_sources, "runs": [], "prompt_digest": None,
         "provenance": provenance(None, paths),
-    }
-    return seal(manifest)
-
-
-def sealed_body(manifest: dict[str, Any]) -> dict[str, Any]:
-    """The content the digest covers: everything but ``digest`` and ``provenance``."""
-    return {k: v for k, v in manifest.items() if k not in UNSEALED}
+    })
 
 
 def manifest_digest(manifest: dict[str, Any]) -> str:
-    return sha256_bytes(canonical_json(sealed_body(manifest)))
+    return sha256_bytes(canonical_json({k: v for k, v in manifest.items() if k not in UNSEALED}))
 
 
 def protocol_digest(manifest: dict[str, Any]) -> str:
@@ -156,16 +148,14 @@ def validate_manifest(manifest: Any, where: str) -> None:
             "schema_version", manifest.get("schema_version"), SCHEMA_VERSION,
             prov.get("kit_version") if isinstance(prov, dict) else None,
             f"re-create it{old} with `seam-repro sample` or `seam-repro freeze`"))
-    errors = []
     if not conforms(manifest, SCHEMA_PATH):  # fast path; jsonschema names what is wrong
         import jsonschema
 
         validator = jsonschema.Draft202012Validator(read_json(SCHEMA_PATH))
-        errors = sorted(validator.iter_errors(manifest), key=lambda e: list(e.absolute_path))
-    if errors:
-        err = errors[0]
-        field = "/".join(str(p) for p in err.absolute_path) or "(top level)"
-        raise ManifestError(f"{where}: field '{field}': {err.message} (schema_version {SCHEMA_VERSION})")
+        err = min(validator.iter_errors(manifest), key=lambda e: list(e.absolute_path), default=None)
+        if err is not None:
+            field = "/".join(str(p) for p in err.absolute_path) or "(top level)"
+            raise ManifestError(f"{where}: field '{field}': {err.message} (schema_version {SCHEMA_VERSION})")
     actual = manifest_digest(manifest)
     if actual != manifest["digest"]:
         raise ManifestError(f"{where}: field 'digest': recorded {manifest['digest']} but content hashes to "
@@ -180,10 +170,9 @@ def validate_manifest(manifest: Any, where: str) -> None:
 
 
 def check_prompt_digests(manifest: dict[str, Any], where: str) -> None:
-    """The per-run and overall ``prompt_digest`` are digests of the instances' ``prompt_sha256``
-    (``freeze.render_manifest``); recompute them. The seal alone cannot catch a forged digest
-    sealed anew, and bundles and seeds/ carry the digest as the prompts' identity. Called by
-    ``trust.trusted`` for every consumer but ``verify``, which lists the drift instead."""
+    """Recompute the per-run and overall ``prompt_digest`` from the instances' ``prompt_sha256``: the
+    seal alone cannot catch a forged digest sealed anew, and bundles and seeds/ carry the digest as
+    the prompts' identity (``verify`` lists the drift instead)."""
     if not manifest["frozen"]:
         return
     every: list[str] = []
@@ -238,8 +227,7 @@ def manifest_config(manifest: dict[str, Any], where: str = "manifest config") ->
         raw[c["max_instances_key"]] = c["max_instances"]
     if "design" in c:
         raw["design"] = c["design"]
-    cfg = parse_config(raw, manifest["profile"], where=f"{where}: config" if where != "manifest config" else where)
-    return cfg
+    return parse_config(raw, manifest["profile"], where=f"{where}: config" if where != "manifest config" else where)
 
 
 # --- recorded choices: checked before rendering (here, not in sample.py: only `sample` draws) -------
@@ -280,11 +268,8 @@ def check_run_choices(run: dict[str, Any], prompt_file: dict[str, Any], demo_key
 
 def check_instance_choices(rec: dict[str, Any], inst: Instance, spec: DatasetSpec, where: str) -> None:
     """A coreference instance needs one recorded mention id per gold mention, all distinct integers."""
-    ids = rec.get("mention_ids")
-    if spec.sampling.mention_population is None:
-        return
-    n = len(inst.mentions)
-    if ids is None and n == 0:
+    ids, n = rec.get("mention_ids"), len(inst.mentions)
+    if spec.sampling.mention_population is None or (ids is None and n == 0):
         return
     if (not isinstance(ids, list) or len(ids) != n or not all(_strict_int(i) for i in ids)
             or len(set(ids)) != len(ids)):

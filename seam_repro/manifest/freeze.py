@@ -37,14 +37,11 @@ def build_manifest(cfg: SeamConfig, profile: str, choices: list[RunChoices], sou
                    command: str | None = None, progress: bool = False, relative_to: Path | None = None,
                    frozen_from: str | None = None, config_json: dict[str, Any] | None = None
                    ) -> tuple[dict[str, Any], list[tuple[dict[str, Any], bytes, bytes]]]:
-    """Render every choice and return (sealed manifest, prompt records with their prompt's run
-    prefix and block, as ``records_jsonl`` writes them).
+    """Render every choice and return (sealed manifest, prompt parts as ``records_jsonl`` writes them).
 
-    ``relative_to``: folder the recorded data/prompt paths are made relative to (the manifest's
-    folder), so the repository can move; they are provenance, not content. ``config_json``: the
-    sealed config to keep (``freeze`` keeps the unfrozen manifest's, so the protocol digest of a
-    freeze equals that of its unfrozen manifest).
-    """
+    ``relative_to``: the folder recorded data/prompt paths are made relative to (the manifest's, so
+    the repository can move). ``config_json``: the sealed config to keep (``freeze`` keeps the
+    unfrozen manifest's, so both have one protocol digest)."""
     runs = [choices_to_run(c) for c in choices]
     parts = list(_progress(iter_rendered_parts(runs, profile, sources, cfg.suite),
                            sum(len(r["instances"]) for r in runs), progress))
@@ -57,17 +54,12 @@ def build_manifest(cfg: SeamConfig, profile: str, choices: list[RunChoices], sou
             rec["target_sha256"] = rendered["target_sha256"]
         run["prompt_digest"] = digest_of_hashes(r["prompt_sha256"] for r in run["instances"])
     sealed_sources, paths = split_sources(sources.as_json(relative_to=relative_to))
-    manifest = {
-        "schema_version": SCHEMA_VERSION,
-        "profile": profile,
-        "frozen": True,
+    return seal({
+        "schema_version": SCHEMA_VERSION, "profile": profile, "frozen": True,
         "config": config_json if config_json is not None else content_config(cfg.as_json()),
-        "sources": sealed_sources,
-        "runs": runs,
-        "prompt_digest": digest_of_hashes(r["prompt_sha256"] for r in records),
+        "sources": sealed_sources, "runs": runs, "prompt_digest": digest_of_hashes(r["prompt_sha256"] for r in records),
         "provenance": provenance(command, paths, frozen_from=frozen_from),
-    }
-    return seal(manifest), parts
+    }), parts
 
 
 def _progress(it: Iterator[Any], total: int, enabled: bool) -> Iterator[Any]:
@@ -85,8 +77,7 @@ LOCK_PATH = Path(__file__).parents[1] / "data" / "sources.lock.json"
 
 class Written(NamedTuple):
     """What ``sample``/``freeze`` wrote: the sealed manifest and how many prompts and (dataset, run)
-    pairs it records (``frozen`` False for ``sample --unfrozen``). A named tuple, as the records of
-    ``instances.py`` are: with it, ``sample`` imports no ``dataclasses`` at all."""
+    pairs it records (``frozen`` False for ``sample --unfrozen``)."""
 
     path: Path
     manifest: dict[str, Any]
@@ -114,16 +105,14 @@ def _source_inputs(sources: Sources) -> list[Path]:
     files = list(sources.prompt_paths.values())
     for name, loaded in sources.data.items():
         root = Path(sources.data_paths[name])
-        files.append(root)
-        files.extend(root / rel for rel in loaded.files)
+        files += [root, *(root / rel for rel in loaded.files)]
     return files
 
 
 def pinned_sources(cfg: SeamConfig) -> dict[str, Any]:
     """Prompt-file sha256 pins from the sources lock; data hashes are checked by `fetch`."""
-    lock = read_json(LOCK_PATH, what="sources lock")
     pins = {}
-    for src in lock["sources"]:
+    for src in read_json(LOCK_PATH, what="sources lock")["sources"]:
         name = (src.get("provides") or {}).get("prompts")
         if name:
             pins[name] = {"path": None, "sha256": src["files"][0]["sha256"], "url": src["files"][0]["url"]}
@@ -180,7 +169,6 @@ def freeze_manifest(loaded: TrustedManifest, out: Path | None, data_dir: Any, pr
         raise ManifestError(f"{manifest}: already frozen (digest {m['digest']}); nothing to do")
     out = out or manifest.with_name(manifest.stem + ".frozen.json")
     _guard(out, store, [manifest], [data_dir, prompts_dir])
-    cfg = loaded.config
-    return _sample(cfg, m["profile"], manifest.resolve().parent, out, data_dir, prompts_dir, store, on_note,
+    return _sample(loaded.config, m["profile"], manifest.resolve().parent, out, data_dir, prompts_dir, store, on_note,
                    recorded=recorded_sources(m), frozen_from=m["digest"], config_json=m["config"],
                    inputs=(manifest,))

@@ -4,6 +4,7 @@ its recorded choices (never from a random generator), and the gzipped prompt sto
 from __future__ import annotations
 
 import json
+from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from json.encoder import encode_basestring
 from pathlib import Path
@@ -23,37 +24,15 @@ from seam_repro.manifest.format import (
     recorded_sources,
 )
 from seam_repro.manifest.trust import TrustedManifest
-from seam_repro.render import few_shots, message_prefix, template_for
 from seam_repro.render.context import RunContext
 from seam_repro.sources.resolve import Sources
-from seam_repro.specs import DatasetSpec, load_suite
+from seam_repro.specs import load_suite
 
 REQUIRED: dict[str, Any] = {"dataset": str, "run": int, "instance_id": str, "prompt": str, "prompt_sha256": str, "gen_seed": int}
 """Fields every prompt record carries, with their JSON types."""
 
 
-def _run_context(run: dict[str, Any], profile: str, prompt_file: dict[str, Any], spec: DatasetSpec) -> RunContext:
-    return RunContext(
-        spec=spec, profile=profile, prompt_file=prompt_file,
-        paraphrase_index=run["paraphrase_index"], demo_indices=tuple(run["demo_indices"]),
-        max_num_docs=run["max_num_docs"], doc_order=tuple(run["doc_order"]),
-    )
-
-
-def iter_rendered(runs: list[dict[str, Any]], profile: str, sources: Sources,
-                  suite: str = "seam", where: str = "manifest",
-                  missing: list[tuple[str, int, str, str]] | None = None,
-                  changed: frozenset[str] = frozenset()) -> Iterator[dict[str, Any]]:
-    """Render every recorded instance from the recorded choices (never from a random generator).
-
-    An instance the data no longer holds (or whose recorded choices no longer fit it) is an error,
-    unless its dataset is in ``changed`` (its data or prompt file differs from the sealed hash) and
-    ``missing`` is given: then ``(dataset, run, instance_id, reason)`` is appended to ``missing``
-    and rendering goes on (``verify``). With unchanged sources it is the manifest that is wrong."""
-    return _joined(iter_rendered_parts(runs, profile, sources, suite, where, missing, changed))
-
-
-def _joined(parts: Iterable[tuple[dict[str, Any], bytes, bytes]]) -> Iterator[dict[str, Any]]:
+def joined(parts: Iterable[tuple[dict[str, Any], bytes, bytes]]) -> Iterator[dict[str, Any]]:
     """Each record with its prompt text (prefix + block), for readers that keep it."""
     for record, prefix, block in parts:
         record["prompt"] = (prefix + block).decode("utf-8")
@@ -63,15 +42,18 @@ def _joined(parts: Iterable[tuple[dict[str, Any], bytes, bytes]]) -> Iterator[di
 def iter_rendered_parts(runs: list[dict[str, Any]], profile: str, sources: Sources, suite: str = "seam",
                         where: str = "manifest", missing: list[tuple[str, int, str, str]] | None = None,
                         changed: frozenset[str] = frozenset()) -> Iterator[tuple[dict[str, Any], bytes, bytes]]:
-    """``iter_rendered``'s records with the UTF-8 bytes of each prompt's two parts: the run's
-    shared prefix (the same ``bytes`` object for every instance of a run) and the instance's block
-    (prompt = prefix + block), so hashing and JSON escaping can do the prefix once per run instead
-    of once per prompt, and share one encoding of the block. The record's ``"prompt"`` is ``""``
-    (in its place among the keys): the joined text, a new ~11 KB string per prompt, is made only by
-    readers that keep it (``iter_rendered``, ``render_records``), not by ``sample`` and
-    ``prompts``, which hash and write the parts."""
+    """Render every recorded instance from the recorded choices (never from a random generator):
+    each record with the UTF-8 bytes of its prompt's two parts, the run's shared prefix (the same
+    ``bytes`` object for every instance of a run) and the instance's block, so hashing and JSON
+    escaping do the prefix once per run. The record's ``"prompt"`` is ``""`` (in its place among the
+    keys): only readers that keep the text join it (:func:`joined`).
+
+    An instance the data no longer holds (or whose recorded choices no longer fit it) is an error,
+    unless its dataset is in ``changed`` (its data or prompt file differs from the sealed hash) and
+    ``missing`` is given: then ``(dataset, run, instance_id, reason)`` is appended to ``missing``
+    and rendering goes on (``verify``). With unchanged sources it is the manifest that is wrong."""
     in_suite = load_suite(suite)
-    specs = {name: in_suite.spec(name) for name in sources.data}  # once per dataset, not once per run
+    specs = {name: in_suite.spec(name) for name in sources.data}
     index: dict[tuple[str, str], dict[str, Instance]] = {}
     for run in runs:
         name, split = run["dataset"], run["split"]
@@ -81,11 +63,14 @@ def iter_rendered_parts(runs: list[dict[str, Any]], profile: str, sources: Sourc
         if (name, split) not in index:
             index[(name, split)] = {inst.instance_id: inst for inst in sources.data[name].split(split)}
         by_id = index[(name, split)]
+        spec = specs[name]
         try:
-            spec = specs[name]
+            template = spec.template_obj()
             check_run_choices(run, sources.prompt_files[name], spec.sampling.demo_key, where)
-            ctx = _run_context(run, profile, sources.prompt_files[name], spec)
-            prefix = message_prefix(ctx, _few_shots_checked(ctx, sources, name, spec.sampling.demo_key))
+            ctx = RunContext(spec=spec, profile=profile, prompt_file=sources.prompt_files[name],
+                             paraphrase_index=run["paraphrase_index"], demo_indices=tuple(run["demo_indices"]),
+                             max_num_docs=run["max_num_docs"], doc_order=tuple(run["doc_order"]))
+            prefix = template.prefix(_few_shots_checked(template, ctx, sources, name, spec.sampling.demo_key))
         except SeamReproError as exc:
             if missing is None or name not in changed:
                 raise
@@ -94,7 +79,6 @@ def iter_rendered_parts(runs: list[dict[str, Any]], profile: str, sources: Sourc
             continue
         hasher = PrefixHasher(prefix)
         prefix_utf8, digest = hasher.prefix_utf8, hasher.hexdigest_utf8
-        test_block = template_for(ctx).test_block  # looked up once per run, not once per prompt
         task, run_number, has_metric = spec.task, run["run"], profile in spec.metrics
         for rec in run["instances"]:
             inst = by_id.get(rec["id"])
@@ -107,7 +91,7 @@ def iter_rendered_parts(runs: list[dict[str, Any]], profile: str, sources: Sourc
             mention_ids = rec.get("mention_ids")
             try:
                 check_instance_choices(rec, inst, spec, where)
-                block, target = test_block(inst, ctx, mention_ids)
+                block, target = template.test_block(inst, ctx, mention_ids)
             except SeamReproError as exc:
                 if missing is None or name not in changed:
                     raise
@@ -128,11 +112,11 @@ def iter_rendered_parts(runs: list[dict[str, Any]], profile: str, sources: Sourc
             yield record, prefix_utf8, block_utf8
 
 
-def _few_shots_checked(ctx: RunContext, sources: Sources, name: str, demo_key: str) -> str:
+def _few_shots_checked(template: Any, ctx: RunContext, sources: Sources, name: str, demo_key: str) -> str:
     """The run's demonstrations block; a demonstration of the wrong shape in the prompt file (a
     user's --prompts-dir file, say) is an InputError naming that file, not a TypeError."""
     try:
-        return few_shots(ctx)
+        return template.few_shots(ctx)
     except (TypeError, KeyError, AttributeError, IndexError, ValueError) as exc:
         where = sources.prompt_paths.get(name, f"{name} prompt file")
         raise InputError(where, f"a selected demonstration {list(ctx.demo_indices)} does not have the form "
@@ -143,13 +127,10 @@ def _few_shots_checked(ctx: RunContext, sources: Sources, name: str, demo_key: s
 def render_records(tm: TrustedManifest, data_dir: Any = None, prompts_dir: Any = None,
                    allow_unfrozen: bool = False) -> Iterator[dict[str, Any]]:
     """Prompt records of a frozen manifest (``load_trusted``), rendered from its recorded choices as they
-    are asked for (replay spools them to disk: held together, a run's prompts grow with the work). The
-    sources are loaded, and an unusable manifest refused, before the first record.
-
-    An unfrozen manifest has no recorded choices; with ``allow_unfrozen`` they are drawn now from
-    its config (same code as ``freeze``), which gives a usable but uncitable run.
-    """
-    return _joined(_render_parts(tm.manifest, tm.config, Path(tm.path), data_dir, prompts_dir, allow_unfrozen))
+    are asked for; the sources are loaded, and an unusable manifest refused, before the first record.
+    With ``allow_unfrozen`` an unfrozen manifest's choices are drawn now from its config (as ``freeze``
+    draws them), which gives a usable but uncitable run."""
+    return joined(_render_parts(tm.manifest, tm.config, Path(tm.path), data_dir, prompts_dir, allow_unfrozen))
 
 
 def _render_parts(manifest: dict[str, Any], cfg: SeamConfig, base: Path, data_dir: Any, prompts_dir: Any,
@@ -171,18 +152,14 @@ def _render_parts(manifest: dict[str, Any], cfg: SeamConfig, base: Path, data_di
 _RECORD_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
 """What ``json.dumps(record, ensure_ascii=False, sort_keys=True)`` uses."""
 _ALL_BUT_RARE_CONTROLS = bytes(c for c in range(0x100) if c >= 0x20 or c == 0x0A)
-"""``bytes.translate`` deletes these, leaving the control bytes other than the newline: usually
-none, so nothing is written (twice as fast as mapping them and searching the copy)."""
+"""``bytes.translate`` deletes these, leaving the control bytes other than the newline (usually none)."""
 
 
 def json_string_utf8(data: bytes) -> bytes:
     """For the UTF-8 bytes of a text, the UTF-8 bytes of ``json.dumps(text, ensure_ascii=False)``
-    without its two quotes.
-
-    Prompt text holds newlines but rarely another control character: then escaping is three byte
-    replacements (``\\``, ``"``, newline) on the bytes, no UCS-2 intermediate (at the paper's scale
-    a fifth of ``prompts``' CPU time). In UTF-8 a byte below 0x80 is always that ASCII character, so replacing bytes is
-    replacing characters. Any other control character takes ``encode_basestring`` itself."""
+    without its two quotes. Prompt text holds newlines but rarely another control character: then
+    escaping is three byte replacements (``\\``, ``"``, newline) on the bytes (in UTF-8 a byte below
+    0x80 is always that ASCII character). Any other control character takes ``encode_basestring``."""
     if data.translate(None, _ALL_BUT_RARE_CONTROLS):
         return encode_basestring(data.decode("utf-8"))[1:-1].encode("utf-8")
     return data.replace(b"\\", b"\\\\").replace(b'"', b'\\"').replace(b"\n", b"\\n")
@@ -190,15 +167,14 @@ def json_string_utf8(data: bytes) -> bytes:
 
 def records_jsonl(parts: Iterable[tuple[dict[str, Any], bytes, bytes]]) -> tuple[list[bytes], int]:
     """The records as UTF-8 JSONL, each line ``json.dumps(record, ensure_ascii=False, sort_keys=True)``
-    with ``"prompt"`` = prefix + block (``iter_rendered_parts``'s UTF-8 bytes; the same bytes), and
-    how many, as chunks for ``files.atomic_write_bytes`` to write unjoined.
+    with ``"prompt"`` = prefix + block (``iter_rendered_parts``'s UTF-8 bytes), and how many, as
+    chunks for ``files.atomic_write_bytes`` to write unjoined.
 
-    The prompt is most of a record and the run's shared prefix (its demonstrations) most of a prompt,
-    so the prefix is escaped once per run and spliced in as bytes, never joined as ``str`` (a prefix
-    with one character beyond Latin-1 would make every prompt UCS-2): at the paper's scale this is
-    a third of ``prompts``' CPU time. The other fields are the encoder's text of the record with an
-    empty prompt, split after ``"prompt": "`` (a key: a string value cannot hold an unescaped quote,
-    and sorted keys put no other value that could spell it before it)."""
+    The run's shared prefix is escaped once per run and spliced in as bytes, never joined as ``str``
+    (a prefix with one character beyond Latin-1 would make every prompt UCS-2). The other fields are
+    the encoder's text of the record with an empty prompt, split after ``"prompt": "`` (a key: a
+    string value cannot hold an unescaped quote, and sorted keys put no value that could spell it
+    before it)."""
     pieces: list[bytes] = []
     last_prefix, escaped_prefix, n = None, b"", 0
     for record, prefix, block in parts:
@@ -213,23 +189,19 @@ def records_jsonl(parts: Iterable[tuple[dict[str, Any], bytes, bytes]]) -> tuple
 
 def recorded_inputs(m: dict[str, Any], base: Path) -> list[Path]:
     """Prompt and data files a manifest records (paths, in provenance, relative to the manifest's folder)."""
-    out: list[Path] = []
     src = recorded_sources(m)
-    for entry in src["prompts"].values():
-        if isinstance(entry.get("path"), str):
-            out.append(base / entry["path"])
+    out = [base / e["path"] for e in src["prompts"].values() if isinstance(e.get("path"), str)]
     for entry in src["data"].values():
         if isinstance(entry.get("path"), str):
             root = base / entry["path"]
-            out.append(root)
-            out.extend(root / f for f in (entry.get("files") or {}) if isinstance(f, str))
+            out += [root, *(root / f for f in (entry.get("files") or {}) if isinstance(f, str))]
     return out
 
 
 def prompts_jsonl(manifest: Path, out: Path, data_dir: Any = None, prompts_dir: Any = None
                   ) -> tuple[list[bytes], int]:
-    """``seam-repro prompts``: the JSONL (as ``records_jsonl``'s chunks) of every prompt record of a manifest and how many there
-    are, after refusing an ``out`` that would overwrite anything the rendering reads."""
+    """``seam-repro prompts``: ``records_jsonl`` of every prompt record of a manifest, after refusing
+    an ``out`` that would overwrite anything the rendering reads."""
     guard_outputs([("-o", out)], inputs=[manifest], read_dirs=[data_dir, prompts_dir])
     m = load_manifest(manifest)
     store = (m.get("provenance") or {}).get("prompt_store") or {}
@@ -276,6 +248,5 @@ def check_prompt_records(records: Sequence[dict[str, Any]],
     """Validate fields, prompt hashes and uniqueness (replay's input, a shard's prompts.jsonl); return
     {key: prompt_sha256}."""
     hashes: dict[tuple[str, int, str], str] = {}
-    for _ in checked_prompt_records(records, source, hashes):
-        pass
+    deque(checked_prompt_records(records, source, hashes), maxlen=0)
     return hashes

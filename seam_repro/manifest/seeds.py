@@ -1,8 +1,10 @@
-"""Write ``seeds/<name>.json`` for every frozen manifest under ``manifests/`` (``make seeds``)."""
+"""Write ``seeds/<name>.json`` for every frozen manifest under ``manifests/``
+(``python -m seam_repro.manifest.seeds [ROOT]``)."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +13,8 @@ from seam_repro.manifest.format import load_manifest
 
 
 def seeds_record(manifest: dict[str, Any], name: str) -> dict[str, Any]:
-    """The frozen seeds and prompt digests of a shipped manifest (``seeds/<name>.json``).
-
-    Submissions are checked against these: a bundle's manifest and prompt digests must equal them.
-    """
+    """The frozen seeds and prompt digests of a shipped manifest (``seeds/<name>.json``): a
+    submitted bundle's manifest and prompt digests must equal them."""
     return {
         "manifest": name,
         "manifest_digest": manifest["digest"],
@@ -30,18 +30,15 @@ def seeds_record(manifest: dict[str, Any], name: str) -> dict[str, Any]:
     }
 
 
-def write_seeds(manifests_dir: Path, seeds_dir: Path) -> list[Path]:
-    written = []
+def write_seeds(manifests_dir: Path, seeds_dir: Path) -> Iterator[Path]:
+    """Write the seeds file of each frozen manifest, yielding its path."""
     for path in sorted(manifests_dir.glob("*.json")):
         if path.name.endswith(".config.json"):
             continue
         manifest = load_manifest(path)
-        if not manifest["frozen"]:
-            continue
-        out = seeds_dir / path.name
-        atomic_write_json(out, seeds_record(manifest, path.name), indent=1, sort_keys=True)
-        written.append(out)
-    return written
+        if manifest["frozen"]:
+            atomic_write_json(seeds_dir / path.name, seeds_record(manifest, path.name), indent=1, sort_keys=True)
+            yield seeds_dir / path.name
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ SEEDS_DIR = DATA / "seeds"
 
 def shipped_names() -> list[str]:
     """Names of the shipped manifests (file stems; configs and prompt stores left out)."""
-    return sorted(p.name[: -len(".json")] for p in MANIFESTS_DIR.glob("*.json") if not p.name.endswith(".config.json"))
+    return sorted(p.name.removesuffix(".json") for p in MANIFESTS_DIR.glob("*.json") if not p.name.endswith(".config.json"))
 
 
 def resolve_manifest(value: str) -> Path | None:
@@ -28,7 +28,5 @@ def resolve_manifest(value: str) -> Path | None:
         return given
     if given.name != value:  # a path with folders that does not exist: not a name
         return None
-    stem = value[: -len(".json")] if value.endswith(".json") else value
-    if stem in shipped_names():
-        return MANIFESTS_DIR / f"{stem}.json"
-    return None
+    stem = value.removesuffix(".json")
+    return MANIFESTS_DIR / f"{stem}.json" if stem in shipped_names() else None

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import deque
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -37,8 +38,7 @@ PROTOCOL_FIELDS = ("manifest_digest", "protocol_digest", "profile", "runs", "ins
 
 
 class TrustedManifest(NamedTuple):
-    """A manifest read and checked once, with its parsed config and per-instance expectations (a
-    named tuple like the kit's other records: ``sample`` and ``prompts`` define no dataclass)."""
+    """A manifest read and checked once, with its parsed config and per-instance expectations."""
 
     path: str
     manifest: dict[str, Any]
@@ -111,10 +111,9 @@ def record_problems(tm: TrustedManifest, rec: dict[str, Any]) -> str | None:
 
 
 def check_rendered(tm: TrustedManifest, records: Iterable[dict[str, Any]]) -> None:
-    """Refuse rendered prompt records that do not hash to the manifest (``replay``, before any model
-    is loaded). Lists every drifting (dataset, run, instance) as ``verify`` does."""
-    for _ in iter_checked(tm, records):
-        pass
+    """Refuse rendered prompt records that do not hash to the manifest (before any model is loaded),
+    listing every drifting (dataset, run, instance) as ``verify`` does."""
+    deque(iter_checked(tm, records), maxlen=0)
 
 
 def iter_checked(tm: TrustedManifest, records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -123,8 +122,7 @@ def iter_checked(tm: TrustedManifest, records: Iterable[dict[str, Any]]) -> Iter
     if not tm.frozen:
         yield from records  # choices drawn now: nothing recorded to compare with (uncitable by construction)
         return
-    bad = []
-    seen = set()
+    bad, seen = [], set()
     for rec in records:
         key = (rec["dataset"], rec["run"], rec["instance_id"])
         seen.add(key)
@@ -186,13 +184,8 @@ def protocol_differences(mine: dict[str, Any] | None, ref: dict[str, Any] | None
         return []
     if mine is None:
         return ["protocol: unknown (scored by an older kit or by hand; re-run `seam-repro score`)"]
-    out = []
-    for name in PROTOCOL_FIELDS:
-        if name not in ref:
-            continue
-        a, b = mine.get(name), ref[name]
-        if a != b:
-            out.append(f"{name}: {a!r} vs {b!r}")
+    out = [f"{name}: {mine.get(name)!r} vs {ref[name]!r}" for name in PROTOCOL_FIELDS
+           if name in ref and mine.get(name) != ref[name]]
     if (mine.get("generation_overrides") or {}) != (ref.get("generation_overrides") or {}):
         out.append(f"generation overrides: {_overrides(mine)} vs {_overrides(ref)} (replay --max-new-tokens/--temperature/"
                    "--top-p leave the manifest's protocol)")
@@ -207,31 +200,29 @@ _UNIT = re.compile(r"#doc\d+$")
 def score_keys(keys: Iterable[Key]) -> set[Key]:
     """Keys an instance score line may carry: every manifest instance, and for document-level units
     (``<id>#doc<k>``, scored as one line under ``<id>``) the parent instance too."""
-    out = set()
-    for ds, run, iid in keys:
-        out.add((ds, run, iid))
-        out.add((ds, run, _UNIT.sub("", iid)))
-    return out
+    return {k for ds, run, iid in keys for k in ((ds, run, iid), (ds, run, _UNIT.sub("", iid)))}
 
 
 # --- seeds/ -----------------------------------------------------------------------------------------
-def seeds_dirs() -> list[Path]:
-    """Where ``seeds/`` is looked for: ``$SEAM_REPRO_SEEDS``, the seeds shipped in the package
-    (``seam_repro/data/seeds``, which a clone's ``seeds/`` links to), ``./seeds``."""
+def seeds_read_dirs() -> list[Path]:
+    """The seeds/ folder that bundle checks read (none when there is none): the first that exists of
+    ``$SEAM_REPRO_SEEDS``, the seeds shipped in the package (``seam_repro/data/seeds``, which a
+    clone's ``seeds/`` links to) and ``./seeds``. An input of ``report`` and ``diff``, guarded
+    against their outputs."""
     from seam_repro.manifest.shipped import SEEDS_DIR
 
     env = os.environ.get("SEAM_REPRO_SEEDS")
     cands = ([Path(env)] if env else []) + [SEEDS_DIR, Path.cwd() / "seeds"]
-    return [p for p in dict.fromkeys(c.resolve() for c in cands) if p.is_dir()]
+    return [p for p in dict.fromkeys(c.resolve() for c in cands) if p.is_dir()][:1]
 
 
-def shipped_seeds(seeds_dir: Path | None = None) -> dict[str, dict[str, Any]]:
+def shipped_seeds() -> dict[str, dict[str, Any]]:
     """``seeds/<name>.json`` records by manifest digest (empty when no seeds/ folder is found).
 
     Two files for one digest are refused unless they record the same seeds and digests (a copy
     under another name): which one checks a bundle must never depend on how the files sort."""
     out: dict[str, dict[str, Any]] = {}
-    for p in seeds_files(seeds_dir):
+    for p in (p for root in seeds_read_dirs() for p in sorted(root.glob("*.json"))):
         rec = read_json(p, what="seeds file")
         digest = rec.get("manifest_digest")
         if not isinstance(digest, str):
@@ -244,18 +235,6 @@ def shipped_seeds(seeds_dir: Path | None = None) -> dict[str, dict[str, Any]]:
     return out
 
 
-def seeds_files(seeds_dir: Path | None = None) -> list[Path]:
-    """The seeds files that :func:`shipped_seeds` reads (inputs of every bundle-checking command)."""
-    roots = [seeds_dir] if seeds_dir is not None else seeds_read_dirs()
-    return [p for root in roots for p in sorted(root.glob("*.json"))]
-
-
-def seeds_read_dirs() -> list[Path]:
-    """The seeds/ folder that bundle checks read (none when there is none): an input of ``report``
-    and ``diff``, guarded against their outputs."""
-    return seeds_dirs()[:1]
-
-
 def _seeds_content(rec: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in rec.items() if k not in ("manifest", "_path")}
 
@@ -264,9 +243,7 @@ def seeds_view(manifest: dict[str, Any]) -> dict[str, Any]:
     """What a bundle carries of its manifest, in the shape of ``seeds/`` (less the file name)."""
     from seam_repro.manifest.seeds import seeds_record
 
-    rec = seeds_record(manifest, "")
-    rec.pop("manifest")
-    return rec
+    return _seeds_content(seeds_record(manifest, ""))
 
 
 def check_bundle_seeds(path: object, bundle: dict[str, Any], seeds: dict[str, dict[str, Any]]) -> None:
@@ -279,9 +256,7 @@ def check_bundle_seeds(path: object, bundle: dict[str, Any], seeds: dict[str, di
     if bundle.get("prompt_digest") != ship["prompt_digest"]:
         raise InputError(path, f"is {bundle.get('prompt_digest')} but {src} has {ship['prompt_digest']} for manifest "
                          f"{ship['manifest_digest'][:16]}…", field="prompt_digest")
-    carried = bundle.get("seeds")
-    want = {k: v for k, v in ship.items() if k not in ("manifest", "_path")}
-    if carried != want:
+    if bundle.get("seeds") != _seeds_content(ship):
         raise InputError(path, f"differs from {src} (expected the shipped manifest's seeds and per-run prompt "
                          "digests)", field="seeds")
     known = score_keys((r["dataset"], r["run"], i) for r in ship["runs"] for i in r["gen_seeds"])

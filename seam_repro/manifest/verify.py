@@ -18,7 +18,7 @@ from typing import Any
 from seam_repro.errors import InputError, SeamReproError
 from seam_repro.hashing import digest_of_hashes, sha256_text
 from seam_repro.manifest.format import choices_to_run, read_prompt_store, recorded_sources
-from seam_repro.manifest.prompts import iter_rendered
+from seam_repro.manifest.prompts import iter_rendered_parts, joined
 from seam_repro.manifest.trust import TrustedManifest
 from seam_repro.sample import draw_all
 from seam_repro.sources.resolve import Sources, load_sources
@@ -35,10 +35,8 @@ class Mismatch:
 
     def __str__(self) -> str:
         if self.run < 0:
-            where = self.dataset
-        else:
-            where = f"{self.dataset} run {self.run}" + (f" instance {self.instance_id}" if self.instance_id else "")
-        return f"{where}: {self.what}"
+            return f"{self.dataset}: {self.what}"
+        return f"{self.dataset} run {self.run}{f' instance {self.instance_id}' if self.instance_id else ''}: {self.what}"
 
 
 @dataclass
@@ -78,26 +76,16 @@ class VerifyReport:
 
 def _compare_choices(recorded: dict[str, Any], derived: dict[str, Any], out: list[Mismatch]) -> None:
     ds, run = recorded["dataset"], recorded["run"]
-    for key in CHOICE_FIELDS:
-        if recorded.get(key) != derived.get(key):
-            out.append(Mismatch(ds, run, None, f"{key}: recorded {recorded.get(key)} re-derived {derived.get(key)}"))
-    rec_ids = [r["id"] for r in recorded["instances"]]
-    der_ids = [r["id"] for r in derived["instances"]]
+    out += [Mismatch(ds, run, None, f"{key}: recorded {recorded.get(key)} re-derived {derived.get(key)}")
+            for key in CHOICE_FIELDS if recorded.get(key) != derived.get(key)]
+    rec_ids, der_ids = [r["id"] for r in recorded["instances"]], [r["id"] for r in derived["instances"]]
     if rec_ids != der_ids:
         out.append(Mismatch(ds, run, None, f"instance ids differ (recorded {len(rec_ids)}, re-derived "
                                            f"{len(der_ids)}; first recorded {rec_ids[:3]}, re-derived {der_ids[:3]})"))
         return
-    for rec, der in zip(recorded["instances"], derived["instances"], strict=True):
-        for key in ("gen_seed", "mention_ids"):
-            if rec.get(key) != der.get(key):
-                out.append(Mismatch(ds, run, rec["id"], f"{key} differs from the re-derived value"))
-
-
-def _unchecked(recorded: dict[str, Any]) -> dict[str, Any]:
-    """Recorded paths without the hashes, so changed files are read (and compared here) rather than
-    stopping the load at the first mismatch."""
-    return {"prompts": {n: {"path": e.get("path")} for n, e in recorded["prompts"].items()},
-            "data": {n: {"path": e.get("path")} for n, e in recorded["data"].items()}}
+    out += [Mismatch(ds, run, rec["id"], f"{key} differs from the re-derived value")
+            for rec, der in zip(recorded["instances"], derived["instances"], strict=True)
+            for key in ("gen_seed", "mention_ids") if rec.get(key) != der.get(key)]
 
 
 def _load_each(cfg: Any, data_dir: Any, prompts_dir: Any, base_dir: Path,
@@ -105,11 +93,14 @@ def _load_each(cfg: Any, data_dir: Any, prompts_dir: Any, base_dir: Path,
     """Load each dataset on its own, so one that cannot be loaded (a deleted or unparsable file) is
     listed and the others are still verified."""
     merged = Sources()
+    # recorded paths without the hashes: changed files are read (and compared here) rather than
+    # stopping the load at the first mismatch
+    unchecked = {kind: {n: {"path": e.get("path")} for n, e in recorded[kind].items()} for kind in ("prompts", "data")}
     for entry in cfg.datasets:
         sub = cfg._replace(datasets=(entry,))
         try:
             one = load_sources(sub, data_dir=data_dir, prompts_dir=prompts_dir, base_dir=base_dir,
-                               recorded=_unchecked(recorded))
+                               recorded=unchecked)
         except SeamReproError as exc:
             out.append(Mismatch(entry.name, -1, None, f"cannot be loaded: {exc}"))
             continue
@@ -139,10 +130,8 @@ def _compare_sources(manifest: dict[str, Any], sources: Sources, out: list[Misma
 
 def verify_manifest(loaded: TrustedManifest, data_dir: Any = None, prompts_dir: Any = None) -> VerifyReport:
     """Re-derive and re-render a frozen manifest the caller loaded once (``load_trusted``)."""
-    path = Path(loaded.path)
-    manifest = loaded.manifest
+    path, manifest, cfg = Path(loaded.path), loaded.manifest, loaded.config
     report = VerifyReport(str(path))
-    cfg = loaded.config
     profile = manifest["profile"]
     sources = _load_each(cfg, data_dir, prompts_dir, path.parent, recorded_sources(manifest), report.sources)
     _compare_sources(manifest, sources, report.sources)
@@ -162,17 +151,16 @@ def verify_manifest(loaded: TrustedManifest, data_dir: Any = None, prompts_dir: 
                                               f"config yields {len(derived)} runs, manifest has {len(runs)}"))
     else:  # the draws need every dataset: compare what can be rendered, list the rest
         report.mismatches.append(Mismatch("*", -1, None, "choices not re-derived: a dataset could not be loaded"))
-        for run in runs:
-            if run["dataset"] not in sources.data:
-                report.mismatches += [Mismatch(run["dataset"], run["run"], i["id"], "cannot be rendered: the "
-                                               "dataset could not be loaded") for i in run["instances"]]
+        report.mismatches += [Mismatch(run["dataset"], run["run"], i["id"], "cannot be rendered: the dataset could "
+                                       "not be loaded") for run in runs if run["dataset"] not in sources.data
+                              for i in run["instances"]]
         runs = [r for r in runs if r["dataset"] in sources.data]
     recorded = {(r["dataset"], r["run"], i["id"]): i for r in runs for i in r["instances"]}
     store = _prompt_store(path, manifest, recorded)
     hashes = []
     missing: list[tuple[str, int, str, str]] = []
     changed = frozenset(m.dataset for m in report.sources)
-    for rec in iter_rendered(runs, profile, sources, cfg.suite, where=str(path), missing=missing, changed=changed):
+    for rec in joined(iter_rendered_parts(runs, profile, sources, cfg.suite, str(path), missing, changed)):
         report.n_instances += 1
         key = (rec["dataset"], rec["run"], rec["instance_id"])
         want = recorded[key]
@@ -183,8 +171,7 @@ def verify_manifest(loaded: TrustedManifest, data_dir: Any = None, prompts_dir: 
                 report.first_diff = _diff(store, key, rec["prompt"])
         if rec["target_sha256"] != want["target_sha256"]:
             report.mismatches.append(Mismatch(key[0], key[1], key[2], "target_sha256 differs"))
-    for ds, run_k, iid, reason in missing:
-        report.mismatches.append(Mismatch(ds, run_k, iid, f"cannot be rendered: {reason}"))
+    report.mismatches += [Mismatch(ds, run_k, iid, f"cannot be rendered: {reason}") for ds, run_k, iid, reason in missing]
     if digest_of_hashes(hashes) != manifest["prompt_digest"] and not report.mismatches:
         report.mismatches.append(Mismatch("*", -1, None, "prompt_digest differs"))
     for run in runs:  # a run's digest covers its recorded instance hashes (compared one by one above)
@@ -200,10 +187,8 @@ def _prompt_store(path: Path, manifest: dict[str, Any], recorded: dict[tuple[str
     is provenance, not sealed: a text that does not is shown, but labelled). An unreadable store
     only loses the diff (the hashes still decide): its error is returned as the text to show."""
     info = (manifest.get("provenance") or {}).get("prompt_store")
-    if not info:
-        return None
-    store_path = path.parent / info["path"]
-    if not store_path.is_file():
+    store_path = path.parent / info["path"] if info else None
+    if store_path is None or not store_path.is_file():
         return None
     try:
         texts = read_prompt_store(store_path)
@@ -222,6 +207,5 @@ def _diff(store: dict[tuple[str, int, str], tuple[str, bool]] | str | None, key:
     text, trusted = store[key]
     label = f"recorded {key[0]} run {key[1]} {key[2]}" + ("" if trusted else " (stored text does NOT hash to "
                                                                              "the sealed prompt_sha256)")
-    lines = difflib.unified_diff(text.splitlines(keepends=True), actual.splitlines(keepends=True),
-                                 fromfile=label, tofile="regenerated", n=2)
-    return "".join(lines)
+    return "".join(difflib.unified_diff(text.splitlines(keepends=True), actual.splitlines(keepends=True),
+                                        fromfile=label, tofile="regenerated", n=2))

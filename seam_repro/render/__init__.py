@@ -15,24 +15,14 @@ from seam_repro.instances import Instance
 from seam_repro.render.context import RunContext
 
 
-def template_for(ctx: RunContext) -> Any:
-    return ctx.spec.template_obj()
-
-
 def few_shots(ctx: RunContext) -> str:
     """The demonstrations block of a run (identical for every instance of the run)."""
-    return template_for(ctx).few_shots(ctx)
+    return ctx.spec.template_obj().few_shots(ctx)
 
 
-def message_prefix(ctx: RunContext, demos: str) -> str:
-    """The text every message of the run starts with (its demos and the separator)."""
-    return template_for(ctx).prefix(demos)
-
-
-def render_instance(
-    instance: Instance, ctx: RunContext, demos: str, mention_ids: Sequence[int] | None = None
-) -> tuple[str, Any]:
+def render_instance(instance: Instance, ctx: RunContext, demos: str,
+                    mention_ids: Sequence[int] | None = None) -> tuple[str, Any]:
     """Return the exact user-message text and the gold target of one instance."""
-    template = template_for(ctx)
+    template = ctx.spec.template_obj()
     block, target = template.test_block(instance, ctx, mention_ids)
     return template.message(demos, block), target

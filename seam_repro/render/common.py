@@ -21,13 +21,9 @@ def shuffle_documents(documents: Sequence[str], max_num_docs: int, doc_order: Se
     * when no slot is empty, numpy builds a fixed-width unicode array, which strips trailing NUL
       characters from every document.
     """
-    n = len(documents)
-    if n >= max_num_docs:
-        slots: list[str | None] = list(documents)
-    else:
-        slots = list(documents) + [None] * (max_num_docs - n)
+    slots: list[str | None] = list(documents) + [None] * (max_num_docs - len(documents))
     picked = [slots[i] for i in doc_order]
-    if n >= max_num_docs:
+    if len(documents) >= max_num_docs:
         return [d.rstrip("\x00") for d in picked]  # type: ignore[union-attr]
     return [d for d in picked if d is not None]
 

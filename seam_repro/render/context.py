@@ -1,7 +1,6 @@
 """What a renderer needs to know about one (dataset, run): the dataset's spec, the recorded choices
 and the prompt file they index. Rendering reads only these recorded choices, never a random
-generator, and never looks a dataset up by name: the spec travels in the context. A named tuple,
-as the records of ``instances.py`` are (that module says why)."""
+generator, and never looks a dataset up by name: the spec travels in the context."""
 
 from __future__ import annotations
 
@@ -42,10 +41,8 @@ class RunContext(NamedTuple):
 
     @property
     def options(self) -> Mapping[str, Any]:
-        """The dataset's ``template_options`` from its suite file (empty for SEAM's datasets).
-
-        Taken from the spec rather than recorded in the manifest: the options are part of the
-        shipped template, and their effect is pinned by every prompt's sha256."""
+        """The dataset's ``template_options`` from its suite file (empty for SEAM's datasets); part of
+        the shipped template, so not recorded in the manifest: every prompt's sha256 pins their effect."""
         return self.spec.template_options
 
     @property

@@ -17,18 +17,12 @@ from seam_repro.render.multinews import few_shots
 from seam_repro.render.template import Template
 
 
-def _clusters_as_upstream(cluster_of: Sequence[Any], mention_ids: Sequence[int]) -> list[list[int]]:
-    """``sorted([list(set(ids)) for each cluster])``.
-
-    Upstream turns each cluster's id list into a ``set`` and back into a list before sorting the
-    outer list, so the inner order is CPython's set iteration order (hash-bucket order, which for
-    small ints is mostly but not always ascending). Building the same set from the same ids in the
-    same insertion order reproduces it exactly.
-    """
+def _by_cluster(mentions: Sequence[Any], mention_ids: Sequence[int]) -> list[list[int]]:
+    """The drawn ids of each cluster's mentions, clusters in order of first mention."""
     by_cluster: dict[Any, list[int]] = {}
-    for cluster_id, mid in zip(cluster_of, mention_ids, strict=True):
-        by_cluster.setdefault(cluster_id, []).append(int(mid))
-    return sorted([list(set(ids)) for ids in by_cluster.values()])
+    for mention, mid in zip(mentions, mention_ids, strict=True):
+        by_cluster.setdefault(mention.cluster_id, []).append(int(mid))
+    return list(by_cluster.values())
 
 
 def _first_rows(tokens: Sequence[Any]) -> dict[int, int]:
@@ -87,8 +81,6 @@ def ecb_documents(instance: Instance, mention_ids: Sequence[int]) -> list[str]:
     for k, (doc_id, first, last) in enumerate(marks):
         texts[doc_id][first] = "[" + texts[doc_id][first]
         texts[doc_id][last] += f"]({mention_ids[k]})"
-    # Upstream builds the topic's documents from a set of doc ids; order is irrelevant because the
-    # strings are sorted afterwards.
     return [" ".join([texts[doc_id][r] for r in rows or ()]) for doc_id, rows in kept.items()]
 
 
@@ -96,7 +88,10 @@ def ecb_test_block(instance: Instance, ctx: RunContext, mention_ids: Sequence[in
     mention_ids = mention_ids or ()
     docs = sorted(ecb_documents(instance, mention_ids))
     shuffled = shuffle_documents(docs, ctx.max_num_docs, ctx.doc_order)
-    target = _clusters_as_upstream([m.cluster_id for m in instance.mentions], mention_ids)
+    # Upstream turns each cluster's id list into a set and back before sorting the outer list, so the
+    # inner order is CPython's set iteration order (hash-bucket order, mostly but not always ascending
+    # for small ints); the same set built from the same ids in the same order reproduces it exactly.
+    target = sorted([list(set(ids)) for ids in _by_cluster(instance.mentions, mention_ids)])
     return base_block(ctx.instructions, shuffled), target
 
 
@@ -126,10 +121,7 @@ def scico_documents(instance: Instance, mention_ids: Sequence[int]) -> list[str]
 def scico_test_block(instance: Instance, ctx: RunContext, mention_ids: Sequence[int] | None) -> tuple[str, Any]:
     mention_ids = mention_ids or ()
     docs = shuffle_documents(scico_documents(instance, mention_ids), ctx.max_num_docs, ctx.doc_order)
-    clusters: dict[Any, list[int]] = {}
-    for mention, mid in zip(instance.mentions, mention_ids, strict=True):
-        clusters.setdefault(mention.cluster_id, []).append(int(mid))
-    return base_block(ctx.instructions, docs), sorted(clusters.values())
+    return base_block(ctx.instructions, docs), sorted(_by_cluster(instance.mentions, mention_ids))
 
 
 # Coreference demos carry pre-marked documents and list-of-lists targets: the base-template demos.

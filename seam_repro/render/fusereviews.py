@@ -2,8 +2,6 @@
 ``datasets_classes/mds/fuse_reviews.py`` (``_make_demo``, ``_add_highlights``,
 ``_generate_prompts``) without the chain-of-thought variant, which upstream builds but never uses.
 
-The template is filled by successive ``str.replace`` calls on the whole accumulated string, in
-upstream's order; that order is kept so that text containing a placeholder renders identically.
 Highlights are the literal markers ``{HS}``/``{HE}``. The eight reviews of a test instance follow
 the run's permutation (``review_i`` takes the text of ``review_{doc_order[i]}``); demos do not.
 """
@@ -64,21 +62,15 @@ def _fill(structure: str, instructions: str, reviews: Mapping[str, str], answer:
     h_rev = "\n".join(f"{name}: {text}" for name, text in reviews.items())
     # upstream also replaces "{HS}" and "{HE}" by HS and HE, which are those same strings: no change
     listing = "\n".join(f"{name}:\n {_numbered_spans(text)}" for name, text in reviews.items())
-    prompt = structure.replace("{INST}", instructions)
-    prompt = prompt.replace("{H_REV}", h_rev)
-    prompt = prompt.replace("{HIGHLIGHTS}", listing)
-    prompt = prompt.replace("{COT}", "")
-    return prompt.replace("{A}", answer).strip(), listing
+    prompt = structure.replace("{INST}", instructions).replace("{H_REV}", h_rev).replace("{HIGHLIGHTS}", listing)
+    return prompt.replace("{COT}", "").replace("{A}", answer).strip(), listing
 
 
 def few_shots(ctx: RunContext) -> str:
     """Demos joined by ``demo_sep``; the test block follows the last separator directly."""
     pf = ctx.prompt_file
-    head = ""
-    for demo in ctx.demos("demos"):
-        block, _ = _fill(pf["prompt_structure"], ctx.instructions, demo["reviews"], demo["output"])
-        head += block + pf["demo_sep"]
-    return head
+    return "".join(_fill(pf["prompt_structure"], ctx.instructions, demo["reviews"], demo["output"])[0] + pf["demo_sep"]
+                   for demo in ctx.demos("demos"))
 
 
 def test_block(instance: Instance, ctx: RunContext, mention_ids: Sequence[int] | None = None) -> tuple[str, Any]:
@@ -89,11 +81,9 @@ def test_block(instance: Instance, ctx: RunContext, mention_ids: Sequence[int] |
     highlighted = {i: add_highlights(d.text, d.highlights, merge_overlaps=not ctx.upstream,
                                      where=f"{instance.dataset}: record {instance.instance_id}: review_{i}")
                    for i, d in enumerate(docs)}
-    order = ctx.doc_order
-    shuffled = {f"review_{i}": highlighted[order[i]] for i in range(len(docs))}  # review_i: text of review_{order[i]}
+    shuffled = {f"review_{i}": highlighted[ctx.doc_order[i]] for i in range(len(docs))}
     block, listing = _fill(ctx.prompt_file["prompt_structure"], ctx.instructions, shuffled, "")
-    target = {"highlights_concat": listing, "review_side_alignments": list(instance.review_alignments)}
-    return block, target
+    return block, {"highlights_concat": listing, "review_side_alignments": list(instance.review_alignments)}
 
 
 TEMPLATE = Template(few_shots, test_block, separator="")

@@ -59,9 +59,8 @@ def test_block(instance: Instance, ctx: RunContext, mention_ids: Sequence[int] |
                          "string such as 'sentences'", field="template_options.selection_type")
     docs = shuffle_documents([d.text for d in instance.documents], ctx.max_num_docs, ctx.doc_order)
     doc_level = isinstance(instance.target, dict) and "doc_index" in instance.target
-    prompt = igcs_prompt(instruction(ctx, instance), docs, selection_type=selection,
-                         source_type="document" if doc_level else "documents")
-    return prompt, instance.target
+    return igcs_prompt(instruction(ctx, instance), docs, selection_type=selection,
+                       source_type="document" if doc_level else "documents"), instance.target
 
 
 TEMPLATE = Template(few_shots, test_block, separator="")

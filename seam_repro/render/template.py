@@ -13,7 +13,7 @@ TestBlock = Callable[[Instance, RunContext, Sequence[int] | None], tuple[str, An
 
 
 class Template(NamedTuple):
-    """A dataset's renderer (a named tuple, as the records of ``instances.py`` are)."""
+    """A dataset's renderer."""
 
     few_shots: Callable[[RunContext], str]
     """The demonstrations block of a run (identical for every instance of the run)."""
@@ -26,19 +26,15 @@ class Template(NamedTuple):
         return self.prefix(demos) + block
 
     def prefix(self, demos: str) -> str:
-        """What every message of a run starts with (demos and separator): the part ``message``
-        shares across the run, so writers can hash and escape it once per run."""
+        """What every message of a run starts with, so writers can hash and escape it once per run."""
         return demos + self.separator
 
 
 def demo_blocks(ctx: RunContext, make_block: Callable[[dict[str, Any], list[str]], str]) -> str:
     """Render the run's demos in sampled order, each with the run's document permutation applied
     to its documents, joined by a blank line (upstream ``Dataset.get_prompt``)."""
-    blocks = []
-    for demo in ctx.demos():
-        docs = shuffle_documents(demo.pop("documents"), ctx.max_num_docs, ctx.doc_order)
-        blocks.append(make_block(demo, docs))
-    return "\n\n".join(blocks)
+    return "\n\n".join(make_block(demo, shuffle_documents(demo.pop("documents"), ctx.max_num_docs, ctx.doc_order))
+                       for demo in ctx.demos())
 
 
 def documents_template(block: Callable[[RunContext, str, list[str], Any], str], field: str, answer: str) -> Template:

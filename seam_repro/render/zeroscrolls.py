@@ -2,10 +2,8 @@
 context trimmed from the end to a token budget with the explicit omission note.
 
 Replicates ZeroSCROLLS (Shaham et al., 2023) §3.2 "Prompt Structure" and the query-keeping
-truncation of ``experiments/hf/run_hf_model.py::process_model_input`` (``build_prompt``,
-``trim_to_budget``; the metrics are ``metrics/zeroscrolls.py``). Zero-shot, as
-ZeroSCROLLS is: the sampled factors are the instruction paraphrase, the document order and the
-instance subsample.
+truncation of ``experiments/hf/run_hf_model.py::process_model_input``. Zero-shot, as ZeroSCROLLS
+is: the sampled factors are the instruction paraphrase, the document order and the instance subsample.
 
 Layout settings come from the dataset's ``template_options`` in the suite file:
 
@@ -35,15 +33,13 @@ from seam_repro.render.context import RunContext
 from seam_repro.render.template import Template
 
 TaskKind = Literal["summarization", "qa", "aggregation"]
+TASK_KINDS: tuple[str, ...] = get_args(TaskKind)
 
 OMISSION_NOTE = "[The rest of the {context_name} is omitted]"
 """Appended to a trimmed context (paper Figure 3: "[The rest of the transcript is omitted]")."""
 
 CHAT_QA_SUFFIX = "Do not provide any explanation."
 """Appended to QA and aggregation instructions for chat models (§3.2)."""
-
-
-# --------------------------------------------------------------------------- prompts
 
 
 @dataclass(frozen=True)
@@ -56,39 +52,22 @@ class PromptTemplate:
     context_name: str
     """What the omission note calls the context, e.g. ``"transcript"``."""
     response_header: str
-    """E.g. ``"Answer:"`` or ``"Summary:"``; dropped in the chat variant."""
+    """Dropped in the chat variant."""
     query_header: str | None = None
-    """E.g. ``"Query:"``; ``None`` for tasks without a query."""
+    """``None`` for tasks without a query."""
     task_kind: TaskKind = "qa"
 
 
-QMSUM_TEMPLATE = PromptTemplate(
-    instruction=(
-        "You are given a meeting transcript and a query containing a question or instruction. "
-        "Answer the query in one or more sentences."
-    ),
-    context_header="Transcript:",
-    context_name="transcript",
-    query_header="Query:",
-    response_header="Answer:",
-    task_kind="summarization",
-)
-"""The worked example of the paper's Figure 3 (QMSum)."""
-
-
-def build_prompt(
-    template: PromptTemplate, context: str, query: str | None = None, *, chat: bool = False, trimmed: bool = False
-) -> str:
-    """Assemble instruction, context header + context, query header + query and response header.
+def build_prompt(template: PromptTemplate, context: str, query: str | None = None, *, chat: bool = False,
+                 trimmed: bool = False) -> str:
+    """Instruction, headed context, headed query and response header, separated by blank lines.
 
     ``chat`` omits the response header and, for QA/aggregation, appends "Do not provide any
     explanation." to the instruction (§3.2). ``trimmed`` appends the omission note to the context.
-    Blocks are separated by a blank line; each header sits on its own line above its text.
     """
-    if template.query_header is not None and query is None:
-        raise InputError("zeroscrolls prompt", "the template has a query header but no query was given", field="query")
-    if template.query_header is None and query is not None:
-        raise InputError("zeroscrolls prompt", "a query was given but the template has no query header", field="query")
+    if (template.query_header is None) != (query is None):
+        raise InputError("zeroscrolls prompt", "the template has a query header but no query was given" if query is None
+                         else "a query was given but the template has no query header", field="query")
     instruction = template.instruction
     if chat and template.task_kind in ("qa", "aggregation"):
         instruction = f"{instruction} {CHAT_QA_SUFFIX}"
@@ -105,8 +84,6 @@ def build_prompt(
     return prompt
 
 
-# --------------------------------------------------------------------------- trimming
-
 Tokenizer = Callable[[str], Sequence[object]]
 """Any encode function: text -> token sequence (only its length is used), e.g.
 ``lambda t: hf_tokenizer.encode(t, add_special_tokens=False)``."""
@@ -114,30 +91,17 @@ Tokenizer = Callable[[str], Sequence[object]]
 _WORD = re.compile(r"\S+")
 
 
-def whitespace_tokenize(text: str) -> list[str]:
-    """Default tokenizer: maximal runs of non-whitespace characters."""
-    return text.split()
-
-
 @dataclass(frozen=True)
 class TrimmedPrompt:
     prompt: str
     trimmed: bool
     n_tokens: int
-    """Tokens of the whole prompt under the tokenizer used."""
+    """Of the whole prompt, under the tokenizer used."""
     context_words_kept: int
-    context_words_total: int
 
 
-def trim_to_budget(
-    template: PromptTemplate,
-    context: str,
-    max_tokens: int,
-    query: str | None = None,
-    *,
-    tokenizer: Tokenizer = whitespace_tokenize,
-    chat: bool = False,
-) -> TrimmedPrompt:
+def trim_to_budget(template: PromptTemplate, context: str, max_tokens: int, query: str | None = None, *,
+                   tokenizer: Tokenizer = str.split, chat: bool = False) -> TrimmedPrompt:
     """Build the prompt, trimming the *end* of the context so the whole prompt fits ``max_tokens``.
 
     Instruction, query and response header are always kept (as ZeroSCROLLS' ``process_model_input``
@@ -151,7 +115,7 @@ def trim_to_budget(
     n_full = len(tokenizer(full))
     words = list(_WORD.finditer(context))
     if n_full <= max_tokens:
-        return TrimmedPrompt(full, False, n_full, len(words), len(words))
+        return TrimmedPrompt(full, False, n_full, len(words))
 
     def prompt_with(k: int) -> str:
         prefix = context[: words[k - 1].end()] if k > 0 else ""
@@ -160,11 +124,8 @@ def trim_to_budget(
     lo, hi = 0, len(words)  # invariant: prompt_with(lo) fits (checked below), prompt_with(hi) does not
     n_lo = len(tokenizer(prompt_with(0)))
     if n_lo > max_tokens:
-        raise InputError(
-            "zeroscrolls prompt",
-            f"instruction, query and omission note alone take {n_lo} tokens, more than the budget of {max_tokens}",
-            field="max_tokens",
-        )
+        raise InputError("zeroscrolls prompt", f"instruction, query and omission note alone take {n_lo} tokens, "
+                         f"more than the budget of {max_tokens}", field="max_tokens")
     while hi - lo > 1:
         mid = (lo + hi) // 2
         n_mid = len(tokenizer(prompt_with(mid)))
@@ -172,13 +133,7 @@ def trim_to_budget(
             lo, n_lo = mid, n_mid
         else:
             hi = mid
-    return TrimmedPrompt(prompt_with(lo), True, n_lo, lo, len(words))
-
-
-
-# --------------------------------------------------------------------------- the suite template
-
-TASK_KINDS: tuple[str, ...] = get_args(TaskKind)
+    return TrimmedPrompt(prompt_with(lo), True, n_lo, lo)
 
 
 def _option(ctx: RunContext, key: str, kind: type | tuple[type, ...], default: Any = ..., form: str = "") -> Any:
@@ -231,10 +186,9 @@ def test_block(instance: Instance, ctx: RunContext, mention_ids: Sequence[int] |
     template = prompt_template(ctx)
     docs = shuffle_documents([d.text for d in instance.documents], ctx.max_num_docs, ctx.doc_order)
     query = instance.question
-    where = f"{instance.dataset}: record {instance.instance_id}"
     if (template.query_header is None) != (query is None):
-        want = "a query" if query is None else "no query"
-        raise InputError(where, f"the template's query_header is {template.query_header!r}, so the record needs {want}",
+        raise InputError(f"{instance.dataset}: record {instance.instance_id}", f"the template's query_header is "
+                         f"{template.query_header!r}, so the record needs {'a query' if query is None else 'no query'}",
                          field="query")
     context = context_text(ctx, docs)
     chat = _option(ctx, "chat", bool, False, "true or false")
