@@ -154,9 +154,8 @@ def _int(raw: dict[str, Any], key: str, where: str, default: int | None = None, 
             raise InputError(where, f"missing; expected {form}", field=key)
         return default
     value = raw[key]
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise InputError(where, f"expected {form}, got {_show(value)}", field=key)
-    if (low is not None and value < low) or (high is not None and value > high):
+    if not isinstance(value, int) or isinstance(value, bool) or (low is not None and value < low) \
+            or (high is not None and value > high):
         raise InputError(where, f"expected {form}, got {_show(value)}", field=key)
     return value
 

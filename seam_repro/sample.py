@@ -237,19 +237,11 @@ def draw_all(cfg: SeamConfig, profile: str, data: dict[str, LoadedDataset],
     specs = {entry.name: suite.spec(entry.name) for entry in cfg.datasets}  # once per dataset, not per run
     for entry in cfg.datasets:
         check_split_not_empty(data[entry.name], entry.split)
-    out: list[RunChoices] = []
+    draw = draw_run_corrected
     if profile == "upstream":
-        shared = rng if rng is not None else random.Random(cfg.random_seed)
-        for entry in cfg.datasets:
-            for run in range(cfg.num_runs):
-                out.append(draw_run_upstream(shared, specs[entry.name], entry.split, data[entry.name],
-                                             prompt_files[entry.name], cfg, run))
-    else:
-        for entry in cfg.datasets:
-            for run in range(cfg.num_runs):
-                out.append(draw_run_corrected(specs[entry.name], entry.split, data[entry.name],
-                                              prompt_files[entry.name], cfg, run))
-    return out
+        draw = partial(draw_run_upstream, rng if rng is not None else random.Random(cfg.random_seed))
+    return [draw(specs[entry.name], entry.split, data[entry.name], prompt_files[entry.name], cfg, run)
+            for entry in cfg.datasets for run in range(cfg.num_runs)]
 
 
 def check_split_not_empty(data: LoadedDataset, split: str) -> None:
