@@ -23,11 +23,9 @@ def _num(value: float) -> str:
 
 
 def _rpf_line(c: Counts) -> str:
-    return (
-        f"Recall: ({_num(c.recall_num)} / {_num(c.recall_den)}) {_num(perl_percent(c.recall))}%\t"
-        f"Precision: ({_num(c.precision_num)} / {_num(c.precision_den)}) {_num(perl_percent(c.precision))}%\t"
-        f"F1: {_num(perl_percent(c.f1))}%\n" + "-" * 74 + "\n"
-    )
+    return (f"Recall: ({_num(c.recall_num)} / {_num(c.recall_den)}) {_num(perl_percent(c.recall))}%\t"
+            f"Precision: ({_num(c.precision_num)} / {_num(c.precision_den)}) "
+            f"{_num(perl_percent(c.precision))}%\tF1: {_num(perl_percent(c.f1))}%\n" + "-" * 74 + "\n")
 
 
 def format_text(scores: CorefScores, metrics: list[str]) -> str:
@@ -39,18 +37,15 @@ def format_text(scores: CorefScores, metrics: list[str]) -> str:
         out.append(f"CoNLL score (mean of MUC, B3, CEAF-e F1): {scores.conll_f1:.4f}"
                    f" (mean of printed F1s: {scores.conll_f1_printed:.4f})\n")
     for name in metrics:
-        out.append(f"\nMETRIC {name}:\n\n====== TOTALS =======\n")
-        out.append("Identification of Mentions: " + _rpf_line(scores.mentions))
+        out += [f"\nMETRIC {name}:\n\n====== TOTALS =======\n",
+                "Identification of Mentions: " + _rpf_line(scores.mentions)]
         m = scores.metric(name)
         if isinstance(m, BlancCounts):
-            out.append("\nCoreference:\n")
-            out.append("Coreference links: " + _rpf_line(m.coref))
-            out.append("Non-coreference links: " + _rpf_line(m.noncoref))
-            out.append(
-                f"BLANC: Recall: ({_num(m.recall)} / 1) {_num(perl_percent(m.recall))}%\t"
-                f"Precision: ({_num(m.precision)} / 1) {_num(perl_percent(m.precision))}%\t"
-                f"F1: {_num(perl_percent(m.f1))}%\n" + "-" * 74 + "\n"
-            )
+            out += ["\nCoreference:\n", "Coreference links: " + _rpf_line(m.coref),
+                    "Non-coreference links: " + _rpf_line(m.noncoref)]
+            out.append(f"BLANC: Recall: ({_num(m.recall)} / 1) {_num(perl_percent(m.recall))}%\t"
+                       f"Precision: ({_num(m.precision)} / 1) {_num(perl_percent(m.precision))}%\t"
+                       f"F1: {_num(perl_percent(m.f1))}%\n" + "-" * 74 + "\n")
         elif m is not None:
             out.append("Coreference: " + _rpf_line(m))
     return "".join(out)
