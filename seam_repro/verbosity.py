@@ -11,7 +11,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TextIO
 
@@ -157,9 +157,7 @@ def run_log(path: Path) -> Iterator[RunLog]:
     finally:
         logger.removeHandler(handler)
         if handler.pending and not handler.broken:  # the run was accepted after the last line
-            try:
+            with suppress(OSError):
                 handler.write_pending()
-            except OSError:
-                pass
         handler.close()
         _accepted.discard(handler.path.parent.resolve())

@@ -136,14 +136,12 @@ def sweep_leftovers(folder: str | Path, prefix: str, suffix: str = "") -> list[s
                 continue
         else:
             continue  # not a temporary of ours
-        try:
+        with contextlib.suppress(OSError):
             if entry.is_dir(follow_symlinks=False):
                 shutil.rmtree(entry.path)
             else:
                 os.unlink(entry.path)
             removed.append(entry.name)
-        except OSError:
-            pass
     return removed
 
 
