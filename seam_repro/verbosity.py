@@ -29,10 +29,6 @@ _set_by_us: set[str] = set()
 class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
     """The terminal's handler: writes to whatever ``sys.stderr`` is at the time (tests swap it)."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.addFilter(lambda record: not record.name.startswith(PRINTED))
-
     @property  # type: ignore[override]
     def stream(self) -> object:
         return sys.stderr
@@ -59,6 +55,7 @@ def set_verbosity(level: int) -> None:
     for handler in [h for h in logger.handlers if isinstance(h, _Stderr)]:
         logger.removeHandler(handler)
     handler = _Stderr()
+    handler.addFilter(lambda record: not record.name.startswith(PRINTED))
     handler.setFormatter(logging.Formatter("%(message)s"))
     handler.setLevel({QUIET: logging.WARNING, NORMAL: logging.INFO}.get(level, logging.DEBUG))
     logger.addHandler(handler)

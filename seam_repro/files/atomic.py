@@ -12,7 +12,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -175,9 +175,9 @@ def temp_sibling(p: Path) -> tuple[int, str]:
     raise FileExistsError(errno.EEXIST, "no unused temporary name", str(p.parent))
 
 
-def atomic_write_bytes(path: str | Path, data: bytes | Sequence[bytes]) -> None:
-    """Write ``data`` (bytes, or a sequence of byte chunks: their concatenation, never joined into a
-    second copy) to ``path`` through :func:`atomic_writer`: a temporary sibling + fsync + rename.
+def atomic_write_bytes(path: str | Path, data: bytes | Iterable[bytes]) -> None:
+    """Write ``data`` (bytes, or byte chunks: their concatenation, never joined into a second copy)
+    to ``path`` through :func:`atomic_writer`: a temporary sibling + fsync + rename.
 
     On any failure the temporary file is removed and the previous content of ``path`` (if any) is
     left exactly as it was; the failure becomes an :class:`OutputError` naming ``path``.
@@ -217,9 +217,7 @@ def atomic_write_json(path: str | Path, obj: Any, *, indent: int | None = 1, sor
 
 def atomic_write_jsonl(path: str | Path, records: Iterable[Any]) -> None:
     """One compact JSON line per record, written atomically a line at a time (never joined in memory)."""
-    with atomic_writer(path) as fh:
-        for r in records:
-            fh.write(jsonl_line(r))
+    atomic_write_bytes(path, map(jsonl_line, records))
 
 
 def _write_failed(p: Path, exc: OSError) -> OutputError:
