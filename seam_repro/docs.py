@@ -186,14 +186,14 @@ def replace_section(text: str, reference: str, path: str | Path = PAGE) -> str:
     return f"{head}{START}\n{reference}{END}{tail}"
 
 
-def update_file(path: str | Path, reference: str | None = None, check: bool = False) -> bool:
+def update_file(path: str | Path, check: bool = False) -> bool:
     """Rewrite (or with ``check`` only compare) the marked section of ``path``; True if it was stale."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(path, f"cannot read: {exc.strerror or exc}") from exc
-    new = replace_section(text, render_reference() if reference is None else reference, path)
+    new = replace_section(text, render_reference(), path)
     stale = new != text
     if stale and not check:
         path.write_text(new, encoding="utf-8")

@@ -259,9 +259,7 @@ def recheck(run_dir: Path, sample: int, seed: int, batch_size: int | None, model
     """Regenerate a seeded random sample of a run's instances on the same model and compare them with the
     stored predictions, byte for byte. Exit 0: every one identical; exit 1: some differ (each listed with
     its first differing character, and the environments side by side)."""
-    import json
-
-    from seam_repro.files.atomic import atomic_write_text
+    from seam_repro.files.atomic import atomic_write_json
     from seam_repro.files.guard import guard_outputs
     from seam_repro.run.recheck import recheck as run_recheck
 
@@ -272,5 +270,5 @@ def recheck(run_dir: Path, sample: int, seed: int, batch_size: int | None, model
     for line in report.lines():
         click.echo(line)
     if json_out is not None:
-        atomic_write_text(json_out, json.dumps(report.as_dict(), indent=1, ensure_ascii=False) + "\n")
+        atomic_write_json(json_out, report.as_dict())
     return report.exit_code
