@@ -250,5 +250,4 @@ def parse_config(raw: dict[str, Any], profile: str, where: str = "config") -> Se
 
 def read_config(path: str | Path, profile: str) -> SeamConfig:
     path = Path(path)
-    raw = read_json(path, what="config", expect=None)
-    return parse_config(raw, profile, where=str(path))
+    return parse_config(read_json(path, what="config", expect=None), profile, where=str(path))

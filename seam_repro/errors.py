@@ -14,9 +14,7 @@ class InputError(SeamReproError):
     """A malformed file or record. Message form: ``<file>: <record>: <field>: <problem>``."""
 
     def __init__(self, path: object, problem: str, record: object | None = None, field: str | None = None):
-        self.path = str(path)
-        self.record = record
-        self.field = field
+        self.path, self.record, self.field = str(path), record, field
         parts = [self.path]
         if record is not None:
             parts.append(f"record {record}")

@@ -227,8 +227,7 @@ def load_suite(name: str = "seam") -> Suite:
         known = ", ".join(sorted(p.stem for d in _suite_dirs() for p in d.glob("*.json")))
         raise InputError("suite", f"unknown suite '{name}'; known suites: {known} (a suite of your own: put its "
                          f"folder in ${SUITES_PATH_ENV})")
-    raw = read_json(path, what="suite file", expect=None)
-    return parse_suite(raw, str(path))
+    return parse_suite(read_json(path, what="suite file", expect=None), str(path))
 
 
 def suite_names() -> list[str]:
