@@ -153,11 +153,9 @@ def render_reference(group: click.Group | None = None, prog: str = PROG, env_pre
         "|---|---|",
     ]
     commands = _subcommands(group, root)
-    for name, cmd in commands:
-        sections.append(f"| [`{name}`](#{_anchor(prog, name)}) | {_cell(cmd.get_short_help_str(limit=200))} |")
-    sections.append("")
-    for name, cmd in commands:
-        sections.append(_command_section(name, cmd, root))
+    sections += [f"| [`{name}`](#{_anchor(prog, name)}) | {_cell(cmd.get_short_help_str(limit=200))} |"
+                 for name, cmd in commands]
+    sections += ["", *(_command_section(name, cmd, root) for name, cmd in commands)]
     text = "\n".join(sections).rstrip() + "\n"
     home = str(Path.home())
     if len(home) > 1:  # defaults computed from $HOME would make the page machine-specific

@@ -169,8 +169,7 @@ def _plan(raw: Any, where: str) -> SamplingPlan:
     draw = raw.get("prompt_draw")
     if draw not in PROMPT_DRAWS:
         raise InputError(where, f"expected one of {PROMPT_DRAWS}", field="sampling.prompt_draw")
-    demo_key = raw.get("demo_key", "demonstrations")
-    return SamplingPlan(slots, fixed, recount, population, draw, str(demo_key))
+    return SamplingPlan(slots, fixed, recount, population, draw, str(raw.get("demo_key", "demonstrations")))
 
 
 def parse_suite(raw: Any, where: str) -> Suite:

@@ -131,9 +131,7 @@ def read_bytes(path: str | Path, *, what: str = "file") -> bytes:
         data = read_bytes_hashed(p)  # its sha256 is remembered: provenance hashing needs no second read
     except OSError as exc:
         raise _read_error(p, what, exc) from None
-    if p.name.endswith(".gz"):
-        data = gunzip(data, p)
-    return data
+    return gunzip(data, p) if p.name.endswith(".gz") else data
 
 
 def gunzip(data: bytes, where: object) -> bytes:
