@@ -55,8 +55,7 @@ class LazyGroup(click.Group):
         if target is None:
             return None
         module_name, attr = target.split(":")
-        module = importlib.import_module(module_name)
-        return getattr(module, attr)
+        return getattr(importlib.import_module(module_name), attr)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """List commands with their short help (at most 70 characters, whatever the terminal)."""

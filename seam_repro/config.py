@@ -128,11 +128,8 @@ class SeamConfig(NamedTuple):
             "max_instances": self.max_instances,
             "max_instances_key": self.max_instances_key,
             "notes": list(self.notes),
-            "datasets": [
-                {"name": d.name, "split_name": d.split, "path": d.path, "task": d.task,
-                 "name_as_written": d.name_as_written}
-                for d in self.datasets
-            ],
+            "datasets": [{"name": d.name, "split_name": d.split, "path": d.path, "task": d.task,
+                          "name_as_written": d.name_as_written} for d in self.datasets],
             "generation": self.generation,
             "models": list(self.models),
             "suite": self.suite,
@@ -154,9 +151,8 @@ def _int(raw: dict[str, Any], key: str, where: str, default: int | None = None, 
             raise InputError(where, f"missing; expected {form}", field=key)
         return default
     value = raw[key]
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise InputError(where, f"expected {form}, got {_show(value)}", field=key)
-    if (low is not None and value < low) or (high is not None and value > high):
+    if not isinstance(value, int) or isinstance(value, bool) or (low is not None and value < low) \
+            or (high is not None and value > high):
         raise InputError(where, f"expected {form}, got {_show(value)}", field=key)
     return value
 
@@ -204,10 +200,9 @@ def parse_config(raw: dict[str, Any], profile: str, where: str = "config") -> Se
     if profile == "upstream":
         cap, key = samples, ("max_num_samples" if has_samples else None)
         if has_instances:
-            notes.append(
-                f"max_num_instances={instances} is ignored: upstream SEAM@6ad83f4 reads only "
-                f"max_num_samples ({'=' + str(samples) if has_samples else 'absent, so no subsampling'})"
-            )
+            given = f"={samples}" if has_samples else "absent, so no subsampling"
+            notes.append(f"max_num_instances={instances} is ignored: upstream SEAM@6ad83f4 reads only "
+                         f"max_num_samples ({given})")
     else:
         if has_samples and has_instances and samples != instances:
             raise InputError(where, f"max_num_samples={samples} and max_num_instances={instances} disagree",
@@ -255,5 +250,4 @@ def parse_config(raw: dict[str, Any], profile: str, where: str = "config") -> Se
 
 def read_config(path: str | Path, profile: str) -> SeamConfig:
     path = Path(path)
-    raw = read_json(path, what="config", expect=None)
-    return parse_config(raw, profile, where=str(path))
+    return parse_config(read_json(path, what="config", expect=None), profile, where=str(path))

@@ -53,14 +53,11 @@ def _envvar(param: click.Option, ctx: click.Context) -> str:
     if param.envvar:
         names = [param.envvar] if isinstance(param.envvar, str) else list(param.envvar)
         return ", ".join(f"`{n}`" for n in names)
-    if param.allow_from_autoenv and ctx.auto_envvar_prefix and param.name and not _is_eager_meta(param):
+    # --help and --version are eager, expose_value=False options: env vars do not apply to them
+    eager_meta = param.is_eager and not param.expose_value
+    if param.allow_from_autoenv and ctx.auto_envvar_prefix and param.name and not eager_meta:
         return f"`{ctx.auto_envvar_prefix}_{param.name.upper()}`"
     return ""
-
-
-def _is_eager_meta(param: click.Option) -> bool:
-    """--help and --version are eager, expose_value=False options: env vars do not apply to them."""
-    return param.is_eager and not param.expose_value
 
 
 def _options_table(cmd: click.Command, ctx: click.Context) -> list[str]:
@@ -108,8 +105,7 @@ def _command_section(name: str, cmd: click.Command, parent: click.Context) -> st
     help_md = _help_paragraphs(cmd.help)
     if help_md:
         parts += [help_md, ""]
-    parts += [f"Usage: `{usage}`", ""]
-    parts += _arguments(cmd)
+    parts += [f"Usage: `{usage}`", "", *_arguments(cmd)]
     table = _options_table(cmd, ctx)
     if table:
         parts += [*table, ""]
@@ -136,9 +132,7 @@ def _subcommands(group: click.Group, ctx: click.Context) -> list[tuple[str, clic
     return found
 
 
-def render_reference(
-    group: click.Group | None = None, prog: str = PROG, env_prefix: str | None = ENV_PREFIX
-) -> str:
+def render_reference(group: click.Group | None = None, prog: str = PROG, env_prefix: str | None = ENV_PREFIX) -> str:
     """The full Markdown reference: the group's usage, options and command list, then one section
     per command (usage, arguments, every visible option with its environment variable).
     ``env_prefix`` must be the ``auto_envvar_prefix`` the program runs with (cli.main uses SEAM_REPRO)."""
@@ -159,11 +153,9 @@ def render_reference(
         "|---|---|",
     ]
     commands = _subcommands(group, root)
-    for name, cmd in commands:
-        sections.append(f"| [`{name}`](#{_anchor(prog, name)}) | {_cell(cmd.get_short_help_str(limit=200))} |")
-    sections.append("")
-    for name, cmd in commands:
-        sections.append(_command_section(name, cmd, root))
+    sections += [f"| [`{name}`](#{_anchor(prog, name)}) | {_cell(cmd.get_short_help_str(limit=200))} |"
+                 for name, cmd in commands]
+    sections += ["", *(_command_section(name, cmd, root) for name, cmd in commands)]
     text = "\n".join(sections).rstrip() + "\n"
     home = str(Path.home())
     if len(home) > 1:  # defaults computed from $HOME would make the page machine-specific
@@ -185,24 +177,21 @@ def replace_section(text: str, reference: str, path: str | Path = PAGE) -> str:
         sep = "" if text.endswith("\n") or not text else "\n"
         return f"{text}{sep}\n{HEADING}\n\n{START}\n{reference}{END}\n"
     if n_start != 1 or n_end != 1 or text.index(START) > text.index(END):
-        raise InputError(
-            path,
-            f"expected exactly one '{START}' followed by one '{END}' "
-            f"(found {n_start} start and {n_end} end markers)",
-        )
+        raise InputError(path, f"expected exactly one '{START}' followed by one '{END}' "
+                         f"(found {n_start} start and {n_end} end markers)")
     head, rest = text.split(START, 1)
     _, tail = rest.split(END, 1)
     return f"{head}{START}\n{reference}{END}{tail}"
 
 
-def update_file(path: str | Path, reference: str | None = None, check: bool = False) -> bool:
+def update_file(path: str | Path, check: bool = False) -> bool:
     """Rewrite (or with ``check`` only compare) the marked section of ``path``; True if it was stale."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(path, f"cannot read: {exc.strerror or exc}") from exc
-    new = replace_section(text, render_reference() if reference is None else reference, path)
+    new = replace_section(text, render_reference(), path)
     stale = new != text
     if stale and not check:
         path.write_text(new, encoding="utf-8")

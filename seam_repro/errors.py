@@ -14,9 +14,7 @@ class InputError(SeamReproError):
     """A malformed file or record. Message form: ``<file>: <record>: <field>: <problem>``."""
 
     def __init__(self, path: object, problem: str, record: object | None = None, field: str | None = None):
-        self.path = str(path)
-        self.record = record
-        self.field = field
+        self.path, self.record, self.field = str(path), record, field
         parts = [self.path]
         if record is not None:
             parts.append(f"record {record}")
@@ -31,9 +29,7 @@ class HashMismatchError(SeamReproError):
 
     def __init__(self, artifact: str, path: object, expected: str, actual: str):
         self.artifact, self.path, self.expected, self.actual = artifact, str(path), expected, actual
-        super().__init__(
-            f"{artifact}: sha256 mismatch for {path}: expected {expected}, got {actual}"
-        )
+        super().__init__(f"{artifact}: sha256 mismatch for {path}: expected {expected}, got {actual}")
 
 
 class MissingDataError(SeamReproError):
@@ -61,10 +57,7 @@ def version_mismatch(what: str, found: object, expected: int, written_by: object
     from seam_repro import __version__
 
     who = f" (written by seam-repro {written_by})" if isinstance(written_by, str) and written_by else ""
-    if found is None:
-        msg = f"no {what} found{who}"
-    else:
-        msg = f"{what} {found!r} found{who}"
+    msg = f"no {what} found{who}" if found is None else f"{what} {found!r} found{who}"
     msg += f"; seam-repro {__version__} (this kit) reads and writes {what} {expected}"
     if isinstance(found, int) and not isinstance(found, bool) and found > expected:
         return msg + "; a newer seam-repro wrote this file: upgrade seam-repro (pip install -U seam-repro) to read it"

@@ -16,9 +16,6 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-DATASET_NAMES: tuple[str, ...] = ("ECB", "FuseReviews", "SciCo", "MultiNews", "MusiQue", "OpenASP")
-"""Dataset names exactly as upstream's generate.json spells them (also the prompt file stems)."""
-
 
 class Token(NamedTuple):
     """One ECB+ token row of the Cattan et al. JSON: ``[sent_id, token_id, token_text, is_annotated, ...]``."""
@@ -61,7 +58,6 @@ class Document(NamedTuple):
     tokens: tuple[Token, ...] = ()
     highlights: tuple[tuple[int, int], ...] = ()
     """FuseReviews: highlighted character spans ``[start, end)`` of ``text`` (``review_i_offsets``)."""
-
 
 
 def plain_documents(texts: Iterable[str]) -> tuple[Document, ...]:
@@ -109,7 +105,6 @@ class LoadedDataset(NamedTuple):
         from seam_repro.errors import MissingDataError
 
         if name not in self.splits:
-            raise MissingDataError(
-                f"{self.name}: split '{name}' not found; available: {', '.join(self.splits) or 'none'}"
-            )
+            raise MissingDataError(f"{self.name}: split '{name}' not found; "
+                                   f"available: {', '.join(self.splits) or 'none'}")
         return self.splits[name]

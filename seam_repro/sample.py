@@ -237,19 +237,11 @@ def draw_all(cfg: SeamConfig, profile: str, data: dict[str, LoadedDataset],
     specs = {entry.name: suite.spec(entry.name) for entry in cfg.datasets}  # once per dataset, not per run
     for entry in cfg.datasets:
         check_split_not_empty(data[entry.name], entry.split)
-    out: list[RunChoices] = []
+    draw = draw_run_corrected
     if profile == "upstream":
-        shared = rng if rng is not None else random.Random(cfg.random_seed)
-        for entry in cfg.datasets:
-            for run in range(cfg.num_runs):
-                out.append(draw_run_upstream(shared, specs[entry.name], entry.split, data[entry.name],
-                                             prompt_files[entry.name], cfg, run))
-    else:
-        for entry in cfg.datasets:
-            for run in range(cfg.num_runs):
-                out.append(draw_run_corrected(specs[entry.name], entry.split, data[entry.name],
-                                              prompt_files[entry.name], cfg, run))
-    return out
+        draw = partial(draw_run_upstream, rng if rng is not None else random.Random(cfg.random_seed))
+    return [draw(specs[entry.name], entry.split, data[entry.name], prompt_files[entry.name], cfg, run)
+            for entry in cfg.datasets for run in range(cfg.num_runs)]
 
 
 def check_split_not_empty(data: LoadedDataset, split: str) -> None:
@@ -262,7 +254,7 @@ def check_split_not_empty(data: LoadedDataset, split: str) -> None:
 
 
 def _design_lacks(factor: str, base: RunChoices, cfg: SeamConfig, data: LoadedDataset, n_prompts: int,
-           n_pool: int) -> str | None:
+                  n_pool: int) -> str | None:
     """Why ``factor`` cannot vary on this dataset (None when it can)."""
     if factor == "paraphrase" and n_prompts < 2:
         return f"the prompt file has {n_prompts} paraphrase"
@@ -282,7 +274,7 @@ def _design_lacks(factor: str, base: RunChoices, cfg: SeamConfig, data: LoadedDa
 
 
 def _design_demos(base: tuple[int, ...], n_pool: int, cfg: SeamConfig, name: str, run: int,
-           factors: tuple[str, ...]) -> tuple[int, ...]:
+                  factors: tuple[str, ...]) -> tuple[int, ...]:
     demos = list(base)
     if "few_shot_examples" in factors:
         rank = sorted(range(len(demos)), key=lambda j: demos[j])  # rank[k]: slot of the k-th smallest
@@ -300,12 +292,12 @@ def draw_design(cfg: SeamConfig, profile: str, data: dict[str, LoadedDataset],
     """Choices of every (dataset, run) of ``cfg``'s controlled design (``seam_repro.design`` says how
     the base draw is made and from which seeds each named factor is redrawn)."""
     factors = cfg.design or ()
-    iid = draw_all(cfg._replace(design=None), profile, data, prompt_files, rng)
+    iid_draws = draw_all(cfg._replace(design=None), profile, data, prompt_files, rng)
     suite = load_suite(cfg.suite)
     out: list[RunChoices] = []
     for entry in cfg.datasets:
         name, spec = entry.name, suite.spec(entry.name)
-        base = next(c for c in iid if c.dataset == name and c.run == 0)
+        base = next(c for c in iid_draws if c.dataset == name and c.run == 0)
         n_prompts = len(prompt_files[name].get("prompts", []))
         n_pool = len(prompt_files[name].get(spec.sampling.demo_key, []))
         for factor in factors:
@@ -314,10 +306,8 @@ def draw_design(cfg: SeamConfig, profile: str, data: dict[str, LoadedDataset],
                 raise InputError(name, f"design factor '{factor}' cannot vary on this dataset: {why}",
                                  field="design.factors")
         insts = {i.instance_id: i for i in data[name].split(base.split)}
-        for run in range(cfg.num_runs):
-            if run == 0:
-                out.append(base)
-                continue
+        out.append(base)
+        for run in range(1, cfg.num_runs):
             gen = partial(_design_rng, cfg, name, key=run)
             paraphrase = gen("paraphrase").choice(range(n_prompts)) if "paraphrase" in factors \
                 else base.paraphrase_index

@@ -169,8 +169,7 @@ def _plan(raw: Any, where: str) -> SamplingPlan:
     draw = raw.get("prompt_draw")
     if draw not in PROMPT_DRAWS:
         raise InputError(where, f"expected one of {PROMPT_DRAWS}", field="sampling.prompt_draw")
-    demo_key = raw.get("demo_key", "demonstrations")
-    return SamplingPlan(slots, fixed, recount, population, draw, str(demo_key))
+    return SamplingPlan(slots, fixed, recount, population, draw, str(raw.get("demo_key", "demonstrations")))
 
 
 def parse_suite(raw: Any, where: str) -> Suite:
@@ -227,8 +226,7 @@ def load_suite(name: str = "seam") -> Suite:
         known = ", ".join(sorted(p.stem for d in _suite_dirs() for p in d.glob("*.json")))
         raise InputError("suite", f"unknown suite '{name}'; known suites: {known} (a suite of your own: put its "
                          f"folder in ${SUITES_PATH_ENV})")
-    raw = read_json(path, what="suite file", expect=None)
-    return parse_suite(raw, str(path))
+    return parse_suite(read_json(path, what="suite file", expect=None), str(path))
 
 
 def suite_names() -> list[str]:

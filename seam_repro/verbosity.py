@@ -11,7 +11,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TextIO
 
@@ -28,10 +28,6 @@ _set_by_us: set[str] = set()
 
 class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
     """The terminal's handler: writes to whatever ``sys.stderr`` is at the time (tests swap it)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.addFilter(lambda record: not record.name.startswith(PRINTED))
 
     @property  # type: ignore[override]
     def stream(self) -> object:
@@ -59,6 +55,7 @@ def set_verbosity(level: int) -> None:
     for handler in [h for h in logger.handlers if isinstance(h, _Stderr)]:
         logger.removeHandler(handler)
     handler = _Stderr()
+    handler.addFilter(lambda record: not record.name.startswith(PRINTED))
     handler.setFormatter(logging.Formatter("%(message)s"))
     handler.setLevel({QUIET: logging.WARNING, NORMAL: logging.INFO}.get(level, logging.DEBUG))
     logger.addHandler(handler)
@@ -157,9 +154,7 @@ def run_log(path: Path) -> Iterator[RunLog]:
     finally:
         logger.removeHandler(handler)
         if handler.pending and not handler.broken:  # the run was accepted after the last line
-            try:
+            with suppress(OSError):
                 handler.write_pending()
-            except OSError:
-                pass
         handler.close()
         _accepted.discard(handler.path.parent.resolve())

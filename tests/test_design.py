@@ -186,3 +186,17 @@ def test_instances_a_redrawn_selection_brings_in_get_mention_ids_from_their_own_
             else:
                 rng = random.Random(_seed("design", 7, "SciCo", "mention_ids", iid))
                 assert ids == tuple(rng.sample(range(1, 100), k=3))
+
+
+def test_a_coreference_dataset_before_another_draws_both() -> None:
+    # the mention-id loop once reused the name of the i.i.d. draws, so the next dataset failed
+    from seam_repro.instances import Mention
+
+    sci = [Instance("SciCo", "test", str(i), i, (), paragraphs=(("w",),), paragraph_doc_ids=(0,),
+                    mentions=(Mention(0, paragraph=0, start=0, end=0),)) for i in range(3)]
+    data = {"SciCo": LoadedDataset("SciCo", {"test": sci}), **DATA}
+    raw = {"random_seed": 7, "num_different_runs": 3, "num_demonstrations": 2,
+           "design": {"kind": "one-factor", "factors": ["paraphrase"]},
+           "datasets": [{"name": "SciCo", "split_name": "test"}, {"name": "Musique", "split_name": "val"}]}
+    runs = draw_all(parse_config(raw, "seam-repro-1"), "seam-repro-1", data, {"SciCo": _prompts(), **PROMPTS})
+    assert [(c.dataset, c.run) for c in runs] == [(d, r) for d in ("SciCo", "MusiQue") for r in range(3)]

@@ -18,8 +18,7 @@ class ManifestPath(click.ParamType):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Path:
         from seam_repro.manifest.shipped import resolve_manifest, shipped_names
 
-        if isinstance(value, Path):
-            value = str(value)
+        value = str(value)
         found = resolve_manifest(value)
         if found is None:
             if Path(value).is_dir():

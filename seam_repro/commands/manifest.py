@@ -58,8 +58,7 @@ def sample(config: Path, out: Path, profile: str, data_dir, prompts_dir, store_p
     """
     from seam_repro.manifest.freeze import sample_manifest
 
-    w = sample_manifest(config, out, profile, data_dir, prompts_dir, store_prompts, unfrozen, _note)
-    _wrote(w)
+    _wrote(sample_manifest(config, out, profile, data_dir, prompts_dir, store_prompts, unfrozen, _note))
 
 
 @click.command(epilog="\b\nExamples:\n  seam-repro freeze manifests/paper.json -o paper.frozen.json --store-prompts\n  seam-repro freeze my.manifest.json --data-dir data/   # datasets from data/<Dataset>/")

@@ -259,18 +259,16 @@ def recheck(run_dir: Path, sample: int, seed: int, batch_size: int | None, model
     """Regenerate a seeded random sample of a run's instances on the same model and compare them with the
     stored predictions, byte for byte. Exit 0: every one identical; exit 1: some differ (each listed with
     its first differing character, and the environments side by side)."""
-    import json
-
-    from seam_repro.files.atomic import atomic_write_text
+    from seam_repro.files.atomic import atomic_write_json
     from seam_repro.files.guard import guard_outputs
     from seam_repro.run.recheck import recheck as run_recheck
 
     if json_out is not None:
-        guard_outputs([("--json", json_out)], inputs=[p for p in (bundle,) if p], read_dirs=[run_dir, model_folder])
+        guard_outputs([("--json", json_out)], inputs=[bundle], read_dirs=[run_dir, model_folder])
     report = run_recheck(run_dir, sample=sample, seed=seed, batch_size=batch_size, model=model,
                          model_folder=model_folder, bundle=bundle)
     for line in report.lines():
         click.echo(line)
     if json_out is not None:
-        atomic_write_text(json_out, json.dumps(report.as_dict(), indent=1, ensure_ascii=False) + "\n")
+        atomic_write_json(json_out, report.as_dict())
     return report.exit_code

@@ -102,15 +102,13 @@ def submit(run_dir: Path, out: Path, model_id: str | None) -> int:
     from seam_repro.analysis.submit import explain_partial, make_bundle, write_bundle
     from seam_repro.files.guard import guard_outputs
 
-    if out.exists() and out.is_dir():
+    if out.is_dir():
         raise InputError(out, "is a directory; expected a .json file path")
     guard_outputs([("--out", out)], inputs=[run_dir], read_dirs=[run_dir])
     bundle = make_bundle(run_dir, model_id)
     write_bundle(bundle, out)
-    note = explain_partial(bundle)
-    if note:
-        click.echo(f"note: {note}", err=True)
-    if bundle["checks"].get("note"):
-        click.echo(f"note: {bundle['checks']['note']}", err=True)
+    for note in (explain_partial(bundle), bundle["checks"].get("note")):
+        if note:
+            click.echo(f"note: {note}", err=True)
     click.echo(f"{out}  bundle_digest={bundle['bundle_digest']}")
     return 0

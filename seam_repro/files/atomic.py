@@ -12,7 +12,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -136,14 +136,12 @@ def sweep_leftovers(folder: str | Path, prefix: str, suffix: str = "") -> list[s
                 continue
         else:
             continue  # not a temporary of ours
-        try:
+        with contextlib.suppress(OSError):
             if entry.is_dir(follow_symlinks=False):
                 shutil.rmtree(entry.path)
             else:
                 os.unlink(entry.path)
             removed.append(entry.name)
-        except OSError:
-            pass
     return removed
 
 
@@ -161,11 +159,12 @@ def owned_tempdir(prefix: str) -> Iterator[Path]:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _new_sibling(p: Path) -> tuple[int, str]:
-    """Create a new private file ``.<name>.<owner token>.tmp`` beside ``p`` (exclusive, no symlink
-    followed, mode 0600, not inherited by child processes): what ``tempfile.mkstemp`` does, with a name
-    that says which process owns it, so what a killed earlier write of ``p`` left there is removed
-    first (:func:`sweep_leftovers`)."""
+def temp_sibling(p: Path) -> tuple[int, str]:
+    """Create a new private file ``.<name>.<owner token>.tmp`` beside ``p``, its folder created if
+    need be (exclusive, no symlink followed, mode 0600, not inherited by child processes): what
+    ``tempfile.mkstemp`` does, with a name that says which process owns it, so what a killed earlier
+    write of ``p`` left there is removed first (:func:`sweep_leftovers`)."""
+    ensure_dir(p.parent)
     sweep_leftovers(p.parent, f".{p.name}.", ".tmp")
     for _ in range(100):
         tmp = os.path.join(p.parent, f".{p.name}.{owner_token()}.tmp")
@@ -176,16 +175,9 @@ def _new_sibling(p: Path) -> tuple[int, str]:
     raise FileExistsError(errno.EEXIST, "no unused temporary name", str(p.parent))
 
 
-def temp_sibling(p: Path) -> tuple[int, str]:
-    """A new private file beside ``p`` (``_new_sibling``), its folder created if need be: for
-    content a command holds on disk while it works, which a killed earlier run's sweep removes."""
-    ensure_dir(p.parent)
-    return _new_sibling(p)
-
-
-def atomic_write_bytes(path: str | Path, data: bytes | Sequence[bytes]) -> None:
-    """Write ``data`` (bytes, or a sequence of byte chunks: their concatenation, never joined into a
-    second copy) to ``path`` through :func:`atomic_writer`: a temporary sibling + fsync + rename.
+def atomic_write_bytes(path: str | Path, data: bytes | Iterable[bytes]) -> None:
+    """Write ``data`` (bytes, or byte chunks: their concatenation, never joined into a second copy)
+    to ``path`` through :func:`atomic_writer`: a temporary sibling + fsync + rename.
 
     On any failure the temporary file is removed and the previous content of ``path`` (if any) is
     left exactly as it was; the failure becomes an :class:`OutputError` naming ``path``.
@@ -204,27 +196,15 @@ def atomic_writer(path: str | Path) -> Iterator[BinaryIO]:
     raises, so ``path`` is either old or new, whole. An OSError inside the block is reported as a
     failure to write ``path``."""
     p = Path(path)
-    ensure_dir(p.parent)
     try:
-        fd, tmp = _new_sibling(p)
+        fd, tmp = temp_sibling(p)
     except OSError as exc:
-        raise OutputError(f"{p}: cannot write: {_os_problem(exc)}; nothing was changed") from None
-    done = False
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            os.fchmod(fd, _file_mode(p))
-            yield fh
-            fh.flush()
-            os.fsync(fd)
-        os.replace(tmp, p)
-        done = True
-        _fsync_dir(p.parent)
-    except OSError as exc:
-        raise OutputError(f"{p}: cannot write: {_os_problem(exc)}; nothing was changed") from None
-    finally:
-        if not done:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+        raise _write_failed(p, exc) from None
+    with _into_place(Path(tmp), p, _unlink), os.fdopen(fd, "wb") as fh:
+        os.fchmod(fd, _file_mode(p))
+        yield fh
+        fh.flush()
+        os.fsync(fd)
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
@@ -236,11 +216,32 @@ def atomic_write_json(path: str | Path, obj: Any, *, indent: int | None = 1, sor
 
 
 def atomic_write_jsonl(path: str | Path, records: Iterable[Any]) -> None:
-    """One compact JSON line per record, written atomically a line at a time (a run's prompts are hundreds of
-    MB at 100x the paper's instances: joined, then encoded, they were held three times over)."""
-    with atomic_writer(path) as fh:
-        for r in records:
-            fh.write(jsonl_line(r))
+    """One compact JSON line per record, written atomically a line at a time (never joined in memory)."""
+    atomic_write_bytes(path, map(jsonl_line, records))
+
+
+def _write_failed(p: Path, exc: OSError) -> OutputError:
+    return OutputError(f"{p}: cannot write: {_os_problem(exc)}; nothing was changed")
+
+
+def _unlink(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+@contextlib.contextmanager
+def _into_place(work: Path, final: Path, discard: Callable[[Path], None]) -> Iterator[Path]:
+    """Rename ``work`` to ``final`` (then sync the folder) when the block succeeds; when it raises,
+    ``discard`` the work, and an OSError becomes an :class:`OutputError` naming ``final``."""
+    try:
+        yield work
+        os.replace(work, final)
+        _fsync_dir(final.parent)
+    except BaseException as exc:
+        discard(work)
+        if isinstance(exc, OSError):
+            raise _write_failed(final, exc) from None
+        raise
 
 
 def _fsync_dir(path: Path) -> None:
@@ -273,15 +274,8 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
         work.mkdir(mode=0o700)
     except OSError as exc:
         raise OutputError(f"{final}: cannot create folder: {_os_problem(exc)}") from None
-    try:
+    with _into_place(work, final, lambda w: shutil.rmtree(w, ignore_errors=True)):
         yield work
-        os.replace(work, final)
-        _fsync_dir(final.parent)
-    except BaseException as exc:
-        shutil.rmtree(work, ignore_errors=True)
-        if isinstance(exc, OSError):
-            raise OutputError(f"{final}: cannot write: {_os_problem(exc)}; nothing was changed") from None
-        raise
 
 
 @contextlib.contextmanager
@@ -290,14 +284,5 @@ def staged_file(path: str | Path) -> Iterator[Path]:
     checked before it lands: it replaces ``path`` (rename, then the folder is synced) only when the
     block succeeds, and is removed when the block raises, so ``path`` is either old or new, whole."""
     final = Path(path)
-    staged = final.with_name(final.name + ".new")
-    try:
+    with _into_place(final.with_name(final.name + ".new"), final, _unlink) as staged:
         yield staged
-        os.replace(staged, final)
-        _fsync_dir(final.parent)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(staged)
-        if isinstance(exc, OSError):
-            raise OutputError(f"{final}: cannot write: {_os_problem(exc)}; nothing was changed") from None
-        raise

@@ -22,11 +22,11 @@ def _file_id(path: str | Path) -> tuple[int, int] | None:
     there, ``_UNKNOWN`` when it cannot be told (no permission, say).
 
     It spares :func:`guard_output` resolving every input (``realpath`` takes an ``lstat`` per path
-    component of each data and prompt file). ``realpath`` of a
-    normalized path (``abspath``: no ``..`` left) that exists is the path of the very file the
-    kernel finds there, so where that file is not the one at the resolved output path (or nothing
-    is there), the two resolved paths differ. Every other input (missing, unknown, or the same
-    file: a hard link perhaps) is compared by resolved path, as before."""
+    component of each data and prompt file). ``realpath`` of a normalized path (``abspath``: no
+    ``..`` left) that exists is the path of the very file the kernel finds there, so where that file
+    is not the one at the resolved output path (or nothing is there), the two resolved paths differ.
+    Every other input (missing, unknown, or the same file: a hard link perhaps) is compared by
+    resolved path."""
     try:
         st = os.stat(path)
     except (FileNotFoundError, NotADirectoryError):

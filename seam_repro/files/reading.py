@@ -93,17 +93,16 @@ def _depth_exceeds(text: str, limit: int) -> bool:
     return max(accumulate(map(_BRACKET_STEP.__getitem__, brackets))) > limit
 
 
-def parse_json_text(text: str, where: object, *, record: object | None = None,
-                    max_depth: int = MAX_JSON_DEPTH, allow_nan: bool = False) -> Any:
+def parse_json_text(text: str, where: object, *, record: object | None = None, allow_nan: bool = False) -> Any:
     """Parse one JSON document; any problem becomes an :class:`InputError` naming ``where`` and ``record``.
 
     NaN/Infinity are refused (the kit's files are canonical JSON) unless ``allow_nan``: third-party
     files written by pandas (the FuseReviews authors' CSV) hold bare ``NaN`` for missing cells.
-    Nesting deeper than ``max_depth`` is refused before parsing, so a hostile file cannot exhaust
-    the stack.
+    Nesting deeper than ``MAX_JSON_DEPTH`` is refused before parsing, so a hostile file cannot
+    exhaust the stack.
     """
-    if _depth_exceeds(text, max_depth):
-        raise InputError(where, f"JSON nested deeper than {max_depth} levels", record=record)
+    if _depth_exceeds(text, MAX_JSON_DEPTH):
+        raise InputError(where, f"JSON nested deeper than {MAX_JSON_DEPTH} levels", record=record)
     try:
         if allow_nan:
             return json.loads(text)
@@ -115,14 +114,10 @@ def parse_json_text(text: str, where: object, *, record: object | None = None,
         raise InputError(where, f"not valid JSON ({exc})", record=record) from None
 
 
-def _not_found(what: str) -> str:
-    return "not found" if what == "file" else f"not found (expected the {what})"
-
-
 def _read_error(p: Path, what: str, exc: OSError) -> InputError:
     """The one-line error for a file that cannot be opened or read."""
     if isinstance(exc, FileNotFoundError):
-        return InputError(p, _not_found(what))
+        return InputError(p, "not found" if what == "file" else f"not found (expected the {what})")
     if isinstance(exc, IsADirectoryError):
         return InputError(p, f"expected a {what}, found a folder")
     return InputError(p, f"cannot read ({exc.strerror or exc})")
@@ -136,9 +131,7 @@ def read_bytes(path: str | Path, *, what: str = "file") -> bytes:
         data = read_bytes_hashed(p)  # its sha256 is remembered: provenance hashing needs no second read
     except OSError as exc:
         raise _read_error(p, what, exc) from None
-    if p.name.endswith(".gz"):
-        data = gunzip(data, p)
-    return data
+    return gunzip(data, p) if p.name.endswith(".gz") else data
 
 
 def gunzip(data: bytes, where: object) -> bytes:
@@ -174,23 +167,19 @@ def read_json(path: str | Path, *, what: str = "JSON file", expect: type | None 
 
 
 def iter_jsonl(path: str | Path, *, what: str = "JSONL file", expect: type | None = dict,
-               skip_blank: bool = True, complete_only: bool = False, lenient_tail: bool = False,
-               undecodable: set[int] | None = None) -> Iterator[tuple[int, Any]]:
+               complete_only: bool = False, undecodable: set[int] | None = None) -> Iterator[tuple[int, Any]]:
     """Yield ``(line_number, object)`` for each line of a JSONL file (1-based line numbers; a
     ``.gz`` name is gunzipped first).
 
-    Every line must parse to ``expect`` (default ``dict``); the first bad line raises an
-    :class:`InputError` naming the file and the line. ``complete_only`` stops before an
-    unterminated last line (a write cut by a kill in an append-only store); ``lenient_tail`` reads
-    it when it parses and skips it when not (files another tool may end without a newline).
+    Blank lines are skipped; every other line must parse to ``expect`` (default ``dict``): the
+    first bad line raises an :class:`InputError` naming the file and the line. ``complete_only``
+    stops before an unterminated last line (a write cut by a kill in an append-only store).
     With an ``undecodable`` set, bytes that are not UTF-8 are replaced instead of refused and the
     line's number is added to the set (model output is scored as a format failure, not a crash).
     """
     p = Path(path)
-    opts = {"expect": expect, "skip_blank": skip_blank, "lenient_tail": lenient_tail, "undecodable": undecodable}
     if p.name.endswith(".gz"):
-        lines: Iterable[bytes] = read_bytes(p, what=what).splitlines(keepends=True)
-        yield from _parse_lines(p, lines, complete_only=False, **opts)
+        yield from _parse_lines(p, read_bytes(p, what=what).splitlines(keepends=True), expect, False, undecodable)
         return
     try:
         fh = open(p, "rb")
@@ -204,16 +193,15 @@ def iter_jsonl(path: str | Path, *, what: str = "JSONL file", expect: type | Non
                 digest.update(raw)
                 yield raw
 
-        yield from _parse_lines(p, hashed(fh), complete_only=complete_only, **opts)
+        yield from _parse_lines(p, hashed(fh), expect, complete_only, undecodable)
         if not fh.read(1):  # read to the end: remember the hash so provenance needs no second read
             remember_sha256(st, digest.hexdigest())
 
 
-def _parse_lines(p: Path, lines: Iterable[bytes], *, expect: type | None, skip_blank: bool, complete_only: bool,
-                 lenient_tail: bool, undecodable: set[int] | None) -> Iterator[tuple[int, Any]]:
+def _parse_lines(p: Path, lines: Iterable[bytes], expect: type | None, complete_only: bool,
+                 undecodable: set[int] | None) -> Iterator[tuple[int, Any]]:
     for n, raw in enumerate(lines, start=1):
-        torn = not raw.endswith(b"\n")  # only the last line can lack its newline
-        if complete_only and torn:
+        if complete_only and not raw.endswith(b"\n"):  # only the last line can lack its newline
             return  # a torn last line of an append-only file: dropped on resume, never read
         if undecodable is None:
             line = decode_utf8(raw, p, record=f"line {n}")
@@ -223,14 +211,9 @@ def _parse_lines(p: Path, lines: Iterable[bytes], *, expect: type | None, skip_b
             except UnicodeDecodeError:
                 line = raw.decode("utf-8", errors="replace")
                 undecodable.add(n)
-        if skip_blank and not line.strip():
+        if not line.strip():
             continue
-        try:
-            obj = parse_json_text(line, p, record=f"line {n}")
-        except InputError:
-            if lenient_tail and torn:
-                return  # a torn write at the end of an append-only file
-            raise
+        obj = parse_json_text(line, p, record=f"line {n}")
         if expect is not None and not isinstance(obj, expect):
             raise InputError(p, f"expected a JSON {_type_name(expect)}, got {json_type(obj)}",
                              record=f"line {n}")
@@ -242,20 +225,13 @@ def read_jsonl(path: str | Path, **kwargs: Any) -> list[Any]:
     return [obj for _, obj in iter_jsonl(path, **kwargs)]
 
 
+_JSON_NAMES = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
+
+
 def _type_name(t: type) -> str:
-    return {dict: "object", list: "array", str: "string"}.get(t, t.__name__)
+    return _JSON_NAMES.get(t, t.__name__)
 
 
 def json_type(obj: Any) -> str:
     """The JSON name of a parsed value's type (for "expected X, got Y" messages)."""
-    if isinstance(obj, dict):
-        return "object"
-    if isinstance(obj, list):
-        return "array"
-    if isinstance(obj, str):
-        return "string"
-    if isinstance(obj, bool):
-        return "boolean"
-    if obj is None:
-        return "null"
-    return "number"
+    return _JSON_NAMES.get(type(obj), "number")
