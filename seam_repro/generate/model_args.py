@@ -116,9 +116,9 @@ def parse_model_args(backend: str, text: str | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     pairs = split_pairs(text)
     if "api_key_env" in specs:  # the key is known before any value is quoted in an error
-        from seam_repro.generate.openai_compat import DEFAULTS, remember_key
+        from seam_repro.generate.openai_compat import OpenAIBackend, remember_key
 
-        remember_key(dict(pairs).get("api_key_env") or DEFAULTS["api_key_env"])
+        remember_key(dict(pairs).get("api_key_env") or OpenAIBackend.api_key_env)
     for key, value in pairs:
         spec = specs.get(key)
         if spec is None:
@@ -155,14 +155,3 @@ def recorded_args(backend: str, args: dict[str, Any]) -> dict[str, Any]:
         else:
             out[key] = value
     return out
-
-
-def reference_table() -> str:
-    """Markdown table of every backend's keys (pasted into docs/models.md)."""
-    rows = ["| backend | key | type | protocol | meaning |", "|---|---|---|---|---|"]
-    for backend, specs in SPECS.items():
-        for spec in specs.values():
-            kind = spec.type + (f" ({'/'.join(spec.choices)})" if spec.choices else "")
-            meaning = f"alias of {spec.alias_of}" if spec.alias_of else spec.help
-            rows.append(f"| {backend} | `{spec.name}` | {kind} | {'yes' if spec.protocol else 'no'} | {meaning} |")
-    return "\n".join(rows)
