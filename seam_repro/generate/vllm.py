@@ -19,7 +19,8 @@ from typing import Any
 from seam_repro.config import GenerationSettings
 from seam_repro.errors import PrerequisiteError
 from seam_repro.generate.base import HF_LEGACY_TOP_K, GenerationRequest, GenerationResult
-from seam_repro.hashing import sha256_json, sha256_text
+from seam_repro.generate.hf import read_chat_template, template_sha256
+from seam_repro.hashing import sha256_text
 
 INSTALL = "pip install 'seam-repro[vllm]'"
 BATCH_INVARIANT_ENV = "VLLM_BATCH_INVARIANT"
@@ -83,8 +84,6 @@ class VLLMBackend:
         self.llm = llm if llm is not None else self.vllm.LLM(**self.llm_kwargs)
         self.tokenizer = self.llm.get_tokenizer()
         if chat_template is not None:
-            from seam_repro.generate.hf import read_chat_template
-
             self.tokenizer.chat_template = read_chat_template(chat_template)
         self.settings_info = {k: v for k, v in self.llm_kwargs.items()
                               if k not in ("model", "revision", "tokenizer_revision", "tokenizer")}
@@ -99,10 +98,8 @@ class VLLMBackend:
             return {}
 
     def describe(self) -> dict[str, Any]:
-        tpl = getattr(self.tokenizer, "chat_template", None)
-        tpl_sha = None if tpl is None else (sha256_text(tpl) if isinstance(tpl, str) else sha256_json(tpl))
         return {"backend": self.name, "vllm": getattr(self.vllm, "__version__", None),
-                "chat_template_sha256": tpl_sha, "deterministic": self.deterministic, **self.settings_info}
+                "chat_template_sha256": template_sha256(self.tokenizer), "deterministic": self.deterministic, **self.settings_info}
 
     def resolved_generation(self, settings: GenerationSettings) -> dict[str, Any]:
         defaults = self._model_defaults()
