@@ -12,17 +12,9 @@ from importlib import resources
 from typing import Any, NamedTuple
 
 from seam_repro.errors import InputError
-from seam_repro.generate.base import (
-    Backend,
-    EchoBackend,
-    GenerationRequest,
-    GenerationResult,
-)
+from seam_repro.generate.base import Backend, EchoBackend
 
 BACKENDS = ("hf", "vllm", "openai", "echo")
-
-__all__ = ["BACKENDS", "Backend", "EchoBackend", "GenerationRequest", "GenerationResult", "HubModel",
-           "make_backend", "model_pins", "parse_model_spec", "require_model_available"]
 
 
 @cache
@@ -75,13 +67,6 @@ def require_model_available(backend: str, model: str | None) -> HubModel | None:
     return hub
 
 
-def _dtype_arg(cli_dtype: str, args: dict[str, Any]) -> str:
-    """``--dtype`` and ``--model-args dtype=`` are one setting: give it once."""
-    if "dtype" in args and cli_dtype != "auto" and args["dtype"] != cli_dtype:
-        raise InputError("--model-args", f"dtype={args['dtype']} contradicts --dtype {cli_dtype}; give one of the two")
-    return args.get("dtype", cli_dtype)
-
-
 def make_backend(backend: str, model: str | HubModel | None, *, dtype: str = "auto", quantization: str | None = None,
                  prompt_path: str = "chat", truncation: str | None = None, echo_delay: float = 0.0,
                  tensor_parallel_size: int = 1, model_args: str | dict[str, Any] | None = None,
@@ -118,7 +103,9 @@ def make_backend(backend: str, model: str | HubModel | None, *, dtype: str = "au
                              "server claims with --model-args batch_invariant=true|false (recorded as unverified)")
         name, _, revision = model.partition("@")
         return make_openai_backend(name, revision or "unpinned", args)
-    dtype = _dtype_arg(dtype, args)
+    if "dtype" in args and dtype != "auto" and args["dtype"] != dtype:  # one setting, given twice
+        raise InputError("--model-args", f"dtype={args['dtype']} contradicts --dtype {dtype}; give one of the two")
+    dtype = args.get("dtype", dtype)
     if model is None:
         if backend != "hf":
             raise InputError("--model", f"the {backend} backend needs --model ID[@REVISION] or a model folder")
