@@ -1,10 +1,8 @@
 """``--model-args key=value,...``: backend options, validated per backend against ``data/model_args.json``.
 
-lm-evaluation-harness takes the same ``--model_args`` string; here every key is declared per backend
-with its type and whether it can change the generated text ("protocol" keys: recorded with every
-prediction and checked on resume and merge) or only how the run is executed ("operational" keys:
-recorded in run.json). Secrets never pass through here: an API key is read from the environment
-variable named by ``api_key_env``.
+As lm-evaluation-harness' ``--model_args``, but every key is declared with its type and whether it can
+change the generated text ("protocol": recorded with every prediction, checked on resume and merge) or
+not ("operational": recorded in run.json). An API key never passes here (``api_key_env`` names it).
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Resolve and load the inputs of a sampling run: dataset folders and prompt files.
 
-Resolution order, for each dataset: ``--data-dir DIR`` (``DIR/<name>`` or the upstream / Hugging
-Face folder names of ``datasets/layout.py``), the config entry's
-``path`` (relative to the config or manifest file), then the fetch cache. Prompt files:
-``--prompts-dir DIR`` (``DIR/<name>.json``), the path recorded in the manifest, then the cache
-(the pinned upstream files). When a manifest records hashes, every file read is checked against
-them and a mismatch stops with both hashes named.
+Datasets: ``--data-dir DIR`` (the folder names of ``datasets/layout.py``), the config entry's ``path``
+(relative to the config or manifest), then the fetch cache. Prompt files: ``--prompts-dir DIR``, the
+manifest's recorded path, then the cache. Every file a manifest records a hash for is checked.
 """
 
 from __future__ import annotations
