@@ -95,9 +95,8 @@ def hub_address() -> tuple[str, int]:
 
 def unreachable_reason(host: str, port: int, timeout: float = PROBE_TIMEOUT_S) -> str | None:
     """None when a TCP connection to ``host:port`` opens within ``timeout`` (name lookup included),
-    else why not. The lookup runs in a daemon thread because ``socket.create_connection``'s timeout
-    does not cover it: a machine whose resolver is unreachable waits 20 s or more per lookup. One
-    probe per address per process: a second source on the same host reuses the answer."""
+    else why not; probed once per address per process. The lookup runs in a daemon thread because no
+    socket timeout covers it (an unreachable resolver waits 20 s or more)."""
     if (host, port) in _probed:
         return _probed[(host, port)]
     where = f"{host}:{port}"

@@ -50,10 +50,8 @@ def parse_model_spec(spec: str) -> HubModel:
 
 
 def require_model_available(backend: str, model: str | None) -> HubModel | None:
-    """For a Hub model on the hf backend: refuse in one line, in seconds, when it is neither
-    cached nor reachable (``network.require_hub_or_cache``), and keep the Hub client's retry
-    warnings off the terminal; returns the parsed model for ``make_backend``. Replay asks before
-    anything slow (rendering, torch). (vLLM resolves models itself.)"""
+    """For a Hub model on the hf backend (vLLM resolves models itself): refuse in one line, before
+    anything slow, when it is neither cached nor reachable; returns the parsed model for ``make_backend``."""
     if backend != "hf" or model is None:
         return None
     from seam_repro.generate.local import is_local_spec
@@ -71,13 +69,10 @@ def make_backend(backend: str, model: str | HubModel | None, *, dtype: str = "au
                  prompt_path: str = "chat", truncation: str | None = None, echo_delay: float = 0.0,
                  tensor_parallel_size: int = 1, model_args: str | dict[str, Any] | None = None,
                  deterministic: bool | None = None) -> Backend:
-    """Build the requested backend. No ``model`` means the embedded SmolLM2 GGUF (hf) or ``echo``.
-    ``model`` is a pinned Hub id, ``ID@REVISION`` (or either already parsed), or a local folder
-    (content-hashed, see ``generate/local.py``). ``model_args`` (``key=value,...`` or already parsed) is validated against
-    the backend's accepted keys. A pinned model's recorded quantization (Mixtral-8x22B: 4-bit, as
-    upstream) applies unless ``quantization`` overrides it. ``deterministic``: batch-invariant
-    generation (hf: ``generate/invariant.py``; vllm: its own batch invariance); None = where the
-    backend supports it, the echo backend always is, the openai backend records the server's claim."""
+    """Build the requested backend. No ``model`` means the embedded SmolLM2 GGUF (hf) or ``echo``; else a
+    pinned Hub id, ``ID@REVISION`` (or either parsed) or a local folder. ``model_args`` is validated
+    against the backend's keys. A pinned model's recorded quantization applies unless ``quantization``
+    overrides it. ``deterministic``: batch-invariant generation; None = where the backend supports it."""
     from seam_repro.generate.model_args import parse_model_args
 
     if backend not in BACKENDS:

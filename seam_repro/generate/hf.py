@@ -74,10 +74,8 @@ class RowSampler:
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         import torch
 
-        # All rows in one call on the logits' own device (generate/sampling.py): per row it computes
-        # what the one-row reference tests/row_oracle.py computes (tests/test_generate.py checks bit
-        # equality on CPU), and on a GPU nothing waits for the device. The uniforms come from each
-        # row's CPU generator, so the random stream is the same on every device.
+        # all rows in one call on the logits' device (bit-equal per row to tests/row_oracle.py); the
+        # uniforms come from each row's CPU generator, so the random stream is the same on every device
         idx = draw_rows(scores, [torch.rand((), generator=g, dtype=torch.float64).item() for g in self.generators],
                         self.temperature, self.top_k, self.top_p)
         out = torch.full_like(scores, float("-inf"))
@@ -155,15 +153,9 @@ class HFBackend:
             "deterministic": self.deterministic, "deterministic_note": self.deterministic_note, **self.extra_info,
         }
 
-    def kernels(self) -> str:
-        """What decides whether two runs agree token for token: the batch-invariant layout and its lane
-        rows (``generate/invariant.py``), or ``default`` (batched ``model.generate``: outputs may move
-        with batch size, neighbours and padding)."""
+    def resolved_generation(self, settings: GenerationSettings) -> dict[str, Any]:
         from seam_repro.generate.invariant import kernel_set
 
-        return kernel_set(str(self.model.device)) if self.deterministic else "default"
-
-    def resolved_generation(self, settings: GenerationSettings) -> dict[str, Any]:
         gc = self.model.generation_config
         top_p = settings.top_p if settings.top_p is not None else getattr(gc, "top_p", None)
         top_k = getattr(gc, "top_k", None)
@@ -173,7 +165,9 @@ class HFBackend:
                 "pad_token_id": self.pad_id, "prompt_path": self.prompt_path, "truncation": self.truncation,
                 "add_special_tokens": self.upstream_add_special_tokens if self.prompt_path == "upstream" else False,
                 "sampler": "seam-repro-row-inverse-cdf-v1" if settings.do_sample else "greedy",
-                "kernels": self.kernels()}
+                # what decides whether two runs agree token for token (``default``: batched generate,
+                # whose outputs may move with batch size, neighbours and padding)
+                "kernels": kernel_set(str(self.model.device)) if self.deterministic else "default"}
 
     def default_batch_size(self, settings: GenerationSettings) -> int:
         """Deterministic: one lane (a larger batch runs lane after lane). Else ``CPU_BATCH_SIZE`` on CPU,
@@ -222,15 +216,11 @@ class HFBackend:
                     torch.cuda.empty_cache()
 
     # -- prompts --------------------------------------------------------------------------
-    def budget(self, settings: GenerationSettings) -> int | None:
-        """Prompt-token budget: context minus new tokens (upstream's ``max_length=ctx-500``)."""
-        window = settings.context_window or self.context_length
-        return window - settings.max_new_tokens if window else None
-
     def prepare(self, prompt: str, settings: GenerationSettings) -> PreparedPrompt:
         tok = self.tokenizer
         msgs = [{"role": "user", "content": prompt}]
-        budget = self.budget(settings)
+        window = settings.context_window or self.context_length
+        budget = window - settings.max_new_tokens if window else None  # upstream's max_length=ctx-500
         if self.prompt_path == "upstream":
             full = tok.apply_chat_template(msgs, tokenize=True, add_generation_prompt=False, return_dict=False)
             cut = full if budget is None else tok.apply_chat_template(

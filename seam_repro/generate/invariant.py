@@ -20,9 +20,8 @@ from typing import Any
 KERNEL_SET = "seam-lanes-v1"
 """Version of the reduction layout below; two runs compare token for token only under the same one."""
 LANE_ROWS = {"cpu": 8, "cuda": 32}
-"""Rows of one decode lane per device type. CPU: the hf backend's default batch (8), so a default run
-pads nothing. CUDA: 32 rows keep a lane's matrix products as fast as one wide batch on the GPU
-while a one-row run pays for 31 dummy rows only in arithmetic the GPU would otherwise leave idle."""
+"""Rows of one decode lane per device type. CPU: the hf backend's default batch, so a default run pads
+nothing. CUDA: 32 rows cost a one-row run only arithmetic the GPU would otherwise leave idle."""
 MIN_CAPACITY = 128
 ATTENTION_NAME = "seam_invariant"
 
@@ -64,10 +63,8 @@ def unsupported_reason(config: Any) -> str | None:
 @dataclass
 class Lane:
     """One decode lane: ``rows`` slots, each holding a request index or None (a dummy row).
-
-    ``pools[capacity][layer]`` is ``(keys, values)``, each ``rows x kv_heads x capacity x head_dim``,
-    allocated on first use on the layer's device; a sequence's keys sit at positions ``0..length-1``
-    of its slot, so the reduction over them never depends on another sequence."""
+    ``pools[capacity][layer]`` is ``(keys, values)``, each ``rows x kv_heads x capacity x head_dim``; a
+    sequence's keys sit at positions ``0..length-1`` of its slot."""
 
     rows: int
     slots: list[int | None]
@@ -139,10 +136,8 @@ class LaneCache:
 def invariant_attention(module: Any, query: Any, key: Any, value: Any, attention_mask: Any, dropout: float = 0.0,
                         scaling: float | None = None, **kwargs: Any) -> tuple[Any, None]:
     """transformers' attention-interface function for :data:`ATTENTION_NAME` (output ``B x L x H x D``).
-
-    Prefill (one unpadded sequence): causal attention over its own keys. Decode (one query per lane
-    row): grouped query heads packed as queries of their key head, one call per capacity present,
-    over the lane pool with every other sequence's positions masked."""
+    Prefill: causal attention over the one sequence's keys. Decode: one call per capacity present over
+    the lane pool (query heads packed per key head), every other sequence's positions masked."""
     import torch
     import torch.nn.functional as F
 
@@ -201,10 +196,8 @@ class RowDraw:
 
 
 def draw(scores: Any, rows: Sequence[RowDraw | None], settings: LaneSettings) -> list[int]:
-    """Each live row's next token from ``scores`` (``rows x vocab``, one shape per call site, so the
-    filter, softmax and cumulative sum see the same shape whatever the batch). Sampling is the row
-    sampler's inverse-CDF draw from one float64 uniform of the row's own CPU generator; dummy rows get
-    a fixed 0.5 and their draw is discarded."""
+    """Each live row's next token from ``scores`` (``rows x vocab``: one shape whatever the batch), by
+    the row sampler's inverse-CDF draw from the row's own generator; dummy rows draw at a fixed 0.5."""
     import torch
 
     from seam_repro.generate.sampling import draw_rows

@@ -41,9 +41,8 @@ def looks_like_path(spec: str) -> bool:
 
 
 def missing_folder_problem(spec: str) -> InputError | None:
-    """One line for a path-looking ``--model`` that is not a folder (``None`` when it is one, or when
-    ``spec`` looks like a Hub id): it says the folder is missing and names the closest folder names
-    in the parent, if any."""
+    """One line for a path-looking ``--model`` that is not a folder, naming the closest folder names in
+    its parent (``None`` for a folder or a Hub id)."""
     base = spec.rpartition("@")[0] if "@" in spec and not Path(spec).exists() else spec
     path = Path(base).expanduser()
     if not looks_like_path(spec) or path.is_dir():

@@ -239,9 +239,8 @@ class OpenAIBackend:
                                 n_output_tokens=int(usage["completion_tokens"]), served=served)
 
     def default_batch_size(self, settings: GenerationSettings) -> int:
-        """``BATCH_WAVES`` x ``concurrency`` (or the manifest's, if larger): fewer batch ends, where
-        the answers of a batch are written while the next batch's requests are already queued
-        (:meth:`start`); outputs do not depend on how requests are batched."""
+        """``BATCH_WAVES`` x ``concurrency`` (or the manifest's, if larger): fewer batch ends (outputs do
+        not depend on how requests are batched)."""
         return max(settings.batch_size, BATCH_WAVES * self.concurrency)
 
     def generate(self, requests: list[GenerationRequest], settings: GenerationSettings) -> list[GenerationResult]:
@@ -250,10 +249,9 @@ class OpenAIBackend:
 
     def start(self, requests: list[GenerationRequest], settings: GenerationSettings
               ) -> Callable[[], list[GenerationResult]]:
-        """Queue a batch's requests behind those of any batch started before and return what waits
-        for its results (in request order). Replay starts the next batch before it waits for the
-        current one, so the pool's threads go on to the next batch's requests while this batch's
-        answers are written: the server is not left idle at a batch's end."""
+        """Queue a batch's requests behind those of any batch started before and return what waits for
+        its results (in request order): replay starts the next batch before it waits for this one, so
+        the server is not left idle while this batch's answers are written."""
         if self.concurrency == 1:
             return lambda: [self._request(r, settings) for r in requests]
         if self._pool is None:  # one pool for the whole run: no thread start-up between batches
