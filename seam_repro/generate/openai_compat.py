@@ -53,10 +53,9 @@ class ServerError(SeamReproError):
 
 
 def read_api_key(env_name: str) -> str | None:
-    """The key in ``$env_name`` (None when unset or empty), checked and registered for redaction.
-    Surrounding whitespace (a .env file's trailing newline) is dropped with a note on stderr: an HTTP
-    header cannot carry it, and servers strip it anyway. Anything else outside printable ASCII is
-    refused in one line that never shows the key."""
+    """The key in ``$env_name`` (None when unset or empty), registered for redaction. Surrounding
+    whitespace (a .env file's newline) is dropped with a note, since an HTTP header cannot carry it;
+    anything else outside printable ASCII is refused in one line that never shows the key."""
     raw = remember_key(env_name)
     if not raw:
         return None
@@ -76,9 +75,8 @@ def read_api_key(env_name: str) -> str | None:
 
 
 def remember_key(env_name: str) -> str | None:
-    """Register the key in ``$env_name`` (as set and stripped) for redaction and return it as set.
-    ``parse_model_args`` calls this before it checks a single value, so even an error about another
-    key (``endpoint=<the key>``) cannot print it."""
+    """Register the key in ``$env_name`` (as set and stripped) for redaction and return it as set;
+    called before any ``--model-args`` value is checked, so no error line can quote the key."""
     raw = os.environ.get(env_name)
     if raw:
         register_secret(raw)
