@@ -26,8 +26,6 @@ OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_
                "HF_HUB_DISABLE_TELEMETRY": "1"}
 PROBE_TIMEOUT_S = 1.5
 """One probe's whole budget, name lookup included: offline is known in under 2 s."""
-RETRY_CHATTER = ("Retrying in",)
-"""Openings of huggingface_hub's retry warnings, kept off the terminal (see :func:`quiet_retries`)."""
 
 _probed: dict[tuple[str, int], str | None] = {}
 
@@ -97,9 +95,8 @@ def hub_address() -> tuple[str, int]:
 
 def unreachable_reason(host: str, port: int, timeout: float = PROBE_TIMEOUT_S) -> str | None:
     """None when a TCP connection to ``host:port`` opens within ``timeout`` (name lookup included),
-    else why not. The lookup runs in a daemon thread because ``socket.create_connection``'s timeout
-    does not cover it: a machine whose resolver is unreachable waits 20 s or more per lookup. One
-    probe per address per process: a second source on the same host reuses the answer."""
+    else why not; probed once per address per process. The lookup runs in a daemon thread because no
+    socket timeout covers it (an unreachable resolver waits 20 s or more)."""
     if (host, port) in _probed:
         return _probed[(host, port)]
     where = f"{host}:{port}"
@@ -141,18 +138,12 @@ def unreachable_reason(host: str, port: int, timeout: float = PROBE_TIMEOUT_S) -
     return reason
 
 
-def hub_unreachable_reason(timeout: float = PROBE_TIMEOUT_S) -> str | None:
-    """None when a TCP connection to the Hub (or proxy) opens within ``timeout``; else why not."""
-    return unreachable_reason(*hub_address(), timeout=timeout)
-
-
 class _RetryChatter(logging.Filter):
-    """Keeps huggingface_hub's ``Retrying in Ns [Retry k/n]`` warnings off the terminal (the library
-    prints them through its own stream handler): the kit reports a failed download itself, once.
-    They are passed on at debug level to the ``seam_repro`` logger (``-v``, a run's replay.log)."""
+    """Keeps huggingface_hub's ``Retrying in Ns [Retry k/n]`` warnings off the terminal (the kit reports
+    a failed download itself, once); they go to the ``seam_repro`` logger at debug level instead."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if str(record.msg).startswith(RETRY_CHATTER):
+        if str(record.msg).startswith("Retrying in"):
             logging.getLogger("seam_repro.network").debug("%s: %s", record.name, record.getMessage())
             return False
         return True
@@ -168,10 +159,8 @@ def quiet_retries() -> None:
 
 def is_cached(model_id: str, revision: str | None) -> bool:
     """Whether the model's config.json at ``revision`` is in the local Hugging Face cache."""
-    try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:
-        return False
+    from huggingface_hub import try_to_load_from_cache
+
     found = try_to_load_from_cache(model_id, "config.json", revision=revision)
     return isinstance(found, str)
 
@@ -181,9 +170,11 @@ def require_hub_or_cache(model_id: str, revision: str | None) -> None:
     if Path(model_id).is_dir() or is_cached(model_id, revision):
         return
     if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
-        raise InputError("--model", f"cannot resolve {model_id}@{revision}: not in the local Hugging Face cache "
-                         "and HF_HUB_OFFLINE is set; download it on a connected machine or pass a local model folder")
-    reason = hub_unreachable_reason()
-    if reason is not None:
-        raise InputError("--model", f"cannot resolve {model_id}@{revision}: not in the local Hugging Face cache "
-                         f"and the Hub is offline: {reason}; download it on a connected machine or pass a local model folder")
+        why = "HF_HUB_OFFLINE is set"
+    else:
+        reason = unreachable_reason(*hub_address())
+        if reason is None:
+            return
+        why = f"the Hub is offline: {reason}"
+    raise InputError("--model", f"cannot resolve {model_id}@{revision}: not in the local Hugging Face cache and "
+                     f"{why}; download it on a connected machine or pass a local model folder")

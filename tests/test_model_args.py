@@ -16,9 +16,19 @@ from seam_repro.generate.model_args import (
     parse_model_args,
     protocol_args,
     recorded_args,
-    reference_table,
 )
 from seam_repro.hashing import sha256_file
+
+
+def reference_table() -> str:
+    """Markdown table of every backend's keys, as docs/models.md shows it (kept in sync below)."""
+    rows = ["| backend | key | type | protocol | meaning |", "|---|---|---|---|---|"]
+    for backend, specs in SPECS.items():
+        for spec in specs.values():
+            kind = spec.type + (f" ({'/'.join(spec.choices)})" if spec.choices else "")
+            meaning = f"alias of {spec.alias_of}" if spec.alias_of else spec.help
+            rows.append(f"| {backend} | `{spec.name}` | {kind} | {'yes' if spec.protocol else 'no'} | {meaning} |")
+    return "\n".join(rows)
 
 
 def test_values_are_typed_and_aliases_resolve(tmp_path: Path) -> None:

@@ -12,17 +12,9 @@ from importlib import resources
 from typing import Any, NamedTuple
 
 from seam_repro.errors import InputError
-from seam_repro.generate.base import (
-    Backend,
-    EchoBackend,
-    GenerationRequest,
-    GenerationResult,
-)
+from seam_repro.generate.base import Backend, EchoBackend
 
 BACKENDS = ("hf", "vllm", "openai", "echo")
-
-__all__ = ["BACKENDS", "Backend", "EchoBackend", "GenerationRequest", "GenerationResult", "HubModel",
-           "make_backend", "model_pins", "parse_model_spec", "require_model_available"]
 
 
 @cache
@@ -58,10 +50,8 @@ def parse_model_spec(spec: str) -> HubModel:
 
 
 def require_model_available(backend: str, model: str | None) -> HubModel | None:
-    """For a Hub model on the hf backend: refuse in one line, in seconds, when it is neither
-    cached nor reachable (``network.require_hub_or_cache``), and keep the Hub client's retry
-    warnings off the terminal; returns the parsed model for ``make_backend``. Replay asks before
-    anything slow (rendering, torch). (vLLM resolves models itself.)"""
+    """For a Hub model on the hf backend (vLLM resolves models itself): refuse in one line, before
+    anything slow, when it is neither cached nor reachable; returns the parsed model for ``make_backend``."""
     if backend != "hf" or model is None:
         return None
     from seam_repro.generate.local import is_local_spec
@@ -75,24 +65,14 @@ def require_model_available(backend: str, model: str | None) -> HubModel | None:
     return hub
 
 
-def _dtype_arg(cli_dtype: str, args: dict[str, Any]) -> str:
-    """``--dtype`` and ``--model-args dtype=`` are one setting: give it once."""
-    if "dtype" in args and cli_dtype != "auto" and args["dtype"] != cli_dtype:
-        raise InputError("--model-args", f"dtype={args['dtype']} contradicts --dtype {cli_dtype}; give one of the two")
-    return args.get("dtype", cli_dtype)
-
-
 def make_backend(backend: str, model: str | HubModel | None, *, dtype: str = "auto", quantization: str | None = None,
                  prompt_path: str = "chat", truncation: str | None = None, echo_delay: float = 0.0,
                  tensor_parallel_size: int = 1, model_args: str | dict[str, Any] | None = None,
                  deterministic: bool | None = None) -> Backend:
-    """Build the requested backend. No ``model`` means the embedded SmolLM2 GGUF (hf) or ``echo``.
-    ``model`` is a pinned Hub id, ``ID@REVISION`` (or either already parsed), or a local folder
-    (content-hashed, see ``generate/local.py``). ``model_args`` (``key=value,...`` or already parsed) is validated against
-    the backend's accepted keys. A pinned model's recorded quantization (Mixtral-8x22B: 4-bit, as
-    upstream) applies unless ``quantization`` overrides it. ``deterministic``: batch-invariant
-    generation (hf: ``generate/invariant.py``; vllm: its own batch invariance); None = where the
-    backend supports it, the echo backend always is, the openai backend records the server's claim."""
+    """Build the requested backend. No ``model`` means the embedded SmolLM2 GGUF (hf) or ``echo``; else a
+    pinned Hub id, ``ID@REVISION`` (or either parsed) or a local folder. ``model_args`` is validated
+    against the backend's keys. A pinned model's recorded quantization applies unless ``quantization``
+    overrides it. ``deterministic``: batch-invariant generation; None = where the backend supports it."""
     from seam_repro.generate.model_args import parse_model_args
 
     if backend not in BACKENDS:
@@ -118,7 +98,9 @@ def make_backend(backend: str, model: str | HubModel | None, *, dtype: str = "au
                              "server claims with --model-args batch_invariant=true|false (recorded as unverified)")
         name, _, revision = model.partition("@")
         return make_openai_backend(name, revision or "unpinned", args)
-    dtype = _dtype_arg(dtype, args)
+    if "dtype" in args and dtype != "auto" and args["dtype"] != dtype:  # one setting, given twice
+        raise InputError("--model-args", f"dtype={args['dtype']} contradicts --dtype {dtype}; give one of the two")
+    dtype = args.get("dtype", dtype)
     if model is None:
         if backend != "hf":
             raise InputError("--model", f"the {backend} backend needs --model ID[@REVISION] or a model folder")

@@ -26,9 +26,8 @@ generation_config leaves it unset sampled with top-k 50 in the paper's runs."""
 
 
 class BatchOutOfMemory(PrerequisiteError):
-    """A batch the accelerator could not hold (``rows`` requests). Replay backs off to smaller
-    batches on its own only where the backend is batch-invariant, since only there a smaller batch
-    cannot change an output; elsewhere the message tells the user how to resume."""
+    """A batch the accelerator could not hold (``rows`` requests). Replay backs off to smaller batches
+    by itself only where a smaller batch cannot change an output (a batch-invariant backend)."""
 
     def __init__(self, message: str, rows: int):
         super().__init__(message)
@@ -114,8 +113,7 @@ class EchoBackend:
     name: str = field(default="echo", init=False)
 
     def __post_init__(self) -> None:
-        # click's FloatRange lets nan and inf through (no comparison with them is true); time.sleep
-        # would then raise ValueError/OverflowError mid-run
+        # click's FloatRange lets nan and inf through; time.sleep would then fail mid-run
         if not (isinstance(self.delay, (int, float)) and math.isfinite(self.delay) and 0 <= self.delay <= MAX_ECHO_DELAY):
             raise InputError("--echo-delay", f"expected seconds per instance in 0..{MAX_ECHO_DELAY:g}, got {self.delay!r}")
 

@@ -4,11 +4,9 @@ Not a SEAM model (upstream ``scripts/run_all.sh`` ran 7 larger ones); it lets ``
 pipeline offline on CPU. transformers de-quantizes the Q4_1 GGUF into fp32 weights; the GGUF's
 sha256 is recorded as the model "revision" since the file, not a Hub commit, is what was run.
 
-The conversion is kept: transformers reads the GGUF's metadata once each for the config, the
-tokenizer and the weights, and converting it took most of every embedded replay's start. Its result
-(config, tokenizer files, fp32 safetensors) is saved once into the cache (``$SEAM_REPRO_CACHE``, else
-``~/.cache/seam-repro``, under ``embedded/``), keyed by the GGUF's sha256 and the transformers and
-gguf versions that converted it, with every file's sha256 recorded and checked before use. Every
+Converting the GGUF took most of every embedded replay's start, so its result (config, tokenizer
+files, fp32 safetensors) is saved once under ``<cache>/embedded/``, keyed by the GGUF's sha256 and the
+converting transformers and gguf versions, every file's sha256 recorded and checked before use. Every
 load, the first included, reads that folder, so the first run and later ones load the same bytes.
 """
 
@@ -133,6 +131,7 @@ def load_embedded_backend(*, verify: bool = True, dtype: str = "fp32", prompt_pa
         HFBackend,
         attn_error,
         check_attn_device,
+        check_device_map,
         first_line,
         read_chat_template,
         require_transformers,
@@ -140,7 +139,6 @@ def load_embedded_backend(*, verify: bool = True, dtype: str = "fp32", prompt_pa
     )
 
     args = dict(model_args or {})
-
     require_transformers()
     path = find_gguf()
     digest = sha256_file(path) if verify else PIN["gguf_sha256"]
@@ -162,8 +160,6 @@ def load_embedded_backend(*, verify: bool = True, dtype: str = "fp32", prompt_pa
     extra = {"attn_implementation": args["attn_implementation"]} if args.get("attn_implementation") else {}
     check_attn_device(extra.get("attn_implementation"))
     if args.get("device_map"):  # e.g. cuda:0 for the trained-model GPU check; default: CPU, as shipped
-        from seam_repro.generate.hf import check_device_map
-
         check_device_map(args["device_map"])
         extra["device_map"] = args["device_map"]
     try:

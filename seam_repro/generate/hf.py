@@ -10,17 +10,10 @@ Replicates upstream SEAM ``model_wrappers/hf_pipline_wrap.py`` (``HfPipelineWrap
   max_length=ctx-max_new_tokens`` and no generation prompt, ``batch_decode(skip_special_tokens=True)``,
   and the decoded text re-tokenized (right truncation, special tokens stripped).
 
-Sampling differs from upstream on purpose: upstream used one global RNG (no seed), so nothing was
-reproducible. Here every row owns a ``torch.Generator`` seeded with the instance's ``gen_seed``;
-:class:`RowSampler` draws that row's token by inverse-CDF from one uniform of its generator and
-hands ``generate`` a one-hot score row, which greedy selection then picks. A row's tokens therefore
-depend only on its own logits and seed, never on the batch, the order, a resume or a shard.
-
-What that guarantee rests on: the logits themselves. Batched ``model.generate`` (``--no-deterministic``)
-runs a left-padded batch as one tensor, so the logits' last bits depend on the neighbours (in bf16
-most predictions change with the batch size; docs record the measurement). The deterministic mode
-(the default where the architecture allows, ``generate/invariant.py``) generates with shapes that
-never depend on the batch, so each row's tokens are a function of its own prompt, seed and settings.
+Sampling differs from upstream on purpose (upstream used one unseeded global RNG): every row draws
+from its own ``torch.Generator`` seeded with the instance's ``gen_seed`` (:class:`RowSampler`). The
+logits themselves depend on the batch under batched ``model.generate`` (``--no-deterministic``); the
+deterministic mode (``generate/invariant.py``, the default where the architecture allows) removes that.
 """
 
 from __future__ import annotations
@@ -46,10 +39,8 @@ TRUNCATION_POLICIES = ("right", "left")
 """``right`` keeps the start (upstream's tokenizer truncation: the test question is cut);
 ``left`` keeps the end (demonstrations are cut, the question and generation prompt survive)."""
 CPU_BATCH_SIZE = 8
-"""Replay's batch size for this backend on CPU when ``--batch-size`` is not given: the fastest in
-``benchmarks/bench_batch.py`` (above it, padding costs more than wider products gain). On an
-accelerator the manifest's ``batch_size`` (the paper's 3) applies."""
-
+"""Replay's default batch on CPU: the fastest in ``benchmarks/bench_batch.py`` (above it, padding costs
+more than wider products gain). On an accelerator the manifest's ``batch_size`` applies."""
 AUTO_BATCH_CAP = 64
 """The largest batch ``--batch-size auto`` tries on a GPU (beyond it the gain is small and one
 out-of-memory batch late in a run costs more)."""
@@ -83,10 +74,8 @@ class RowSampler:
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         import torch
 
-        # All rows in one call on the logits' own device (generate/sampling.py): per row it computes
-        # what the one-row reference tests/row_oracle.py computes (tests/test_generate.py checks bit
-        # equality on CPU), and on a GPU nothing waits for the device. The uniforms come from each
-        # row's CPU generator, so the random stream is the same on every device.
+        # all rows in one call on the logits' device (bit-equal per row to tests/row_oracle.py); the
+        # uniforms come from each row's CPU generator, so the random stream is the same on every device
         idx = draw_rows(scores, [torch.rand((), generator=g, dtype=torch.float64).item() for g in self.generators],
                         self.temperature, self.top_k, self.top_p)
         out = torch.full_like(scores, float("-inf"))
@@ -96,8 +85,7 @@ class RowSampler:
 
 @dataclass
 class StepHook:
-    """A logits processor that only counts: it calls ``hook`` once per decoding step and returns
-    the scores untouched (the sampled tokens are the same with or without it)."""
+    """A logits processor that only calls ``hook`` once per decoding step; the scores pass untouched."""
 
     hook: Callable[[], None]
 
@@ -150,16 +138,9 @@ class HFBackend:
         tokenizer.padding_side = "left"
         self.deterministic, self.deterministic_note = choose_deterministic(model, deterministic)
         self.step_hook: Callable[[], None] | None = None
-        """Called once per decoding step of a batch (replay's progress bar: an ETA within seconds
-        rather than after the first whole batch); it never sees or changes the logits."""
+        """Called once per decoding step (replay's progress bar); it never sees or changes the logits."""
 
     # -- recorded facts -------------------------------------------------------------------
-    def chat_template_sha256(self) -> str | None:
-        tpl = getattr(self.tokenizer, "chat_template", None)
-        if tpl is None:
-            return None
-        return sha256_text(tpl) if isinstance(tpl, str) else sha256_json(tpl)
-
     def describe(self) -> dict[str, Any]:
         import torch
         import transformers
@@ -167,20 +148,14 @@ class HFBackend:
         return {
             "backend": self.name, "transformers": transformers.__version__, "torch": torch.__version__,
             "dtype": str(self.model.dtype).replace("torch.", ""), "device": str(self.model.device),
-            "chat_template_sha256": self.chat_template_sha256(), "context_length": self.context_length,
+            "chat_template_sha256": template_sha256(self.tokenizer), "context_length": self.context_length,
             "resolved_commit": getattr(self.model.config, "_commit_hash", None),
             "deterministic": self.deterministic, "deterministic_note": self.deterministic_note, **self.extra_info,
         }
 
-    def kernels(self) -> str:
-        """What decides whether two runs agree token for token: the batch-invariant layout and its lane
-        rows (``generate/invariant.py``), or ``default`` (batched ``model.generate``: outputs may move
-        with batch size, neighbours and padding)."""
+    def resolved_generation(self, settings: GenerationSettings) -> dict[str, Any]:
         from seam_repro.generate.invariant import kernel_set
 
-        return kernel_set(str(self.model.device)) if self.deterministic else "default"
-
-    def resolved_generation(self, settings: GenerationSettings) -> dict[str, Any]:
         gc = self.model.generation_config
         top_p = settings.top_p if settings.top_p is not None else getattr(gc, "top_p", None)
         top_k = getattr(gc, "top_k", None)
@@ -190,12 +165,13 @@ class HFBackend:
                 "pad_token_id": self.pad_id, "prompt_path": self.prompt_path, "truncation": self.truncation,
                 "add_special_tokens": self.upstream_add_special_tokens if self.prompt_path == "upstream" else False,
                 "sampler": "seam-repro-row-inverse-cdf-v1" if settings.do_sample else "greedy",
-                "kernels": self.kernels()}
+                # what decides whether two runs agree token for token (``default``: batched generate,
+                # whose outputs may move with batch size, neighbours and padding)
+                "kernels": kernel_set(str(self.model.device)) if self.deterministic else "default"}
 
     def default_batch_size(self, settings: GenerationSettings) -> int:
-        """Deterministic: one lane (a larger batch runs lane after lane, so it changes neither outputs
-        nor memory). Else ``CPU_BATCH_SIZE`` (measured: benchmarks/bench_batch.py) on CPU, the manifest's
-        on an accelerator."""
+        """Deterministic: one lane (a larger batch runs lane after lane). Else ``CPU_BATCH_SIZE`` on CPU,
+        the manifest's on an accelerator."""
         if self.deterministic:
             from seam_repro.generate.invariant import lane_rows
 
@@ -204,11 +180,9 @@ class HFBackend:
 
     def auto_batch_size(self, requests: list[GenerationRequest], settings: GenerationSettings,
                         cap: int = AUTO_BATCH_CAP) -> tuple[int, str]:
-        """``--batch-size auto``: the largest batch that fits, and how it was found. On CPU memory is
-        rarely the limit and larger batches are slower (padding), so it is ``CPU_BATCH_SIZE``. On a
-        GPU, before the run starts, one forward pass over ``b`` copies of the longest prompt padded to
-        its full length plus ``max_new_tokens`` (what the last decoding step of the first batch
-        holds) is tried from ``cap`` down, halving on out-of-memory."""
+        """``--batch-size auto``: the largest batch that fits, and how it was found. On CPU it is
+        ``CPU_BATCH_SIZE``; on a GPU one forward pass of ``b`` rows as wide as the longest prompt plus
+        ``max_new_tokens`` is tried from ``cap`` down, halving on out-of-memory."""
         if not requests:
             return 1, "no prompts to generate"
         if self.deterministic:
@@ -242,15 +216,11 @@ class HFBackend:
                     torch.cuda.empty_cache()
 
     # -- prompts --------------------------------------------------------------------------
-    def budget(self, settings: GenerationSettings) -> int | None:
-        """Prompt-token budget: context minus new tokens (upstream's ``max_length=ctx-500``)."""
-        window = settings.context_window or self.context_length
-        return window - settings.max_new_tokens if window else None
-
     def prepare(self, prompt: str, settings: GenerationSettings) -> PreparedPrompt:
         tok = self.tokenizer
         msgs = [{"role": "user", "content": prompt}]
-        budget = self.budget(settings)
+        window = settings.context_window or self.context_length
+        budget = window - settings.max_new_tokens if window else None  # upstream's max_length=ctx-500
         if self.prompt_path == "upstream":
             full = tok.apply_chat_template(msgs, tokenize=True, add_generation_prompt=False, return_dict=False)
             cut = full if budget is None else tok.apply_chat_template(
@@ -268,8 +238,8 @@ class HFBackend:
 
     # -- generation -----------------------------------------------------------------------
     def left_pad(self, rows: list[list[int]]) -> tuple[Any, Any]:
-        """``(input_ids, attention_mask)``: ``rows`` padded on the left with the pad id, as
-        :meth:`generate` feeds the model; the benchmarks give raw ``model.generate`` the same tensors."""
+        """``(input_ids, attention_mask)``: ``rows`` padded on the left with the pad id (also the
+        benchmarks' input to raw ``model.generate``)."""
         import torch
 
         width = max(len(r) for r in rows)
@@ -322,8 +292,7 @@ class HFBackend:
 
     def _generate_invariant(self, requests: list[GenerationRequest], prepared: list[PreparedPrompt],
                             settings: GenerationSettings) -> list[GenerationResult]:
-        """Batch-invariant generation (``generate/invariant.py``): each row's tokens are a function of
-        its own prompt, seed and settings. An out-of-memory lane is one line, like the default path."""
+        """Batch-invariant generation (``generate/invariant.py``); an out-of-memory lane is one line."""
         import torch
 
         from seam_repro.generate.invariant import LaneSettings, generate_lanes, lane_rows
@@ -351,17 +320,21 @@ class HFBackend:
         """Decoded outputs, each cut after its first end-of-sequence token."""
         results = []
         for p, toks in zip(prepared, new, strict=True):
-            n = len(toks)
-            for i, t in enumerate(toks):
-                if t in self.eos_ids:
-                    n = i + 1
-                    break
+            n = next((i + 1 for i, t in enumerate(toks) if t in self.eos_ids), len(toks))
             text = self.tokenizer.decode(toks[:n], skip_special_tokens=True)
             results.append(GenerationResult(output=text, templated_prompt_sha256=p.templated_sha256,
                                             n_prompt_tokens=len(p.ids), n_output_tokens=n,
                                             truncated=p.truncated, n_prompt_tokens_full=p.n_full,
                                             upstream_prompt_text=p.text if p.truncated else None))
         return results
+
+
+def template_sha256(tokenizer: Any) -> str | None:
+    """sha256 of the tokenizer's chat template (text, or JSON for a list of named templates), or None."""
+    tpl = getattr(tokenizer, "chat_template", None)
+    if tpl is None:
+        return None
+    return sha256_text(tpl) if isinstance(tpl, str) else sha256_json(tpl)
 
 
 def choose_deterministic(model: Any, requested: bool | None) -> tuple[bool, str]:
@@ -383,13 +356,11 @@ def choose_deterministic(model: Any, requested: bool | None) -> tuple[bool, str]
 
 def out_of_memory_message(rows: int, width: int, settings: GenerationSettings, exc: BaseException,
                           deterministic: bool = False) -> str:
-    """One line for a batch the accelerator could not hold. In the default mode there is no automatic
-    back-off: the batch shape changes the logits (bf16 on an H200: 20-32 of 36 smoke predictions
-    differ between batch 4 and 1/8/32), so a silent retry at another size would change outputs
-    without saying so; the user resumes with a smaller ``--batch-size``. In the deterministic mode
-    replay retries in halves on its own (``BatchOutOfMemory``), and this line is only for a lane that
-    cannot fit at all."""
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    """One line for a batch the accelerator could not hold. The default mode does not back off by
+    itself: the batch shape changes the logits, so a silent retry at another size would change outputs;
+    the user resumes with a smaller ``--batch-size``. In the deterministic mode replay halves on its own
+    (``BatchOutOfMemory``), and this line is for a lane that cannot fit at all."""
+    first = first_line(exc)
     if deterministic:
         return (f"out of accelerator memory in a deterministic lane of {rows} prompt(s) up to {width} tokens "
                 f"+ {settings.max_new_tokens} new ({first[:160]}); a lane keeps its row count whatever the batch, "
@@ -406,9 +377,8 @@ INT8_CAST_MESSAGE = "MatMul8bitLt: inputs will be cast from"
 
 
 class FirstOnly(logging.Filter):
-    """Lets the first record whose format string starts with ``prefix`` through, drops the rest.
-    bitsandbytes logs the int8 cast (bf16/fp32 inputs to fp16) on every 8-bit matrix product:
-    24192 lines in one 36-prompt smoke replay on a GPU, burying the progress bar and the summary."""
+    """Lets the first record whose format string starts with ``prefix`` through, drops the rest:
+    bitsandbytes logs the int8 cast on every 8-bit matrix product, burying the progress bar."""
 
     def __init__(self, prefix: str):
         super().__init__()
@@ -458,9 +428,8 @@ DEVICE_MAP_STRATEGIES = ("auto", "balanced", "balanced_low_0", "sequential")
 
 
 def check_device_map(value: str | None) -> None:
-    """One line for a ``device_map`` this machine cannot serve (an unknown name, ``cuda`` without a
-    visible CUDA device, ``cuda:3`` with two), before anything loads: torch and accelerate would
-    otherwise fail deep in the load with an assertion or a ValueError."""
+    """One line, before anything loads, for a ``device_map`` this machine cannot serve (an unknown name,
+    ``cuda`` without a visible CUDA device, ``cuda:3`` with two)."""
     if value is None or value in DEVICE_MAP_STRATEGIES:
         return
     import torch
@@ -510,11 +479,9 @@ def check_attn_device(kernel: str | None) -> None:
 
 def check_fits(config: Any, model_id: str, dtype_name: str, quantization: str | None,
                available: tuple[int, str] | None = None, attn_implementation: str | None = None) -> int:
-    """Refuse, before any weight is downloaded, a model whose weights alone exceed the memory of the
-    machine (GPUs + RAM). Counts parameters on the meta device from the config, so nothing big loads.
-    The skeleton is built with the requested ``attn_implementation``, so a kernel that this machine
-    (flash-attn not installed, no CUDA) or this model class cannot run is one line here, where
-    transformers would raise an ImportError or ValueError in the load."""
+    """Refuse, before any weight is downloaded, a model whose weights alone exceed the machine's memory
+    (GPUs + RAM), counting parameters on the meta device. The skeleton is built with the requested
+    ``attn_implementation``, so a kernel that cannot run here is one line rather than a failed load."""
     from accelerate import init_empty_weights
     from transformers import AutoModelForCausalLM
 
@@ -538,13 +505,18 @@ def check_fits(config: Any, model_id: str, dtype_name: str, quantization: str | 
     return need
 
 
-def folder_load_error(source: str, local_info: dict[str, Any] | None, exc: BaseException) -> InputError:
-    """One line for a local model folder the library could not load. What fails there is the
-    folder's content (a truncated GGUF, a corrupt tokenizer or config, weights that do not fit the
-    config): the kit's own arguments were checked before. A GGUF-only folder names its file."""
+def gguf_only(local_info: dict[str, Any] | None) -> str | None:
+    """The GGUF file of a GGUF-only local folder (no config.json, one .gguf), else None."""
     names = list((local_info or {}).get("files", {}))
     ggufs = [n for n in names if n.endswith(".gguf")]
-    where = Path(source) / ggufs[0] if "config.json" not in names and len(ggufs) == 1 else Path(source)
+    return ggufs[0] if "config.json" not in names and len(ggufs) == 1 else None
+
+
+def folder_load_error(source: str, local_info: dict[str, Any] | None, exc: BaseException) -> InputError:
+    """One line for a local model folder the library could not load: what fails there is the folder's
+    content (the kit's own arguments were checked before). A GGUF-only folder names its file."""
+    gguf = gguf_only(local_info)
+    where = Path(source) / gguf if gguf else Path(source)
     return InputError(where, f"--model: cannot load the model ({type(exc).__name__}: {first_line(exc)}); expected "
                       "complete files as save_pretrained or the model's publisher wrote them (truncated or "
                       "corrupt? copy or download them again)")
@@ -629,10 +601,9 @@ def _weights_kwargs(hub_rev: str | None, dtype: str, source: str | None, local_i
     load_from: dict[str, Any] = {}
     if source:
         kwargs["local_files_only"] = load_from["local_files_only"] = True
-        names = list((local_info or {}).get("files", {}))
-        ggufs = [n for n in names if n.endswith(".gguf")]
-        if "config.json" not in names and len(ggufs) == 1:  # a GGUF-only folder: transformers de-quantizes it
-            kwargs["gguf_file"] = load_from["gguf_file"] = ggufs[0]
+        gguf = gguf_only(local_info)
+        if gguf:  # a GGUF-only folder: transformers de-quantizes it
+            kwargs["gguf_file"] = load_from["gguf_file"] = gguf
     if attn_implementation is not None:
         kwargs["attn_implementation"] = attn_implementation
     if quantization is not None:

@@ -1,31 +1,13 @@
-"""Batch-invariant generation for the hf backend (``--deterministic``, the default on CPU).
+"""Batch-invariant generation for the hf backend (``--deterministic``, the default where it applies).
 
-Why outputs move with the batch in the default path: ``model.generate`` runs the whole batch as one
-left-padded tensor, so every kernel sees a shape that depends on the neighbours -- the matrix products
-take ``rows x padded length`` rows (BLAS and cuBLAS pick another blocking, GEMV for one row, split-K
-for few), attention reduces over the padded key length, and the GPU's reductions pick their thread
-layout from the number of rows. Each choice is deterministic for a given shape; the shape is what
-changes. Serving engines answer with kernels of a fixed reduction layout ("Defeating Nondeterminism in
-LLM Inference", Thinking Machines 2025; vLLM's ``VLLM_BATCH_INVARIANT``, SGLang's deterministic mode).
-This module gets the same property from stock kernels by never letting a shape depend on the batch:
-
-* **Prefill one prompt at a time**, unpadded: every shape equals a batch-1 run's.
-* **Decode in lanes of a fixed row count** (:data:`LANE_ROWS` per device type). A lane's forward pass
-  always has ``rows`` rows (empty slots are dummies), so every matrix product, normalisation and the
-  sampler see one shape whatever the batch; a row's result in a fixed-shape kernel does not depend on
-  its slot or on the other rows (``tests/test_invariant.py`` checks this of the kernels it relies on).
-  A batch larger than a lane runs lane after lane, so the batch size changes neither outputs nor memory.
-* **Attention over each sequence's own keys**, in a fixed layout: a sequence's keys live in its slot
-  of a per-lane pool of ``capacity`` positions, where ``capacity`` is a function of its own prompt
-  length and ``max_new_tokens`` alone (the next power of two), stored from position 0; the decode step
-  is one attention call per capacity present in the lane, over ``rows x capacity`` keys with the other
-  positions masked. No padding of another sequence ever enters a reduction.
-
-So a prediction is a function of the model and weights, its prompt, its seed, the generation settings,
-the lane row count and the machine (device, library versions, thread count) -- recorded in run.json as
-the kernel set :data:`KERNEL_SET`. Models whose attention cannot be covered this way are refused in one
-line (:func:`unsupported_reason`): mixture-of-experts (each expert's product takes the tokens routed to
-it, a count set by the neighbours), sliding-window and soft-capped attention (not reproduced here).
+``model.generate`` runs a batch as one left-padded tensor, so every kernel sees a shape set by the
+neighbours and the logits move in their last bits. This module never lets a shape depend on the
+batch: each prompt is prefilled alone, unpadded; decoding runs in lanes of a fixed row count
+(:data:`LANE_ROWS`, empty slots are dummy rows); and each sequence attends over its own keys in a
+pool slot whose capacity depends on its own length alone. A prediction is then a function of the
+model, its prompt, seed and settings, the lane layout (:data:`KERNEL_SET`) and the machine. Models
+it cannot cover are refused in one line (:func:`unsupported_reason`). Design and measurements:
+docs/deterministic.md.
 """
 
 from __future__ import annotations
@@ -38,9 +20,8 @@ from typing import Any
 KERNEL_SET = "seam-lanes-v1"
 """Version of the reduction layout below; two runs compare token for token only under the same one."""
 LANE_ROWS = {"cpu": 8, "cuda": 32}
-"""Rows of one decode lane per device type. CPU: the hf backend's default batch (8), so a default run
-pads nothing. CUDA: 32 rows keep a lane's matrix products as fast as one wide batch on the GPU
-while a one-row run pays for 31 dummy rows only in arithmetic the GPU would otherwise leave idle."""
+"""Rows of one decode lane per device type. CPU: the hf backend's default batch, so a default run pads
+nothing. CUDA: 32 rows cost a one-row run only arithmetic the GPU would otherwise leave idle."""
 MIN_CAPACITY = 128
 ATTENTION_NAME = "seam_invariant"
 
@@ -82,10 +63,8 @@ def unsupported_reason(config: Any) -> str | None:
 @dataclass
 class Lane:
     """One decode lane: ``rows`` slots, each holding a request index or None (a dummy row).
-
-    ``pools[capacity][layer]`` is ``(keys, values)``, each ``rows x kv_heads x capacity x head_dim``,
-    allocated on first use on the layer's device; a sequence's keys sit at positions ``0..length-1``
-    of its slot, so the reduction over them never depends on another sequence."""
+    ``pools[capacity][layer]`` is ``(keys, values)``, each ``rows x kv_heads x capacity x head_dim``; a
+    sequence's keys sit at positions ``0..length-1`` of its slot."""
 
     rows: int
     slots: list[int | None]
@@ -157,10 +136,8 @@ class LaneCache:
 def invariant_attention(module: Any, query: Any, key: Any, value: Any, attention_mask: Any, dropout: float = 0.0,
                         scaling: float | None = None, **kwargs: Any) -> tuple[Any, None]:
     """transformers' attention-interface function for :data:`ATTENTION_NAME` (output ``B x L x H x D``).
-
-    Prefill (one unpadded sequence): causal attention over its own keys. Decode (one query per lane
-    row): grouped query heads packed as queries of their key head, one call per capacity present,
-    over the lane pool with every other sequence's positions masked."""
+    Prefill: causal attention over the one sequence's keys. Decode: one call per capacity present over
+    the lane pool (query heads packed per key head), every other sequence's positions masked."""
     import torch
     import torch.nn.functional as F
 
@@ -213,22 +190,23 @@ class RowDraw:
     tokens: list[int] = field(default_factory=list)
     done: bool = False
 
+    def take(self, tok: int, settings: LaneSettings) -> None:
+        self.tokens.append(int(tok))
+        self.done = tok in settings.eos_ids or len(self.tokens) >= settings.max_new_tokens
 
-def draw(scores: Any, rows: Sequence[RowDraw | None], *, do_sample: bool, temperature: float,
-         top_k: int | None, top_p: float | None) -> list[int]:
-    """Each live row's next token from ``scores`` (``rows x vocab``, one shape per call site, so the
-    filter, softmax and cumulative sum see the same shape whatever the batch). Sampling is the row
-    sampler's inverse-CDF draw from one float64 uniform of the row's own CPU generator; dummy rows get
-    a fixed 0.5 and their draw is discarded."""
+
+def draw(scores: Any, rows: Sequence[RowDraw | None], settings: LaneSettings) -> list[int]:
+    """Each live row's next token from ``scores`` (``rows x vocab``: one shape whatever the batch), by
+    the row sampler's inverse-CDF draw from the row's own generator; dummy rows draw at a fixed 0.5."""
     import torch
 
     from seam_repro.generate.sampling import draw_rows
 
-    if not do_sample:
+    if not settings.do_sample:
         return scores.float().argmax(dim=-1).tolist()
     uniforms = [torch.rand((), generator=r.generator, dtype=torch.float64).item() if r is not None else 0.5
                 for r in rows]
-    return draw_rows(scores, uniforms, temperature, top_k, top_p).tolist()
+    return draw_rows(scores, uniforms, settings.temperature, settings.top_k, settings.top_p).tolist()
 
 
 def cache_keyword(model: Any) -> str:
@@ -271,9 +249,8 @@ def generate_lanes(model: Any, prompts: Sequence[list[int]], seeds: Sequence[int
     out: list[list[int]] = []
     keyword = cache_keyword(model)
     for start in range(0, len(prompts), rows):
-        chunk = list(range(start, min(start + rows, len(prompts))))
-        out.extend(_run_lane(model, [prompts[i] for i in chunk], [seeds[i] for i in chunk], settings, rows,
-                             step_hook, keyword))
+        out.extend(_run_lane(model, list(prompts[start:start + rows]), list(seeds[start:start + rows]), settings,
+                             rows, step_hook, keyword))
     return out
 
 
@@ -295,7 +272,7 @@ def _run_lane(model: Any, prompts: list[list[int]], seeds: list[int], settings: 
                 lane.mode, lane.prefill_slot = "prefill", s
                 logits = _forward(model, torch.tensor([ids], device=device),
                                   torch.arange(len(ids), device=device).unsqueeze(0), cache, keyword)
-                _take(states[s], draw(logits, [states[s]], **_sampling(settings))[0], settings)
+                states[s].take(draw(logits, [states[s]], settings)[0], settings)
             _check_covered(model, lane, cache)
             live = [s for s in range(n) if not states[s].done]
             while live:
@@ -305,27 +282,17 @@ def _run_lane(model: Any, prompts: list[list[int]], seeds: list[int], settings: 
                 pos = [lane.length[s] if lane.slots[s] is not None else 0 for s in range(rows)]
                 logits = _forward(model, torch.tensor(ids, device=device).unsqueeze(1),
                                   torch.tensor(pos, device=device).unsqueeze(1), cache, keyword)
-                drawn = draw(logits, [states[s] if lane.slots[s] is not None else None for s in range(rows)],
-                             **_sampling(settings))
+                live_rows = [states[s] if lane.slots[s] is not None else None for s in range(rows)]
+                drawn = draw(logits, live_rows, settings)
                 for s in live:
                     lane.length[s] += 1
-                    _take(states[s], drawn[s], settings)
+                    states[s].take(drawn[s], settings)
                 live = [s for s in live if not states[s].done]
                 if step_hook is not None:
                     step_hook()
     finally:
         _LANE.reset(token)
     return [st.tokens for st in states]
-
-
-def _sampling(settings: LaneSettings) -> dict[str, Any]:
-    return {"do_sample": settings.do_sample, "temperature": settings.temperature, "top_k": settings.top_k,
-            "top_p": settings.top_p}
-
-
-def _take(state: RowDraw, tok: int, settings: LaneSettings) -> None:
-    state.tokens.append(int(tok))
-    state.done = tok in settings.eos_ids or len(state.tokens) >= settings.max_new_tokens
 
 
 def _check_covered(model: Any, lane: Lane, cache: LaneCache) -> None:

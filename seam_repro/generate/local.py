@@ -103,11 +103,9 @@ MAX_SAFETENSORS_HEADER = 100 * 2**20
 
 
 def check_weights(model: LocalModel) -> None:
-    """Refuse, before a library reads them, weight files that it would fail on deep inside a load:
-    a safetensors file cut short (or with bytes after its tensors) and a shard index that names a
-    file the folder lacks. Only headers are read (a few KB per file): a GGUF file has no such cheap
-    check (parsing its tensor table took seconds), so its faults are mapped when the load fails
-    (``hf.load_hf_backend``)."""
+    """Refuse, reading only headers, weight files a library would fail on deep inside a load: a
+    safetensors file cut short (or with bytes after its tensors), a shard index naming a missing file.
+    A GGUF file has no such cheap check; its faults are mapped when the load fails (``hf``)."""
     for name in model.files:
         path = model.path / name
         if name.endswith(".safetensors"):

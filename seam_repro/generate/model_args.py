@@ -1,10 +1,8 @@
 """``--model-args key=value,...``: backend options, validated per backend against ``data/model_args.json``.
 
-lm-evaluation-harness takes the same ``--model_args`` string; here every key is declared per backend
-with its type and whether it can change the generated text ("protocol" keys: recorded with every
-prediction and checked on resume and merge) or only how the run is executed ("operational" keys:
-recorded in run.json). Secrets never pass through here: an API key is read from the environment
-variable named by ``api_key_env``.
+As lm-evaluation-harness' ``--model_args``, but every key is declared with its type and whether it can
+change the generated text ("protocol": recorded with every prediction, checked on resume and merge) or
+not ("operational": recorded in run.json). An API key never passes here (``api_key_env`` names it).
 """
 
 from __future__ import annotations
@@ -116,9 +114,9 @@ def parse_model_args(backend: str, text: str | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     pairs = split_pairs(text)
     if "api_key_env" in specs:  # the key is known before any value is quoted in an error
-        from seam_repro.generate.openai_compat import DEFAULTS, remember_key
+        from seam_repro.generate.openai_compat import OpenAIBackend, remember_key
 
-        remember_key(dict(pairs).get("api_key_env") or DEFAULTS["api_key_env"])
+        remember_key(dict(pairs).get("api_key_env") or OpenAIBackend.api_key_env)
     for key, value in pairs:
         spec = specs.get(key)
         if spec is None:
@@ -155,14 +153,3 @@ def recorded_args(backend: str, args: dict[str, Any]) -> dict[str, Any]:
         else:
             out[key] = value
     return out
-
-
-def reference_table() -> str:
-    """Markdown table of every backend's keys (pasted into docs/models.md)."""
-    rows = ["| backend | key | type | protocol | meaning |", "|---|---|---|---|---|"]
-    for backend, specs in SPECS.items():
-        for spec in specs.values():
-            kind = spec.type + (f" ({'/'.join(spec.choices)})" if spec.choices else "")
-            meaning = f"alias of {spec.alias_of}" if spec.alias_of else spec.help
-            rows.append(f"| {backend} | `{spec.name}` | {kind} | {'yes' if spec.protocol else 'no'} | {meaning} |")
-    return "\n".join(rows)

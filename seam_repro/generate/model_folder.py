@@ -1,21 +1,12 @@
 """What a model folder must hold before anything loads, and what a model without a chat template gets.
 
-Checked in seconds, before torch or transformers read a byte (``make_backend``), so a new user's
-mistakes are one line naming the cause instead of a failed load many seconds later:
+Checked in seconds, before torch or transformers read a byte (``make_backend``), so a mistake is one
+line naming the cause: a path-like ``--model`` that names no folder (with the nearest folder names), a
+transformers folder without a tokenizer file, a tokenizer without a chat template (a base model).
 
-* a ``--model`` argument that looks like a path (``./tiny-lama``) but names no folder says so first,
-  with the nearest folder names beside it, instead of leading with Hub pins;
-* a transformers folder with no tokenizer file names the file it expects (``tokenizer.json`` ...);
-* a model whose tokenizer has no chat template (a base model) is refused in one line that names
-  ``--model-args chat_template=FILE`` and the shipped ``raw.jinja``, which feeds the prompt as it
-  is, as lm-evaluation-harness runs a base model.
-
-Why a refusal and not the raw prompt by default: the protocol (the paper's, and every manifest's) is
-the model's chat template; a silent fallback would change what the model sees without the user
-choosing it. With ``chat_template=raw.jinja`` the choice is explicit and recorded like any template
-(file and sha256 in run.json's ``model_args``, a protocol key that resume and merge compare, and
-``chat_template_sha256`` in the backend facts), so a base-model run is comparable with itself and
-visibly not with a chat model's.
+A base model is refused rather than given the raw prompt by default: the protocol is the model's chat
+template, and a silent fallback would change what the model sees. ``--model-args
+chat_template=raw.jinja`` (shipped) makes the choice explicit and recorded like any template.
 """
 
 from __future__ import annotations
@@ -50,9 +41,8 @@ def looks_like_path(spec: str) -> bool:
 
 
 def missing_folder_problem(spec: str) -> InputError | None:
-    """One line for a path-looking ``--model`` that is not a folder (``None`` when it is one, or when
-    ``spec`` looks like a Hub id): it says the folder is missing and names the closest folder names
-    in the parent, if any."""
+    """One line for a path-looking ``--model`` that is not a folder, naming the closest folder names in
+    its parent (``None`` for a folder or a Hub id)."""
     base = spec.rpartition("@")[0] if "@" in spec and not Path(spec).exists() else spec
     path = Path(base).expanduser()
     if not looks_like_path(spec) or path.is_dir():

@@ -1,21 +1,16 @@
 """OpenAI-compatible HTTP backend: models behind vLLM/SGLang/TGI/llama.cpp servers or hosted APIs.
 
 No upstream counterpart (SEAM ran transformers only). Follows lm-evaluation-harness'
-``local-chat-completions``/``local-completions``: one request per instance, the chat endpoint with a
-single user message (the server applies its chat template) or the completions endpoint with the raw
-prompt. What seam-repro adds: each request carries the instance's ``gen_seed`` (servers that honour
-``seed`` then give a reproducible sample), requests run ``concurrency`` at a time but are written in
-order through the same crash-safe store, transient failures (429, 5xx, timeouts, cut or malformed
-bodies) are retried with exponential backoff, and every prediction records the model id and
-``system_fingerprint`` the server reported plus the token counts of its ``usage`` block.
+``local-chat-completions``/``local-completions``: one request per instance, one user message (chat)
+or the raw prompt (completions). Added here: each request carries the instance's ``gen_seed``,
+requests run ``concurrency`` at a time but are stored in order, transient failures (429, 5xx,
+timeouts, cut or malformed bodies) are retried with backoff, and every prediction records what the
+server reported (model, ``system_fingerprint``, ``usage`` token counts).
 
-Client: ``httpx`` (already required through huggingface-hub) rather than the ``openai`` package, so
-that every attempt, status code and raw body is ours to classify and test, and non-OpenAI servers'
-extra or missing fields do not trip a typed client. The API key is read once from the environment
-variable named by ``api_key_env``, checked (printable ASCII; surrounding whitespace such as a .env
-file's newline is dropped, with a note) and registered with ``generate/redact.py``: every answer of
-the server is redacted before it is read, so a server that echoes the Authorization header cannot
-put the key into predictions, run.json or an error line.
+Client: ``httpx`` rather than the ``openai`` package, so every attempt, status and raw body is ours to
+classify and test, and non-OpenAI servers' extra or missing fields do not trip a typed client. The API
+key (from the variable named by ``api_key_env``) is registered with ``generate/redact.py``, and every
+answer is redacted before it is read: a server that echoes it cannot put it into anything written.
 """
 
 from __future__ import annotations
@@ -44,10 +39,6 @@ MAX_BACKOFF = 60.0
 BATCH_WAVES = 4
 """Requests per batch, in multiples of ``concurrency``: a batch of exactly N leaves threads idle while
 its slowest answers arrive, several waves per batch keep the pool busy (benchmarks/bench_openai.py)."""
-DEFAULTS: dict[str, Any] = {"endpoint": "chat", "send_seed": True, "concurrency": 4, "max_retries": 6,
-                            "backoff": 1.0, "timeout": 600.0, "api_key_env": "OPENAI_API_KEY"}
-
-
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 KEY_CHARS = re.compile(r"[\x21-\x7e]+")
 """An API key as an HTTP header can carry it: printable ASCII, no spaces or control characters."""
@@ -62,10 +53,9 @@ class ServerError(SeamReproError):
 
 
 def read_api_key(env_name: str) -> str | None:
-    """The key in ``$env_name`` (None when unset or empty), checked and registered for redaction.
-    Surrounding whitespace (a .env file's trailing newline) is dropped with a note on stderr: an HTTP
-    header cannot carry it, and servers strip it anyway. Anything else outside printable ASCII is
-    refused in one line that never shows the key."""
+    """The key in ``$env_name`` (None when unset or empty), registered for redaction. Surrounding
+    whitespace (a .env file's newline) is dropped with a note, since an HTTP header cannot carry it;
+    anything else outside printable ASCII is refused in one line that never shows the key."""
     raw = remember_key(env_name)
     if not raw:
         return None
@@ -85,9 +75,8 @@ def read_api_key(env_name: str) -> str | None:
 
 
 def remember_key(env_name: str) -> str | None:
-    """Register the key in ``$env_name`` (as set and stripped) for redaction and return it as set.
-    ``parse_model_args`` calls this before it checks a single value, so even an error about another
-    key (``endpoint=<the key>``) cannot print it."""
+    """Register the key in ``$env_name`` (as set and stripped) for redaction and return it as set;
+    called before any ``--model-args`` value is checked, so no error line can quote the key."""
     raw = os.environ.get(env_name)
     if raw:
         register_secret(raw)
@@ -208,11 +197,11 @@ class OpenAIBackend:
             raise _Retry(f"HTTP {resp.status_code}", _retry_after(resp.headers.get("retry-after")))
         if resp.status_code != 200:
             hint = f" (is ${self.api_key_env} set to a valid key?)" if resp.status_code in (401, 403) else ""
-            raise ServerError(f"{url}: HTTP {resp.status_code}{hint}: {_answer_text(resp)[:200]!r}")
+            raise ServerError(f"{url}: HTTP {resp.status_code}{hint}: {redact_text(resp.text)[:200]!r}")
         try:
             data = _answer_json(resp)
         except InputError as exc:  # "response: not valid JSON (...)", NaN/Infinity and hostile nesting included
-            raise _Retry(f"{exc} ({len(resp.content)} bytes: {_answer_text(resp)[:80]!r})") from None
+            raise _Retry(f"{exc} ({len(resp.content)} bytes: {redact_text(resp.text)[:80]!r})") from None
         problem = _response_problem(data, self.endpoint)
         if problem:
             raise _Retry(f"malformed response: {problem}")
@@ -248,9 +237,8 @@ class OpenAIBackend:
                                 n_output_tokens=int(usage["completion_tokens"]), served=served)
 
     def default_batch_size(self, settings: GenerationSettings) -> int:
-        """``BATCH_WAVES`` x ``concurrency`` (or the manifest's, if larger): fewer batch ends, where
-        the answers of a batch are written while the next batch's requests are already queued
-        (:meth:`start`); outputs do not depend on how requests are batched."""
+        """``BATCH_WAVES`` x ``concurrency`` (or the manifest's, if larger): fewer batch ends (outputs do
+        not depend on how requests are batched)."""
         return max(settings.batch_size, BATCH_WAVES * self.concurrency)
 
     def generate(self, requests: list[GenerationRequest], settings: GenerationSettings) -> list[GenerationResult]:
@@ -259,10 +247,9 @@ class OpenAIBackend:
 
     def start(self, requests: list[GenerationRequest], settings: GenerationSettings
               ) -> Callable[[], list[GenerationResult]]:
-        """Queue a batch's requests behind those of any batch started before and return what waits
-        for its results (in request order). Replay starts the next batch before it waits for the
-        current one, so the pool's threads go on to the next batch's requests while this batch's
-        answers are written: the server is not left idle at a batch's end."""
+        """Queue a batch's requests behind those of any batch started before and return what waits for
+        its results (in request order): replay starts the next batch before it waits for this one, so
+        the server is not left idle while this batch's answers are written."""
         if self.concurrency == 1:
             return lambda: [self._request(r, settings) for r in requests]
         if self._pool is None:  # one pool for the whole run: no thread start-up between batches
@@ -270,7 +257,7 @@ class OpenAIBackend:
         try:
             futures = [self._pool.submit(self._request, r, settings) for r in requests]
         except BaseException:
-            self._abort()
+            self.close()
             raise
 
         def results() -> list[GenerationResult]:
@@ -283,22 +270,18 @@ class OpenAIBackend:
                         raise f.exception()  # type: ignore[misc]
                 return [f.result() for f in futures]
             except BaseException:
-                self._abort()
+                self.close()
                 raise
 
         return results
 
-    def _abort(self) -> None:
-        """A failed request or Ctrl-C ends the run: stop retries, drop queued requests (a batch
+    def close(self) -> None:
+        """End of the run, a failed request or Ctrl-C: stop retries, drop queued requests (a batch
         started ahead included) and cut in-flight ones instead of waiting up to ``timeout`` for each."""
         self._stop.set()
         self._client.close()
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
-
-    def close(self) -> None:
-        """End of the run, or its failure: nothing started may go on sending."""
-        self._abort()
 
 
 MAX_URL_LENGTH = 2048
@@ -337,11 +320,6 @@ def check_base_url(url: str) -> str:
         raise InputError("--model-args", f"{where}: expected a URL without user:password@ (it would be written to "
                          "run.json); put the key in the variable named by api_key_env")
     return url.rstrip("/")
-
-
-def _answer_text(resp: Any) -> str:
-    """A response body as text, redacted before anything cuts an excerpt from it."""
-    return redact_text(resp.text)
 
 
 def _answer_json(resp: Any) -> Any:
@@ -389,8 +367,7 @@ def make_openai_backend(model_id: str, revision: str, args: dict[str, Any], tran
     """Build the backend from validated ``--model-args`` (``base_url`` is required)."""
     if "base_url" not in args:
         raise InputError("--model-args", "the openai backend needs base_url=URL (e.g. base_url=http://127.0.0.1:8080/v1)")
-    merged = {**DEFAULTS, **args}
-    backend = OpenAIBackend(model_id, revision, transport=transport, **merged)
+    backend = OpenAIBackend(model_id, revision, transport=transport, **args)
     if "api_key_env" in args and backend._key is None:  # named on purpose, so a key is meant to be sent
         backend.close()
         raise InputError("--model-args", f"openai backend, key api_key_env: ${args['api_key_env']} is not set (or "

@@ -1,23 +1,12 @@
 """The secrets this process holds (a served backend's API key) and their removal from what it writes
 or prints.
 
-The openai backend registers its key (``openai_compat.remember_key``) as soon as ``--model-args``
-are parsed, before any value is checked; after that no route needs a patch of its own, because three
-points redact with the registry:
-
-* the backend's input path: every body a server answers (completion text, ``model``,
-  ``system_fingerprint``, ``/models`` ids, error and non-JSON bodies) is redacted before any field is
-  read or cut to an excerpt (``openai_compat``), and so is every message of its ``ServerError``;
-* the run's output path: ``run.replay.run_generation`` passes each ``GenerationResult`` and the
-  run.json entry and session (``argv`` included) through :func:`redact_json` before they are
-  written, whichever backend produced them;
-* the CLI's failure handler (``cli._fail``): every error line, internal-error line and the
-  ``SEAM_REPRO_DEBUG`` traceback.
-
-Redaction runs before any truncation (an excerpt cut through a key would leave a prefix the full
-key no longer matches). A key shorter than :data:`MIN_SECRET_LEN` is not masked: such values are
-placeholders (vLLM's documented ``EMPTY``, llama.cpp's ``no-key``), and masking every occurrence of a
-common word would corrupt model outputs and prompts.
+The openai backend registers its key as soon as ``--model-args`` are parsed; three points then redact
+with the registry: every server answer before it is read (``openai_compat``), every result and run.json
+entry before it is written (``run.replay``), and every error line the CLI prints (``cli._fail``).
+Redaction runs before any truncation (a cut key would no longer match). A key shorter than
+:data:`MIN_SECRET_LEN` is a placeholder (vLLM's ``EMPTY``, llama.cpp's ``no-key``) and is not masked:
+masking a common word would corrupt outputs and prompts.
 """
 
 from __future__ import annotations

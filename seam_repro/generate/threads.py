@@ -1,11 +1,9 @@
 """How many CPU threads torch may use for local weights on CPU (hf backend, embedded model).
 
-torch's default is one thread per core the machine has, whether or not this process may use them
-and whether or not other jobs are using them; with OpenMP's busy-waiting, the threads then fight
-for cores (issue 26; ``benchmarks/bench_threads.py`` measures it). So the count is chosen from the
-cores this process may use (CPU affinity, the cgroup's CPU quota) less what other work already
-keeps busy (load average, runnable processes), unless the user sets it: ``--threads N``, or
-``OMP_NUM_THREADS``/``MKL_NUM_THREADS`` in the environment (torch reads those itself).
+torch's default, one thread per core of the machine, makes OpenMP's busy-waiting threads fight for
+cores this process may not use or other jobs keep busy (issue 26, ``benchmarks/bench_threads.py``). So
+the count is the usable cores (affinity, cgroup quota) less the busy ones (load), unless the user sets
+it: ``--threads N`` or ``OMP_NUM_THREADS``/``MKL_NUM_THREADS`` (torch reads those itself).
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """Optional vLLM backend (extra ``seam-repro[vllm]``) for large models: tensor parallel, Ray multi-node.
 
-Upstream SEAM used only the transformers pipeline (``model_wrappers/hf_pipline_wrap.py``); this
-backend keeps its settings (chat template, temperature, 500 new tokens, model top_p/top_k defaults)
-and gives every request its own ``SamplingParams(seed=gen_seed)`` so that, as with the hf backend,
-an instance's sample does not depend on which other requests vLLM schedules with it. vLLM's
-numerics differ from transformers', so its predictions are recorded as a different backend.
-
-Batch invariance is vLLM's own (``VLLM_BATCH_INVARIANT=1``, its batch-invariant matmul, normalisation
-and attention kernels): ``--deterministic`` sets it before the engine starts, ``--no-deterministic``
-clears it, and by default the environment's setting stands; run.json records which (``kernels``).
+Keeps upstream's transformers-pipeline settings (chat template, temperature, 500 new tokens, model
+top_p/top_k defaults) and gives every request its own ``SamplingParams(seed=gen_seed)``. vLLM's numerics
+differ from transformers', so its predictions are recorded as a different backend. Batch invariance is
+vLLM's own (``VLLM_BATCH_INVARIANT``): ``--deterministic`` sets it, ``--no-deterministic`` clears it, by
+default the environment's setting stands; run.json records which (``kernels``).
 """
 
 from __future__ import annotations
@@ -19,7 +15,8 @@ from typing import Any
 from seam_repro.config import GenerationSettings
 from seam_repro.errors import PrerequisiteError
 from seam_repro.generate.base import HF_LEGACY_TOP_K, GenerationRequest, GenerationResult
-from seam_repro.hashing import sha256_json, sha256_text
+from seam_repro.generate.hf import read_chat_template, template_sha256
+from seam_repro.hashing import sha256_text
 
 INSTALL = "pip install 'seam-repro[vllm]'"
 BATCH_INVARIANT_ENV = "VLLM_BATCH_INVARIANT"
@@ -31,26 +28,6 @@ def batch_invariance(requested: bool | None) -> bool:
     if requested is not None:
         os.environ[BATCH_INVARIANT_ENV] = "1" if requested else "0"
     return os.environ.get(BATCH_INVARIANT_ENV, "0").strip() not in ("", "0", "false", "False")
-
-
-def llm_kwargs(model_id: str, revision: str, *, dtype: str, source: str | None, quantization: str | None,
-               tensor_parallel_size: int, pipeline_parallel_size: int, gpu_memory_utilization: float | None,
-               max_model_len: int | None, distributed_executor_backend: str | None,
-               trust_remote_code: bool) -> dict[str, Any]:
-    """Keyword arguments of ``vllm.LLM``: the pinned revision for weights and tokenizer, or a local
-    folder (its content hash is the recorded revision); unset options keep vLLM's defaults."""
-    kw: dict[str, Any] = {"model": source or model_id, "dtype": dtype, "tensor_parallel_size": tensor_parallel_size,
-                          "pipeline_parallel_size": pipeline_parallel_size, "trust_remote_code": trust_remote_code,
-                          "quantization": "bitsandbytes" if quantization else None}
-    if source is None:
-        kw["revision"] = kw["tokenizer_revision"] = revision
-    if gpu_memory_utilization is not None:
-        kw["gpu_memory_utilization"] = gpu_memory_utilization
-    if max_model_len is not None:
-        kw["max_model_len"] = max_model_len
-    if distributed_executor_backend is not None:
-        kw["distributed_executor_backend"] = distributed_executor_backend
-    return kw
 
 
 class VLLMBackend:
@@ -73,18 +50,21 @@ class VLLMBackend:
                 raise PrerequisiteError(f"the vllm backend needs the vllm package; run: {INSTALL}") from exc
         self.vllm = vllm_module
         self.model_id, self.revision = model_id, revision
+        # vllm.LLM's keywords: the pinned revision for weights and tokenizer, or a local folder (its
+        # content hash is the recorded revision); unset options keep vLLM's defaults
         vdtype = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}.get(dtype, dtype)
-        self.llm_kwargs = llm_kwargs(model_id, revision, dtype=vdtype, source=source, quantization=quantization,
-                                     tensor_parallel_size=tensor_parallel_size,
-                                     pipeline_parallel_size=pipeline_parallel_size,
-                                     gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
-                                     distributed_executor_backend=distributed_executor_backend,
-                                     trust_remote_code=trust_remote_code)
+        self.llm_kwargs: dict[str, Any] = {
+            "model": source or model_id, "dtype": vdtype, "tensor_parallel_size": tensor_parallel_size,
+            "pipeline_parallel_size": pipeline_parallel_size, "trust_remote_code": trust_remote_code,
+            "quantization": "bitsandbytes" if quantization else None}
+        if source is None:
+            self.llm_kwargs["revision"] = self.llm_kwargs["tokenizer_revision"] = revision
+        optional = {"gpu_memory_utilization": gpu_memory_utilization, "max_model_len": max_model_len,
+                    "distributed_executor_backend": distributed_executor_backend}
+        self.llm_kwargs.update({k: v for k, v in optional.items() if v is not None})
         self.llm = llm if llm is not None else self.vllm.LLM(**self.llm_kwargs)
         self.tokenizer = self.llm.get_tokenizer()
         if chat_template is not None:
-            from seam_repro.generate.hf import read_chat_template
-
             self.tokenizer.chat_template = read_chat_template(chat_template)
         self.settings_info = {k: v for k, v in self.llm_kwargs.items()
                               if k not in ("model", "revision", "tokenizer_revision", "tokenizer")}
@@ -99,10 +79,9 @@ class VLLMBackend:
             return {}
 
     def describe(self) -> dict[str, Any]:
-        tpl = getattr(self.tokenizer, "chat_template", None)
-        tpl_sha = None if tpl is None else (sha256_text(tpl) if isinstance(tpl, str) else sha256_json(tpl))
         return {"backend": self.name, "vllm": getattr(self.vllm, "__version__", None),
-                "chat_template_sha256": tpl_sha, "deterministic": self.deterministic, **self.settings_info}
+                "chat_template_sha256": template_sha256(self.tokenizer), "deterministic": self.deterministic,
+                **self.settings_info}
 
     def resolved_generation(self, settings: GenerationSettings) -> dict[str, Any]:
         defaults = self._model_defaults()

@@ -1,20 +1,12 @@
 """Download (or copy from ``--data-dir``) every pinned source into the cache, verified.
 
-Replaces upstream SEAM's unpinned inputs (``load_dataset(...)`` at whatever revision is current,
-a hand-downloaded Drive zip) with the pins in ``data/sources.lock.json``. Guarantees:
-
-* A file reaches its cache path only after its hash matched: downloads stream into a temp file in
-  the destination folder (tqdm progress bar), are hashed, then ``os.replace``d; an interrupted or
-  short transfer and a hash mismatch leave no file behind (``HashMismatchError`` names the
-  artifact and both hashes).
-* sha256 is checked when pinned; files published only inside a git tree (cltl/ecbPlus) are checked
-  by git blob sha1 (``git hash-object`` semantics); files with no published hash are trusted on
-  first use: their sha256 is recorded in ``<cache>/tofu.json``, later copies must match it, and
-  they are reported as UNVERIFIED.
-* Zip archives are extracted only if no member is absolute, escapes with ``..`` or is a symlink.
-
-Cache: ``--cache DIR``, else ``$SEAM_REPRO_CACHE``, else ``~/.cache/seam-repro``.
-``cached_source_path(kind, name)`` tells the loaders where a fetched dataset/prompt file lives.
+Replaces upstream SEAM's unpinned inputs (``load_dataset(...)`` at whatever revision is current, a
+hand-downloaded Drive zip) with the pins in ``data/sources.lock.json``. A file reaches its cache path
+only after its hash matched (a temp file beside it, hashed, then renamed: an interrupted transfer or a
+mismatch leaves nothing behind). sha256 is checked when pinned, git blob sha1 for files published only
+inside a git tree (cltl/ecbPlus); files with no published hash are trusted on first use (sha256 kept
+in ``<cache>/tofu.json``, reported as UNVERIFIED). Zip members that are absolute, escape with ``..`` or
+are symlinks are refused. Cache: ``--cache DIR``, else ``$SEAM_REPRO_CACHE``, else ``~/.cache/seam-repro``.
 """
 
 from __future__ import annotations
@@ -167,7 +159,6 @@ def _local_copy(data_dir: Path, f: SourceFile, datasets: tuple[str, ...] | list[
 def obtain(src: Source, f: SourceFile, cache: Path, tofu: dict[str, Any], *, data_dir: Path | None = None,
            hf_download: HfDownload | None = None, progress: bool = True, timeout: float = 60.0) -> bool:
     """Put one verified file at ``cache/f.dest``; return True if its hash is pinned."""
-
     dest = cache / f.dest
     artifact = f"{src.name}:{PurePosixPath(f.dest).name}"
     if dest.is_file():
@@ -178,14 +169,13 @@ def obtain(src: Source, f: SourceFile, cache: Path, tofu: dict[str, Any], *, dat
             origin = _local_copy(data_dir, f, src.data)
             shutil.copyfile(origin, tmp)
         elif src.kind == "hf":
-            fetcher = hf_download or _hf_hub_download
             if hf_download is None:
                 _require_reachable(artifact, *hub_address())
             try:
-                got = fetcher(repo_id=src.repo_id, filename=f.filename, revision=src.revision, repo_type="dataset")
+                origin = Path((hf_download or _hf_hub_download)(repo_id=src.repo_id, filename=f.filename,
+                                                                revision=src.revision, repo_type="dataset"))
             except Exception as exc:  # huggingface_hub raises many types; report them uniformly
                 raise DownloadError(f"{artifact}: cannot download {src.repo_id}@{src.revision}:{f.filename}: {exc}") from None
-            origin = Path(got)
             shutil.copyfile(origin, tmp)
         else:
             origin = Path(str(f.url))
@@ -211,7 +201,6 @@ def _hf_hub_download(**kwargs: Any) -> str:
     from huggingface_hub import hf_hub_download
 
     quiet_retries()
-
     return hf_hub_download(**kwargs)
 
 
@@ -230,7 +219,6 @@ def _unsafe_reason(info: zipfile.ZipInfo) -> str | None:
 
 def safe_extract(archive: Path, target: Path) -> list[str]:
     """Extract ``archive`` into ``target`` (replacing it) after checking every member name."""
-
     try:
         zf = zipfile.ZipFile(archive)
     except zipfile.BadZipFile as exc:
@@ -320,7 +308,6 @@ def fetch_source(src: Source, cache: Path, *, data_dir: Path | None = None, hf_d
                 result.notes.append(f"{dataset}: no folder with {rule['marker']} in the archive")
             else:
                 paths[f"data:{dataset}"] = folder.relative_to(cache).as_posix()
-
         for dataset, mapping in src.install.items():
             folder = cache / "data" / f"{dataset}-{src.name}"
             folder.mkdir(parents=True, exist_ok=True)
@@ -357,10 +344,9 @@ def fetch(only: str | None = None, *, cache: str | Path | None = None, data_dir:
           lock: Lock | None = None, hf_download: HfDownload | None = None, progress: bool = True,
           timeout: float = 60.0) -> list[FetchResult]:
     """Fetch the selected sources (``--only`` semantics in ``Lock.select``)."""
-    lk = lock or load_lock()
     root = cache_root(cache)
     return [fetch_source(s, root, data_dir=Path(data_dir) if data_dir else None, hf_download=hf_download,
-                         progress=progress, timeout=timeout) for s in lk.select(only)]
+                         progress=progress, timeout=timeout) for s in (lock or load_lock()).select(only)]
 
 
 def cached_source_path(kind: str, name: str, cache: str | Path | None = None, lock: Lock | None = None) -> Path | None:
@@ -368,9 +354,7 @@ def cached_source_path(kind: str, name: str, cache: str | Path | None = None, lo
     does; default sources are preferred over alternatives."""
     root = cache_root(cache)
     installed = _read_state(root, "installed.json")
-    lk = lock or load_lock()
-    ordered = sorted(lk.sources, key=lambda s: not s.default)
-    for src in ordered:
+    for src in sorted((lock or load_lock()).sources, key=lambda s: not s.default):
         rel = installed.get(src.name, {}).get(f"{kind}:{name}")
         if rel is not None and (root / rel).exists():
             return root / rel

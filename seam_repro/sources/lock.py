@@ -1,11 +1,9 @@
 """The sources lock (``data/sources.lock.json``): every external input the kit fetches, pinned.
 
-Each source names where its files come from (a raw URL, a Hugging Face dataset repo id +
-revision + filename, or a Drive link), the expected sha256 (or git blob sha1 for files only
-published inside a git tree, such as cltl/ecbPlus), where the file goes in the cache, and which
-dataset or prompt file it provides. ``sha256: null`` means no trustworthy hash is published; such
-files are trusted on first use and reported as UNVERIFIED (see ``sources/fetch.py``).
-Values come from ``shared/spec/pins.md`` and the upstream SEAM ``SHA256SUMS``.
+Each source names where its files come from (a URL, a Hugging Face dataset repo id + revision +
+filename, or a Drive link), their sha256 (or git blob sha1), their cache path, and which datasets or
+prompt files it provides. ``sha256: null``: no trustworthy hash is published, so the file is trusted on
+first use (``sources/fetch.py``). Values come from ``shared/spec/pins.md`` and upstream's ``SHA256SUMS``.
 """
 
 from __future__ import annotations
@@ -61,7 +59,6 @@ class Source:
     """Archive member path -> sha256, checked after extraction."""
     install: dict[str, dict[str, str]] = field(default_factory=dict)
     convert_to: str | None = None
-    pin: str = ""
 
     @property
     def verified(self) -> bool:
@@ -156,7 +153,7 @@ def parse_lock(obj: Any, path: str) -> Lock:
             data=_names(provides.get("data"), where, path), prompts=_names(provides.get("prompts"), where, path),
             repo_id=raw.get("repo_id"), revision=raw.get("revision"), default=bool(raw.get("default", True)),
             extract=raw.get("extract"), locate=raw.get("locate", {}), members=raw.get("members", {}),
-            install=raw.get("install", {}), convert_to=raw.get("convert_to"), pin=raw.get("pin", ""),
+            install=raw.get("install", {}), convert_to=raw.get("convert_to"),
         ))
     return Lock(path=path, sources=tuple(out))
 

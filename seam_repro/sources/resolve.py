@@ -1,11 +1,8 @@
 """Resolve and load the inputs of a sampling run: dataset folders and prompt files.
 
-Resolution order, for each dataset: ``--data-dir DIR`` (``DIR/<name>`` or the upstream / Hugging
-Face folder names of ``datasets/layout.py``), the config entry's
-``path`` (relative to the config or manifest file), then the fetch cache. Prompt files:
-``--prompts-dir DIR`` (``DIR/<name>.json``), the path recorded in the manifest, then the cache
-(the pinned upstream files). When a manifest records hashes, every file read is checked against
-them and a mismatch stops with both hashes named.
+Datasets: ``--data-dir DIR`` (the folder names of ``datasets/layout.py``), the config entry's ``path``
+(relative to the config or manifest), then the fetch cache. Prompt files: ``--prompts-dir DIR``, the
+manifest's recorded path, then the cache. Every file a manifest records a hash for is checked.
 """
 
 from __future__ import annotations
@@ -49,14 +46,6 @@ class Sources:
         }
 
 
-def _cached(kind: str, name: str) -> Path | None:
-    """Where ``seam-repro fetch`` put a source, if it is there."""
-    from seam_repro.sources.fetch import cached_source_path
-
-    path = cached_source_path(kind, name)
-    return path if path is not None and path.exists() else None
-
-
 def resolve_data_path(name: str, entry_path: str | None, data_dir: Any, base_dir: Path) -> Path:
     if data_dir is not None:
         from seam_repro.datasets.layout import describe_expected, find_dataset_dir
@@ -71,7 +60,9 @@ def resolve_data_path(name: str, entry_path: str | None, data_dir: Any, base_dir
         if candidate.exists():
             return candidate.resolve()
         raise MissingDataError(f"{name}: path '{entry_path}' (resolved to {candidate}) does not exist")
-    cached = _cached("data", name)
+    from seam_repro.sources.fetch import cached_source_path
+
+    cached = cached_source_path("data", name)
     if cached is not None:
         return cached.resolve()
     raise MissingDataError(f"{name}: no data: pass --data-dir DIR (with DIR/{name} or its upstream/Hugging Face "
@@ -91,7 +82,9 @@ def resolve_prompt_path(name: str, prompts_dir: Any, recorded: str | None, base_
         candidate = base_dir / recorded
         if candidate.exists():
             return candidate.resolve()
-    cached = _cached("prompts", name)
+    from seam_repro.sources.fetch import cached_source_path
+
+    cached = cached_source_path("prompts", name)
     if cached is not None:
         return cached.resolve()
     raise MissingDataError(f"{name}: no prompt file: pass --prompts-dir DIR (with DIR/{name}.json) or run "
