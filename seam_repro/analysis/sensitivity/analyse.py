@@ -112,11 +112,19 @@ def _map(tasks: list[tuple[Observations, int, int, str]], jobs: int) -> list[dic
         return [attribute_cell(t) for t in tasks]
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
-    from unittest.mock import patch
 
-    with patch.dict(os.environ, dict.fromkeys(BLAS_THREADS, "1")), ProcessPoolExecutor(
-            max_workers=min(jobs, len(tasks)), mp_context=multiprocessing.get_context("spawn")) as pool:
-        return list(pool.map(attribute_cell, tasks, chunksize=max(1, len(tasks) // (4 * jobs))))
+    saved = {k: os.environ.get(k) for k in BLAS_THREADS}
+    os.environ.update(dict.fromkeys(BLAS_THREADS, "1"))
+    try:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)),
+                                 mp_context=multiprocessing.get_context("spawn")) as pool:
+            return list(pool.map(attribute_cell, tasks, chunksize=max(1, len(tasks) // (4 * jobs))))
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _dataset_levels(group: Group, dataset: str, design: Mapping[str, Any]) -> dict[str, dict[int, Any]] | str:
