@@ -387,7 +387,8 @@ def _replace_stored(out: Path, backend: ImportBackend, settings: GenerationSetti
     in their place; every other line is kept byte for byte."""
     from seam_repro.files.atomic import atomic_write_bytes
     from seam_repro.files.reading import parse_json_text
-    from seam_repro.run.store import encode_line, make_record, predictions_path
+    from seam_repro.files.json_text import jsonl_line
+    from seam_repro.run.store import make_record, predictions_path
 
     generation = backend.resolved_generation(settings)  # as run_generation records it (no model args)
     by_file: dict[Path, set[Key]] = {}
@@ -403,7 +404,7 @@ def _replace_stored(out: Path, backend: ImportBackend, settings: GenerationSetti
                 req = GenerationRequest(r["dataset"], r["run"], r["instance_id"], r["prompt"], r["prompt_sha256"],
                                         r["gen_seed"])
                 [res] = backend.generate([req], settings)
-                raw = encode_line(make_record(req, res, backend.model_id, backend.revision, generation))
+                raw = jsonl_line(make_record(req, res, backend.model_id, backend.revision, generation))
             lines.append(raw)
         atomic_write_bytes(path, lines)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from seam_repro.errors import InputError, PredictionsError
-from seam_repro.files.atomic import atomic_dir
+from seam_repro.files.atomic import atomic_dir, atomic_write_json
 from seam_repro.files.guard import guard_output
 from seam_repro.run.store import (
     RUN_SCHEMA_VERSION,
@@ -29,7 +29,6 @@ from seam_repro.run.store import (
     read_prompt_records,
     require_run_json,
     run_json_path,
-    write_json_atomic,
 )
 
 
@@ -118,14 +117,14 @@ def merge_run_dirs(shard_dirs: Sequence[Path], out: Path) -> dict[str, int]:
     with atomic_dir(out) as work:
         copy_run_records(shard_dirs[0], work)
         _write_merged(work, prompts, models, merged_by_model, counts)
-        write_json_atomic(run_json_path(work), {
-        "schema_version": RUN_SCHEMA_VERSION, "manifest_digest": first.get("manifest_digest"),
-        "prompt_digest": first.get("prompt_digest"), "profile": first.get("profile"), "prompts_sha256": first.get("prompts_sha256"),
-            "fingerprint": first.get("fingerprint"), "limit": first.get("limit"),
-            "selection": first.get("selection"), "shard": None, "models": models,
+        atomic_write_json(run_json_path(work), {
+            "schema_version": RUN_SCHEMA_VERSION, "manifest_digest": first.get("manifest_digest"),
+            "prompt_digest": first.get("prompt_digest"), "profile": first.get("profile"),
+            "prompts_sha256": first.get("prompts_sha256"), "fingerprint": first.get("fingerprint"),
+            "limit": first.get("limit"), "selection": first.get("selection"), "shard": None, "models": models,
             "sessions": [s for rj in runs for s in rj.get("sessions", [])],
             "merged_from": [{"dir": str(d), "shard": rj.get("shard")} for d, rj in zip(shard_dirs, runs, strict=True)],
-        })
+        }, indent=2, sort_keys=True)
     return counts
 
 

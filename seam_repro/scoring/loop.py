@@ -31,6 +31,7 @@ failures (``valid_format: false``) and still get a score, never a crash.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -65,15 +66,10 @@ Key = tuple[str, int, str]
 
 
 # --- reading (through run/store.py, the run folder's one reader) ------------------------------------
-def iter_prompts(path: Path) -> Iterator[tuple[Key, dict[str, Any]]]:
-    """The run's prompt records (``store.read_prompts``), each target checked as its metric expects."""
-    return read_prompts(path, registry.check_record)
-
-
 def load_prompts(path: Path) -> dict[Key, dict[str, Any]]:
-    """Prompt records keyed by (dataset, run, instance_id), in file order, hashes re-checked
-    (``seam-repro view`` reads them so)."""
-    return dict(iter_prompts(path))
+    """Prompt records keyed by (dataset, run, instance_id), in file order, hashes re-checked and each
+    target checked as its metric expects (``seam-repro view`` reads them so)."""
+    return dict(read_prompts(path, registry.check_record))
 
 
 def _clean_text(text: str, decodable: bool) -> tuple[str, bool]:
@@ -121,10 +117,11 @@ def load_predictions(model_dir: Path, prompts: dict[Key, dict[str, Any]]) -> tup
 
 # --- scoring ---------------------------------------------------------------------------------------
 class _Fic:
-    """Loads the FIC models once, on first use; remembers why they are unavailable."""
+    """Loads the FIC models once, on first use (the pinned ones unless a factory is given);
+    remembers why they are unavailable."""
 
-    def __init__(self, enabled: bool, factory: Callable[[], Any] | None):
-        self.enabled, self.factory = enabled, factory
+    def __init__(self, enabled: bool, factory: Callable[[], Any] | None, download: bool = False):
+        self.factory, self.download = factory, download
         self.scorer: Any = None
         self.reason: str | None = None if enabled else "FIC scoring disabled (--no-fic)"
 
@@ -134,7 +131,7 @@ class _Fic:
                 if self.factory is None:
                     from seam_repro.metrics.fic import FicScorer
 
-                    self.factory = FicScorer.from_pins
+                    self.factory = partial(FicScorer.from_pins, allow_download=self.download)
                 self.scorer = self.factory()
             except SeamReproError as exc:
                 self.reason = str(exc)
@@ -494,23 +491,6 @@ def _prompt_groups(path: Path, sizes: dict[tuple[str, int], int], hashes: Mappin
             yield pending.pop(key[:2])  # type: ignore[arg-type]
 
 
-def _profile(profile: str) -> str:
-    if profile not in PROFILES:
-        raise InputError("--profile", f"unknown profile '{profile}'; expected one of {', '.join(PROFILES)}")
-    return profile
-
-
-def _fic_state(fic: bool, factory: Callable[[], Any] | None, download: bool) -> _Fic:
-    """The FIC models, loaded on first use: the pinned ones unless the caller brings a factory."""
-    if factory is None and fic:
-        from functools import partial
-
-        from seam_repro.metrics.fic import FicScorer
-
-        factory = partial(FicScorer.from_pins, allow_download=download)
-    return _Fic(fic, factory)
-
-
 def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | None = None, *, fic: bool = True,
                   fic_factory: Callable[[], Any] | None = None, fic_download: bool = False,
                   gold_block_size: int = DEFAULT_BLOCK_SIZE, progress: bool = False,
@@ -531,12 +511,14 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
     guard_outputs([("--out", out_root)], inputs=[run_dir, run_json_path(run_dir), prompts_path(run_dir),
                                                  run_manifest_path(run_dir)],
                   read_dirs=[predictions_root(run_dir)], writes=[d.name for d in model_dirs(run_dir)])
-    profile = _profile(profile or run_json.get("profile") or "upstream")
+    profile = profile or run_json.get("profile") or "upstream"
+    if profile not in PROFILES:
+        raise InputError("--profile", f"unknown profile '{profile}'; expected one of {', '.join(PROFILES)}")
     hashes: dict[Key, str] = {}
     sizes: dict[tuple[str, int], int] = {}
 
     def indexed() -> Iterator[tuple[Key, dict[str, Any]]]:
-        for key, rec in iter_prompts(prompts_path(run_dir)):
+        for key, rec in read_prompts(prompts_path(run_dir), registry.check_record):
             hashes[key] = rec["prompt_sha256"]
             sizes[key[:2]] = sizes.get(key[:2], 0) + 1  # type: ignore[index]
             yield key, rec
@@ -546,7 +528,7 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
     models = model_dirs(run_dir)
     if not models:
         raise PredictionsError(f"{pred_root}: no model directories (expected predictions/<model_slug>/<dataset>/run_<k>.jsonl)")
-    fic_state = _fic_state(fic, fic_factory, fic_download)
+    fic_state = _Fic(fic, fic_factory, fic_download)
     factors = _run_factors(coverage)
     written = []
     for model_dir in models:
@@ -586,7 +568,7 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
                                **coverage.summary_fields(model_dir, datasets, scored)}
         finally:
             close_bar(bar)
-        written.append(out.summary_path)
+        written.append(out.target / "summary.json")
     return written
 
 
