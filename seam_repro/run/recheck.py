@@ -13,14 +13,13 @@ come from batching alone. No other evaluation harness offers this check; it rest
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from seam_repro.config import GenerationSettings
 from seam_repro.errors import InputError
-from seam_repro.generate.base import Backend, GenerationRequest
+from seam_repro.generate.base import GenerationRequest
 from seam_repro.generate.fingerprint import environment_fingerprint
 from seam_repro.run.invariance import batch_invariant, kernels
 from seam_repro.run.store import (
@@ -36,7 +35,6 @@ from seam_repro.run.store import (
 FINGERPRINT_KEYS = ("seam_repro", "python", "machine", "platform", "torch", "transformers", "accelerate", "gguf",
                     "bitsandbytes", "vllm", "cuda", "gpus")
 """The environment facts shown side by side when a regenerated output differs."""
-VERDICTS = {"identical": 0, "differs": 1}
 
 
 @dataclass
@@ -83,7 +81,7 @@ class RecheckReport:
 
     @property
     def exit_code(self) -> int:
-        return VERDICTS[self.verdict]
+        return 0 if self.verdict == "identical" else 1
 
     def as_dict(self) -> dict[str, Any]:
         return {"run_dir": str(self.run_dir), "model": self.model, "kernels": self.kernels,
@@ -175,8 +173,7 @@ def settings_of(entry: dict[str, Any]) -> GenerationSettings:
 
 
 def recheck(run_dir: Path, *, sample: int, seed: int, batch_size: int | None = None, model: str | None = None,
-            model_folder: Path | None = None, bundle: Path | None = None,
-            make: Callable[..., Backend] | None = None) -> RecheckReport:
+            model_folder: Path | None = None, bundle: Path | None = None) -> RecheckReport:
     """Regenerate ``sample`` instances of ``run_dir`` chosen by ``random.Random(seed)`` (every one
     when ``sample`` is at least the count), in a shuffled order at ``batch_size``, and compare."""
     run_dir = Path(run_dir)
@@ -196,11 +193,11 @@ def recheck(run_dir: Path, *, sample: int, seed: int, batch_size: int | None = N
     keys = sorted(k for k in stored if k in prompts)
     chosen = rng.sample(keys, min(sample, len(keys)))
     rng.shuffle(chosen)
-    if make is None:
-        from seam_repro.generate import make_backend as make
+    from seam_repro.generate import make_backend
+
     if entry.get("backend_name") == "hf":
         apply_recorded_threads(run_json)
-    backend = make(**backend_arguments(entry, model_folder))
+    backend = make_backend(**backend_arguments(entry, model_folder))
     if backend.revision != entry["revision"]:
         raise InputError("--model", f"loads revision {backend.revision}, but the run's {slug} is {entry['revision']}; "
                          "recheck needs the same weights")

@@ -190,7 +190,7 @@ def length_order(lengths: Sequence[int], indices: Iterable[int]) -> list[int]:
 
 
 def shard_indices(spool: PromptSpool, shard: Shard | None) -> list[int]:
-    """Positions of ``shard``'s records in ``spool``, in record order (``select_shard`` by key)."""
+    """Positions of ``shard``'s records in ``spool``, in record order."""
     if shard is None:
         return list(range(len(spool)))
     return [j for j, k in enumerate(spool.keys) if shard_of(*k, shard.count) == shard.index]

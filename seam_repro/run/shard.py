@@ -60,13 +60,6 @@ def shard_of(dataset: str, run: int, instance_id: str, count: int) -> int:
     return int.from_bytes(digest[:8], "big") % count
 
 
-def select_shard(records: Sequence[dict[str, Any]], shard: Shard | None) -> list[dict[str, Any]]:
-    """The records of one shard, in their original order."""
-    if shard is None:
-        return list(records)
-    return [r for r in records if shard_of(r["dataset"], r["run"], r["instance_id"], shard.count) == shard.index]
-
-
 def merge_run_dirs(shard_dirs: Sequence[Path], out: Path) -> dict[str, int]:
     """Merge shard run dirs into ``out``; refuse different manifests/prompts/models, an instance
     present in two shards, or any prompt without a prediction. Returns predictions per model slug."""
