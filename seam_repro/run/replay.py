@@ -205,21 +205,15 @@ def run_generation(records: Iterable[dict[str, Any]] | PromptSpool, backend: Bac
     """Generate every not-yet-stored instance of ``shard`` and append it to the store.
 
     Batches are fixed slices of the shard's instances ordered by prompt length (longest first, ties
-    in record order): rows of similar length share a batch, so little compute goes to padding
-    (benchmarks/bench.py measures the gain), and an out-of-memory batch shows up first. The order
-    depends only on the shard's records, so a resume rebuilds the same batches; it regenerates any
-    batch that is incomplete in full, writing only its missing instances. So for a given shard and
-    batch size every instance sees the same batch companions whether the run was interrupted or not:
-    a killed-and-resumed run equals an uninterrupted one even where padding perturbs the logits (see
-    ``generate/hf.py``). The cost is at most one repeated batch per resume. A different
-    ``--batch-size`` or ``--shard`` is allowed on resume but is warned about.
-
-    ``session_notes`` (the thread count, how ``--batch-size auto`` chose) are recorded in this
-    session's entry of run.json. A backend with a ``step_hook`` (hf) moves the progress bar at every
-    decoding step, so the first ETA shows within seconds instead of after the first whole batch.
+    in record order): little compute goes to padding, and an out-of-memory batch shows up first. The
+    order depends only on the shard's records, so a resume rebuilds the same batches and regenerates
+    an incomplete one in full, writing only its missing instances: every instance sees the same batch
+    companions whether the run was interrupted or not, so a killed-and-resumed run equals an
+    uninterrupted one even where padding perturbs the logits (``generate/hf.py``), at the cost of at
+    most one repeated batch per resume. A different ``--batch-size`` on resume is warned about.
 
     ``records`` are spooled beside ``run_dir`` (``PromptSpool``) unless they come spooled; the spool
-    becomes the run's prompts.jsonl, and each batch reads its prompts back from it.
+    becomes the run's prompts.jsonl. ``session_notes`` go into this session's entry of run.json.
     """
     if batch_size < 1:
         raise InputError("--batch-size", f"expected an integer >= 1, got {batch_size}")

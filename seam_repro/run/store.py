@@ -4,15 +4,12 @@ here: one reader per file (``read_prompts``, ``read_prediction_file``, run.json)
 torn last line (``read_lines``).
 
 Replaces upstream SEAM's per-(dataset, run) DataFrame JSON written once at the end
-(``datasets_classes/base.py::Dataset.predict``): a crash there lost the whole file. Here each
-prediction is one JSONL line, handed to the kernel (one ``write``) as soon as it exists, and each
-file is fsynced once per batch: a SIGKILL of the process loses no line already written (only the
-instances of the batch not yet written, and of the next batch where the backend has already sent
-it: ``OpenAIBackend.start``), a machine crash or power loss at most the lines written
-since the last batch's fsync, never a line of an earlier batch; on resume a torn last line
-(a write cut by a kill) is dropped by truncating the file to its last newline, every kept line is
-checked against the run (model revision, prompt hash), and an instance is never written twice.
-Format: docs/ARCHITECTURE.md "Predictions store".
+(``datasets_classes/base.py::Dataset.predict``), which a crash lost whole. Here each prediction is
+one JSONL line, handed to the kernel (one ``write``) as soon as it exists, and each file is fsynced
+once per batch: a SIGKILL loses no line already written, a machine crash at most the lines written
+since the last batch's fsync. On resume a torn last line (a write cut by a kill) is cut off, every
+kept line is checked against the run (model revision, prompt hash), and no instance is written
+twice. Format: docs/ARCHITECTURE.md "Predictions store".
 """
 
 from __future__ import annotations
@@ -370,7 +367,6 @@ class PredictionStore:
 
     def __init__(self, run_dir: Path, model_id: str, revision: str, prompt_hashes: dict[Key, str]):
         self.run_dir, self.model_id, self.revision = Path(run_dir), model_id, revision
-        self.prompt_hashes = prompt_hashes
         self._writers: dict[tuple[str, int], PredictionWriter] = {}
         self.done: set[Key] = set()
         self.repaired: list[tuple[Path, int]] = []
@@ -378,11 +374,8 @@ class PredictionStore:
             dropped = repair_torn_tail(path)
             if dropped:
                 self.repaired.append((path, dropped))
-            recs = read_predictions(path, model_id, revision, prompt_hashes)
-            for key in recs:
-                if path != predictions_path(self.run_dir, model_id, key[0], key[1]):
-                    raise PredictionsError(f"{path}: holds {key}, which belongs in another file")
-            self.done.update(recs)
+            # each line is checked to be filed under its own dataset and run (read_prediction_file)
+            self.done.update(read_predictions(path, model_id, revision, prompt_hashes))
 
     def append(self, req: GenerationRequest, res: GenerationResult, generation: dict[str, Any]) -> None:
         if req.key in self.done:

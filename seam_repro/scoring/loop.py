@@ -1,28 +1,21 @@
 """Score a run directory: predictions + prompt records -> per-instance scores and per-run summaries.
 
-Replaces upstream SEAM ``scripts/evaluate_dataset.py`` + ``evaluation_classes/*`` (scores per run)
-and the per-run means of ``scripts/evaluation/statistical_analysis.py``. Formats are those of
-docs/ARCHITECTURE.md ("Scores"). Every score is on the 0-100 scale.
+Replaces upstream SEAM ``scripts/evaluate_dataset.py`` + ``evaluation_classes/*`` and the per-run
+means of ``scripts/evaluation/statistical_analysis.py``. Formats: docs/ARCHITECTURE.md ("Scores");
+every score is on the 0-100 scale. Two variants are always computed and written side by side:
 
-Two variants are always computed and written side by side:
+* ``upstream``: upstream's extraction (``extract.extract_upstream`` on prompt + continuation) and
+  metrics (ROUGE geo, str-dict MuSiQue F1, CoNLL-F1 with the scorer's line-position matching, FIC F1);
+* ``corrected``: clean extraction of the continuation (``extract.extract_clean``), MuSiQue scored on
+  answer + aliases and answerability, coreference matched by mention id.
 
-* the profile's metric — ``upstream``: upstream's extraction (``extract.extract_upstream`` on prompt +
-  continuation) and upstream's metrics (ROUGE geo, str-dict MuSiQue F1, CoNLL-F1 with the scorer's
-  line-position matching, FIC F1); ``seam-repro-1``: the corrected variant below;
-* ``corrected`` — clean extraction of the continuation (``extract.extract_clean``), MuSiQue scored on
-  answer + aliases and answerability (``musique_corrected``), coreference matched by mention id.
+The profile names which is the score. Coreference has a third: upstream *as published* (perl read
+only the part of the unflushed gold file CPython had written, ``metrics.unflushed``; the ``upstream``
+profile's score, since it produced the paper's numbers) and *as intended* (the whole gold file).
 
-Coreference has a third: upstream's score is computed *as published* (perl read only the part of
-the unflushed gold file CPython had written, for a file system block size, default 4096; see
-``metrics.unflushed``) and *as intended* (the whole gold file, ``upstream_intended`` in instance
-details, ``intended`` in the summary). The ``upstream`` profile's score is the as-published one,
-because that is what produced the paper's numbers.
-
-One loop scores every suite, with no branch on a dataset or task: each record's (upstream,
-corrected) metrics come from the metric registry (``metrics.registry.record_metrics``: the
-record's ``metric``), and each metric says what gold target it takes, how it extracts its
-response, when an output has the asked-for form, how it scores an instance and how it aggregates a
-run (the mean, or the CoNLL micro-average for coreference).
+One loop scores every suite, with no branch on a dataset or task: each record's metrics come from
+the registry (``metrics.registry.record_metrics``), and each metric says its gold target, its
+extraction, its output validity, its instance score and its run aggregation (mean, or CoNLL micro).
 
 Model output is untrusted: undecodable bytes, lone surrogates, empty or absurd text are format
 failures (``valid_format: false``) and still get a score, never a crash.
