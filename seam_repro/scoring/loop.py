@@ -131,21 +131,6 @@ class _Fic:
         return self.scorer
 
 
-def _coref_run(gold: list[tuple[str, Any]], responses: list[tuple[str, str]], mode: str,
-               gold_block_size: int | None = None) -> tuple[Any, str | None]:
-    """``metrics.coref_parse.score_run`` (imported lazily): the run's micro CoNLL result, or a reason."""
-    try:
-        from seam_repro.metrics.coref_parse import score_run
-    except ImportError as exc:
-        return None, f"coreference scorer not available ({exc})"
-    return score_run(gold, responses, mode, gold_block_size=gold_block_size), None
-
-
-def _mean(values: list[float | None]) -> float | None:
-    kept = [v for v in values if v is not None]
-    return sum(kept) / len(kept) if kept else None
-
-
 VARIANTS: tuple[str, ...] = ("upstream", "corrected")
 """Every instance is scored twice: with the metric (and extraction) of the upstream profile and of
 the corrected one; the run's profile says which is its score."""
@@ -375,32 +360,32 @@ def _coref_runs(ds: str, run: int, lines: list[dict[str, Any]], prompts: dict[Ke
     """One run of a coreference dataset, scored three ways: upstream as published (the gold file
     perl could read, ``metrics.unflushed``), upstream as intended (the whole gold file) and corrected
     (mentions matched by id). Upstream values are what SEAM read from perl's printed output."""
+    from seam_repro.metrics.coref_parse import score_run  # not at import: only coreference runs need it
+
     k = str(run)
     gold = [(ln["instance_id"], prompts[(ds, run, ln["instance_id"])]["target"]) for ln in lines]
     variants = (("upstream", "upstream", gold_block_size), ("upstream_intended", "upstream", None),
                 ("corrected", "corrected", None))
     for variant, mode, block in variants:
-        result, reason = _coref_run(gold, [(ln["instance_id"], ln["_resp"][variant.split("_")[0]]) for ln in lines],
-                                    mode, block)
-        value = None if result is None else (result.conll_f1 if mode == "corrected" else result.conll_f1_printed)
+        result = score_run(gold, [(ln["instance_id"], ln["_resp"][variant.split("_")[0]]) for ln in lines], mode,
+                           gold_block_size=block)
+        value = result.conll_f1 if mode == "corrected" else result.conll_f1_printed
         if variant == "corrected":
             corrected["runs"][k] = value
         elif variant == "upstream_intended":
             out.setdefault("intended", {"metric": "conll_f1", "gold": "as-intended", "runs": {}})["runs"][k] = value
         else:
-            out.setdefault("gold_read", {})[k] = None if result is None else {
+            out.setdefault("gold_read", {})[k] = {
                 "bytes": result.gold_bytes_read, "of_bytes": result.gold_bytes_total,
                 "documents": result.gold_documents_read, "of_documents": len(gold), "block_size": block}
         if variant == primary_variant:
             out["runs"][k] = value
-        if reason:
-            out["reason"] = reason
         version = coref_version(mode, block if variant == "upstream" else None)
         for i, ln in enumerate(lines):
-            inst = None if result is None or not result.instances[i].scored else result.instances[i].conll_f1
+            inst = result.instances[i].conll_f1 if result.instances[i].scored else None
             name = "conll_f1_corrected" if mode == "corrected" else "conll_f1"
             entry: dict[str, Any] = {"metric": name, "score": inst, "metric_version": version}
-            if variant == "upstream" and result is not None:
+            if variant == "upstream":
                 entry["gold_read"] = result.instances[i].gold_read
             ln["details"][variant] = entry
             if variant == primary_variant:
@@ -421,7 +406,8 @@ def _mean_runs(ds: str, run: int, lines: list[dict[str, Any]], prompts: dict[Key
     first reason recorded)."""
     k = str(run)
     for variant in VARIANTS:
-        value = _mean([ln["details"][variant]["score"] for ln in lines])
+        kept = [ln["details"][variant]["score"] for ln in lines if ln["details"][variant]["score"] is not None]
+        value = sum(kept) / len(kept) if kept else None
         if variant == primary_variant:
             out["runs"][k] = value
         if variant == "corrected":
