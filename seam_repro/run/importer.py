@@ -219,10 +219,8 @@ def _upstream_files(root: Path, model_id: str) -> list[tuple[Path, str, int]]:
         for folder in folders:
             if not folder.is_dir():
                 continue
-            for path in _children(folder, is_run_file):
-                m = _RUN_FILE.fullmatch(path.name)
-                assert m is not None
-                matched.append((path, ds_dir.name, int(m.group(2))))
+            for path in _children(folder, is_run_file):  # <name>_<run>.json: the run follows the last "_"
+                matched.append((path, ds_dir.name, int(path.stem.rpartition("_")[2])))
     return matched
 
 

@@ -378,13 +378,17 @@ class PredictionStore:
             self.done.update(read_predictions(path, model_id, revision, prompt_hashes))
 
     def append(self, req: GenerationRequest, res: GenerationResult, generation: dict[str, Any]) -> None:
-        if req.key in self.done:
-            raise PredictionsError(f"{self.run_dir}: refusing to write {req.key} twice")
-        fk = (req.dataset, req.run)
-        if fk not in self._writers:
-            self._writers[fk] = PredictionWriter(predictions_path(self.run_dir, self.model_id, *fk))
-        self._writers[fk].write(make_record(req, res, self.model_id, self.revision, generation))
-        self.done.add(req.key)
+        self.write(make_record(req, res, self.model_id, self.revision, generation))
+
+    def write(self, record: dict[str, Any]) -> None:
+        """Append one predictions line (``make_record``'s form) to the file of its (dataset, run)."""
+        key = (record["dataset"], record["run"], record["instance_id"])
+        if key in self.done:
+            raise PredictionsError(f"{self.run_dir}: refusing to write {key} twice")
+        if key[:2] not in self._writers:
+            self._writers[key[:2]] = PredictionWriter(predictions_path(self.run_dir, self.model_id, *key[:2]))
+        self._writers[key[:2]].write(record)
+        self.done.add(key)
 
     def sync(self) -> None:
         """fsync every file written since the last sync (``replay`` calls this once per batch)."""
