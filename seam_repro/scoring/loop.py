@@ -86,12 +86,13 @@ def _read_predictions(path: Path, hashes: Mapping[Key, str], model: dict[str, An
     return found.records, found.model
 
 
-def _check_complete(model_dir: Path, model: dict[str, Any] | None) -> None:
-    """No predictions at all is an error. Instances without a prediction (an interrupted replay, a torn
+def _check_complete(model_dir: Path, model: dict[str, Any] | None) -> dict[str, Any]:
+    """The model of the predictions read; no predictions at all is an error. Instances without a prediction (an interrupted replay, a torn
     last line) are not: they are scored as absent and listed as unscored with the resume command
     (``store.Coverage``), so the run's summary is marked partial rather than refused."""
     if model is None:
         raise PredictionsError(f"{model_dir}: no predictions found (expected <dataset>/run_<k>.jsonl files)")
+    return model
 
 
 def load_predictions(model_dir: Path, prompts: dict[Key, dict[str, Any]]) -> tuple[dict[Key, dict[str, Any]], dict[str, Any]]:
@@ -103,9 +104,7 @@ def load_predictions(model_dir: Path, prompts: dict[Key, dict[str, Any]]) -> tup
     for path in prediction_files(model_dir):
         got, model = _read_predictions(path, hashes, model)
         preds.update(got)
-    _check_complete(model_dir, model)
-    assert model is not None
-    return preds, model
+    return preds, _check_complete(model_dir, model)
 
 
 # --- scoring ---------------------------------------------------------------------------------------
@@ -310,11 +309,10 @@ class ModelScorer:
         variant's metric aggregated as the registry says, format rate and count."""
         primary = "upstream" if self.profile == "upstream" else "corrected"
         specs = self._specs(ds)
-        out: dict[str, Any] = {"runs": {}, "format_rate": {}, "n_instances": {}}
-        corrected: dict[str, Any] = {"runs": {}}
         k = str(run)
-        out["format_rate"][k] = sum(ln["valid_format"] for ln in lines) / len(lines)
-        out["n_instances"][k] = len(lines)
+        out: dict[str, Any] = {"runs": {}, "format_rate": {k: sum(ln["valid_format"] for ln in lines) / len(lines)},
+                               "n_instances": {k: len(lines)}}
+        corrected: dict[str, Any] = {"runs": {}}
         AGGREGATIONS[specs[primary].aggregation](ds, run, lines, recs, primary, self.gold_block_size, out, corrected)
         if specs["corrected"].run_extras is not None:
             corrected["extra"] = {name: {k: extra} for name, extra in
