@@ -154,11 +154,8 @@ def backend_arguments(entry: dict[str, Any], model_folder: Path | None) -> dict[
     elif not info.get("embedded"):
         args["model"] = f"{entry['id']}@{entry['revision']}"
     dtype = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(str(info.get("dtype")), "auto")
-    model_args = {}
-    for key, value in (entry.get("model_args") or {}).items():
-        if isinstance(value, dict) and "file" in value:
-            value = value["file"]
-        model_args[key] = value
+    model_args = {key: value["file"] if isinstance(value, dict) and "file" in value else value
+                  for key, value in (entry.get("model_args") or {}).items()}  # a recorded file: its path
     args.update(dtype=dtype, quantization=info.get("quantization"), prompt_path=gen.get("prompt_path", "chat"),
                 truncation=gen.get("truncation"), model_args=model_args,
                 deterministic=None if kernels(entry) is None else kernels(entry) != "default")
