@@ -37,7 +37,6 @@ from seam_repro.metrics import registry
 from seam_repro.metrics.registry import ScoringContext
 from seam_repro.metrics.unflushed import DEFAULT_BLOCK_SIZE
 from seam_repro.run.store import (
-    Coverage,
     RunRecords,
     ScoresWriter,
     check_run_prompts,
@@ -419,15 +418,9 @@ AGGREGATIONS: dict[str, Callable[..., None]] = {"mean": _mean_runs, "conll_micro
 """Run-level aggregation named by a metric's registry entry (``MetricSpec.aggregation``)."""
 
 
+# names and hashes of a manifest run entry (an instance entry), left out of samples.jsonl's factors
 RUN_FACTORS_SKIPPED = frozenset({"dataset", "run", "instances", "prompt_digest", "split"})
 INSTANCE_FACTORS_SKIPPED = frozenset({"id", "prompt_sha256", "target_sha256"})
-
-
-def _run_factors(coverage: Coverage) -> dict[tuple[str, int], dict[str, Any]]:
-    """What was sampled for each (dataset, run) of the manifest (demonstrations, document order,
-    paraphrase, ...): its run entry less the names and hashes."""
-    return {(r["dataset"], r["run"]): {k: v for k, v in r.items() if k not in RUN_FACTORS_SKIPPED}
-            for r in coverage.tm.manifest.get("runs", []) if isinstance(r, dict) and "dataset" in r}
 
 
 def _sample(line: dict[str, Any], recs: dict[Key, dict[str, Any]], preds: dict[Key, dict[str, Any]],
@@ -506,7 +499,9 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
     if not models:
         raise PredictionsError(f"{pred_root}: no model directories (expected predictions/<model_slug>/<dataset>/run_<k>.jsonl)")
     fic_state = _Fic(fic, fic_factory, fic_download)
-    factors = _run_factors(coverage)
+    # what was sampled for each (dataset, run) (demonstrations, document order, paraphrase, ...)
+    factors = {(r["dataset"], r["run"]): {k: v for k, v in r.items() if k not in RUN_FACTORS_SKIPPED}
+               for r in coverage.tm.manifest.get("runs", []) if isinstance(r, dict) and "dataset" in r}
     written = []
     for model_dir in models:
         model: dict[str, Any] | None = None

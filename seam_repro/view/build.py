@@ -121,13 +121,6 @@ def _read_source(index: int, run_dir: Path, prompts_dir: Path | None) -> _Source
                    _paraphrases(run_dir, manifest, prompts_dir))
 
 
-def _score_lines(ms: ModelScores) -> dict[Key, dict[str, Any]]:
-    """The model's instance lines as written (details included: the as-intended and corrected
-    scores), already validated by ``load_inputs``."""
-    lines = read_jsonl(Path(ms.source) / "instance_scores.jsonl", what="instance_scores.jsonl")
-    return {(ln["dataset"], ln["run"], ln["instance_id"]): ln for ln in lines}
-
-
 def _alt_scores(line: dict[str, Any]) -> dict[str, Any]:
     """Scores other than the published one, where they differ from it: the as-intended coreference
     score (whole gold file) and the other profile's metric."""
@@ -187,7 +180,8 @@ def _add_predictions(ms: ModelScores, m_index: int, src: _Source, files: dict[st
     from seam_repro.scoring.loop import load_predictions, parsed_response
 
     preds, model = load_predictions(predictions_root(src.run_dir) / Path(ms.source).name, src.prompts)
-    lines = _score_lines(ms)
+    lines = {(ln["dataset"], ln["run"], ln["instance_id"]): ln  # as written, validated by load_inputs
+             for ln in read_jsonl(Path(ms.source) / "instance_scores.jsonl", what="instance_scores.jsonl")}
     per_ds: dict[str, dict[str, dict[str, Any]]] = {}
     for key, pred in preds.items():
         ds, run, iid = key
