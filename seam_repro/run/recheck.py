@@ -1,13 +1,12 @@
 """``recheck``: regenerate a seeded random sample of a run's instances and compare them with what the
 run stored, instance for instance -- how a maintainer checks a submission without rerunning it all.
 
-Under batch-invariant generation (hf ``--deterministic``, echo) an instance's output is a function of
-the model, its prompt, its seed, the generation settings and the machine alone, so a sample
-regenerated at any batch size, in any order, must match byte for byte on the same kind of machine. A
-difference then means a different model, prompt, setting, library or machine -- or an edited output.
-Where the run was not batch-invariant the comparison still runs, but the verdict says differences may
-come from batching alone. No other evaluation harness offers this check; it rests on
-``generate/invariant.py``.
+Under batch-invariant generation (hf ``--deterministic``, echo; ``generate/invariant.py``) an
+instance's output is a function of the model, its prompt, its seed, the generation settings and the
+machine alone, so a sample regenerated at any batch size, in any order, must match byte for byte on
+the same kind of machine: a difference means a different model, prompt, setting, library or machine,
+or an edited output. Where the run was not batch-invariant the verdict says differences may come
+from batching alone.
 """
 
 from __future__ import annotations
