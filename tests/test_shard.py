@@ -13,8 +13,9 @@ from seam_repro.errors import InputError, PredictionsError
 from seam_repro.files.atomic import OutputError
 from seam_repro.generate.base import EchoBackend
 from seam_repro.hashing import sha256_text
-from seam_repro.run.replay import run_generation
-from seam_repro.run.shard import Shard, merge_run_dirs, parse_shard, select_shard, shard_of
+from seam_repro.run.replay import run_generation, shard_indices
+from seam_repro.run.shard import Shard, merge_run_dirs, parse_shard, shard_of
+from seam_repro.run.spool import PromptSpool
 from seam_repro.run.store import predictions_path
 
 MANIFEST = {"digest": "m" * 64, "prompt_digest": "p" * 64}
@@ -44,15 +45,19 @@ def test_shard_of_matches_hand_computed_hash() -> None:
     assert shard_of("MusiQue", 3, "2hop__1_2", 7) == int(digest[:16], 16) % 7
 
 
-def test_shards_partition_the_records_in_order() -> None:
+def test_shards_partition_the_records_in_order(tmp_path: Path) -> None:
     recs = records(10)
-    parts = [select_shard(recs, Shard(k, 3)) for k in range(3)]
+    spool = PromptSpool.write(tmp_path / "run", recs)
+    try:
+        parts = [[recs[j] for j in shard_indices(spool, Shard(k, 3))] for k in range(3)]
+        assert shard_indices(spool, None) == list(range(len(recs)))
+    finally:
+        spool.discard()
     keys = [(r["dataset"], r["run"], r["instance_id"]) for p in parts for r in p]
     assert sorted(keys) == sorted((r["dataset"], r["run"], r["instance_id"]) for r in recs)
     assert len(set(keys)) == len(keys) and all(parts)
     for p in parts:  # original relative order is kept
         assert p == [r for r in recs if r in p]
-    assert select_shard(recs, None) == recs
 
 
 def run_shards(tmp_path: Path, n: int) -> list[Path]:

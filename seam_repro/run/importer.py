@@ -2,34 +2,28 @@
 
 Two input forms:
 
-* an upstream SEAM predictions folder, as ``scripts/run_model_predictions.py`` writes it (6ad83f4):
-  ``<dataset>/<org>/<model>_<run>.json``, each a JSON list of records (pandas ``to_json(orient=
-  "records")``) holding upstream's id key (``topic_id`` ECB, ``sample_id`` SciCo, ``id`` MusiQue and
-  MultiNews, ``guid`` OpenASP and FuseReviews), ``final_msgs`` (the user message, i.e. the prompt)
-  and ``prediction`` (the pipeline's ``generated_text``: decoded prompt + continuation);
+* an upstream SEAM predictions folder (``scripts/run_model_predictions.py`` @ 6ad83f4):
+  ``<dataset>/<org>/<model>_<run>.json``, each a JSON list of records (pandas ``orient="records"``)
+  holding upstream's id key (``UPSTREAM_ID_KEYS``), ``final_msgs`` (the user message, i.e. the
+  prompt) and ``prediction`` (the pipeline's ``generated_text``: decoded prompt + continuation);
 * a plain JSONL of ``{"dataset", "run", "instance_id", "output"}`` (API runs, other harnesses),
   optionally with ``prompt`` or ``prompt_sha256``.
 
-Every record must name an instance of the manifest, and where it carries the prompt (upstream's
-``final_msgs``, or ``prompt``/``prompt_sha256``) its hash must equal the manifest's; anything else,
-a duplicate, or a (dataset, run) only partly covered is refused with the file and record named.
-An id names the source's id: MuSiQue-Full's answerable question and its unanswerable twin share one
-(the kit calls the twin ``<id>#unanswerable``), so where several instances share the id the prompt
-hash picks the one the output was made for. The run folder is then written by the replay machinery
-itself (an ``import`` backend that returns the imported outputs), so ``score``, ``submit`` and
-``report`` treat it like any replay.
+Every record must name an instance of the manifest, and where it carries the prompt its hash must
+equal the manifest's; anything else, a duplicate, or a (dataset, run) only partly covered is refused
+with the file and record named. Where several instances share a source id (MuSiQue-Full's
+unanswerable twin, ``<id>#unanswerable``) the prompt hash picks the one. The run folder is written
+by the replay machinery itself (an ``import`` backend returning the outputs), so ``score``,
+``submit`` and ``report`` treat it like any replay.
 
-An upstream ``prediction`` is kept whole for the upstream profile: the text up to the end of the
-prompt is stored as ``upstream_prompt_text`` and the rest as ``output``, so upstream's response
-extraction sees exactly upstream's string and the corrected profile sees the continuation alone.
-Upstream never gave the pipeline the user message itself (``model_wrappers/hf_pipline_wrap.py``):
-it decoded ``apply_chat_template(msgs)`` with ``skip_special_tokens=True``, so the prediction starts
-with the template's header text (``"user\\n\\n"`` for Llama-3), the message as the template rendered
-it (Llama-3's and Gemma's ``| trim`` it) and as the tokenizer's decode cleaned it (transformers 4.x
-``clean_up_tokenization_spaces``, on for Llama-3: ``" ."`` -> ``"."``, ``" n't"`` -> ``"n't"``, ...),
-then the continuation. The prompt is looked for in each of those renderings (``PROMPT_RENDERINGS``);
-a prediction that holds none of them (a prompt truncated to the model's window) cannot be split
-into prompt and answer, and the import is refused rather than scoring prompt text as the answer.
+An upstream ``prediction`` is split at the end of the prompt: the head is kept as
+``upstream_prompt_text`` (upstream's extraction sees exactly upstream's string), the rest is the
+``output`` (the corrected profile sees the continuation alone). Upstream decoded
+``apply_chat_template(msgs)`` with ``skip_special_tokens=True`` (``model_wrappers/hf_pipline_wrap.py``),
+so the prompt follows the template's header text, possibly trimmed (Llama-3's and Gemma's ``| trim``)
+and cleaned by the decode (``clean_up_tokenization_spaces``: ``" ."`` -> ``"."``); each rendering is
+tried (``PROMPT_RENDERINGS``). A prediction holding none (a prompt truncated to the model's window)
+is refused rather than scoring prompt text as the answer.
 """
 
 from __future__ import annotations
@@ -225,10 +219,8 @@ def _upstream_files(root: Path, model_id: str) -> list[tuple[Path, str, int]]:
         for folder in folders:
             if not folder.is_dir():
                 continue
-            for path in _children(folder, is_run_file):
-                m = _RUN_FILE.fullmatch(path.name)
-                assert m is not None
-                matched.append((path, ds_dir.name, int(m.group(2))))
+            for path in _children(folder, is_run_file):  # <name>_<run>.json: the run follows the last "_"
+                matched.append((path, ds_dir.name, int(path.stem.rpartition("_")[2])))
     return matched
 
 
@@ -386,8 +378,9 @@ def _replace_stored(out: Path, backend: ImportBackend, settings: GenerationSetti
     """Rewrite each predictions file holding ``keys`` (temp file + rename) with the imported outputs
     in their place; every other line is kept byte for byte."""
     from seam_repro.files.atomic import atomic_write_bytes
+    from seam_repro.files.json_text import jsonl_line
     from seam_repro.files.reading import parse_json_text
-    from seam_repro.run.store import encode_line, make_record, predictions_path
+    from seam_repro.run.store import make_record, predictions_path
 
     generation = backend.resolved_generation(settings)  # as run_generation records it (no model args)
     by_file: dict[Path, set[Key]] = {}
@@ -403,7 +396,7 @@ def _replace_stored(out: Path, backend: ImportBackend, settings: GenerationSetti
                 req = GenerationRequest(r["dataset"], r["run"], r["instance_id"], r["prompt"], r["prompt_sha256"],
                                         r["gen_seed"])
                 [res] = backend.generate([req], settings)
-                raw = encode_line(make_record(req, res, backend.model_id, backend.revision, generation))
+                raw = jsonl_line(make_record(req, res, backend.model_id, backend.revision, generation))
             lines.append(raw)
         atomic_write_bytes(path, lines)
 

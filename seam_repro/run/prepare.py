@@ -1,19 +1,18 @@
 """The whole job for an unfrozen manifest (``manifests/paper.json``): fetch, freeze, verify, then replay.
 
-``seam-repro replay manifests/paper.json`` (and the same through ``docker run``) must work where the
-network exists without a separate ``fetch`` / ``freeze`` step: the manifest carries only the protocol
-and the pinned prompt-file hashes, so before generating this module
+``seam-repro replay manifests/paper.json`` (also through ``docker run``) must work without a separate
+``fetch`` / ``freeze`` step: the manifest carries only the protocol and the pinned prompt-file
+hashes, so before generating this module
 
-1. fetches the sources the manifest's datasets need with :mod:`seam_repro.sources.fetch` (every file checked
-   against ``data/sources.lock.json``; a cached copy is re-verified, not downloaded again), unless
-   ``--data-dir`` / ``--prompts-dir`` give them locally;
-2. freezes the manifest into the run folder (``RUN_DIR/<stem>.frozen.json``) with what the ``freeze``
-   command runs, which enforces the manifest's prompt-file pins;
-3. checks the frozen manifest against the pins of the unfrozen one and re-verifies it
+1. fetches the sources its datasets need (:mod:`seam_repro.sources.fetch`: every file checked against
+   ``data/sources.lock.json``, a cached copy re-verified), unless ``--data-dir`` / ``--prompts-dir`` give them;
+2. freezes the manifest into ``RUN_DIR/<stem>.frozen.json`` with what the ``freeze`` command runs,
+   which enforces the manifest's prompt-file pins;
+3. checks the frozen manifest against the unfrozen one's pins and re-verifies it
    (:func:`seam_repro.manifest.verify.verify_manifest`: choices re-derived, every prompt re-rendered);
 
-and hands the frozen manifest, loaded once, to the replay. Without network, step 1 fails with one line naming the
-offline routes (``--data-dir`` / ``fetch --data-dir`` / ``freeze`` with local data).
+and hands the frozen manifest, loaded once, to the replay. Offline, step 1 fails with one line naming
+the routes that need no network (``--data-dir`` / ``fetch --data-dir`` / ``freeze`` with local data).
 """
 
 from __future__ import annotations

@@ -1,26 +1,24 @@
 """``recheck``: regenerate a seeded random sample of a run's instances and compare them with what the
 run stored, instance for instance -- how a maintainer checks a submission without rerunning it all.
 
-Under batch-invariant generation (hf ``--deterministic``, echo) an instance's output is a function of
-the model, its prompt, its seed, the generation settings and the machine alone, so a sample
-regenerated at any batch size, in any order, must match byte for byte on the same kind of machine. A
-difference then means a different model, prompt, setting, library or machine -- or an edited output.
-Where the run was not batch-invariant the comparison still runs, but the verdict says differences may
-come from batching alone. No other evaluation harness offers this check; it rests on
-``generate/invariant.py``.
+Under batch-invariant generation (hf ``--deterministic``, echo; ``generate/invariant.py``) an
+instance's output is a function of the model, its prompt, its seed, the generation settings and the
+machine alone, so a sample regenerated at any batch size, in any order, must match byte for byte on
+the same kind of machine: a difference means a different model, prompt, setting, library or machine,
+or an edited output. Where the run was not batch-invariant the verdict says differences may come
+from batching alone.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from seam_repro.config import GenerationSettings
 from seam_repro.errors import InputError
-from seam_repro.generate.base import Backend, GenerationRequest
+from seam_repro.generate.base import GenerationRequest
 from seam_repro.generate.fingerprint import environment_fingerprint
 from seam_repro.run.invariance import batch_invariant, kernels
 from seam_repro.run.store import (
@@ -36,7 +34,6 @@ from seam_repro.run.store import (
 FINGERPRINT_KEYS = ("seam_repro", "python", "machine", "platform", "torch", "transformers", "accelerate", "gguf",
                     "bitsandbytes", "vllm", "cuda", "gpus")
 """The environment facts shown side by side when a regenerated output differs."""
-VERDICTS = {"identical": 0, "differs": 1}
 
 
 @dataclass
@@ -83,7 +80,7 @@ class RecheckReport:
 
     @property
     def exit_code(self) -> int:
-        return VERDICTS[self.verdict]
+        return 0 if self.verdict == "identical" else 1
 
     def as_dict(self) -> dict[str, Any]:
         return {"run_dir": str(self.run_dir), "model": self.model, "kernels": self.kernels,
@@ -156,11 +153,8 @@ def backend_arguments(entry: dict[str, Any], model_folder: Path | None) -> dict[
     elif not info.get("embedded"):
         args["model"] = f"{entry['id']}@{entry['revision']}"
     dtype = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(str(info.get("dtype")), "auto")
-    model_args = {}
-    for key, value in (entry.get("model_args") or {}).items():
-        if isinstance(value, dict) and "file" in value:
-            value = value["file"]
-        model_args[key] = value
+    model_args = {key: value["file"] if isinstance(value, dict) and "file" in value else value
+                  for key, value in (entry.get("model_args") or {}).items()}  # a recorded file: its path
     args.update(dtype=dtype, quantization=info.get("quantization"), prompt_path=gen.get("prompt_path", "chat"),
                 truncation=gen.get("truncation"), model_args=model_args,
                 deterministic=None if kernels(entry) is None else kernels(entry) != "default")
@@ -175,8 +169,7 @@ def settings_of(entry: dict[str, Any]) -> GenerationSettings:
 
 
 def recheck(run_dir: Path, *, sample: int, seed: int, batch_size: int | None = None, model: str | None = None,
-            model_folder: Path | None = None, bundle: Path | None = None,
-            make: Callable[..., Backend] | None = None) -> RecheckReport:
+            model_folder: Path | None = None, bundle: Path | None = None) -> RecheckReport:
     """Regenerate ``sample`` instances of ``run_dir`` chosen by ``random.Random(seed)`` (every one
     when ``sample`` is at least the count), in a shuffled order at ``batch_size``, and compare."""
     run_dir = Path(run_dir)
@@ -196,11 +189,11 @@ def recheck(run_dir: Path, *, sample: int, seed: int, batch_size: int | None = N
     keys = sorted(k for k in stored if k in prompts)
     chosen = rng.sample(keys, min(sample, len(keys)))
     rng.shuffle(chosen)
-    if make is None:
-        from seam_repro.generate import make_backend as make
+    from seam_repro.generate import make_backend
+
     if entry.get("backend_name") == "hf":
         apply_recorded_threads(run_json)
-    backend = make(**backend_arguments(entry, model_folder))
+    backend = make_backend(**backend_arguments(entry, model_folder))
     if backend.revision != entry["revision"]:
         raise InputError("--model", f"loads revision {backend.revision}, but the run's {slug} is {entry['revision']}; "
                          "recheck needs the same weights")

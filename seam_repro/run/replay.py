@@ -190,7 +190,7 @@ def length_order(lengths: Sequence[int], indices: Iterable[int]) -> list[int]:
 
 
 def shard_indices(spool: PromptSpool, shard: Shard | None) -> list[int]:
-    """Positions of ``shard``'s records in ``spool``, in record order (``select_shard`` by key)."""
+    """Positions of ``shard``'s records in ``spool``, in record order."""
     if shard is None:
         return list(range(len(spool)))
     return [j for j, k in enumerate(spool.keys) if shard_of(*k, shard.count) == shard.index]
@@ -205,81 +205,66 @@ def run_generation(records: Iterable[dict[str, Any]] | PromptSpool, backend: Bac
     """Generate every not-yet-stored instance of ``shard`` and append it to the store.
 
     Batches are fixed slices of the shard's instances ordered by prompt length (longest first, ties
-    in record order): rows of similar length share a batch, so little compute goes to padding
-    (benchmarks/bench.py measures the gain), and an out-of-memory batch shows up first. The order
-    depends only on the shard's records, so a resume rebuilds the same batches; it regenerates any
-    batch that is incomplete in full, writing only its missing instances. So for a given shard and
-    batch size every instance sees the same batch companions whether the run was interrupted or not:
-    a killed-and-resumed run equals an uninterrupted one even where padding perturbs the logits (see
-    ``generate/hf.py``). The cost is at most one repeated batch per resume. A different
-    ``--batch-size`` or ``--shard`` is allowed on resume but is warned about.
-
-    ``session_notes`` (the thread count, how ``--batch-size auto`` chose) are recorded in this
-    session's entry of run.json. A backend with a ``step_hook`` (hf) moves the progress bar at every
-    decoding step, so the first ETA shows within seconds instead of after the first whole batch.
+    in record order): little compute goes to padding, and an out-of-memory batch shows up first. The
+    order depends only on the shard's records, so a resume rebuilds the same batches and regenerates
+    an incomplete one in full, writing only its missing instances: every instance sees the same batch
+    companions whether the run was interrupted or not, so a killed-and-resumed run equals an
+    uninterrupted one even where padding perturbs the logits (``generate/hf.py``), at the cost of at
+    most one repeated batch per resume. A different ``--batch-size`` on resume is warned about.
 
     ``records`` are spooled beside ``run_dir`` (``PromptSpool``) unless they come spooled; the spool
-    becomes the run's prompts.jsonl, and each batch reads its prompts back from it.
+    becomes the run's prompts.jsonl. ``session_notes`` go into this session's entry of run.json.
     """
     if batch_size < 1:
         raise InputError("--batch-size", f"expected an integer >= 1, got {batch_size}")
     spool = records if isinstance(records, PromptSpool) else PromptSpool.write(Path(run_dir), records)
     try:
-        return _generate(spool, backend, settings, run_dir, manifest, shard=shard, batch_size=batch_size,
-                         limit=limit, progress=progress, model_args=model_args, display_name=display_name,
-                         selection=selection, overrides=overrides, session_notes=session_notes)
+        generation, entry, session = _run_records(backend, settings, batch_size, shard, model_args or {}, display_name,
+                                                  overrides, session_notes)
+        opened: list[PredictionStore] = []  # stored predictions are checked before run.json is touched
+        run_json = prepare_run_dir(run_dir, manifest=manifest, prompts=spool, model_entry=entry,
+                                   session=session, extra={"shard": None if shard is None else str(shard),
+                                                           "limit": limit, "selection": selection},
+                                   check_existing=lambda: opened.append(
+                                       PredictionStore(run_dir, backend.model_id, backend.revision, spool.hashes)))
+        if manifest.get("schema_version") is not None:  # a real manifest (tests may pass a bare dict)
+            write_run_manifest(Path(run_dir), manifest)
+        run_accepted(Path(run_dir))
+        store = opened[0]
+        keys = spool.keys
+        mine = shard_indices(spool, shard)
+        order = length_order(spool.lengths, mine)
+        batches = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+        todo = [b for b in batches if any(keys[j] not in store.done for j in b)]
+        summary = ReplaySummary(Path(run_dir), model_slug(backend.model_id), len(mine),
+                                sum(keys[j] in store.done for j in mine), repaired=store.repaired)
+        from seam_repro.run.progress import close_bar, progress_bar
+        from seam_repro.verbosity import PRINTED
+
+        # instances already stored before a resume do not count towards the rate (and so the ETA)
+        label = summary.model_slug if summary.model_slug == backend.name else f"{summary.model_slug} ({backend.name})"
+        bar = progress_bar(len(mine), label, "inst", progress, initial=summary.already_done)
+
+        def note(line: str) -> None:
+            bar.write(line)
+            logging.getLogger(PRINTED).warning(line)
+
+        _resume_notes(note, run_json, summary, store, backend, batch_size, run_dir)
+        start = time.perf_counter()
+        try:
+            _run_batches(todo, spool, backend, settings, store, generation, summary, bar, note, start)
+        finally:
+            try:
+                store.close()  # syncs what the last batch wrote; a failure to sync is still reported after the bar
+            finally:
+                close_bar(bar)
+                close = getattr(backend, "close", None)
+                if callable(close):
+                    close()
+        summary.seconds = time.perf_counter() - start
+        return summary
     finally:
         spool.discard()
-
-
-def _generate(spool: PromptSpool, backend: Backend, settings: GenerationSettings, run_dir: Path,
-              manifest: dict[str, Any], *, shard: Shard | None, batch_size: int, limit: int | None, progress: bool,
-              model_args: dict[str, Any] | None, display_name: str | None, selection: dict[str, Any] | None,
-              overrides: dict[str, Any] | None, session_notes: dict[str, Any] | None) -> ReplaySummary:
-    generation, entry, session = _run_records(backend, settings, batch_size, shard, model_args or {}, display_name,
-                                              overrides, session_notes)
-    opened: list[PredictionStore] = []  # stored predictions are checked before run.json is touched
-    run_json = prepare_run_dir(run_dir, manifest=manifest, prompts=spool, model_entry=entry,
-                               session=session, extra={"shard": None if shard is None else str(shard),
-                                                       "limit": limit, "selection": selection},
-                               check_existing=lambda: opened.append(
-                                   PredictionStore(run_dir, backend.model_id, backend.revision, spool.hashes)))
-    if manifest.get("schema_version") is not None:  # a real manifest (tests may pass a bare dict)
-        write_run_manifest(Path(run_dir), manifest)
-    run_accepted(Path(run_dir))
-    store = opened[0]
-    keys = spool.keys
-    mine = shard_indices(spool, shard)
-    order = length_order(spool.lengths, mine)
-    batches = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
-    todo = [b for b in batches if any(keys[j] not in store.done for j in b)]
-    summary = ReplaySummary(Path(run_dir), model_slug(backend.model_id), len(mine),
-                            sum(keys[j] in store.done for j in mine), repaired=store.repaired)
-    from seam_repro.run.progress import close_bar, progress_bar
-    from seam_repro.verbosity import PRINTED
-
-    # instances already stored before a resume do not count towards the rate (and so the ETA)
-    label = summary.model_slug if summary.model_slug == backend.name else f"{summary.model_slug} ({backend.name})"
-    bar = progress_bar(len(mine), label, "inst", progress, initial=summary.already_done)
-
-    def note(line: str) -> None:
-        bar.write(line)
-        logging.getLogger(PRINTED).warning(line)
-
-    _resume_notes(note, run_json, summary, store, backend, batch_size, run_dir)
-    start = time.perf_counter()
-    try:
-        _run_batches(todo, spool, backend, settings, store, generation, summary, bar, note, start)
-    finally:
-        try:
-            store.close()  # syncs what the last batch wrote; a failure to sync is still reported after the bar
-        finally:
-            close_bar(bar)
-            close = getattr(backend, "close", None)
-            if callable(close):
-                close()
-    summary.seconds = time.perf_counter() - start
-    return summary
 
 
 def _run_records(backend: Backend, settings: GenerationSettings, batch_size: int, shard: Shard | None,

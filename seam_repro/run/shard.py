@@ -15,21 +15,19 @@ from pathlib import Path
 from typing import Any
 
 from seam_repro.errors import InputError, PredictionsError
-from seam_repro.files.atomic import atomic_dir
+from seam_repro.files.atomic import atomic_dir, atomic_write_json
 from seam_repro.files.guard import guard_output
 from seam_repro.run.store import (
     RUN_SCHEMA_VERSION,
     Key,
-    PredictionWriter,
+    PredictionStore,
     copy_run_records,
     prediction_files,
-    predictions_path,
     predictions_root,
     read_predictions,
     read_prompt_records,
     require_run_json,
     run_json_path,
-    write_json_atomic,
 )
 
 
@@ -61,13 +59,6 @@ def shard_of(dataset: str, run: int, instance_id: str, count: int) -> int:
     return int.from_bytes(digest[:8], "big") % count
 
 
-def select_shard(records: Sequence[dict[str, Any]], shard: Shard | None) -> list[dict[str, Any]]:
-    """The records of one shard, in their original order."""
-    if shard is None:
-        return list(records)
-    return [r for r in records if shard_of(r["dataset"], r["run"], r["instance_id"], shard.count) == shard.index]
-
-
 def merge_run_dirs(shard_dirs: Sequence[Path], out: Path) -> dict[str, int]:
     """Merge shard run dirs into ``out``; refuse different manifests/prompts/models, an instance
     present in two shards, or any prompt without a prediction. Returns predictions per model slug."""
@@ -95,7 +86,6 @@ def merge_run_dirs(shard_dirs: Sequence[Path], out: Path) -> dict[str, int]:
     check_batch_sizes(shard_dirs, runs, models)
     prompts = read_prompt_records(shard_dirs[0])
     hashes: dict[Key, str] = {(p["dataset"], p["run"], p["instance_id"]): p["prompt_sha256"] for p in prompts}
-    counts: dict[str, int] = {}
     merged_by_model: dict[str, dict[Key, dict[str, Any]]] = {}
     for slug, entry in models.items():
         merged: dict[Key, dict[str, Any]] = {}
@@ -117,16 +107,22 @@ def merge_run_dirs(shard_dirs: Sequence[Path], out: Path) -> dict[str, int]:
     # no OUT at all (never a partial run that blocks a retry or could be scored).
     with atomic_dir(out) as work:
         copy_run_records(shard_dirs[0], work)
-        _write_merged(work, prompts, models, merged_by_model, counts)
-        write_json_atomic(run_json_path(work), {
-        "schema_version": RUN_SCHEMA_VERSION, "manifest_digest": first.get("manifest_digest"),
-        "prompt_digest": first.get("prompt_digest"), "profile": first.get("profile"), "prompts_sha256": first.get("prompts_sha256"),
-            "fingerprint": first.get("fingerprint"), "limit": first.get("limit"),
-            "selection": first.get("selection"), "shard": None, "models": models,
+        for slug, merged in merged_by_model.items():  # in prompt order, through the store replay appends with
+            store = PredictionStore(work, models[slug]["id"], models[slug]["revision"], {})
+            try:
+                for p in prompts:
+                    store.write(merged[(p["dataset"], p["run"], p["instance_id"])])
+            finally:
+                store.close()
+        atomic_write_json(run_json_path(work), {
+            "schema_version": RUN_SCHEMA_VERSION, "manifest_digest": first.get("manifest_digest"),
+            "prompt_digest": first.get("prompt_digest"), "profile": first.get("profile"),
+            "prompts_sha256": first.get("prompts_sha256"), "fingerprint": first.get("fingerprint"),
+            "limit": first.get("limit"), "selection": first.get("selection"), "shard": None, "models": models,
             "sessions": [s for rj in runs for s in rj.get("sessions", [])],
             "merged_from": [{"dir": str(d), "shard": rj.get("shard")} for d, rj in zip(shard_dirs, runs, strict=True)],
-        })
-    return counts
+        }, indent=2, sort_keys=True)
+    return {slug: len(merged) for slug, merged in merged_by_model.items()}
 
 
 def check_batch_sizes(shard_dirs: Sequence[Path], runs: Sequence[dict[str, Any]],
@@ -146,20 +142,3 @@ def check_batch_sizes(shard_dirs: Sequence[Path], runs: Sequence[dict[str, Any]]
                                f"with kernels {kernels(models[varying[0]]) or 'unrecorded'}, whose outputs depend on "
                                "the batch; resume the odd shards at one --batch-size, or replay with --deterministic")
 
-
-def _write_merged(out: Path, prompts: list[dict[str, Any]], models: dict[str, dict[str, Any]],
-                  merged_by_model: dict[str, dict[Key, dict[str, Any]]], counts: dict[str, int]) -> None:
-    for slug, merged in merged_by_model.items():
-        writers: dict[tuple[str, int], PredictionWriter] = {}
-        model_id = models[slug]["id"]
-        try:
-            for p in prompts:
-                key = (p["dataset"], p["run"], p["instance_id"])
-                fk = (p["dataset"], p["run"])
-                if fk not in writers:
-                    writers[fk] = PredictionWriter(predictions_path(out, model_id, *fk))
-                writers[fk].write(merged[key])
-        finally:
-            for w in writers.values():
-                w.close()
-        counts[slug] = len(merged)

@@ -2,11 +2,9 @@
 its length and where its line starts, not its text.
 
 Replay batches the prompts of a whole run by length (``replay.batch_order``), so it must know every
-prompt's length before generating the first batch, and a batch takes prompts from any dataset and
-run. Holding the rendered prompts for that made replay's memory grow with the work (~11 KB a prompt:
-630 MiB at 64k prompts). Here each record is written once, as the line the run folder's
-prompts.jsonl holds, while it is checked; the spool file then becomes that prompts.jsonl, and each
-batch reads its lines back by offset.
+prompt's length before the first batch; holding the rendered prompts for that made its memory grow
+with the work (630 MiB at 64k prompts). Here each record is written once, as it is checked, as the
+line prompts.jsonl holds; the spool then becomes that file, and each batch reads its lines back.
 """
 
 from __future__ import annotations

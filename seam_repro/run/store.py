@@ -4,21 +4,17 @@ here: one reader per file (``read_prompts``, ``read_prediction_file``, run.json)
 torn last line (``read_lines``).
 
 Replaces upstream SEAM's per-(dataset, run) DataFrame JSON written once at the end
-(``datasets_classes/base.py::Dataset.predict``): a crash there lost the whole file. Here each
-prediction is one JSONL line, handed to the kernel (one ``write``) as soon as it exists, and each
-file is fsynced once per batch: a SIGKILL of the process loses no line already written (only the
-instances of the batch not yet written, and of the next batch where the backend has already sent
-it: ``OpenAIBackend.start``), a machine crash or power loss at most the lines written
-since the last batch's fsync, never a line of an earlier batch; on resume a torn last line
-(a write cut by a kill) is dropped by truncating the file to its last newline, every kept line is
-checked against the run (model revision, prompt hash), and an instance is never written twice.
-Format: docs/ARCHITECTURE.md "Predictions store".
+(``datasets_classes/base.py::Dataset.predict``), which a crash lost whole. Here each prediction is
+one JSONL line, handed to the kernel (one ``write``) as soon as it exists, and each file is fsynced
+once per batch: a SIGKILL loses no line already written, a machine crash at most the lines written
+since the last batch's fsync. On resume a torn last line (a write cut by a kill) is cut off, every
+kept line is checked against the run (model revision, prompt hash), and no instance is written
+twice. Format: docs/ARCHITECTURE.md "Predictions store".
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -112,7 +108,7 @@ class ScoresWriter:
 
     def write(self, line: dict[str, Any], sample: dict[str, Any]) -> None:
         for fh, obj in ((self._lines, line), (self._samples, sample)):
-            fh.write((json.dumps(obj, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8"))
+            fh.write(json_text.dumps_json(obj, indent=None).encode("utf-8"))
 
     def __exit__(self, *exc: Any) -> None:
         if exc[0] is None and self.summary is None:
@@ -121,10 +117,6 @@ class ScoresWriter:
         self._stack.__exit__(*exc)
         if exc[0] is None:
             atomic.atomic_write_bytes(self.target / "summary.json", json_text.dumps_json(self.summary, indent=1).encode("utf-8"))
-
-    @property
-    def summary_path(self) -> Path:
-        return self.target / "summary.json"
 
 
 def model_slug(model_id: str) -> str:
@@ -188,10 +180,6 @@ def make_record(req: GenerationRequest, res: GenerationResult, model_id: str, re
     if res.served is not None:
         record["served"] = res.served
     return record
-
-
-def encode_line(record: dict[str, Any]) -> bytes:
-    return (json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
 
 
 def repair_torn_tail(path: Path) -> int:
@@ -345,7 +333,7 @@ class PredictionWriter:
 
     def write(self, record: dict[str, Any]) -> None:
         try:
-            self._fh.write(encode_line(record))
+            self._fh.write(json_text.jsonl_line(record))
             self._fh.flush()
             self._dirty = True
         except OSError as exc:
@@ -379,7 +367,6 @@ class PredictionStore:
 
     def __init__(self, run_dir: Path, model_id: str, revision: str, prompt_hashes: dict[Key, str]):
         self.run_dir, self.model_id, self.revision = Path(run_dir), model_id, revision
-        self.prompt_hashes = prompt_hashes
         self._writers: dict[tuple[str, int], PredictionWriter] = {}
         self.done: set[Key] = set()
         self.repaired: list[tuple[Path, int]] = []
@@ -387,20 +374,21 @@ class PredictionStore:
             dropped = repair_torn_tail(path)
             if dropped:
                 self.repaired.append((path, dropped))
-            recs = read_predictions(path, model_id, revision, prompt_hashes)
-            for key in recs:
-                if path != predictions_path(self.run_dir, model_id, key[0], key[1]):
-                    raise PredictionsError(f"{path}: holds {key}, which belongs in another file")
-            self.done.update(recs)
+            # each line is checked to be filed under its own dataset and run (read_prediction_file)
+            self.done.update(read_predictions(path, model_id, revision, prompt_hashes))
 
     def append(self, req: GenerationRequest, res: GenerationResult, generation: dict[str, Any]) -> None:
-        if req.key in self.done:
-            raise PredictionsError(f"{self.run_dir}: refusing to write {req.key} twice")
-        fk = (req.dataset, req.run)
-        if fk not in self._writers:
-            self._writers[fk] = PredictionWriter(predictions_path(self.run_dir, self.model_id, *fk))
-        self._writers[fk].write(make_record(req, res, self.model_id, self.revision, generation))
-        self.done.add(req.key)
+        self.write(make_record(req, res, self.model_id, self.revision, generation))
+
+    def write(self, record: dict[str, Any]) -> None:
+        """Append one predictions line (``make_record``'s form) to the file of its (dataset, run)."""
+        key = (record["dataset"], record["run"], record["instance_id"])
+        if key in self.done:
+            raise PredictionsError(f"{self.run_dir}: refusing to write {key} twice")
+        if key[:2] not in self._writers:
+            self._writers[key[:2]] = PredictionWriter(predictions_path(self.run_dir, self.model_id, *key[:2]))
+        self._writers[key[:2]].write(record)
+        self.done.add(key)
 
     def sync(self) -> None:
         """fsync every file written since the last sync (``replay`` calls this once per batch)."""
@@ -413,11 +401,6 @@ class PredictionStore:
                 w.close()
         finally:
             self._writers.clear()
-
-
-def write_json_atomic(path: Path, obj: Any) -> None:
-    """Write via a temporary file + fsync + rename so run.json is never half-written."""
-    atomic.atomic_write_json(path, obj, indent=2, sort_keys=True)
 
 
 _RUN_FIELDS: dict[str, tuple[type, ...]] = {
@@ -553,7 +536,7 @@ def prepare_run_dir(run_dir: Path, *, manifest: dict[str, Any], prompts: list[di
             check_existing()
     current["models"].setdefault(slug, model_entry)
     current["sessions"].append({**session, "model": slug})
-    write_json_atomic(run_json_path(run_dir), current)
+    atomic.atomic_write_json(run_json_path(run_dir), current, indent=2, sort_keys=True)
     return current
 
 
@@ -613,14 +596,14 @@ def load_run_manifest(run_dir: Path, run_json: dict[str, Any], loaded: RunRecord
     return tm
 
 
-def resume_command(run_json: dict[str, Any], slug: str | None = None) -> str:
+def resume_command(run_json: dict[str, Any], slug: str) -> str:
     """The replay command that made this run folder (its last recorded session for ``slug``), which
     resumes it: a resume regenerates only what is missing."""
     import shlex
 
     for session in reversed(run_json.get("sessions") or []):
         argv = session.get("argv") if isinstance(session, dict) else None
-        if (slug is None or session.get("model") == slug) and isinstance(argv, list) and argv[:1] == ["replay"] \
+        if session.get("model") == slug and isinstance(argv, list) and argv[:1] == ["replay"] \
                 and all(isinstance(a, str) for a in argv):
             return "seam-repro " + shlex.join(argv)
     return "the `seam-repro replay` command that made this folder, with the same --out"
@@ -650,7 +633,7 @@ class Coverage:
     metrics: dict[str, str]
     tasks: dict[str, str]
 
-    def _missing_entries(self, preds: dict[Key, Any], slug: str | None = None) -> list[dict[str, Any]]:
+    def _missing_entries(self, preds: dict[Key, Any], slug: str) -> list[dict[str, Any]]:
         """One entry per (dataset, run) with instances the manifest lists but this model has no score for;
         instances a replay did not reach name the command that resumes it."""
         not_replayed = f"not replayed ({partial_reason(self.run_json) or 'no prompt records in prompts.jsonl'})"
@@ -681,32 +664,27 @@ class Coverage:
                         "first": ids[:5], "reason": reason})
         return out
 
-    def complete(self, datasets: dict[str, Any], preds: dict[Key, Any], slug: str | None = None) -> dict[str, Any]:
-        """summary.json fields: every manifest dataset in ``datasets`` (null runs with a reason when
-        it has no score at all), the unscored (dataset, run, instance) groups, coverage and protocol."""
+    def summary_fields(self, model_dir: Path, datasets: dict[str, Any], preds: dict[Key, Any]) -> dict[str, Any]:
+        """Everything ``score`` adds to a model's summary.json: every manifest dataset in manifest
+        order (null runs with a reason where it has no score at all), the unscored (dataset, run,
+        instance) groups, coverage, the protocol and the predictions digest."""
+        slug = Path(model_dir).name
         unscored = self._missing_entries(preds, slug)
-        out = dict(datasets)
+        out: dict[str, Any] = {}
         for ds, runs in self.tm.dataset_runs().items():
-            if ds in out:
+            if ds in datasets:
+                out[ds] = datasets[ds]
                 continue
             reasons = sorted({u["reason"] for u in unscored if u["dataset"] == ds}) or ["no scores"]
             out[ds] = {"task": self.tasks.get(ds), "metric": self.metrics.get(ds, "unknown"),
                        "runs": {str(r): None for r in runs}, "reason": "; ".join(reasons)}
-        order = list(self.tm.dataset_runs())
-        ordered = {ds: out[ds] for ds in order if ds in out}
-        ordered.update({k: v for k, v in out.items() if k not in ordered})
+        out.update(datasets)  # a dataset the manifest does not list comes after its own (keys keep their place)
         n_expected = len(self.tm.expected)
         n_scored = sum(1 for k in self.tm.expected if k in preds)
-        return {"datasets": ordered, "unscored": unscored,
-                "coverage": {"instances": n_expected, "scored": n_scored, "partial": n_scored < n_expected}}
-
-    def summary_fields(self, model_dir: Path, datasets: dict[str, Any], preds: dict[Key, Any]) -> dict[str, Any]:
-        """Everything ``score`` adds to a model's summary.json: all manifest datasets (unscored ones
-        with a reason), the unscored groups, coverage, the protocol and the predictions digest."""
-        fields = self.complete(datasets, preds, Path(model_dir).name)
-        fields["protocol"] = run_protocol(self.tm, self.run_json, Path(model_dir).name, fields["coverage"]["scored"])
-        fields["predictions_digest"] = predictions_digest(model_dir, self.tm.expected)
-        return fields
+        return {"datasets": out, "unscored": unscored,
+                "coverage": {"instances": n_expected, "scored": n_scored, "partial": n_scored < n_expected},
+                "protocol": run_protocol(self.tm, self.run_json, slug, n_scored),
+                "predictions_digest": predictions_digest(model_dir, self.tm.expected)}
 
 
 def check_run_prompts(run_dir: Path, prompts: Iterable[tuple[Key, dict[str, Any]]], run_json: dict[str, Any],

@@ -1,28 +1,21 @@
 """Score a run directory: predictions + prompt records -> per-instance scores and per-run summaries.
 
-Replaces upstream SEAM ``scripts/evaluate_dataset.py`` + ``evaluation_classes/*`` (scores per run)
-and the per-run means of ``scripts/evaluation/statistical_analysis.py``. Formats are those of
-docs/ARCHITECTURE.md ("Scores"). Every score is on the 0-100 scale.
+Replaces upstream SEAM ``scripts/evaluate_dataset.py`` + ``evaluation_classes/*`` and the per-run
+means of ``scripts/evaluation/statistical_analysis.py``. Formats: docs/ARCHITECTURE.md ("Scores");
+every score is on the 0-100 scale. Two variants are always computed and written side by side:
 
-Two variants are always computed and written side by side:
+* ``upstream``: upstream's extraction (``extract.extract_upstream`` on prompt + continuation) and
+  metrics (ROUGE geo, str-dict MuSiQue F1, CoNLL-F1 with the scorer's line-position matching, FIC F1);
+* ``corrected``: clean extraction of the continuation (``extract.extract_clean``), MuSiQue scored on
+  answer + aliases and answerability, coreference matched by mention id.
 
-* the profile's metric — ``upstream``: upstream's extraction (``extract.extract_upstream`` on prompt +
-  continuation) and upstream's metrics (ROUGE geo, str-dict MuSiQue F1, CoNLL-F1 with the scorer's
-  line-position matching, FIC F1); ``seam-repro-1``: the corrected variant below;
-* ``corrected`` — clean extraction of the continuation (``extract.extract_clean``), MuSiQue scored on
-  answer + aliases and answerability (``musique_corrected``), coreference matched by mention id.
+The profile names which is the score. Coreference has a third: upstream *as published* (perl read
+only the part of the unflushed gold file CPython had written, ``metrics.unflushed``; the ``upstream``
+profile's score, since it produced the paper's numbers) and *as intended* (the whole gold file).
 
-Coreference has a third: upstream's score is computed *as published* (perl read only the part of
-the unflushed gold file CPython had written, for a file system block size, default 4096; see
-``metrics.unflushed``) and *as intended* (the whole gold file, ``upstream_intended`` in instance
-details, ``intended`` in the summary). The ``upstream`` profile's score is the as-published one,
-because that is what produced the paper's numbers.
-
-One loop scores every suite, with no branch on a dataset or task: each record's (upstream,
-corrected) metrics come from the metric registry (``metrics.registry.record_metrics``: the
-record's ``metric``), and each metric says what gold target it takes, how it extracts its
-response, when an output has the asked-for form, how it scores an instance and how it aggregates a
-run (the mean, or the CoNLL micro-average for coreference).
+One loop scores every suite, with no branch on a dataset or task: each record's metrics come from
+the registry (``metrics.registry.record_metrics``), and each metric says its gold target, its
+extraction, its output validity, its instance score and its run aggregation (mean, or CoNLL micro).
 
 Model output is untrusted: undecodable bytes, lone surrogates, empty or absurd text are format
 failures (``valid_format: false``) and still get a score, never a crash.
@@ -31,6 +24,7 @@ failures (``valid_format: false``) and still get a score, never a crash.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +37,6 @@ from seam_repro.metrics import registry
 from seam_repro.metrics.registry import ScoringContext
 from seam_repro.metrics.unflushed import DEFAULT_BLOCK_SIZE
 from seam_repro.run.store import (
-    Coverage,
     RunRecords,
     ScoresWriter,
     check_run_prompts,
@@ -65,15 +58,10 @@ Key = tuple[str, int, str]
 
 
 # --- reading (through run/store.py, the run folder's one reader) ------------------------------------
-def iter_prompts(path: Path) -> Iterator[tuple[Key, dict[str, Any]]]:
-    """The run's prompt records (``store.read_prompts``), each target checked as its metric expects."""
-    return read_prompts(path, registry.check_record)
-
-
 def load_prompts(path: Path) -> dict[Key, dict[str, Any]]:
-    """Prompt records keyed by (dataset, run, instance_id), in file order, hashes re-checked
-    (``seam-repro view`` reads them so)."""
-    return dict(iter_prompts(path))
+    """Prompt records keyed by (dataset, run, instance_id), in file order, hashes re-checked and each
+    target checked as its metric expects (``seam-repro view`` reads them so)."""
+    return dict(read_prompts(path, registry.check_record))
 
 
 def _clean_text(text: str, decodable: bool) -> tuple[str, bool]:
@@ -97,12 +85,13 @@ def _read_predictions(path: Path, hashes: Mapping[Key, str], model: dict[str, An
     return found.records, found.model
 
 
-def _check_complete(model_dir: Path, model: dict[str, Any] | None) -> None:
-    """No predictions at all is an error. Instances without a prediction (an interrupted replay, a torn
+def _check_complete(model_dir: Path, model: dict[str, Any] | None) -> dict[str, Any]:
+    """The model of the predictions read; no predictions at all is an error. Instances without a prediction (an interrupted replay, a torn
     last line) are not: they are scored as absent and listed as unscored with the resume command
     (``store.Coverage``), so the run's summary is marked partial rather than refused."""
     if model is None:
         raise PredictionsError(f"{model_dir}: no predictions found (expected <dataset>/run_<k>.jsonl files)")
+    return model
 
 
 def load_predictions(model_dir: Path, prompts: dict[Key, dict[str, Any]]) -> tuple[dict[Key, dict[str, Any]], dict[str, Any]]:
@@ -114,17 +103,16 @@ def load_predictions(model_dir: Path, prompts: dict[Key, dict[str, Any]]) -> tup
     for path in prediction_files(model_dir):
         got, model = _read_predictions(path, hashes, model)
         preds.update(got)
-    _check_complete(model_dir, model)
-    assert model is not None
-    return preds, model
+    return preds, _check_complete(model_dir, model)
 
 
 # --- scoring ---------------------------------------------------------------------------------------
 class _Fic:
-    """Loads the FIC models once, on first use; remembers why they are unavailable."""
+    """Loads the FIC models once, on first use (the pinned ones unless a factory is given);
+    remembers why they are unavailable."""
 
-    def __init__(self, enabled: bool, factory: Callable[[], Any] | None):
-        self.enabled, self.factory = enabled, factory
+    def __init__(self, enabled: bool, factory: Callable[[], Any] | None, download: bool = False):
+        self.factory, self.download = factory, download
         self.scorer: Any = None
         self.reason: str | None = None if enabled else "FIC scoring disabled (--no-fic)"
 
@@ -134,26 +122,11 @@ class _Fic:
                 if self.factory is None:
                     from seam_repro.metrics.fic import FicScorer
 
-                    self.factory = FicScorer.from_pins
+                    self.factory = partial(FicScorer.from_pins, allow_download=self.download)
                 self.scorer = self.factory()
             except SeamReproError as exc:
                 self.reason = str(exc)
         return self.scorer
-
-
-def _coref_run(gold: list[tuple[str, Any]], responses: list[tuple[str, str]], mode: str,
-               gold_block_size: int | None = None) -> tuple[Any, str | None]:
-    """``metrics.coref_parse.score_run`` (imported lazily): the run's micro CoNLL result, or a reason."""
-    try:
-        from seam_repro.metrics.coref_parse import score_run
-    except ImportError as exc:
-        return None, f"coreference scorer not available ({exc})"
-    return score_run(gold, responses, mode, gold_block_size=gold_block_size), None
-
-
-def _mean(values: list[float | None]) -> float | None:
-    kept = [v for v in values if v is not None]
-    return sum(kept) / len(kept) if kept else None
 
 
 VARIANTS: tuple[str, ...] = ("upstream", "corrected")
@@ -335,11 +308,10 @@ class ModelScorer:
         variant's metric aggregated as the registry says, format rate and count."""
         primary = "upstream" if self.profile == "upstream" else "corrected"
         specs = self._specs(ds)
-        out: dict[str, Any] = {"runs": {}, "format_rate": {}, "n_instances": {}}
-        corrected: dict[str, Any] = {"runs": {}}
         k = str(run)
-        out["format_rate"][k] = sum(ln["valid_format"] for ln in lines) / len(lines)
-        out["n_instances"][k] = len(lines)
+        out: dict[str, Any] = {"runs": {}, "format_rate": {k: sum(ln["valid_format"] for ln in lines) / len(lines)},
+                               "n_instances": {k: len(lines)}}
+        corrected: dict[str, Any] = {"runs": {}}
         AGGREGATIONS[specs[primary].aggregation](ds, run, lines, recs, primary, self.gold_block_size, out, corrected)
         if specs["corrected"].run_extras is not None:
             corrected["extra"] = {name: {k: extra} for name, extra in
@@ -385,32 +357,32 @@ def _coref_runs(ds: str, run: int, lines: list[dict[str, Any]], prompts: dict[Ke
     """One run of a coreference dataset, scored three ways: upstream as published (the gold file
     perl could read, ``metrics.unflushed``), upstream as intended (the whole gold file) and corrected
     (mentions matched by id). Upstream values are what SEAM read from perl's printed output."""
+    from seam_repro.metrics.coref_parse import score_run  # not at import: only coreference runs need it
+
     k = str(run)
     gold = [(ln["instance_id"], prompts[(ds, run, ln["instance_id"])]["target"]) for ln in lines]
     variants = (("upstream", "upstream", gold_block_size), ("upstream_intended", "upstream", None),
                 ("corrected", "corrected", None))
     for variant, mode, block in variants:
-        result, reason = _coref_run(gold, [(ln["instance_id"], ln["_resp"][variant.split("_")[0]]) for ln in lines],
-                                    mode, block)
-        value = None if result is None else (result.conll_f1 if mode == "corrected" else result.conll_f1_printed)
+        result = score_run(gold, [(ln["instance_id"], ln["_resp"][variant.split("_")[0]]) for ln in lines], mode,
+                           gold_block_size=block)
+        value = result.conll_f1 if mode == "corrected" else result.conll_f1_printed
         if variant == "corrected":
             corrected["runs"][k] = value
         elif variant == "upstream_intended":
             out.setdefault("intended", {"metric": "conll_f1", "gold": "as-intended", "runs": {}})["runs"][k] = value
         else:
-            out.setdefault("gold_read", {})[k] = None if result is None else {
+            out.setdefault("gold_read", {})[k] = {
                 "bytes": result.gold_bytes_read, "of_bytes": result.gold_bytes_total,
                 "documents": result.gold_documents_read, "of_documents": len(gold), "block_size": block}
         if variant == primary_variant:
             out["runs"][k] = value
-        if reason:
-            out["reason"] = reason
         version = coref_version(mode, block if variant == "upstream" else None)
         for i, ln in enumerate(lines):
-            inst = None if result is None or not result.instances[i].scored else result.instances[i].conll_f1
+            inst = result.instances[i].conll_f1 if result.instances[i].scored else None
             name = "conll_f1_corrected" if mode == "corrected" else "conll_f1"
             entry: dict[str, Any] = {"metric": name, "score": inst, "metric_version": version}
-            if variant == "upstream" and result is not None:
+            if variant == "upstream":
                 entry["gold_read"] = result.instances[i].gold_read
             ln["details"][variant] = entry
             if variant == primary_variant:
@@ -431,7 +403,8 @@ def _mean_runs(ds: str, run: int, lines: list[dict[str, Any]], prompts: dict[Key
     first reason recorded)."""
     k = str(run)
     for variant in VARIANTS:
-        value = _mean([ln["details"][variant]["score"] for ln in lines])
+        kept = [ln["details"][variant]["score"] for ln in lines if ln["details"][variant]["score"] is not None]
+        value = sum(kept) / len(kept) if kept else None
         if variant == primary_variant:
             out["runs"][k] = value
         if variant == "corrected":
@@ -445,15 +418,9 @@ AGGREGATIONS: dict[str, Callable[..., None]] = {"mean": _mean_runs, "conll_micro
 """Run-level aggregation named by a metric's registry entry (``MetricSpec.aggregation``)."""
 
 
+# names and hashes of a manifest run entry (an instance entry), left out of samples.jsonl's factors
 RUN_FACTORS_SKIPPED = frozenset({"dataset", "run", "instances", "prompt_digest", "split"})
 INSTANCE_FACTORS_SKIPPED = frozenset({"id", "prompt_sha256", "target_sha256"})
-
-
-def _run_factors(coverage: Coverage) -> dict[tuple[str, int], dict[str, Any]]:
-    """What was sampled for each (dataset, run) of the manifest (demonstrations, document order,
-    paraphrase, ...): its run entry less the names and hashes."""
-    return {(r["dataset"], r["run"]): {k: v for k, v in r.items() if k not in RUN_FACTORS_SKIPPED}
-            for r in coverage.tm.manifest.get("runs", []) if isinstance(r, dict) and "dataset" in r}
 
 
 def _sample(line: dict[str, Any], recs: dict[Key, dict[str, Any]], preds: dict[Key, dict[str, Any]],
@@ -494,23 +461,6 @@ def _prompt_groups(path: Path, sizes: dict[tuple[str, int], int], hashes: Mappin
             yield pending.pop(key[:2])  # type: ignore[arg-type]
 
 
-def _profile(profile: str) -> str:
-    if profile not in PROFILES:
-        raise InputError("--profile", f"unknown profile '{profile}'; expected one of {', '.join(PROFILES)}")
-    return profile
-
-
-def _fic_state(fic: bool, factory: Callable[[], Any] | None, download: bool) -> _Fic:
-    """The FIC models, loaded on first use: the pinned ones unless the caller brings a factory."""
-    if factory is None and fic:
-        from functools import partial
-
-        from seam_repro.metrics.fic import FicScorer
-
-        factory = partial(FicScorer.from_pins, allow_download=download)
-    return _Fic(fic, factory)
-
-
 def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | None = None, *, fic: bool = True,
                   fic_factory: Callable[[], Any] | None = None, fic_download: bool = False,
                   gold_block_size: int = DEFAULT_BLOCK_SIZE, progress: bool = False,
@@ -531,12 +481,14 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
     guard_outputs([("--out", out_root)], inputs=[run_dir, run_json_path(run_dir), prompts_path(run_dir),
                                                  run_manifest_path(run_dir)],
                   read_dirs=[predictions_root(run_dir)], writes=[d.name for d in model_dirs(run_dir)])
-    profile = _profile(profile or run_json.get("profile") or "upstream")
+    profile = profile or run_json.get("profile") or "upstream"
+    if profile not in PROFILES:
+        raise InputError("--profile", f"unknown profile '{profile}'; expected one of {', '.join(PROFILES)}")
     hashes: dict[Key, str] = {}
     sizes: dict[tuple[str, int], int] = {}
 
     def indexed() -> Iterator[tuple[Key, dict[str, Any]]]:
-        for key, rec in iter_prompts(prompts_path(run_dir)):
+        for key, rec in read_prompts(prompts_path(run_dir), registry.check_record):
             hashes[key] = rec["prompt_sha256"]
             sizes[key[:2]] = sizes.get(key[:2], 0) + 1  # type: ignore[index]
             yield key, rec
@@ -546,8 +498,10 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
     models = model_dirs(run_dir)
     if not models:
         raise PredictionsError(f"{pred_root}: no model directories (expected predictions/<model_slug>/<dataset>/run_<k>.jsonl)")
-    fic_state = _fic_state(fic, fic_factory, fic_download)
-    factors = _run_factors(coverage)
+    fic_state = _Fic(fic, fic_factory, fic_download)
+    # what was sampled for each (dataset, run) (demonstrations, document order, paraphrase, ...)
+    factors = {(r["dataset"], r["run"]): {k: v for k, v in r.items() if k not in RUN_FACTORS_SKIPPED}
+               for r in coverage.tm.manifest.get("runs", []) if isinstance(r, dict) and "dataset" in r}
     written = []
     for model_dir in models:
         model: dict[str, Any] | None = None
@@ -586,7 +540,7 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
                                **coverage.summary_fields(model_dir, datasets, scored)}
         finally:
             close_bar(bar)
-        written.append(out.summary_path)
+        written.append(out.target / "summary.json")
     return written
 
 

@@ -21,7 +21,7 @@ import json
 import os
 import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -48,14 +48,14 @@ ASSETS = ("index.html", "view.css", "view.js")
 
 @dataclass
 class _Source:
-    """One run folder: its prompt records, manifest runs and every scored model's lines."""
+    """One run folder: its prompt records, manifest runs and paraphrase texts."""
 
     index: int
     run_dir: Path
     profile: str
     prompts: dict[Key, dict[str, Any]]
     runs: dict[tuple[str, int], dict[str, Any]]
-    paraphrases: dict[str, list[str] | str] = field(default_factory=dict)
+    paraphrases: dict[str, list[str] | str]
 
 
 def _js(name: str, obj: Any) -> bytes:
@@ -117,16 +117,8 @@ def _read_source(index: int, run_dir: Path, prompts_dir: Path | None) -> _Source
         raise InputError(run_dir, "has no manifest.json; expected a run folder written by `seam-repro replay`")
     manifest = records.manifest.manifest
     runs = {(r["dataset"], r["run"]): r for r in manifest.get("runs", [])}
-    src = _Source(index, run_dir, str(manifest.get("profile", "upstream")), load_prompts(prompts_path(run_dir)), runs)
-    src.paraphrases = _paraphrases(run_dir, manifest, prompts_dir)
-    return src
-
-
-def _score_lines(ms: ModelScores) -> dict[Key, dict[str, Any]]:
-    """The model's instance lines as written (details included: the as-intended and corrected
-    scores), already validated by ``load_inputs``."""
-    lines = read_jsonl(Path(ms.source) / "instance_scores.jsonl", what="instance_scores.jsonl")
-    return {(ln["dataset"], ln["run"], ln["instance_id"]): ln for ln in lines}
+    return _Source(index, run_dir, str(manifest.get("profile", "upstream")), load_prompts(prompts_path(run_dir)), runs,
+                   _paraphrases(run_dir, manifest, prompts_dir))
 
 
 def _alt_scores(line: dict[str, Any]) -> dict[str, Any]:
@@ -188,7 +180,8 @@ def _add_predictions(ms: ModelScores, m_index: int, src: _Source, files: dict[st
     from seam_repro.scoring.loop import load_predictions, parsed_response
 
     preds, model = load_predictions(predictions_root(src.run_dir) / Path(ms.source).name, src.prompts)
-    lines = _score_lines(ms)
+    lines = {(ln["dataset"], ln["run"], ln["instance_id"]): ln  # as written, validated by load_inputs
+             for ln in read_jsonl(Path(ms.source) / "instance_scores.jsonl", what="instance_scores.jsonl")}
     per_ds: dict[str, dict[str, dict[str, Any]]] = {}
     for key, pred in preds.items():
         ds, run, iid = key
