@@ -76,15 +76,6 @@ class ConllFile:
     """The first label in a scored document that is not a number (the scorer ignores it)."""
 
 
-def _split_lines(text: str) -> list[str]:
-    """Lines as perl's ``<F>`` + ``chomp`` see them: split on ``\\n`` only (``text`` is the file's
-    bytes decoded with surrogateescape, so no byte is lost)."""
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return lines
-
-
 def _begin_name(line: str) -> str | None:
     if "begin document" not in line:  # cheap pre-check; the regex decides
         return None
@@ -92,14 +83,6 @@ def _begin_name(line: str) -> str | None:
         line = line[:-1]
     m = _BEGIN.match(line)
     return m.group(1) if m else None
-
-
-def _remove_first(pattern: re.Pattern[str], text: str) -> tuple[str, str | None]:
-    """Perl ``s/pattern//`` once: remove the leftmost match, return the new text and group 1."""
-    m = pattern.search(text)
-    if m is None:
-        return text, None
-    return text[: m.start()] + text[m.end() :], m.group(1)
 
 
 _ASCII_SPACE = " \t\n\r\x0b\x0c"
@@ -121,13 +104,13 @@ def _labels(info: str) -> tuple[list[str], list[str], list[str], bool]:
 
 
 def _remove_all(pattern: re.Pattern[str], info: str) -> tuple[str, list[str]]:
-    """Repeated leftmost removal of ``pattern`` until none is left: the rest and the labels removed."""
+    """Perl ``s/pattern//`` (leftmost match) repeated until none is left: the rest and the labels
+    removed (group 1 of each match)."""
     labels = []
-    while True:
-        info, label = _remove_first(pattern, info)
-        if label is None:
-            return info, labels
-        labels.append(label)
+    while m := pattern.search(info):
+        info = info[: m.start()] + info[m.end() :]
+        labels.append(m.group(1))
+    return info, labels
 
 
 def _odd_label(line: str) -> str | None:
@@ -155,58 +138,48 @@ def _parse_document(
     Also returns the document's first label the scorer skips (see ``_odd_label``): only fields
     that are neither quiet nor plain are looked at for it."""
     body = lines[begin + 1 : len(lines) if end is None else end]
-    fields = [line.rstrip("\t").rpartition("\t")[2] for line in body if line.strip(_ASCII_SPACE)]
+    rows = [i for i, line in enumerate(body) if line.strip(_ASCII_SPACE)]  # token -> its line in body
+    fields = [body[i].rstrip("\t").rpartition("\t")[2] for i in rows]
     marked = [(t, f) for t, f in enumerate(fields) if "(" in f or ")" in f]
     suspect = [t for t, f in enumerate(fields) if f not in _QUIET and "(" not in f and ")" not in f]
-
-    def lineno(token: int) -> int:  # 1-based line number of a token, for messages only
-        return [begin + 2 + i for i, line in enumerate(body) if line.strip(_ASCII_SPACE)][token]
 
     index: dict[str, int] = {}
     entities: list[list[Span]] = []
     half: dict[int, list[int]] = {}
+
+    def entity(label: str) -> int:  # entities are numbered in order of first sight
+        e = index.setdefault(label, len(index))
+        if e == len(entities):
+            entities.append([])
+        return e
+
     for token, info in marked:
         singles, opens, closes, plain = _labels(info)
         if not plain:
             suspect.append(token)
         for label in singles:
-            e = index.setdefault(label, len(index))
-            if e == len(entities):
-                entities.append([])
-            entities[e].append((token, token))
+            entities[entity(label)].append((token, token))
         for label in opens:
-            e = index.setdefault(label, len(index))
-            if e == len(entities):
-                entities.append([])
-            half.setdefault(e, []).append(token)
+            half.setdefault(entity(label), []).append(token)
         for label in closes:
-            e = index.setdefault(label, len(index))
-            if e == len(entities):
-                entities.append([])
+            e = entity(label)
             if not half.get(e):
-                raise InputError(
-                    f"{source}:{lineno(token)}",
-                    f"'{label})' closes a mention of entity {label} that was never opened; "
-                    f"expected an earlier '({label}' in document '{name}'",
-                    field="coreference column",
-                )
+                raise InputError(f"{source}:{begin + 2 + rows[token]}", f"'{label})' closes a mention of entity "
+                                 f"{label} that was never opened; expected an earlier '({label}' in document '{name}'",
+                                 field="coreference column")
             entities[e].append((half[e].pop(), token))
     for e, starts in half.items():
         if starts:
             label = next(k for k, v in index.items() if v == e)
-            raise InputError(
-                f"{source}:{lineno(starts[-1])}",
-                f"mention '({label}' of document '{name}' is never closed; expected '{label})' before "
-                + (f"'#end document' (line {end + 1})" if end is not None else "the end of the file"),
-                field="coreference column",
-            )
+            raise InputError(f"{source}:{begin + 2 + rows[starts[-1]]}", f"mention '({label}' of document '{name}' "
+                             f"is never closed; expected '{label})' before "
+                             + (f"'#end document' (line {end + 1})" if end is not None else "the end of the file"),
+                             field="coreference column")
     doc = ConllDocument(name, tuple(tuple(spans) for spans in entities), len(fields), begin + 1)
-    if suspect:
-        rows = [i for i, line in enumerate(body) if line.strip(_ASCII_SPACE)]
-        for token in sorted(suspect):
-            label = _odd_label(body[rows[token]])
-            if label is not None:
-                return doc, (begin + 2 + rows[token], label)
+    for token in sorted(suspect):
+        label = _odd_label(body[rows[token]])
+        if label is not None:
+            return doc, (begin + 2 + rows[token], label)
     return doc, None
 
 
@@ -224,7 +197,10 @@ def parse_conll_text(
 def parse_conll_file(data: bytes | str, source: str = "<text>", *, require_documents: bool = True) -> ConllFile:
     """``parse_conll_text`` with the names and first skipped label ``conll-score`` warns about."""
     raw = data.encode("utf-8", errors="surrogateescape") if isinstance(data, str) else data
-    lines = _split_lines(raw.decode("utf-8", errors="surrogateescape"))
+    # lines as perl's <F> + chomp see them: split on \n only; surrogateescape keeps every byte
+    lines = raw.decode("utf-8", errors="surrogateescape").split("\n")
+    if lines[-1] == "":
+        lines.pop()
     last_begin: dict[str, int] = {}  # name -> line index of its last begin line (so in file order)
     names: list[str] = []
     ends: list[int] = []
@@ -272,9 +248,7 @@ def chains_from_assignment(mention_to_cluster: Mapping[int, int]) -> list[list[i
     return list(order.values())
 
 
-def gold_assignment(
-    clusters: Sequence[Sequence[int]], source: str = "gold", record: object = None
-) -> dict[int, int]:
+def gold_assignment(clusters: Sequence[Sequence[int]], source: str = "gold", record: object = None) -> dict[int, int]:
     """Mention -> cluster index as upstream builds it from a gold target (a mention listed in two
     clusters keeps the later one, as upstream's dict assignment does)."""
     out: dict[int, int] = {}
@@ -282,31 +256,21 @@ def gold_assignment(
         raise InputError(source, "expected a list of clusters (lists of int mention ids)", record, "target")
     for cluster_id, cluster in enumerate(clusters):
         if isinstance(cluster, (str, bytes)) or not isinstance(cluster, Sequence):
-            raise InputError(
-                source, f"cluster {cluster_id} is not a list of int mention ids", record, "target"
-            )
+            raise InputError(source, f"cluster {cluster_id} is not a list of int mention ids", record, "target")
         for mention in cluster:
             if not isinstance(mention, int) or isinstance(mention, bool):
-                raise InputError(
-                    source,
-                    f"cluster {cluster_id} holds {mention!r}; expected int mention ids",
-                    record,
-                    "target",
-                )
+                raise InputError(source, f"cluster {cluster_id} holds {mention!r}; expected int mention ids",
+                                 record, "target")
             out[mention] = cluster_id
     return out
 
 
-def _check_id(instance_id: str) -> str:
+def seam_block(instance_id: str, mention_to_cluster: Mapping[int, int]) -> str:
+    """One ``#begin document id=...`` block exactly as upstream writes it."""
     text = str(instance_id)
     if "\n" in text or "\r" in text:
         raise InputError("conll writer", f"instance id {text!r} contains a line break; ids must be one line")
-    return text
-
-
-def seam_block(instance_id: str, mention_to_cluster: Mapping[int, int]) -> str:
-    """One ``#begin document id=...`` block exactly as upstream writes it."""
-    parts = [f"#begin document id={_check_id(instance_id)}\n"]
+    parts = [f"#begin document id={text}\n"]
     parts.extend(f"{m}\t({mention_to_cluster[m]})\n" for m in sorted(mention_to_cluster))
     parts.append("#end document\n")
     return "".join(parts)
@@ -335,15 +299,10 @@ def score_conll(key_docs: Mapping[str, ConllDocument], resp_docs: Mapping[str, C
                 metrics: Sequence[str], response_path: str | Path) -> CorefScores:
     """``score_conll_files`` on documents already read (``response_path`` names the response in
     the refusal message)."""
-    scores = total(
-        score_document(doc.entities, resp_docs[name].entities if name in resp_docs else (), metrics)
-        for name, doc in key_docs.items()
-    )
+    scores = total(score_document(doc.entities, resp_docs[name].entities if name in resp_docs else (), metrics)
+                   for name, doc in key_docs.items())
     if refuses_to_score(scores.repeated_mentions, len(metrics)):
-        raise InputError(
-            response_path,
-            f"{scores.repeated_mentions} repeated response mention(s) (a span listed again after it matched "
-            f"a key mention), counted once per metric pass ({len(metrics)}); the reference scorer refuses "
-            "to score above 10: list each mention once",
-        )
+        raise InputError(response_path, f"{scores.repeated_mentions} repeated response mention(s) (a span listed "
+                         f"again after it matched a key mention), counted once per metric pass ({len(metrics)}); "
+                         "the reference scorer refuses to score above 10: list each mention once")
     return scores

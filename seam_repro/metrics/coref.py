@@ -53,12 +53,8 @@ class Counts:
     precision_den: float = 0
 
     def __add__(self, other: Counts) -> Counts:
-        return Counts(
-            self.recall_num + other.recall_num,
-            self.recall_den + other.recall_den,
-            self.precision_num + other.precision_num,
-            self.precision_den + other.precision_den,
-        )
+        return Counts(self.recall_num + other.recall_num, self.recall_den + other.recall_den,
+                      self.precision_num + other.precision_num, self.precision_den + other.precision_den)
 
     @property
     def recall(self) -> float:
@@ -142,22 +138,22 @@ class CorefScores:
     def metric(self, name: str) -> Counts | BlancCounts | None:
         return getattr(self, name)  # type: ignore[no-any-return]
 
+    def _conll_parts(self) -> list[Counts] | None:
+        parts = [self.muc, self.bcub, self.ceafe]
+        return None if any(p is None for p in parts) else parts  # type: ignore[return-value]
+
     @property
     def conll_f1(self) -> float | None:
         """Mean of MUC, B3 and CEAF-e F1 on the 0-100 scale (None if one of them is missing)."""
-        parts = [self.muc, self.bcub, self.ceafe]
-        if any(p is None for p in parts):
-            return None
-        return sum(p.f1 for p in parts) / 3 * 100  # type: ignore[union-attr]
+        parts = self._conll_parts()
+        return None if parts is None else sum(p.f1 for p in parts) / 3 * 100
 
     @property
     def conll_f1_printed(self) -> float | None:
         """What SEAM's parser of the perl output computes: the mean of the three F1 percentages
         as printed (truncated to 2 decimals)."""
-        parts = [self.muc, self.bcub, self.ceafe]
-        if any(p is None for p in parts):
-            return None
-        return sum(perl_percent(p.f1) for p in parts) / 3  # type: ignore[union-attr]
+        parts = self._conll_parts()
+        return None if parts is None else sum(perl_percent(p.f1) for p in parts) / 3
 
 
 @dataclass
@@ -428,10 +424,7 @@ def score_document(
 
 def total(scores: Iterable[CorefScores]) -> CorefScores:
     """Micro-sum over documents, as the scorer totals one file."""
-    acc = CorefScores()
-    for s in scores:
-        acc = acc + s
-    return acc
+    return sum(scores, CorefScores())
 
 
 def refuses_to_score(repeated: int, n_metric_passes: int) -> bool:

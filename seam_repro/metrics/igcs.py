@@ -25,7 +25,6 @@ import numpy as np
 
 from seam_repro.errors import InputError, PrerequisiteError
 
-MAX_DIST_REL = 0.15
 MAX_DIST_ABS = 10
 
 # --------------------------------------------------------------------------- tokens
@@ -140,10 +139,10 @@ def parse_answer(text: str) -> ParsedAnswer:
         candidates += [(body[lo:] + "]", True), (body[lo:] + '"]', True)]
     for cand, repaired in candidates:
         value = _loads_array(cand)
+        if value is not None and all(isinstance(v, str) for v in value):
+            return ParsedAnswer(tuple(value), True, repaired)
         if value is not None:
-            if all(isinstance(v, str) for v in value):
-                return ParsedAnswer(tuple(value), True, repaired)
-            return ParsedAnswer((), False)
+            break
     return ParsedAnswer((), False)
 
 
@@ -172,22 +171,13 @@ class GroundedSpan:
         return self.doc >= 0
 
 
-def max_distance(n_tokens: int, rel: float = MAX_DIST_REL, abs_: int = MAX_DIST_ABS) -> int:
-    """Allowed token edits: ⌊rel·n⌋ capped at ``abs_`` (integer arithmetic for rel=0.15)."""
-    rel_part = n_tokens * 15 // 100 if rel == MAX_DIST_REL else int(n_tokens * rel)
-    return min(rel_part, abs_)
-
-
-def _doc_order(n_docs: int, hint: int | None) -> list[int]:
-    order = list(range(n_docs))
-    if hint is not None and 0 <= hint < n_docs:
-        order.remove(hint)
-        order.insert(0, hint)
-    return order
+def max_distance(n_tokens: int) -> int:
+    """Allowed token edits: ⌊0.15·n⌋ (in integer arithmetic) capped at ``MAX_DIST_ABS``."""
+    return min(n_tokens * 15 // 100, MAX_DIST_ABS)
 
 
 def _fuzzy_in_doc(index: SourceIndex, doc: int, pattern: str, p_ids: np.ndarray, k: int) -> tuple[int, int, int] | None:
-    """Best ``(distance, tok_start, tok_end)`` window of one document, or None beyond ``k``.
+    """Best ``(distance, tok_end, tok_start)`` window of one document, or None beyond ``k``.
 
     Only windows of length L±k can be within k edits; of those, a window must hold at least
     max(L, m) − k tokens that occur in the span (each edit spoils at most one aligned token), a
@@ -224,16 +214,10 @@ def _fuzzy_in_doc(index: SourceIndex, doc: int, pattern: str, p_ids: np.ndarray,
         cand = (int(dist[top]), int(ends[top]), int(cs[top]))
         if cand[0] <= k and (best is None or cand < best):
             best = cand
-    if best is None:
-        return None
-    d, end, start = best
-    return d, start, end
+    return best
 
 
-def ground_span(
-    span: str, index: SourceIndex, *, hint_doc: int | None = None, fuzzy: bool = True, rel: float = MAX_DIST_REL,
-    abs_: int = MAX_DIST_ABS,
-) -> GroundedSpan:
+def ground_span(span: str, index: SourceIndex, *, hint_doc: int | None = None, fuzzy: bool = True) -> GroundedSpan:
     """Locate one answer span in the source (App. G).
 
     1. exact substring, 2. substring after lowercasing and whitespace→space, 3. the closest token
@@ -243,7 +227,9 @@ def ground_span(
     """
     if not span.strip():
         return GroundedSpan(span, "empty")
-    order = _doc_order(len(index.documents), hint_doc)
+    order = list(range(len(index.documents)))
+    if hint_doc is not None and 0 <= hint_doc < len(order):
+        order.insert(0, order.pop(hint_doc))
     for mode, hay, needle in (("exact", index.documents, span), ("normalized", index.folded, _fold(span))):
         for d in order:
             pos = hay[d].find(needle)
@@ -254,7 +240,7 @@ def ground_span(
     if not fuzzy:
         return GroundedSpan(span, "dropped")
     toks = [t for t, _, _ in tokenize(span)]
-    k = max_distance(len(toks), rel, abs_)
+    k = max_distance(len(toks))
     if k == 0:
         return GroundedSpan(span, "dropped")
     fresh = iter(range(len(index.vocab), len(index.vocab) + len(toks)))
@@ -266,23 +252,12 @@ def ground_span(
     for rank, d in enumerate(order):
         hit = _fuzzy_in_doc(index, d, pattern, known, k)
         if hit is not None:
-            found.append((hit[0], rank, hit[2], hit[1], d))
+            found.append((hit[0], rank, hit[1], hit[2], d))
     if not found:
         return GroundedSpan(span, "dropped")
     dist, _, t_end, t_start, d = min(found)
     start, end = index.starts[d][t_start], index.ends[d][t_end - 1]
     return GroundedSpan(span, "fuzzy", d, start, end, t_start, t_end, dist, index.documents[d][start:end])
-
-
-def ground_answer(
-    spans: Sequence[str] | Sequence[tuple[str, int]], index: SourceIndex, *, fuzzy: bool = True
-) -> list[GroundedSpan]:
-    """Ground every span; a ``(span, doc)`` pair hints the document it came from."""
-    out = []
-    for item in spans:
-        text, hint = (item, None) if isinstance(item, str) else item
-        out.append(ground_span(text, index, hint_doc=hint, fuzzy=fuzzy))
-    return out
 
 
 # --------------------------------------------------------------------------- scoring
@@ -327,7 +302,7 @@ class InstanceScore:
 
 def ground_reference(spans: Sequence[str], index: SourceIndex, where: str = "reference") -> list[GroundedSpan]:
     """Reference spans must occur in the source (exact or case/whitespace-insensitive)."""
-    out = ground_answer(list(spans), index, fuzzy=False)
+    out = [ground_span(s, index, fuzzy=False) for s in spans]
     for i, g in enumerate(out):
         if not g.grounded:
             raise InputError(where, f"span {i} ({g.text[:50]!r}) does not occur in the source", field="spans")
@@ -346,7 +321,7 @@ def score_instance(
         spans, valid = tuple(prediction), True
     if not references:
         raise InputError("references", "at least one reference selection is required")
-    grounded = tuple(ground_answer(spans, index, fuzzy=fuzzy))
+    grounded = tuple(ground_span(s, index, fuzzy=fuzzy) for s in spans)
     pred_ids = token_ids(grounded)
     best, best_i = None, -1
     for i, ref in enumerate(references):

@@ -165,33 +165,23 @@ def concordance_index(prediction: str, references: Sequence[str]) -> float:
             return 1.0
         pos = {sid: i for i, sid in enumerate(got)}
         ranks = [pos[sid] for sid in gold]  # predicted position of each id, in gold order
-        concordant = _count_increasing_pairs(ranks)
-        return concordant / (n * (n - 1) / 2)
+        return _count_increasing_pairs(ranks) / (n * (n - 1) / 2)
 
     return 100 * _max_over(one, prediction, references)
 
 
-def _count_increasing_pairs(seq: list[int]) -> int:
-    """Pairs i<j with seq[i] < seq[j] (distinct values), by merge counting in O(n log n)."""
-    n = len(seq)
-    inversions = 0
-    arr = list(seq)
-    width = 1
-    while width < n:
-        merged: list[int] = []
-        for lo in range(0, n, 2 * width):
-            left, right = arr[lo : lo + width], arr[lo + width : lo + 2 * width]
-            i = j = 0
-            while i < len(left) and j < len(right):
-                if left[i] <= right[j]:
-                    merged.append(left[i])
-                    i += 1
-                else:
-                    merged.append(right[j])
-                    inversions += len(left) - i
-                    j += 1
-            merged.extend(left[i:])
-            merged.extend(right[j:])
-        arr = merged
-        width *= 2
-    return n * (n - 1) // 2 - inversions
+def _count_increasing_pairs(ranks: list[int]) -> int:
+    """Pairs i<j with ranks[i] < ranks[j] (``ranks`` a permutation of 0..n-1), counted with a
+    Fenwick tree of the ranks seen so far, in O(n log n)."""
+    tree = [0] * (len(ranks) + 1)
+    pairs = 0
+    for r in ranks:
+        i = r
+        while i:  # how many earlier ranks are below r
+            pairs += tree[i]
+            i &= i - 1
+        i = r + 1
+        while i < len(tree):
+            tree[i] += 1
+            i += i & -i
+    return pairs
