@@ -30,7 +30,7 @@ mentions, and a cut ``#begin document`` line is a document of the cut name.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -159,15 +159,12 @@ def parse_clusters(response: str) -> ParsedClusters:
 
 @dataclass(frozen=True)
 class InstanceCorefScore:
-    """One instance scored alone (its own document), plus format flags and diagnostics."""
+    """One instance scored alone (its own document), with its parsed answer."""
 
     instance_id: str
     scores: CorefScores
     parsed: ParsedClusters | None
     """None when the run has no prediction for this instance (scored as an empty response)."""
-    n_gold_mentions: int
-    n_pred_mentions: int
-    n_pred_not_in_gold: int
     gold_read: Literal["whole", "partial", "absent"] = "whole"
     """How much of this instance's gold document the scorer read (as-published mode cuts)."""
 
@@ -203,20 +200,6 @@ class CorefRunScore:
     def conll_f1_printed(self) -> float:
         """CoNLL-F1 (0-100) as SEAM computes it from the perl output (truncated percentages)."""
         return self.scores.conll_f1_printed or 0.0
-
-    @property
-    def format_rate(self) -> float:
-        """Upstream's "correct format" rate (share of instances where a list was found)."""
-        return self._share(lambda p: p.upstream_format_ok)
-
-    @property
-    def valid_rate(self) -> float:
-        """Share of instances whose answer passes the strict list-of-int-lists check."""
-        return self._share(lambda p: p.valid)
-
-    def _share(self, ok: Callable[[ParsedClusters], bool]) -> float:
-        n = len(self.instances)
-        return sum(bool(i.parsed and ok(i.parsed)) for i in self.instances) / n if n else 0.0
 
 
 def score_run(
@@ -273,22 +256,7 @@ def score_run(
                 chains_from_assignment(assignment), p.clusters if p else [], METRICS
             )
         run_total = total(per_doc.values())
-    instances = []
-    for iid, _ in gold:
-        iid = str(iid)
-        p = parsed.get(iid)
-        assignment = gold_by_id[iid]
-        predicted = p.mention_to_cluster if p else {}
-        instances.append(
-            InstanceCorefScore(
-                iid,
-                per_doc[iid],
-                p,
-                len(assignment),
-                len(predicted),
-                sum(1 for m in predicted if m not in assignment),
-                read[iid],
-            )
-        )
+    ids = [str(iid) for iid, _ in gold]
+    instances = [InstanceCorefScore(iid, per_doc[iid], parsed.get(iid), read[iid]) for iid in ids]
     return CorefRunScore(mode, run_total, instances, **extra)
 

@@ -370,17 +370,15 @@ def _parse(source: str) -> ast.Expression:
     """``ast.parse`` of a source ``compile`` accepted. Building Python AST objects recurses in
     Python (``compile`` does not), so a deep tree the compiler takes (``1+1+...`` 2000 terms) gets a
     raised recursion limit for this one call; the compiler already bounded its depth."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    try:
+        return ast.parse(source, mode="eval")
+    except RecursionError:
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, _PARSE_RECURSION_LIMIT))
         try:
             return ast.parse(source, mode="eval")
-        except RecursionError:
-            limit = sys.getrecursionlimit()
-            sys.setrecursionlimit(max(limit, _PARSE_RECURSION_LIMIT))
-            try:
-                return ast.parse(source, mode="eval")
-            finally:
-                sys.setrecursionlimit(limit)
+        finally:
+            sys.setrecursionlimit(limit)
 
 
 def evaluate(source: str) -> Outcome:
@@ -388,13 +386,13 @@ def evaluate(source: str) -> Outcome:
     if len(source) > MAX_SOURCE_CHARS:
         return Outcome("too_large", detail=f"source of {len(source)} characters")
     source = source.lstrip(" \t")  # eval() of a str skips leading spaces and tabs
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # eval's SyntaxWarning/DeprecationWarning are not errors
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # eval's SyntaxWarning/DeprecationWarning are not errors
+        try:
             compile(source, "<model output>", "eval")  # exactly the errors eval raises before running
-    except Exception as exc:  # SyntaxError, ValueError (null bytes), RecursionError, MemoryError
-        return Outcome("raises", detail=f"{type(exc).__name__}: {exc}"[:200])
-    tree = _parse(source)
+        except Exception as exc:  # SyntaxError, ValueError (null bytes), RecursionError, MemoryError
+            return Outcome("raises", detail=f"{type(exc).__name__}: {exc}"[:200])
+        tree = _parse(source)
     try:
         return Outcome("ok", _Interpreter().run(tree))
     except _Refused as exc:

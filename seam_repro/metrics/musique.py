@@ -174,10 +174,6 @@ class QAScore:
     gold_answerable: bool
     combined: float
 
-    @property
-    def answerability_correct(self) -> bool:
-        return self.pred_answerable is not None and self.pred_answerable == self.gold_answerable
-
 
 def corrected(response: str, target: dict[str, Any], aliases: list[str] | tuple[str, ...] = ()) -> QAScore:
     """Answer F1/EM (max over answer + aliases), answerability and the combined score."""

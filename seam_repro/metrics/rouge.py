@@ -16,8 +16,6 @@ from typing import Any
 
 import numpy as np
 
-ROUGE_TYPES: tuple[str, ...] = ("rouge1", "rouge2", "rougeL")
-
 
 @dataclass(frozen=True)
 class RougeResult:

@@ -17,36 +17,21 @@ from collections.abc import Iterator
 Span = tuple[int, int]
 
 
-def _lines(text: str) -> Iterator[tuple[int, int]]:
-    """(start, end) of each line, ``\\n`` excluded (what ``.`` can span)."""
-    start = 0
-    while True:
-        end = text.find("\n", start)
-        if end < 0:
-            yield start, len(text)
-            return
-        yield start, end
-        start = end + 1
-
-
 def brace_span(text: str, *, greedy: bool = True, dotall: bool = False) -> Span | None:
     """Span of ``re.search(r"\\{.*\\}" or r"\\{.*?\\}", text, re.DOTALL if dotall else 0)``.
 
-    The regex starts at the leftmost ``{`` that has a ``}`` after it within reach of ``.``; the
-    greedy form ends at the last such ``}``, the lazy one at the first."""
-    if dotall:
-        start = text.find("{")
-        if start < 0:
-            return None
-        end = text.rfind("}") if greedy else text.find("}", start)
-        return (start, end + 1) if end > start else None
-    for line_start, line_end in _lines(text):
-        start = text.find("{", line_start, line_end)
-        if start < 0:
-            continue
-        end = text.rfind("}", start, line_end) if greedy else text.find("}", start, line_end)
+    The regex starts at the leftmost ``{`` that has a ``}`` after it within reach of ``.`` (its
+    line, or the whole text under DOTALL); the greedy form ends at the last such ``}``, the lazy one
+    at the first."""
+    start = text.find("{")
+    while start >= 0:
+        stop = text.find("\n", start)
+        if dotall or stop < 0:
+            stop = len(text)
+        end = text.rfind("}", start, stop) if greedy else text.find("}", start, stop)
         if end > start:
             return start, end + 1
+        start = text.find("{", stop)
     return None
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import re
-import string
 from collections import Counter
 from collections.abc import Callable, Sequence
 
@@ -56,22 +55,15 @@ def rouge_geometric_mean(prediction: str, references: Sequence[str], *, use_stem
     return {"score": 100 * geo, **{t: 100 * v for t, v in best.items()}}
 
 
-ARTICLES = r"\b(a|an|the)\b"
-"""The "stopwords" of §3.3 as Rajpurkar et al. (2016) and the official script remove them."""
-
-
 def normalize_answer(text: str) -> str:
-    """§3.3 normalisation in the official order: lowercase, drop ASCII punctuation, drop articles,
-    collapse whitespace, then transliterate to ASCII (``unidecode``)."""
+    """§3.3 normalisation in the official order: SQuAD's (lowercase, drop ASCII punctuation, drop the
+    articles a/an/the, collapse whitespace: ``musique.normalize_answer``), then transliteration to
+    ASCII (``unidecode``)."""
     from unidecode import unidecode
 
-    text = text.lower()
-    text = "".join(ch for ch in text if ch not in _PUNCT)
-    text = re.sub(ARTICLES, " ", text)
-    return unidecode(" ".join(text.split()))
+    from seam_repro.metrics.musique import normalize_answer as squad_normalize
 
-
-_PUNCT = frozenset(string.punctuation)
+    return unidecode(squad_normalize(text))
 
 
 def _f1_single(prediction: str, reference: str) -> float:
