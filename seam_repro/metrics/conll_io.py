@@ -183,19 +183,13 @@ def _parse_document(
     return doc, None
 
 
-def parse_conll_text(
-    data: bytes | str, source: str = "<text>", *, require_documents: bool = True
-) -> dict[str, ConllDocument]:
-    """All documents of a CoNLL file's content, keyed by name, in order of last occurrence.
+def parse_conll_file(data: bytes | str, source: str = "<text>", *, require_documents: bool = True) -> ConllFile:
+    """A CoNLL file's content: its documents keyed by name, in order of last occurrence, with the
+    names and first skipped label ``conll-score`` warns about.
 
     ``source`` names the file in error messages. A file without any ``#begin document`` line is an
     error when ``require_documents`` (the perl scorer would silently score nothing).
     """
-    return parse_conll_file(data, source, require_documents=require_documents).documents
-
-
-def parse_conll_file(data: bytes | str, source: str = "<text>", *, require_documents: bool = True) -> ConllFile:
-    """``parse_conll_text`` with the names and first skipped label ``conll-score`` warns about."""
     raw = data.encode("utf-8", errors="surrogateescape") if isinstance(data, str) else data
     # lines as perl's <F> + chomp see them: split on \n only; surrogateescape keeps every byte
     lines = raw.decode("utf-8", errors="surrogateescape").split("\n")
@@ -224,13 +218,8 @@ def parse_conll_file(data: bytes | str, source: str = "<text>", *, require_docum
     return ConllFile(docs, tuple(names), odd)
 
 
-def read_conll(path: str | Path, *, require_documents: bool = True) -> dict[str, ConllDocument]:
-    """Read a CoNLL-2012 (or SEAM two-column) coreference file; see the module docstring for rules."""
-    return read_conll_file(path, require_documents=require_documents).documents
-
-
 def read_conll_file(path: str | Path, *, require_documents: bool = True) -> ConllFile:
-    """``read_conll`` with what ``conll-score`` warns about (the file is read once)."""
+    """Read a CoNLL-2012 (or SEAM two-column) coreference file; see the module docstring for rules."""
     p = Path(path)
     try:
         data = p.read_bytes()
@@ -291,8 +280,8 @@ def score_conll_files(key_path: str | Path, response_path: str | Path, metrics: 
     """Score a key and a response file as ``scorer.pl <metric> KEY RESPONSE`` does for each metric:
     every key document against the response document of the same name (missing = empty), counts
     summed over documents. Raises ``InputError`` where the scorer dies or refuses to score."""
-    return score_conll(read_conll(key_path), read_conll(response_path, require_documents=False), metrics,
-                       response_path)
+    return score_conll(read_conll_file(key_path).documents,
+                       read_conll_file(response_path, require_documents=False).documents, metrics, response_path)
 
 
 def score_conll(key_docs: Mapping[str, ConllDocument], resp_docs: Mapping[str, ConllDocument],

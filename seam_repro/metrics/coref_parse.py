@@ -38,7 +38,7 @@ from seam_repro.errors import InputError
 from seam_repro.metrics.conll_io import (
     chains_from_assignment,
     gold_assignment,
-    parse_conll_text,
+    parse_conll_file,
     seam_gold_text,
     seam_prediction_text,
 )
@@ -230,12 +230,9 @@ def score_run(
         else:
             gold_text, extra["gold_bytes_total"] = published_gold(gold, gold_block_size)
             extra["gold_bytes_read"] = len(gold_text)
-        key_docs = parse_conll_text(gold_text, "<gold conll>", require_documents=False)
-        resp_docs = parse_conll_text(
-            seam_prediction_text((iid, p.mention_to_cluster) for iid, p in parsed.items()),
-            "<prediction conll>",
-            require_documents=False,
-        )
+        key_docs = parse_conll_file(gold_text, "<gold conll>", require_documents=False).documents
+        resp_docs = parse_conll_file(seam_prediction_text((iid, p.mention_to_cluster) for iid, p in parsed.items()),
+                                     "<prediction conll>", require_documents=False).documents
         for name, key in key_docs.items():  # perl scores every document of the key file it read
             resp = resp_docs.get(name)
             per_doc[name] = score_document(key.entities, resp.entities if resp else [], METRICS)
