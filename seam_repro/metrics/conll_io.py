@@ -130,9 +130,8 @@ def _odd_label(line: str) -> str | None:
     return None
 
 
-def _parse_document(
-    lines: list[str], begin: int, end: int | None, name: str, source: str
-) -> tuple[ConllDocument, OddLabel | None]:
+def _parse_document(lines: list[str], begin: int, end: int | None, name: str, source: str
+                    ) -> tuple[ConllDocument, OddLabel | None]:
     """Read the document whose ``#begin document`` is line index ``begin`` and whose first
     ``#end document`` line after it is ``end`` (None: end of file); the scorer's ``GetCoreference``.
     Also returns the document's first label the scorer skips (see ``_odd_label``): only fields

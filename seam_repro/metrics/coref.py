@@ -128,12 +128,10 @@ class CorefScores:
     repeated_mentions: int = 0
 
     def __add__(self, other: CorefScores) -> CorefScores:
-        return CorefScores(
-            self.mentions + other.mentions,
-            *(_add_optional(getattr(self, m), getattr(other, m)) for m in METRICS),
-            n_documents=self.n_documents + other.n_documents,
-            repeated_mentions=self.repeated_mentions + other.repeated_mentions,
-        )
+        return CorefScores(self.mentions + other.mentions,
+                           *(_add_optional(getattr(self, m), getattr(other, m)) for m in METRICS),
+                           n_documents=self.n_documents + other.n_documents,
+                           repeated_mentions=self.repeated_mentions + other.repeated_mentions)
 
     def metric(self, name: str) -> Counts | BlancCounts | None:
         return getattr(self, name)  # type: ignore[no-any-return]
@@ -375,10 +373,8 @@ def _blanc(ident: _Identified) -> BlancCounts:
         base = max(flat_k + flat_r) + 1
         kc, rc = _pairs_coref(key, base), _pairs_coref(resp, base)
         kn, rn = _pairs_noncoref(key, base), _pairs_noncoref(resp, base)
-        return BlancCounts(
-            Counts(len(kc & rc), len(kc), len(kc & rc), len(rc)),
-            Counts(len(kn & rn), len(kn), len(kn & rn), len(rn)),
-        )
+        return BlancCounts(Counts(len(kc & rc), len(kc), len(kc & rc), len(rc)),
+                           Counts(len(kn & rn), len(kn), len(kn & rn), len(rn)))
     # all ids distinct: count links arithmetically (O(mentions) instead of O(mentions^2)); n * (n - 1)
     # is even, so halving the sum is the sum of the halves
     kc = sum([len(c) * (len(c) - 1) for c in key]) // 2
@@ -398,11 +394,8 @@ def _blanc(ident: _Identified) -> BlancCounts:
     return BlancCounts(Counts(same_both, kc, same_both, rc), Counts(isect_n, kn, isect_n, rn))
 
 
-def score_document(
-    key: Sequence[Sequence[Hashable]],
-    response: Sequence[Sequence[Hashable]],
-    metrics: Iterable[str] = METRICS,
-) -> CorefScores:
+def score_document(key: Sequence[Sequence[Hashable]], response: Sequence[Sequence[Hashable]],
+                   metrics: Iterable[str] = METRICS) -> CorefScores:
     """Score one document. ``key``/``response`` are entities as lists of hashable mention keys
     (token spans for CoNLL files, mention ids for id matching)."""
     ident = _identify(key, response)

@@ -202,13 +202,8 @@ class CorefRunScore:
         return self.scores.conll_f1_printed or 0.0
 
 
-def score_run(
-    gold: Sequence[tuple[str, Sequence[Sequence[int]]]],
-    pred: Sequence[tuple[str, str]],
-    mode: Mode = "upstream",
-    *,
-    gold_block_size: int | None = None,
-) -> CorefRunScore:
+def score_run(gold: Sequence[tuple[str, Sequence[Sequence[int]]]], pred: Sequence[tuple[str, str]],
+              mode: Mode = "upstream", *, gold_block_size: int | None = None) -> CorefRunScore:
     """Score one run: ``gold`` = (instance id, gold clusters incl. singletons) in run order, ``pred``
     = (instance id, extracted model answer). Instances are matched by id (a repeated id keeps its
     last entry, like upstream's dicts and the scorer's document names); a gold instance without a
@@ -249,9 +244,7 @@ def score_run(
     else:
         for iid, assignment in gold_by_id.items():
             p = parsed.get(iid)
-            per_doc[iid] = score_document(
-                chains_from_assignment(assignment), p.clusters if p else [], METRICS
-            )
+            per_doc[iid] = score_document(chains_from_assignment(assignment), p.clusters if p else [], METRICS)
         run_total = total(per_doc.values())
     ids = [str(iid) for iid, _ in gold]
     instances = [InstanceCorefScore(iid, per_doc[iid], parsed.get(iid), read[iid]) for iid in ids]

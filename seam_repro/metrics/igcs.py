@@ -310,7 +310,7 @@ def ground_reference(spans: Sequence[str], index: SourceIndex, where: str = "ref
 
 
 def score_instance(
-    prediction: str | Sequence[str], references: Sequence[Sequence[str]], index: SourceIndex, *, fuzzy: bool = True
+    prediction: str | Sequence[str], references: Sequence[Sequence[str]], index: SourceIndex
 ) -> InstanceScore:
     """Parse (when given raw text), ground and score one answer against every reference; the
     reference with the highest F1 wins (first one on ties)."""
@@ -321,7 +321,7 @@ def score_instance(
         spans, valid = tuple(prediction), True
     if not references:
         raise InputError("references", "at least one reference selection is required")
-    grounded = tuple(ground_span(s, index, fuzzy=fuzzy) for s in spans)
+    grounded = tuple(ground_span(s, index) for s in spans)
     pred_ids = token_ids(grounded)
     best, best_i = None, -1
     for i, ref in enumerate(references):

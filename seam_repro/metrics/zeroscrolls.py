@@ -38,10 +38,8 @@ _ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 
 def rouge_geometric_mean(prediction: str, references: Sequence[str], *, use_stemmer: bool = False) -> dict[str, float]:
     """Per-instance ROUGE geometric mean (§3.3): for each of R-1, R-2, R-L the maximal F-measure
-    over the references, then ``(R1*R2*RL)^(1/3)``; all ×100.
-
-    ``use_stemmer=False`` follows the (Zero)SCROLLS metric scripts; SEAM's own ``rouge_geo`` stems.
-    """
+    over the references, then ``(R1*R2*RL)^(1/3)``; all ×100. ``use_stemmer=False`` follows the
+    (Zero)SCROLLS metric scripts; SEAM's own ``rouge_geo`` stems."""
     from rouge_score import rouge_scorer
 
     references = _references(references)
@@ -113,10 +111,8 @@ def first_percentage(text: str) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
-def exponential_similarity(
-    prediction: str, references: Sequence[str], *, d: float = 2.0, c: float = 10.0
-) -> float:
-    """ES(p, p̂) = d^(−c·|p − p̂|) with p, p̂ as fractions (§3.3), ×100; 0 when the prediction has
+def exponential_similarity(prediction: str, references: Sequence[str]) -> float:
+    """ES(p, p̂) = 2^(−10·|p − p̂|) with p, p̂ as fractions (§3.3), ×100; 0 when the prediction has
     no percentage. A reference without a percentage counts as 0% (official behaviour)."""
 
     def one(pred: str, ref: str) -> float:
@@ -125,7 +121,7 @@ def exponential_similarity(
             return 0.0
         p = first_percentage(ref)
         p = 0.0 if p is None else p
-        return d ** (-c * abs(p - p_hat) / 100)
+        return 2.0 ** (-10.0 * abs(p - p_hat) / 100)
 
     return 100 * _max_over(one, prediction, references)
 
