@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 METRICS: tuple[str, ...] = ("muc", "bcub", "ceafm", "ceafe", "blanc")
@@ -161,8 +162,60 @@ class _Identified:
     mentions: Counts
     repeated: int = 0
     kidx: dict[int, int] = field(default_factory=dict)
-    cache: dict[str, Any] = field(default_factory=dict)
-    """Per-document results shared between metrics (the CEAF overlap graph)."""
+
+    @cached_property
+    def overlap(self) -> dict[tuple[int, int], int]:
+        """How many elements of key entity i are found in response entity j (non-zero pairs only;
+        CEAF and BLANC both use it, so it is counted once per document)."""
+        ridx = {m: j for j, chain in enumerate(self.response) for m in chain}
+        counts: dict[tuple[int, int], int] = {}
+        for i, chain in enumerate(self.key):
+            for m in chain:  # perl counts every element of the key chain found in the response chain
+                j = ridx.get(m)
+                if j is not None:
+                    counts[(i, j)] = counts.get((i, j), 0) + 1
+        return counts
+
+    @cached_property
+    def components(self) -> list[Any]:
+        """The connected components of the overlap graph (entities in different components never
+        compete in an assignment): a component of one edge as a list of it, a larger one as (edges,
+        sorted rows, sorted columns, each edge's (row, column) position among those); built once for
+        both CEAF variants."""
+        by_row: dict[int, list[int]] = {}
+        by_col: dict[int, list[int]] = {}
+        for i, j in self.overlap:
+            by_row.setdefault(i, []).append(j)
+            by_col.setdefault(j, []).append(i)
+        seen_rows: set[int] = set()
+        components: list[Any] = []
+        for start, mine in by_row.items():
+            if len(mine) == 1 and len(by_col[mine[0]]) == 1:  # the commonest: one key, one response entity
+                components.append([(start, mine[0])])
+                continue
+            if start in seen_rows:
+                continue
+            seen_rows.add(start)
+            rows, cols, stack, seen_cols = [start], [], [start], set()
+            while stack:
+                for j in by_row[stack.pop()]:
+                    if j not in seen_cols:
+                        seen_cols.add(j)
+                        cols.append(j)
+                        for i in by_col[j]:
+                            if i not in seen_rows:
+                                seen_rows.add(i)
+                                rows.append(i)
+                                stack.append(i)
+            edges = [(i, j) for i in rows for j in by_row[i]]
+            if len(edges) == 1:
+                components.append(edges)
+                continue
+            rows.sort()
+            cols.sort()
+            r_at, c_at = {i: n for n, i in enumerate(rows)}, {j: n for n, j in enumerate(cols)}
+            components.append((edges, rows, cols, [(r_at[i], c_at[j]) for i, j in edges]))
+        return components
 
 
 def _identify(key: Sequence[Sequence[Hashable]], response: Sequence[Sequence[Hashable]]) -> _Identified:
@@ -248,68 +301,6 @@ def _bcub(ident: _Identified) -> Counts:
     return Counts(acum_r, sum(key_lens), acum_p, sum(map(len, ident.response)))
 
 
-def _overlap(ident: _Identified) -> dict[tuple[int, int], int]:
-    """How many elements of key entity i are found in response entity j (non-zero pairs only;
-    CEAF and BLANC both use it, so it is counted once per document)."""
-    counts = ident.cache.get("overlap")
-    if counts is None:
-        ridx = {m: j for j, chain in enumerate(ident.response) for m in chain}
-        counts = {}
-        for i, chain in enumerate(ident.key):
-            for m in chain:  # perl counts every element of the key chain found in the response chain
-                j = ridx.get(m)
-                if j is not None:
-                    counts[(i, j)] = counts.get((i, j), 0) + 1
-        ident.cache["overlap"] = counts
-    return counts  # type: ignore[no-any-return]
-
-
-def _overlap_components(ident: _Identified) -> tuple[dict[tuple[int, int], int], list[Any]]:
-    """The overlap counts and the connected components of that bipartite graph (entities in
-    different components never compete in an assignment): a component of one edge as a list of
-    it, a larger one as (edges, sorted rows, sorted columns, each edge's (row, column) position
-    among those); built once for both CEAF variants."""
-    cached = ident.cache.get("ceaf")
-    if cached is not None:
-        return cached  # type: ignore[no-any-return]
-    counts = _overlap(ident)
-    by_row: dict[int, list[int]] = {}
-    by_col: dict[int, list[int]] = {}
-    for i, j in counts:
-        by_row.setdefault(i, []).append(j)
-        by_col.setdefault(j, []).append(i)
-    seen_rows: set[int] = set()
-    components = []
-    for start, mine in by_row.items():
-        if len(mine) == 1 and len(by_col[mine[0]]) == 1:  # the commonest: one key, one response entity
-            components.append([(start, mine[0])])
-            continue
-        if start in seen_rows:
-            continue
-        seen_rows.add(start)
-        rows, cols, stack, seen_cols = [start], [], [start], set()
-        while stack:
-            for j in by_row[stack.pop()]:
-                if j not in seen_cols:
-                    seen_cols.add(j)
-                    cols.append(j)
-                    for i in by_col[j]:
-                        if i not in seen_rows:
-                            seen_rows.add(i)
-                            rows.append(i)
-                            stack.append(i)
-        edges = [(i, j) for i in rows for j in by_row[i]]
-        if len(edges) == 1:
-            components.append(edges)
-            continue
-        rows.sort()
-        cols.sort()
-        r_at, c_at = {i: n for n, i in enumerate(rows)}, {j: n for n, j in enumerate(cols)}
-        components.append((edges, rows, cols, [(r_at[i], c_at[j]) for i, j in edges]))
-    ident.cache["ceaf"] = (counts, components)
-    return counts, components
-
-
 def _ceaf(ident: _Identified, mention_based: bool) -> Counts:
     """CEAF-m/e: the optimal key/response entity alignment (``scipy.optimize.linear_sum_assignment``
     where perl uses Munkres), solved per connected component of entities that share mentions
@@ -322,7 +313,7 @@ def _ceaf(ident: _Identified, mention_based: bool) -> Counts:
         den_rec, den_pre = sum(1 for c in key if c), sum(1 for c in resp if c)
     if not key or not resp:
         return Counts(0, den_rec, 0, den_pre)
-    counts, components = _overlap_components(ident)
+    counts, components = ident.overlap, ident.components
     if mention_based:
         sim = {ij: float(c) for ij, c in counts.items()}
     else:
@@ -381,7 +372,7 @@ def _blanc(ident: _Identified) -> BlancCounts:
     rc = sum([len(c) * (len(c) - 1) for c in resp]) // 2
     kn = (len(flat_k) ** 2 - sum([len(c) ** 2 for c in key])) // 2
     rn = (len(flat_r) ** 2 - sum([len(c) ** 2 for c in resp])) // 2
-    cell = _overlap(ident)
+    cell = ident.overlap
     in_k: dict[int, int] = {}
     in_r: dict[int, int] = {}
     for (i, j), n in cell.items():

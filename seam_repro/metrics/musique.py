@@ -77,18 +77,16 @@ def _nesting(text: str) -> int:
     return best
 
 
-def safe_literal(text: str) -> tuple[bool, Any]:
-    """Parse a Python literal without executing anything. Returns (ok, value); never raises."""
-    if len(text) > MAX_LITERAL_CHARS or _nesting(text) > MAX_NESTING:
-        return False, None
+def _python_literal(text: str) -> Any:
+    """``ast.literal_eval`` of ``text`` (which executes nothing), or None where it fails."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escapes such as '\_' warn while parsing
             value = ast.literal_eval(text)
         str(value)  # huge ints can parse yet fail to print; treat as unparseable
     except Exception:  # SyntaxError, ValueError, TypeError, MemoryError, RecursionError
-        return False, None
-    return True, value
+        return None
+    return value
 
 
 def upstream_postprocess_detail(response: str) -> tuple[Any, str | None]:
@@ -156,7 +154,7 @@ def parse_answer_dict(response: str) -> dict[str, Any] | None:
                     candidates.append(json.loads(span))
                 except (ValueError, RecursionError):
                     pass
-            candidates.append(safe_literal(span)[1])
+                candidates.append(_python_literal(span))
             candidates.append(upstream_postprocess(span))
             for value in candidates:
                 if isinstance(value, dict) and "is_answerable" in value:
