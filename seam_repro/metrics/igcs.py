@@ -106,15 +106,6 @@ class ParsedAnswer:
 
 
 _FENCE = re.compile(r"^\s*```\w*\s*\n(.*?)\n?```\s*$", re.S)
-_PREAMBLES = ("Selected Content:",)
-
-
-def _loads_array(text: str) -> list[Any] | None:
-    try:
-        value = json.loads(text, strict=False)
-    except (ValueError, RecursionError):
-        return None
-    return value if isinstance(value, list) else None
 
 
 def parse_answer(text: str) -> ParsedAnswer:
@@ -124,10 +115,7 @@ def parse_answer(text: str) -> ParsedAnswer:
     fence), the slice from the first ``[`` to the last ``]`` (drops chatter around the array), and
     the text closed with ``"]`` or ``]`` (a generation cut by the token limit).
     """
-    body = text.strip()
-    for pre in _PREAMBLES:
-        if body.startswith(pre):
-            body = body[len(pre) :].strip()
+    body = text.strip().removeprefix("Selected Content:").strip()
     fence = _FENCE.match(body)
     if fence:
         body = fence.group(1).strip()
@@ -138,11 +126,13 @@ def parse_answer(text: str) -> ParsedAnswer:
     if lo >= 0:
         candidates += [(body[lo:] + "]", True), (body[lo:] + '"]', True)]
     for cand, repaired in candidates:
-        value = _loads_array(cand)
-        if value is not None and all(isinstance(v, str) for v in value):
-            return ParsedAnswer(tuple(value), True, repaired)
-        if value is not None:
-            break
+        try:
+            value = json.loads(cand, strict=False)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(value, list):
+            valid = all(isinstance(v, str) for v in value)
+            return ParsedAnswer(tuple(value), True, repaired) if valid else ParsedAnswer((), False)
     return ParsedAnswer((), False)
 
 
