@@ -89,18 +89,15 @@ _ASCII_SPACE = " \t\n\r\x0b\x0c"
 """Perl's whitespace class on bytes (Python's ASCII whitespace class)."""
 
 
-def _labels(info: str) -> tuple[list[str], list[str], list[str], bool]:
+def _labels(info: str) -> tuple[list[str], list[str], list[str]]:
     """Single, opening and closing entity labels of one coreference field, found as the scorer
     finds them: repeated leftmost ``s///`` removal, double antecedents first, then singles (a
-    removal can make a new match, as in ``((1)2)``), then opens, then closes. The last item says
-    whether the field is plain: all its parts are numeric labels (then it cannot hold a label the
-    scorer skips, and the warning check passes it by)."""
-    plain = _PLAIN.fullmatch(info) is not None
+    removal can make a new match, as in ``((1)2)``), then opens, then closes."""
     info, _ = _remove_all(_DOUBLE_ANTECEDENT, info)
     info, single = _remove_all(_SINGLE, info)
     info, opening = _remove_all(_OPEN, info)
     _, closing = _remove_all(_CLOSE, info)
-    return single, opening, closing, plain
+    return single, opening, closing
 
 
 def _remove_all(pattern: re.Pattern[str], info: str) -> tuple[str, list[str]]:
@@ -140,7 +137,7 @@ def _parse_document(lines: list[str], begin: int, end: int | None, name: str, so
     rows = [i for i, line in enumerate(body) if line.strip(_ASCII_SPACE)]  # token -> its line in body
     fields = [body[i].rstrip("\t").rpartition("\t")[2] for i in rows]
     marked = [(t, f) for t, f in enumerate(fields) if "(" in f or ")" in f]
-    suspect = [t for t, f in enumerate(fields) if f not in _QUIET and "(" not in f and ")" not in f]
+    suspect = [t for t, f in enumerate(fields) if f not in _QUIET and not _PLAIN.fullmatch(f)]
 
     index: dict[str, int] = {}
     entities: list[list[Span]] = []
@@ -153,9 +150,7 @@ def _parse_document(lines: list[str], begin: int, end: int | None, name: str, so
         return e
 
     for token, info in marked:
-        singles, opens, closes, plain = _labels(info)
-        if not plain:
-            suspect.append(token)
+        singles, opens, closes = _labels(info)
         for label in singles:
             entities[entity(label)].append((token, token))
         for label in opens:
