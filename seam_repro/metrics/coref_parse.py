@@ -34,7 +34,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from seam_repro.errors import InputError
 from seam_repro.metrics.conll_io import (
     chains_from_assignment,
     gold_assignment,
@@ -210,10 +209,6 @@ def score_run(gold: Sequence[tuple[str, Sequence[Sequence[int]]]], pred: Sequenc
     prediction scores as an empty response; predictions for unknown ids are ignored.
     ``gold_block_size`` (mode ``upstream`` only): score the gold file as published, i.e. only the
     part perl could read (module docstring); None reads it whole."""
-    if mode not in ("upstream", "corrected"):
-        raise InputError("score_run", f"mode {mode!r}; expected 'upstream' or 'corrected'", field="mode")
-    if gold_block_size is not None and mode != "upstream":
-        raise InputError("score_run", "the gold file is cut only in mode 'upstream'", field="gold_block_size")
     parsed: dict[str, ParsedClusters] = {str(iid): parse_clusters(text) for iid, text in pred}
     gold_by_id = {str(iid): gold_assignment(clusters, "gold", iid) for iid, clusters in gold}
     per_doc: dict[str, CorefScores] = {}
