@@ -6,14 +6,12 @@ Parsing is a port of upstream SEAM ``evaluation_classes/coreference.py::Coref._p
 * every match of ``\\[[\\d, ]+\\]`` (a flat list of digits, commas, spaces) becomes a cluster, in
   order; then, in the text after the last such match, the first ``\\[[\\d, ]+`` (an unclosed list)
   gets a ``]`` appended and becomes one more cluster;
-* upstream's "correct format" flag is "at least one list was found" (empty lists count);
 * clusters with fewer than 2 entries are dropped; each mention maps to the index of the last kept
   cluster that lists it (so ``[[1,2],[2,3]]`` leaves mention 1 alone in cluster 0).
 
 Upstream ``eval``s each match. A match that Python cannot evaluate (``[1 2]``, ``[01]``, ``[,1]``,
 non-ASCII digits, an int over 4300 digits) makes upstream's whole evaluation crash; here it is
-skipped and reported in ``ParsedClusters.upstream_would_crash``. ``valid`` is this kit's stricter
-format check: the whole answer is a list of lists of non-negative integers.
+skipped and reported in ``ParsedClusters.upstream_would_crash``.
 
 Scoring a run (``score_run``) reproduces how SEAM scores one run with the perl scorer: one document
 per instance in a gold and a prediction file, micro-summed over all documents. Mode ``upstream``
@@ -62,7 +60,7 @@ class ParsedClusters:
     mention_to_cluster: dict[int, int]
     """What upstream writes to the prediction file: mention -> index among lists of size >= 2."""
     upstream_format_ok: bool
-    """Upstream's ``correct_format``: at least one list found."""
+    """Upstream's ``correct_format``: at least one list found (empty lists count)."""
     valid: bool
     """Strict check: the whole answer is a list of lists of non-negative integers."""
     upstream_would_crash: tuple[str, ...] = ()
@@ -207,8 +205,7 @@ def score_run(gold: Sequence[tuple[str, Sequence[Sequence[int]]]], pred: Sequenc
     = (instance id, extracted model answer). Instances are matched by id (a repeated id keeps its
     last entry, like upstream's dicts and the scorer's document names); a gold instance without a
     prediction scores as an empty response; predictions for unknown ids are ignored.
-    ``gold_block_size`` (mode ``upstream`` only): score the gold file as published, i.e. only the
-    part perl could read (module docstring); None reads it whole."""
+    ``gold_block_size`` (mode ``upstream`` only): score the gold file as published (module docstring)."""
     parsed: dict[str, ParsedClusters] = {str(iid): parse_clusters(text) for iid, text in pred}
     gold_by_id = {str(iid): gold_assignment(clusters, "gold", iid) for iid, clusters in gold}
     per_doc: dict[str, CorefScores] = {}

@@ -119,8 +119,6 @@ class _Weigher:
 
 
 def _check_value(value: Any, weigh: _Weigher) -> Any:
-    if isinstance(value, bool):
-        return value
     if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
         raise _Refused("too_large", f"int of {value.bit_length()} bits")
     if isinstance(value, (str, bytes, list, tuple, dict, set)) and len(value) > MAX_LEN:

@@ -4,11 +4,9 @@
     (``postprocess`` + ``AnswerMetric``) and ``MusiQue_metrics/answer.py``: find ``\\{.*\\}`` in the
     response, apply upstream's quote fixes, parse it as a Python literal, retry with ``}`` ->
     ``'}``, else keep the raw response; then SQuAD token F1 of ``str(pred)`` vs ``str(gold_dict)``.
-    Upstream calls ``eval``; we never do: ``metrics.literal.evaluate`` returns what ``eval`` returns
-    on every expression without a call, attribute, subscript or name (``{...} or {...}``,
-    ``'a' 'b'``, ``-1``, f-strings...) and takes the ``except`` path elsewhere; where ``eval`` might
-    have succeeded (a name such as ``str``, a value too large to build) the instance records
-    ``eval_divergence``. The ``{...}`` span is found in linear time (``metrics.scan``).
+    Upstream calls ``eval``; we never do: ``metrics.literal.evaluate`` gives ``eval``'s value
+    without running anything, and where ``eval`` might have succeeded (a name such as ``str``, a
+    value too large to build) the instance records ``eval_divergence``.
 (b) corrected (``corrected``): answer F1/EM against the gold answer and its aliases (max, as the
     official MuSiQue ``metrics/answer.py``), answerability, and a combined score: answer F1 when
     gold is answerable and the model says answerable, 100 when both say unanswerable, else 0.
