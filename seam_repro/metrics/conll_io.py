@@ -60,8 +60,6 @@ class ConllDocument:
     name: str
     entities: tuple[tuple[Span, ...], ...]
     n_tokens: int
-    begin_line: int
-    """1-based line number of the ``#begin document`` line (for messages)."""
 
 
 @dataclass(frozen=True)
@@ -169,7 +167,7 @@ def _parse_document(lines: list[str], begin: int, end: int | None, name: str, so
                              f"is never closed; expected '{label})' before "
                              + (f"'#end document' (line {end + 1})" if end is not None else "the end of the file"),
                              field="coreference column")
-    doc = ConllDocument(name, tuple(tuple(spans) for spans in entities), len(fields), begin + 1)
+    doc = ConllDocument(name, tuple(tuple(spans) for spans in entities), len(fields))
     for token in sorted(suspect):
         label = _odd_label(body[rows[token]])
         if label is not None:
