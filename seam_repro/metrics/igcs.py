@@ -177,8 +177,6 @@ def _fuzzy_in_doc(index: SourceIndex, doc: int, pattern: str, p_ids: np.ndarray,
     from rapidfuzz.distance import Levenshtein
 
     n, L = index.n_tokens(doc), len(pattern)
-    if n == 0:
-        return None
     hits = np.concatenate(([0], np.cumsum(np.isin(index.ids[doc], p_ids))))
     if hits[-1] < L - k:
         return None
@@ -188,10 +186,7 @@ def _fuzzy_in_doc(index: SourceIndex, doc: int, pattern: str, p_ids: np.ndarray,
         ok = s[(hits[s + m] - hits[s]) >= max(L, m) - k]
         starts_all.append(ok)
         lens_all.append(np.full(len(ok), m))
-    starts = np.concatenate(starts_all)
-    if len(starts) == 0:
-        return None
-    lens = np.concatenate(lens_all)
+    starts, lens = np.concatenate(starts_all), np.concatenate(lens_all)
     text = index.encoded[doc]
     best: tuple[int, int, int] | None = None
     for chunk in range(0, len(starts), 50_000):
@@ -199,8 +194,7 @@ def _fuzzy_in_doc(index: SourceIndex, doc: int, pattern: str, p_ids: np.ndarray,
         windows = [text[a : a + b] for a, b in zip(cs.tolist(), cl.tolist(), strict=True)]
         dist = process.cdist([pattern], windows, scorer=Levenshtein.distance, score_cutoff=k, dtype=np.int32)[0]
         ends = cs + cl
-        order = np.lexsort((cs, ends, dist))  # distance, then earliest end, then earliest start
-        top = order[0]
+        top = np.lexsort((cs, ends, dist))[0]  # distance, then earliest end, then earliest start
         cand = (int(dist[top]), int(ends[top]), int(cs[top]))
         if cand[0] <= k and (best is None or cand < best):
             best = cand
