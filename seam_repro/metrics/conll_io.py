@@ -77,9 +77,7 @@ class ConllFile:
 def _begin_name(line: str) -> str | None:
     if "begin document" not in line:  # cheap pre-check; the regex decides
         return None
-    if line.endswith("\r"):
-        line = line[:-1]
-    m = _BEGIN.match(line)
+    m = _BEGIN.match(line.removesuffix("\r"))
     return m.group(1) if m else None
 
 

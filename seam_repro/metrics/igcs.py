@@ -17,6 +17,7 @@ import bisect
 import functools
 import json
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -277,11 +278,8 @@ class InstanceScore:
     grounded: tuple[GroundedSpan, ...] = field(repr=False)
 
     def details(self) -> dict[str, Any]:
-        modes: dict[str, int] = {}
-        for g in self.grounded:
-            modes[g.mode] = modes.get(g.mode, 0) + 1
         return {"precision": self.precision, "recall": self.recall, "best_reference": self.best_reference,
-                "n_spans": len(self.grounded), "modes": modes}
+                "n_spans": len(self.grounded), "modes": dict(Counter(g.mode for g in self.grounded))}
 
 
 def ground_reference(spans: Sequence[str], index: SourceIndex, where: str = "reference") -> list[GroundedSpan]:

@@ -24,7 +24,6 @@ def is_valid(task: str, response: str) -> bool:
     if task == "qa":
         return parse_answer_dict(response) is not None
     if task == "coreference":
-        # ``\[[\d, ]*\d[\d, ]*\]`` or ``\[[\d, ]*\d[\d, ]*$`` found, in linear time
         return has_closed_int_list(response) or has_open_int_list_at_end(response)
     if task in ("summarization", "fic"):
         return response.strip() != ""
