@@ -64,8 +64,7 @@ class ConllDocument:
 
 @dataclass(frozen=True)
 class ConllFile:
-    """A whole file as read once: its scored documents, plus what ``conll-score`` warns about
-    (taken from the same pass, so the file is never read twice)."""
+    """A whole file as read once: its scored documents plus what ``conll-score`` warns about."""
 
     documents: dict[str, ConllDocument]
     names: tuple[str, ...]
@@ -97,8 +96,7 @@ def _labels(info: str) -> tuple[list[str], list[str], list[str]]:
 
 
 def _remove_all(pattern: re.Pattern[str], info: str) -> tuple[str, list[str]]:
-    """Perl ``s/pattern//`` (leftmost match) repeated until none is left: the rest and the labels
-    removed (group 1 of each match)."""
+    """Perl ``s/pattern//`` repeated until no match is left: the rest, and group 1 of each match."""
     labels = []
     while m := pattern.search(info):
         info = info[: m.start()] + info[m.end() :]
@@ -276,8 +274,7 @@ def score_conll_files(key_path: str | Path, response_path: str | Path, metrics: 
 
 def score_conll(key_docs: Mapping[str, ConllDocument], resp_docs: Mapping[str, ConllDocument],
                 metrics: Sequence[str], response_path: str | Path) -> CorefScores:
-    """``score_conll_files`` on documents already read (``response_path`` names the response in
-    the refusal message)."""
+    """``score_conll_files`` on documents already read (``response_path`` is named in the refusal)."""
     scores = total(score_document(doc.entities, resp_docs[name].entities if name in resp_docs else (), metrics)
                    for name, doc in key_docs.items())
     if refuses_to_score(scores.repeated_mentions, len(metrics)):

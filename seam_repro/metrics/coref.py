@@ -349,8 +349,7 @@ def _pairs_coref(chains: list[list[int]], base: int) -> set[int]:
 
 
 def _pairs_noncoref(chains: list[list[int]], base: int) -> set[int]:
-    """The scorer's set of non-coreference links (mentions of two different chains), written as
-    in ``_pairs_coref``."""
+    """The scorer's set of non-coreference links (mentions of two different chains), as ``_pairs_coref``."""
     return {x * base + y if x <= y else y * base + x for p, first in enumerate(chains) for second in chains[p + 1:]
             for x in first for y in second}
 

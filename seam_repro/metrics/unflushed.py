@@ -16,9 +16,7 @@ already handed to the operating system. In CPython 3.11 (C ``_io``):
 
 So a gold file under ~8 KiB is empty for perl (CoNLL-F1 0.0), and a larger one loses its tail:
 whole documents, and possibly part of one (cut mid-line). ``bytes_on_disk`` replays these two
-rules on the sequence of write sizes; tests check it against CPython writing real files read from
-another process. ``perl_view`` then drops a cut last line that perl reads as no mention, so the
-kit's reader sees the same mentions perl does.
+rules (tests check it against CPython writing real files read from another process).
 """
 
 from __future__ import annotations

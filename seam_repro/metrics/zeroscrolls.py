@@ -54,9 +54,7 @@ def rouge_geometric_mean(prediction: str, references: Sequence[str], *, use_stem
 
 
 def normalize_answer(text: str) -> str:
-    """§3.3 normalisation in the official order: SQuAD's (lowercase, drop ASCII punctuation, drop the
-    articles a/an/the, collapse whitespace: ``musique.normalize_answer``), then transliteration to
-    ASCII (``unidecode``)."""
+    """§3.3 normalisation in the official order: SQuAD's (``musique.normalize_answer``), then ``unidecode``."""
     from unidecode import unidecode
 
     from seam_repro.metrics.musique import normalize_answer as squad_normalize
@@ -159,8 +157,7 @@ def concordance_index(prediction: str, references: Sequence[str]) -> float:
 
 
 def _count_increasing_pairs(ranks: list[int]) -> int:
-    """Pairs i<j with ranks[i] < ranks[j] (``ranks`` a permutation of 0..n-1), counted with a
-    Fenwick tree of the ranks seen so far, in O(n log n)."""
+    """Pairs i<j with ranks[i] < ranks[j] (a permutation of 0..n-1), by a Fenwick tree in O(n log n)."""
     tree = [0] * (len(ranks) + 1)
     pairs = 0
     for r in ranks:
