@@ -46,7 +46,8 @@ _CLOSED = re.compile(r"\[[\d, ]+\]")  # Unicode \d on purpose: upstream's patter
 _OPEN = re.compile(r"\[[\d, ]+")
 _UPSTREAM_INT_DIGITS = 4300
 """CPython 3.11's default int-string limit: ``eval`` of a longer literal raises SyntaxError."""
-_STRICT_TOKEN = re.compile(r"\s*(?:(\[)|(\])|(,)|([0-9]+)|(.))", re.ASCII | re.DOTALL)
+_STRICT_INNER = r"\[\s*(?:[0-9]+\s*,\s*)*+(?:[0-9]+\s*)?+\]"
+_STRICT = re.compile(rf"\[\s*(?:{_STRICT_INNER}\s*,\s*)*+(?:{_STRICT_INNER}\s*)?+\]", re.ASCII)
 
 Mode = Literal["upstream", "corrected"]
 
@@ -97,35 +98,8 @@ def _int_list(text: str) -> list[int] | None:
 
 def _strictly_valid(text: str) -> bool:
     """True if ``text`` is ``[[int, ...], ...]`` (whitespace and Python-style trailing commas
-    allowed). A single left-to-right pass with a depth cap, so adversarial input cannot make it
-    recurse or backtrack."""
-    depth = 0
-    expect_item = True  # after '[' or ',': an item may follow (']' may too, like Python)
-    done = False
-    for m in _STRICT_TOKEN.finditer(text.strip()):
-        open_, close, comma, number, other = m.groups()
-        if done or other is not None:
-            return False
-        if open_:
-            if not expect_item or depth == 2:
-                return False
-            depth += 1
-            expect_item = True
-        elif close:
-            if depth == 0:
-                return False
-            depth -= 1
-            expect_item = False
-            done = depth == 0
-        elif comma:
-            if depth == 0 or expect_item:
-                return False
-            expect_item = True
-        elif number is not None:
-            if depth != 2 or not expect_item:
-                return False
-            expect_item = False
-    return done
+    allowed); the regex's repeats are possessive, so adversarial input cannot make it backtrack."""
+    return _STRICT.fullmatch(text.strip()) is not None
 
 
 def parse_clusters(response: str) -> ParsedClusters:
