@@ -152,17 +152,18 @@ def _parse_document(lines: list[str], begin: int, end: int | None, name: str, so
         for label in closes:
             e = entity(label)
             if not half.get(e):
-                raise InputError(f"{source}:{begin + 2 + rows[token]}", f"'{label})' closes a mention of entity "
-                                 f"{label} that was never opened; expected an earlier '({label}' in document '{name}'",
+                raise InputError(f"{source}:{begin + 2 + rows[token]}",
+                                 f"'{label})' closes a mention of entity {label} that was never opened; "
+                                 f"expected an earlier '({label}' in document '{name}'",
                                  field="coreference column")
             entities[e].append((half[e].pop(), token))
     for e, starts in half.items():
         if starts:
             label = next(k for k, v in index.items() if v == e)
-            raise InputError(f"{source}:{begin + 2 + rows[starts[-1]]}", f"mention '({label}' of document '{name}' "
-                             f"is never closed; expected '{label})' before "
-                             + (f"'#end document' (line {end + 1})" if end is not None else "the end of the file"),
-                             field="coreference column")
+            where = f"'#end document' (line {end + 1})" if end is not None else "the end of the file"
+            raise InputError(f"{source}:{begin + 2 + rows[starts[-1]]}",
+                             f"mention '({label}' of document '{name}' is never closed; expected '{label})' "
+                             f"before {where}", field="coreference column")
     doc = ConllDocument(name, tuple(tuple(spans) for spans in entities), len(fields))
     for token in sorted(suspect):
         label = _odd_label(body[rows[token]])
@@ -225,7 +226,9 @@ def chains_from_assignment(mention_to_cluster: Mapping[int, int]) -> list[list[i
     return list(order.values())
 
 
-def gold_assignment(clusters: Sequence[Sequence[int]], source: str = "gold", record: object = None) -> dict[int, int]:
+def gold_assignment(
+    clusters: Sequence[Sequence[int]], source: str = "gold", record: object = None
+) -> dict[int, int]:
     """Mention -> cluster index as upstream builds it from a gold target (a mention listed in two
     clusters keeps the later one, as upstream's dict assignment does)."""
     out: dict[int, int] = {}
@@ -233,7 +236,8 @@ def gold_assignment(clusters: Sequence[Sequence[int]], source: str = "gold", rec
         raise InputError(source, "expected a list of clusters (lists of int mention ids)", record, "target")
     for cluster_id, cluster in enumerate(clusters):
         if isinstance(cluster, (str, bytes)) or not isinstance(cluster, Sequence):
-            raise InputError(source, f"cluster {cluster_id} is not a list of int mention ids", record, "target")
+            raise InputError(source, f"cluster {cluster_id} is not a list of int mention ids", record,
+                             "target")
         for mention in cluster:
             if not isinstance(mention, int) or isinstance(mention, bool):
                 raise InputError(source, f"cluster {cluster_id} holds {mention!r}; expected int mention ids",
@@ -268,17 +272,21 @@ def score_conll_files(key_path: str | Path, response_path: str | Path, metrics: 
     """Score a key and a response file as ``scorer.pl <metric> KEY RESPONSE`` does for each metric:
     every key document against the response document of the same name (missing = empty), counts
     summed over documents. Raises ``InputError`` where the scorer dies or refuses to score."""
-    return score_conll(read_conll_file(key_path).documents,
-                       read_conll_file(response_path, require_documents=False).documents, metrics, response_path)
+    key_docs = read_conll_file(key_path).documents
+    resp_docs = read_conll_file(response_path, require_documents=False).documents
+    return score_conll(key_docs, resp_docs, metrics, response_path)
 
 
 def score_conll(key_docs: Mapping[str, ConllDocument], resp_docs: Mapping[str, ConllDocument],
                 metrics: Sequence[str], response_path: str | Path) -> CorefScores:
     """``score_conll_files`` on documents already read (``response_path`` is named in the refusal)."""
-    scores = total(score_document(doc.entities, resp_docs[name].entities if name in resp_docs else (), metrics)
-                   for name, doc in key_docs.items())
+    scores = total(
+        score_document(doc.entities, resp_docs[name].entities if name in resp_docs else (), metrics)
+        for name, doc in key_docs.items()
+    )
     if refuses_to_score(scores.repeated_mentions, len(metrics)):
-        raise InputError(response_path, f"{scores.repeated_mentions} repeated response mention(s) (a span listed "
-                         f"again after it matched a key mention), counted once per metric pass ({len(metrics)}); "
-                         "the reference scorer refuses to score above 10: list each mention once")
+        raise InputError(response_path, f"{scores.repeated_mentions} repeated response mention(s) (a span "
+                         "listed again after it matched a key mention), counted once per metric pass "
+                         f"({len(metrics)}); the reference scorer refuses to score above 10: list each "
+                         "mention once")
     return scores

@@ -46,6 +46,10 @@ _CLOSED = re.compile(r"\[[\d, ]+\]")  # Unicode \d on purpose: upstream's patter
 _OPEN = re.compile(r"\[[\d, ]+")
 _UPSTREAM_INT_DIGITS = 4300
 """CPython 3.11's default int-string limit: ``eval`` of a longer literal raises SyntaxError."""
+_NUMBER = re.compile(r"[0-9]+")
+# an int literal eval takes: zeros (any length), or no leading zero and at most 4300 digits
+_INT = rf"(?:0+|[1-9][0-9]{{0,{_UPSTREAM_INT_DIGITS - 1}}})"
+_INT_LIST = re.compile(rf"\[ *(?:{_INT} *, *)*+(?:{_INT} *)?+\]", re.ASCII)
 _STRICT_INNER = r"\[\s*(?:[0-9]+\s*,\s*)*+(?:[0-9]+\s*)?+\]"
 _STRICT = re.compile(rf"\[\s*(?:{_STRICT_INNER}\s*,\s*)*+(?:{_STRICT_INNER}\s*)?+\]", re.ASCII)
 
@@ -75,25 +79,10 @@ class ParsedClusters:
 
 def _int_list(text: str) -> list[int] | None:
     """The value Python's ``eval`` gives for ``text`` ('[' + digits/commas/spaces + ']'), or None
-    where ``eval`` raises SyntaxError."""
-    inner = text[1:-1]
-    if inner.strip(" ") == "":
-        return []
-    items = inner.split(",")
-    if items[-1].strip(" ") == "":
-        items.pop()  # one trailing comma is allowed
-    out = []
-    for item in items:
-        tok = item.strip(" ")
-        if not tok or not tok.isascii() or not tok.isdigit():
-            return None
-        if tok.strip("0") == "":
-            out.append(0)
-            continue
-        if tok[0] == "0" or len(tok) > _UPSTREAM_INT_DIGITS:
-            return None
-        out.append(int(tok))
-    return out
+    where ``eval`` raises SyntaxError (a missing comma, a leading zero, a non-ASCII digit...)."""
+    if _INT_LIST.fullmatch(text) is None:
+        return None
+    return [0 if n[0] == "0" else int(n) for n in _NUMBER.findall(text)]
 
 
 def _strictly_valid(text: str) -> bool:
@@ -192,8 +181,8 @@ def score_run(gold: Sequence[tuple[str, Sequence[Sequence[int]]]], pred: Sequenc
             gold_text, extra["gold_bytes_total"] = published_gold(gold, gold_block_size)
             extra["gold_bytes_read"] = len(gold_text)
         key_docs = parse_conll_file(gold_text, "<gold conll>", require_documents=False).documents
-        resp_docs = parse_conll_file(seam_prediction_text((iid, p.mention_to_cluster) for iid, p in parsed.items()),
-                                     "<prediction conll>", require_documents=False).documents
+        pred_text = seam_prediction_text((iid, p.mention_to_cluster) for iid, p in parsed.items())
+        resp_docs = parse_conll_file(pred_text, "<prediction conll>", require_documents=False).documents
         for name, key in key_docs.items():  # perl scores every document of the key file it read
             resp = resp_docs.get(name)
             per_doc[name] = score_document(key.entities, resp.entities if resp else [], METRICS)
@@ -210,7 +199,8 @@ def score_run(gold: Sequence[tuple[str, Sequence[Sequence[int]]]], pred: Sequenc
     else:
         for iid, assignment in gold_by_id.items():
             p = parsed.get(iid)
-            per_doc[iid] = score_document(chains_from_assignment(assignment), p.clusters if p else [], METRICS)
+            per_doc[iid] = score_document(chains_from_assignment(assignment), p.clusters if p else [],
+                                          METRICS)
         run_total = total(per_doc.values())
     ids = [str(iid) for iid, _ in gold]
     instances = [InstanceCorefScore(iid, per_doc[iid], parsed.get(iid), read[iid]) for iid in ids]

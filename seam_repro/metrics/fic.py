@@ -115,8 +115,10 @@ def _load(pin: ModelPin, role: str, allow_download: bool = False, **tok_kwargs: 
         raise PrerequisiteError(f"FIC {role} scoring needs torch and transformers ({exc}); run: {INSTALL_HINT}") from exc
     local = Path(pin.id).is_dir()
     if not local and pin.revision is None:
-        raise MissingDataError(f"FIC {role} model {pin.id} has no pinned revision in {PINS_FILE.name}; set "
-                               f"SEAM_REPRO_FIC_{role.upper()}_REVISION=<40-hex commit> after checking it on the Hub")
+        raise MissingDataError(
+            f"FIC {role} model {pin.id} has no pinned revision in {PINS_FILE.name}; "
+            f"set SEAM_REPRO_FIC_{role.upper()}_REVISION=<40-hex commit> after checking it on the Hub"
+        )
     offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
     kwargs: dict[str, Any] = {} if local else {"revision": pin.revision}
     if offline or (not local and not allow_download):
@@ -126,9 +128,11 @@ def _load(pin: ModelPin, role: str, allow_download: bool = False, **tok_kwargs: 
         model = AutoModelForSeq2SeqLM.from_pretrained(pin.id, dtype=torch.float32, **kwargs)
     except Exception as exc:  # hub/network/file errors come in many classes; all mean "not available"
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        how = "offline or not cached" if allow_download else "not in the local cache; pass --fic-download to fetch it"
-        raise MissingDataError(f"FIC {role} model {pin.id}@{pin.revision or 'local'} is not available ({how}): "
-                               f"{first_line}") from exc
+        raise MissingDataError(
+            f"FIC {role} model {pin.id}@{pin.revision or 'local'} is not available "
+            f"({'offline or not cached' if allow_download else 'not in the local cache; pass --fic-download to fetch it'}): "
+            f"{first_line}"
+        ) from exc
     if torch.cuda.is_available():  # flan-t5-xxl is impractical on CPU
         model = model.to("cuda")
     model.eval()

@@ -202,7 +202,9 @@ def _fuzzy_in_doc(index: SourceIndex, doc: int, pattern: str, p_ids: np.ndarray,
     return best
 
 
-def ground_span(span: str, index: SourceIndex, *, hint_doc: int | None = None, fuzzy: bool = True) -> GroundedSpan:
+def ground_span(
+    span: str, index: SourceIndex, *, hint_doc: int | None = None, fuzzy: bool = True
+) -> GroundedSpan:
     """Locate one answer span in the source (App. G).
 
     1. exact substring, 2. substring after lowercasing and whitespace→space, 3. the closest token

@@ -94,8 +94,10 @@ class MetricSpec:
         try:
             return importlib.import_module(self.module)
         except ImportError as exc:
-            raise PrerequisiteError(f"metric '{self.name}' is implemented in {self.module}, which cannot be imported "
-                                    f"({exc}); install the missing package or update the kit") from exc
+            raise PrerequisiteError(
+                f"metric '{self.name}' is implemented in {self.module}, which cannot be imported ({exc}); "
+                "install the missing package or update the kit"
+            ) from exc
 
     def available(self) -> str | None:
         """None when usable, else the reason (for ``--list``)."""

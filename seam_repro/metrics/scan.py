@@ -57,4 +57,5 @@ def has_open_int_list_at_end(text: str) -> bool:
     """``re.search(r"\\[[\\d, ]*\\d[\\d, ]*$", text) is not None``: such a run left open at the end
     of the text (``$`` also matches before one final ``\\n``)."""
     n = len(text)
-    return any(digit and (end == n or (end == n - 1 and text[end] == "\n")) for _, end, digit in _list_runs(text))
+    return any(digit and (end == n or (end == n - 1 and text[end] == "\n"))
+               for _, end, digit in _list_runs(text))

@@ -54,7 +54,8 @@ def rouge_geometric_mean(prediction: str, references: Sequence[str], *, use_stem
 
 
 def normalize_answer(text: str) -> str:
-    """§3.3 normalisation in the official order: SQuAD's (``musique.normalize_answer``), then ``unidecode``."""
+    """§3.3 normalisation in the official order: SQuAD's (``musique.normalize_answer``), then
+    ``unidecode``."""
     from unidecode import unidecode
 
     from seam_repro.metrics.musique import normalize_answer as squad_normalize
