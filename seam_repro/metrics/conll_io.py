@@ -115,10 +115,7 @@ def _odd_label(line: str) -> str | None:
     coref = fields[-1].strip() if len(fields) > 1 else ""
     if not coref or coref in _QUIET:
         return None
-    for part in coref.split("|"):
-        if part and not _LABEL.fullmatch(part):
-            return part
-    return None
+    return next((part for part in coref.split("|") if part and not _LABEL.fullmatch(part)), None)
 
 
 def _parse_document(lines: list[str], begin: int, end: int | None, name: str, source: str
@@ -198,13 +195,13 @@ def parse_conll_file(data: bytes | str, source: str = "<text>", *, require_docum
     if require_documents and not last_begin:
         raise InputError(source, "no '#begin document <name>' line found; expected a CoNLL coreference file")
     docs = {}
-    odd: OddLabel | None = None
+    odd: list[OddLabel] = []
     for name, begin in last_begin.items():
         after = bisect.bisect_right(ends, begin)
         docs[name], found = _parse_document(lines, begin, ends[after] if after < len(ends) else None, name, source)
-        if found is not None and (odd is None or found[0] < odd[0]):
-            odd = found
-    return ConllFile(docs, tuple(names), odd)
+        if found:
+            odd.append(found)
+    return ConllFile(docs, tuple(names), min(odd, default=None))
 
 
 def read_conll_file(path: str | Path, *, require_documents: bool = True) -> ConllFile:

@@ -95,19 +95,13 @@ def parse_clusters(response: str) -> ParsedClusters:
     """Parse one (already extracted) model answer with upstream's rules (module docstring)."""
     lists: list[tuple[int, ...]] = []
     crash: list[str] = []
-    suffix = 0
-    for m in _CLOSED.finditer(response):
-        value = _int_list(m.group())
+    closed = list(_CLOSED.finditer(response))
+    tail = _OPEN.search(response, closed[-1].end() if closed else 0)
+    found = [(m.group(), m.group()) for m in closed] + ([(tail.group(), tail.group() + "]")] if tail else [])
+    for shown, text in found:  # an unclosed tail is evaluated with a "]" appended
+        value = _int_list(text)
         if value is None:
-            crash.append(m.group()[:80])
-        else:
-            lists.append(tuple(value))
-        suffix = max(suffix, m.end())
-    tail = _OPEN.search(response, suffix)
-    if tail is not None:
-        value = _int_list(tail.group() + "]")
-        if value is None:
-            crash.append(tail.group()[:80])
+            crash.append(shown[:80])
         else:
             lists.append(tuple(value))
     assignment: dict[int, int] = {}

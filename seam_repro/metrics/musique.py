@@ -21,6 +21,7 @@ import re
 import string
 import warnings
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 from seam_repro.metrics.literal import evaluate
@@ -65,14 +66,8 @@ def exact_match(gold: str, pred: str) -> float:
 
 # --- safe literal parsing -------------------------------------------------------------------------
 def _nesting(text: str) -> int:
-    depth = best = 0
-    for ch in text:
-        if ch in "([{":
-            depth += 1
-            best = max(best, depth)
-        elif ch in ")]}":
-            depth -= 1
-    return best
+    """Deepest bracket nesting: the highest running count of openers minus closers."""
+    return max(accumulate(((ch in "([{") - (ch in ")]}") for ch in text), initial=0))
 
 
 def _python_literal(text: str) -> Any:
