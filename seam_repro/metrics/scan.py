@@ -12,7 +12,6 @@ the characters for which ``str.isdecimal()`` is true (sre's ``Py_UNICODE_ISDECIM
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 Span = tuple[int, int]
 
@@ -35,27 +34,20 @@ def brace_span(text: str, *, greedy: bool = True, dotall: bool = False) -> Span 
     return None
 
 
-_RUN = re.compile(r"\[[\d, ]*")
-r"""A ``[`` and the maximal ``[\d, ]`` run after it: one greedy class, nothing after it to backtrack
-for, and runs cannot overlap (``[`` is not in the class), so ``finditer`` is linear."""
-_DIGIT = re.compile(r"\d")
-
-
-def _list_runs(text: str) -> Iterator[tuple[int, int, bool]]:
-    """For each ``[``: (its position, end of the run after it, whether the run holds a digit)."""
-    for m in _RUN.finditer(text):
-        yield m.start(), m.end(), _DIGIT.search(text, m.start(), m.end()) is not None
+_INT_RUN = r"\[(?=[, ]*+\d)[\d, ]*+"
+r"""A ``[`` and the maximal ``[\d, ]`` run after it, holding a digit: possessive, so nothing is
+given back, and runs cannot overlap (``[`` is not in the class), so a search is linear."""
+_CLOSED_INT_LIST = re.compile(_INT_RUN + r"\]")
+_OPEN_INT_LIST_AT_END = re.compile(_INT_RUN + r"\n?\Z")
 
 
 def has_closed_int_list(text: str) -> bool:
     """``re.search(r"\\[[\\d, ]*\\d[\\d, ]*\\]", text) is not None``: a bracketed run of digits,
     commas and spaces holding at least one digit."""
-    return any(digit and end < len(text) and text[end] == "]" for _, end, digit in _list_runs(text))
+    return _CLOSED_INT_LIST.search(text) is not None
 
 
 def has_open_int_list_at_end(text: str) -> bool:
     """``re.search(r"\\[[\\d, ]*\\d[\\d, ]*$", text) is not None``: such a run left open at the end
     of the text (``$`` also matches before one final ``\\n``)."""
-    n = len(text)
-    return any(digit and (end == n or (end == n - 1 and text[end] == "\n"))
-               for _, end, digit in _list_runs(text))
+    return _OPEN_INT_LIST_AT_END.search(text) is not None
