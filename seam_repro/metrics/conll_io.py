@@ -80,10 +80,6 @@ def _begin_name(line: str) -> str | None:
     return m.group(1) if m else None
 
 
-_ASCII_SPACE = " \t\n\r\x0b\x0c"
-"""Perl's whitespace class on bytes (Python's ASCII whitespace class)."""
-
-
 def _labels(info: str) -> tuple[list[str], list[str], list[str]]:
     """Single, opening and closing entity labels of one coreference field, found as the scorer
     finds them: repeated leftmost ``s///`` removal, double antecedents first, then singles (a
@@ -125,7 +121,8 @@ def _parse_document(lines: list[str], begin: int, end: int | None, name: str, so
     Also returns the document's first label the scorer skips (see ``_odd_label``): only fields
     that are neither quiet nor plain are looked at for it."""
     body = lines[begin + 1 : len(lines) if end is None else end]
-    rows = [i for i, line in enumerate(body) if line.strip(_ASCII_SPACE)]  # token -> its line in body
+    # token -> its line in body; blank means perl's whitespace class on bytes (ASCII whitespace)
+    rows = [i for i, line in enumerate(body) if line.strip(" \t\n\r\x0b\x0c")]
     fields = [body[i].rstrip("\t").rpartition("\t")[2] for i in rows]
     marked = [(t, f) for t, f in enumerate(fields) if "(" in f or ")" in f]
     suspect = [t for t, f in enumerate(fields) if f not in _QUIET and not _PLAIN.fullmatch(f)]
