@@ -247,6 +247,17 @@ def ground_span(
     return GroundedSpan(span, "fuzzy", d, start, end, t_start, t_end, dist, index.documents[d][start:end])
 
 
+def ground_answer(
+    spans: Sequence[str] | Sequence[tuple[str, int]], index: SourceIndex, *, fuzzy: bool = True
+) -> list[GroundedSpan]:
+    """Ground every span; a ``(span, doc)`` pair hints the document it came from."""
+    out = []
+    for item in spans:
+        text, hint = (item, None) if isinstance(item, str) else item
+        out.append(ground_span(text, index, hint_doc=hint, fuzzy=fuzzy))
+    return out
+
+
 # --------------------------------------------------------------------------- scoring
 
 
@@ -286,7 +297,7 @@ class InstanceScore:
 
 def ground_reference(spans: Sequence[str], index: SourceIndex, where: str = "reference") -> list[GroundedSpan]:
     """Reference spans must occur in the source (exact or case/whitespace-insensitive)."""
-    out = [ground_span(s, index, fuzzy=False) for s in spans]
+    out = ground_answer(list(spans), index, fuzzy=False)
     for i, g in enumerate(out):
         if not g.grounded:
             raise InputError(where, f"span {i} ({g.text[:50]!r}) does not occur in the source", field="spans")
@@ -305,7 +316,7 @@ def score_instance(
         spans, valid = tuple(prediction), True
     if not references:
         raise InputError("references", "at least one reference selection is required")
-    grounded = tuple(ground_span(s, index) for s in spans)
+    grounded = tuple(ground_answer(spans, index))
     pred_ids = token_ids(grounded)
     best, best_i = None, -1
     for i, ref in enumerate(references):
