@@ -136,7 +136,6 @@ class InstanceCorefScore:
 class CorefRunScore:
     """A run's coreference score: micro-summed over all its instances, as the scorer does."""
 
-    mode: Mode
     scores: CorefScores
     instances: list[InstanceCorefScore] = field(default_factory=list)
     gold_bytes_read: int | None = None
@@ -198,5 +197,5 @@ def score_run(gold: Sequence[tuple[str, Sequence[Sequence[int]]]], pred: Sequenc
         run_total = total(per_doc.values())
     ids = [str(iid) for iid, _ in gold]
     instances = [InstanceCorefScore(iid, per_doc[iid], parsed.get(iid), read[iid]) for iid in ids]
-    return CorefRunScore(mode, run_total, instances, **extra)
+    return CorefRunScore(run_total, instances, **extra)
 
