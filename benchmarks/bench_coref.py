@@ -22,7 +22,7 @@ from pathlib import Path
 
 from bench import best_of
 
-from seam_repro.metrics.conll_io import read_conll, score_conll_files
+from seam_repro.metrics.conll_io import read_conll_file, score_conll_files
 from seam_repro.metrics.coref import METRICS
 from seam_repro.metrics.coref_parse import score_run
 
@@ -83,7 +83,7 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory() as tmp:
         key, resp, n_docs = build_files(Path(tmp), args.copies)
-        assert len(read_conll(key)) == n_docs
+        assert len(read_conll_file(key).documents) == n_docs
         t_lib = best_of(lambda: score_conll_files(key, resp, list(METRICS)), 3)
         print(f"documents: {n_docs} ({args.copies} copies of the golden cases without repeated mentions)")
         print(f"conll-score (library, all metrics): {t_lib:.3f} s = {n_docs / t_lib:,.0f} documents/s")

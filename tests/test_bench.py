@@ -15,12 +15,12 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import bench  # noqa: E402
 from synth import conll_pair  # noqa: E402
 
-from seam_repro.metrics.conll_io import parse_conll_text  # noqa: E402
+from seam_repro.metrics.conll_io import parse_conll_file  # noqa: E402
 
 
 def test_conll_pair_has_the_requested_shape() -> None:
     key, resp = conll_pair(random.Random(1), n_docs=5, n_tokens=40)
-    k, r = parse_conll_text(key), parse_conll_text(resp)
+    k, r = parse_conll_file(key).documents, parse_conll_file(resp).documents
     assert list(k) == list(r) == [f"(d{i}); part 000" for i in range(5)]
     assert all(doc.n_tokens == 40 for doc in k.values())
     assert all(doc.entities for doc in k.values())

@@ -14,8 +14,8 @@ from seam_repro.errors import InputError
 from seam_repro.metrics.conll_io import (
     chains_from_assignment,
     gold_assignment,
-    parse_conll_text,
-    read_conll,
+    parse_conll_file,
+    read_conll_file,
     seam_gold_text,
     seam_prediction_text,
 )
@@ -38,7 +38,7 @@ def test_reader_rules_hand_built() -> None:
         "#end document\n"
         "not in any document\t(9)\n"
     )
-    docs = parse_conll_text(text, "t.conll")
+    docs = parse_conll_file(text, "t.conll").documents
     doc = docs["(a); part 0"]
     assert doc.n_tokens == 6
     # entity order = first appearance of the label: 1, 01, 2
@@ -49,19 +49,19 @@ def test_reader_rules_hand_built() -> None:
 def test_tc_a_key_spans_as_scorer_reads_them() -> None:
     """Spans printed by scorer.pl's verbose output for TC-A.key (the blank line between the two
     sentences is not a token)."""
-    doc = read_conll(GOLDEN / "DataFiles/TC-A.key")["(LuoTestCase); "]
+    doc = read_conll_file(GOLDEN / "DataFiles/TC-A.key").documents["(LuoTestCase); "]
     assert doc.entities == (((0, 1),), ((3, 6), (9, 9)), ((11, 12), (14, 14), (16, 18)))
     assert doc.n_tokens == 20
 
 
 def test_duplicate_document_name_last_wins_and_crlf() -> None:
     text = "#begin document x\r\nd\t(0)\r\nd\t(0)\r\n#end document\r\n#begin document x\r\nd\t(5)\r\n#end document\r\n"
-    docs = parse_conll_text(text.encode(), "t")
+    docs = parse_conll_file(text.encode(), "t").documents
     assert list(docs) == ["x"] and docs["x"].entities == (((0, 0),),)
 
 
 def test_missing_end_document_is_accepted_like_perl() -> None:
-    docs = parse_conll_text("#begin document y\nd\t(3)\nd\t(3)\n", "t")
+    docs = parse_conll_file("#begin document y\nd\t(3)\nd\t(3)\n", "t").documents
     assert docs["y"].entities == (((0, 0), (1, 1)),)
 
 
@@ -76,14 +76,14 @@ def test_missing_end_document_is_accepted_like_perl() -> None:
 )
 def test_reader_errors_name_file_line_and_expectation(text: str, where: str, what: str) -> None:
     with pytest.raises(InputError) as err:
-        parse_conll_text(text, "t.conll")
+        parse_conll_file(text, "t.conll")
     msg = str(err.value)
     assert msg.startswith(where) and what in msg and "\n" not in msg
 
 
 def test_unreadable_file(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="cannot read"):
-        read_conll(tmp_path / "missing.conll")
+        read_conll_file(tmp_path / "missing.conll")
 
 
 def test_seam_writers_exact_format() -> None:
@@ -94,7 +94,7 @@ def test_seam_writers_exact_format() -> None:
     pred = seam_prediction_text([("36", {5: 0, 1: 0, 12: 1, 4: 1})])
     assert pred == "#begin document id=36\n1\t(0)\n4\t(1)\n5\t(0)\n12\t(1)\n#end document\n"
     # the scorer reads them back by line position
-    doc = parse_conll_text(gold, "g")["id=36"]
+    doc = parse_conll_file(gold, "g").documents["id=36"]
     assert doc.entities == (((0, 0), (2, 2)), ((1, 1),))
 
 

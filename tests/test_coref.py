@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from seam_repro.errors import InputError
-from seam_repro.metrics.conll_io import read_conll, score_conll_files
+from seam_repro.metrics.conll_io import read_conll_file, score_conll_files
 from seam_repro.metrics.coref import (
     METRICS,
     Counts,
@@ -40,8 +40,8 @@ CASES = json.loads((GOLDEN / "expected_metrics.json").read_text())["cases"] if G
 def test_reference_scorer_cases(case: dict) -> None:
     """All 36 cases of test/CorefMetricTestConfig.pm, each metric run alone as test.pl does;
     tolerance is test.pl's: summed |delta| of (R, P, F1) below 1e-4."""
-    key = read_conll(GOLDEN / case["key_file"])
-    resp = read_conll(GOLDEN / case["response_file"])
+    key = read_conll_file(GOLDEN / case["key_file"]).documents
+    resp = read_conll_file(GOLDEN / case["response_file"]).documents
     for metric, exp in case["expected"].items():
         got = total(
             score_document(doc.entities, resp[n].entities if n in resp else [], [metric])

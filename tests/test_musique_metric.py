@@ -60,7 +60,7 @@ def test_corrected_aliases_and_combined() -> None:
     q = m.corrected('{"is_answerable": true, "answer_content": "City of Light"}', GOLD, ["City of Light"])
     assert (q.answer_f1, q.answer_em, q.combined, q.pred_answerable) == (100.0, 100.0, 100.0, True)
     q = m.corrected("{'is_answerable': 'no', 'answer_content': ''}", {"is_answerable": False, "answer_content": "X"})
-    assert q.combined == 100.0 and q.answerability_correct
+    assert q.combined == 100.0 and q.pred_answerable is False and q.gold_answerable is False
     q = m.corrected("{'is_answerable': False, 'answer_content': 'Paris'}", GOLD)
     assert q.answer_f1 == 100.0 and q.combined == 0.0
     q = m.corrected("I think Paris", GOLD)

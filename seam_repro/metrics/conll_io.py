@@ -60,14 +60,11 @@ class ConllDocument:
     name: str
     entities: tuple[tuple[Span, ...], ...]
     n_tokens: int
-    begin_line: int
-    """1-based line number of the ``#begin document`` line (for messages)."""
 
 
 @dataclass(frozen=True)
 class ConllFile:
-    """A whole file as read once: its scored documents, plus what ``conll-score`` warns about
-    (taken from the same pass, so the file is never read twice)."""
+    """A whole file as read once: its scored documents plus what ``conll-score`` warns about."""
 
     documents: dict[str, ConllDocument]
     names: tuple[str, ...]
@@ -76,58 +73,31 @@ class ConllFile:
     """The first label in a scored document that is not a number (the scorer ignores it)."""
 
 
-def _split_lines(text: str) -> list[str]:
-    """Lines as perl's ``<F>`` + ``chomp`` see them: split on ``\\n`` only (``text`` is the file's
-    bytes decoded with surrogateescape, so no byte is lost)."""
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return lines
-
-
 def _begin_name(line: str) -> str | None:
     if "begin document" not in line:  # cheap pre-check; the regex decides
         return None
-    if line.endswith("\r"):
-        line = line[:-1]
-    m = _BEGIN.match(line)
+    m = _BEGIN.match(line.removesuffix("\r"))
     return m.group(1) if m else None
 
 
-def _remove_first(pattern: re.Pattern[str], text: str) -> tuple[str, str | None]:
-    """Perl ``s/pattern//`` once: remove the leftmost match, return the new text and group 1."""
-    m = pattern.search(text)
-    if m is None:
-        return text, None
-    return text[: m.start()] + text[m.end() :], m.group(1)
-
-
-_ASCII_SPACE = " \t\n\r\x0b\x0c"
-"""Perl's whitespace class on bytes (Python's ASCII whitespace class)."""
-
-
-def _labels(info: str) -> tuple[list[str], list[str], list[str], bool]:
+def _labels(info: str) -> tuple[list[str], list[str], list[str]]:
     """Single, opening and closing entity labels of one coreference field, found as the scorer
     finds them: repeated leftmost ``s///`` removal, double antecedents first, then singles (a
-    removal can make a new match, as in ``((1)2)``), then opens, then closes. The last item says
-    whether the field is plain: all its parts are numeric labels (then it cannot hold a label the
-    scorer skips, and the warning check passes it by)."""
-    plain = _PLAIN.fullmatch(info) is not None
+    removal can make a new match, as in ``((1)2)``), then opens, then closes."""
     info, _ = _remove_all(_DOUBLE_ANTECEDENT, info)
     info, single = _remove_all(_SINGLE, info)
     info, opening = _remove_all(_OPEN, info)
     _, closing = _remove_all(_CLOSE, info)
-    return single, opening, closing, plain
+    return single, opening, closing
 
 
 def _remove_all(pattern: re.Pattern[str], info: str) -> tuple[str, list[str]]:
-    """Repeated leftmost removal of ``pattern`` until none is left: the rest and the labels removed."""
+    """Perl ``s/pattern//`` repeated until no match is left: the rest, and group 1 of each match."""
     labels = []
-    while True:
-        info, label = _remove_first(pattern, info)
-        if label is None:
-            return info, labels
-        labels.append(label)
+    while m := pattern.search(info):
+        info = info[: m.start()] + info[m.end() :]
+        labels.append(m.group(1))
+    return info, labels
 
 
 def _odd_label(line: str) -> str | None:
@@ -141,90 +111,73 @@ def _odd_label(line: str) -> str | None:
     coref = fields[-1].strip() if len(fields) > 1 else ""
     if not coref or coref in _QUIET:
         return None
-    for part in coref.split("|"):
-        if part and not _LABEL.fullmatch(part):
-            return part
-    return None
+    return next((part for part in coref.split("|") if part and not _LABEL.fullmatch(part)), None)
 
 
-def _parse_document(
-    lines: list[str], begin: int, end: int | None, name: str, source: str
-) -> tuple[ConllDocument, OddLabel | None]:
+def _parse_document(lines: list[str], begin: int, end: int | None, name: str, source: str
+                    ) -> tuple[ConllDocument, OddLabel | None]:
     """Read the document whose ``#begin document`` is line index ``begin`` and whose first
     ``#end document`` line after it is ``end`` (None: end of file); the scorer's ``GetCoreference``.
     Also returns the document's first label the scorer skips (see ``_odd_label``): only fields
     that are neither quiet nor plain are looked at for it."""
     body = lines[begin + 1 : len(lines) if end is None else end]
-    fields = [line.rstrip("\t").rpartition("\t")[2] for line in body if line.strip(_ASCII_SPACE)]
+    # token -> its line in body; blank means perl's whitespace class on bytes (ASCII whitespace)
+    rows = [i for i, line in enumerate(body) if line.strip(" \t\n\r\x0b\x0c")]
+    fields = [body[i].rstrip("\t").rpartition("\t")[2] for i in rows]
     marked = [(t, f) for t, f in enumerate(fields) if "(" in f or ")" in f]
-    suspect = [t for t, f in enumerate(fields) if f not in _QUIET and "(" not in f and ")" not in f]
-
-    def lineno(token: int) -> int:  # 1-based line number of a token, for messages only
-        return [begin + 2 + i for i, line in enumerate(body) if line.strip(_ASCII_SPACE)][token]
+    suspect = [t for t, f in enumerate(fields) if f not in _QUIET and not _PLAIN.fullmatch(f)]
 
     index: dict[str, int] = {}
     entities: list[list[Span]] = []
     half: dict[int, list[int]] = {}
+
+    def entity(label: str) -> int:  # entities are numbered in order of first sight
+        e = index.setdefault(label, len(index))
+        if e == len(entities):
+            entities.append([])
+        return e
+
     for token, info in marked:
-        singles, opens, closes, plain = _labels(info)
-        if not plain:
-            suspect.append(token)
+        singles, opens, closes = _labels(info)
         for label in singles:
-            e = index.setdefault(label, len(index))
-            if e == len(entities):
-                entities.append([])
-            entities[e].append((token, token))
+            entities[entity(label)].append((token, token))
         for label in opens:
-            e = index.setdefault(label, len(index))
-            if e == len(entities):
-                entities.append([])
-            half.setdefault(e, []).append(token)
+            half.setdefault(entity(label), []).append(token)
         for label in closes:
-            e = index.setdefault(label, len(index))
-            if e == len(entities):
-                entities.append([])
+            e = entity(label)
             if not half.get(e):
-                raise InputError(
-                    f"{source}:{lineno(token)}",
-                    f"'{label})' closes a mention of entity {label} that was never opened; "
-                    f"expected an earlier '({label}' in document '{name}'",
-                    field="coreference column",
-                )
+                raise InputError(f"{source}:{begin + 2 + rows[token]}",
+                                 f"'{label})' closes a mention of entity {label} that was never opened; "
+                                 f"expected an earlier '({label}' in document '{name}'",
+                                 field="coreference column")
             entities[e].append((half[e].pop(), token))
     for e, starts in half.items():
         if starts:
             label = next(k for k, v in index.items() if v == e)
-            raise InputError(
-                f"{source}:{lineno(starts[-1])}",
-                f"mention '({label}' of document '{name}' is never closed; expected '{label})' before "
-                + (f"'#end document' (line {end + 1})" if end is not None else "the end of the file"),
-                field="coreference column",
-            )
-    doc = ConllDocument(name, tuple(tuple(spans) for spans in entities), len(fields), begin + 1)
-    if suspect:
-        rows = [i for i, line in enumerate(body) if line.strip(_ASCII_SPACE)]
-        for token in sorted(suspect):
-            label = _odd_label(body[rows[token]])
-            if label is not None:
-                return doc, (begin + 2 + rows[token], label)
+            where = f"'#end document' (line {end + 1})" if end is not None else "the end of the file"
+            raise InputError(f"{source}:{begin + 2 + rows[starts[-1]]}",
+                             f"mention '({label}' of document '{name}' is never closed; expected '{label})' "
+                             f"before {where}", field="coreference column")
+    doc = ConllDocument(name, tuple(tuple(spans) for spans in entities), len(fields))
+    for token in sorted(suspect):
+        label = _odd_label(body[rows[token]])
+        if label is not None:
+            return doc, (begin + 2 + rows[token], label)
     return doc, None
 
 
-def parse_conll_text(
-    data: bytes | str, source: str = "<text>", *, require_documents: bool = True
-) -> dict[str, ConllDocument]:
-    """All documents of a CoNLL file's content, keyed by name, in order of last occurrence.
+def parse_conll_file(data: bytes | str, source: str = "<text>", *, require_documents: bool = True) -> ConllFile:
+    """A CoNLL file's content: its documents keyed by name, in order of last occurrence, with the
+    names and first skipped label ``conll-score`` warns about.
 
     ``source`` names the file in error messages. A file without any ``#begin document`` line is an
     error when ``require_documents`` (the perl scorer would silently score nothing).
     """
-    return parse_conll_file(data, source, require_documents=require_documents).documents
-
-
-def parse_conll_file(data: bytes | str, source: str = "<text>", *, require_documents: bool = True) -> ConllFile:
-    """``parse_conll_text`` with the names and first skipped label ``conll-score`` warns about."""
     raw = data.encode("utf-8", errors="surrogateescape") if isinstance(data, str) else data
-    lines = _split_lines(raw.decode("utf-8", errors="surrogateescape"))
+    # lines as perl's <F> + chomp see them: split on \n only; surrogateescape keeps every byte
+    lines = raw.decode("utf-8", errors="surrogateescape").split("\n")
+    if lines[-1] == "":
+        lines.pop()
     last_begin: dict[str, int] = {}  # name -> line index of its last begin line (so in file order)
     names: list[str] = []
     ends: list[int] = []
@@ -239,22 +192,17 @@ def parse_conll_file(data: bytes | str, source: str = "<text>", *, require_docum
     if require_documents and not last_begin:
         raise InputError(source, "no '#begin document <name>' line found; expected a CoNLL coreference file")
     docs = {}
-    odd: OddLabel | None = None
+    odd: list[OddLabel] = []
     for name, begin in last_begin.items():
         after = bisect.bisect_right(ends, begin)
         docs[name], found = _parse_document(lines, begin, ends[after] if after < len(ends) else None, name, source)
-        if found is not None and (odd is None or found[0] < odd[0]):
-            odd = found
-    return ConllFile(docs, tuple(names), odd)
-
-
-def read_conll(path: str | Path, *, require_documents: bool = True) -> dict[str, ConllDocument]:
-    """Read a CoNLL-2012 (or SEAM two-column) coreference file; see the module docstring for rules."""
-    return read_conll_file(path, require_documents=require_documents).documents
+        if found:
+            odd.append(found)
+    return ConllFile(docs, tuple(names), min(odd, default=None))
 
 
 def read_conll_file(path: str | Path, *, require_documents: bool = True) -> ConllFile:
-    """``read_conll`` with what ``conll-score`` warns about (the file is read once)."""
+    """Read a CoNLL-2012 (or SEAM two-column) coreference file; see the module docstring for rules."""
     p = Path(path)
     try:
         data = p.read_bytes()
@@ -282,31 +230,22 @@ def gold_assignment(
         raise InputError(source, "expected a list of clusters (lists of int mention ids)", record, "target")
     for cluster_id, cluster in enumerate(clusters):
         if isinstance(cluster, (str, bytes)) or not isinstance(cluster, Sequence):
-            raise InputError(
-                source, f"cluster {cluster_id} is not a list of int mention ids", record, "target"
-            )
+            raise InputError(source, f"cluster {cluster_id} is not a list of int mention ids", record,
+                             "target")
         for mention in cluster:
             if not isinstance(mention, int) or isinstance(mention, bool):
-                raise InputError(
-                    source,
-                    f"cluster {cluster_id} holds {mention!r}; expected int mention ids",
-                    record,
-                    "target",
-                )
+                raise InputError(source, f"cluster {cluster_id} holds {mention!r}; expected int mention ids",
+                                 record, "target")
             out[mention] = cluster_id
     return out
 
 
-def _check_id(instance_id: str) -> str:
+def seam_block(instance_id: str, mention_to_cluster: Mapping[int, int]) -> str:
+    """One ``#begin document id=...`` block exactly as upstream writes it."""
     text = str(instance_id)
     if "\n" in text or "\r" in text:
         raise InputError("conll writer", f"instance id {text!r} contains a line break; ids must be one line")
-    return text
-
-
-def seam_block(instance_id: str, mention_to_cluster: Mapping[int, int]) -> str:
-    """One ``#begin document id=...`` block exactly as upstream writes it."""
-    parts = [f"#begin document id={_check_id(instance_id)}\n"]
+    parts = [f"#begin document id={text}\n"]
     parts.extend(f"{m}\t({mention_to_cluster[m]})\n" for m in sorted(mention_to_cluster))
     parts.append("#end document\n")
     return "".join(parts)
@@ -327,23 +266,21 @@ def score_conll_files(key_path: str | Path, response_path: str | Path, metrics: 
     """Score a key and a response file as ``scorer.pl <metric> KEY RESPONSE`` does for each metric:
     every key document against the response document of the same name (missing = empty), counts
     summed over documents. Raises ``InputError`` where the scorer dies or refuses to score."""
-    return score_conll(read_conll(key_path), read_conll(response_path, require_documents=False), metrics,
-                       response_path)
+    key_docs = read_conll_file(key_path).documents
+    resp_docs = read_conll_file(response_path, require_documents=False).documents
+    return score_conll(key_docs, resp_docs, metrics, response_path)
 
 
 def score_conll(key_docs: Mapping[str, ConllDocument], resp_docs: Mapping[str, ConllDocument],
                 metrics: Sequence[str], response_path: str | Path) -> CorefScores:
-    """``score_conll_files`` on documents already read (``response_path`` names the response in
-    the refusal message)."""
+    """``score_conll_files`` on documents already read (``response_path`` is named in the refusal)."""
     scores = total(
         score_document(doc.entities, resp_docs[name].entities if name in resp_docs else (), metrics)
         for name, doc in key_docs.items()
     )
     if refuses_to_score(scores.repeated_mentions, len(metrics)):
-        raise InputError(
-            response_path,
-            f"{scores.repeated_mentions} repeated response mention(s) (a span listed again after it matched "
-            f"a key mention), counted once per metric pass ({len(metrics)}); the reference scorer refuses "
-            "to score above 10: list each mention once",
-        )
+        raise InputError(response_path, f"{scores.repeated_mentions} repeated response mention(s) (a span "
+                         "listed again after it matched a key mention), counted once per metric pass "
+                         f"({len(metrics)}); the reference scorer refuses to score above 10: list each "
+                         "mention once")
     return scores

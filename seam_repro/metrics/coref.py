@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 METRICS: tuple[str, ...] = ("muc", "bcub", "ceafm", "ceafe", "blanc")
@@ -53,12 +54,8 @@ class Counts:
     precision_den: float = 0
 
     def __add__(self, other: Counts) -> Counts:
-        return Counts(
-            self.recall_num + other.recall_num,
-            self.recall_den + other.recall_den,
-            self.precision_num + other.precision_num,
-            self.precision_den + other.precision_den,
-        )
+        return Counts(self.recall_num + other.recall_num, self.recall_den + other.recall_den,
+                      self.precision_num + other.precision_num, self.precision_den + other.precision_den)
 
     @property
     def recall(self) -> float:
@@ -132,32 +129,30 @@ class CorefScores:
     repeated_mentions: int = 0
 
     def __add__(self, other: CorefScores) -> CorefScores:
-        return CorefScores(
-            self.mentions + other.mentions,
-            *(_add_optional(getattr(self, m), getattr(other, m)) for m in METRICS),
-            n_documents=self.n_documents + other.n_documents,
-            repeated_mentions=self.repeated_mentions + other.repeated_mentions,
-        )
+        return CorefScores(self.mentions + other.mentions,
+                           *(_add_optional(getattr(self, m), getattr(other, m)) for m in METRICS),
+                           n_documents=self.n_documents + other.n_documents,
+                           repeated_mentions=self.repeated_mentions + other.repeated_mentions)
 
     def metric(self, name: str) -> Counts | BlancCounts | None:
         return getattr(self, name)  # type: ignore[no-any-return]
 
+    def _conll_parts(self) -> list[Counts] | None:
+        parts = [self.muc, self.bcub, self.ceafe]
+        return None if any(p is None for p in parts) else parts  # type: ignore[return-value]
+
     @property
     def conll_f1(self) -> float | None:
         """Mean of MUC, B3 and CEAF-e F1 on the 0-100 scale (None if one of them is missing)."""
-        parts = [self.muc, self.bcub, self.ceafe]
-        if any(p is None for p in parts):
-            return None
-        return sum(p.f1 for p in parts) / 3 * 100  # type: ignore[union-attr]
+        parts = self._conll_parts()
+        return None if parts is None else sum(p.f1 for p in parts) / 3 * 100
 
     @property
     def conll_f1_printed(self) -> float | None:
         """What SEAM's parser of the perl output computes: the mean of the three F1 percentages
         as printed (truncated to 2 decimals)."""
-        parts = [self.muc, self.bcub, self.ceafe]
-        if any(p is None for p in parts):
-            return None
-        return sum(perl_percent(p.f1) for p in parts) / 3  # type: ignore[union-attr]
+        parts = self._conll_parts()
+        return None if parts is None else sum(perl_percent(p.f1) for p in parts) / 3
 
 
 @dataclass
@@ -167,8 +162,60 @@ class _Identified:
     mentions: Counts
     repeated: int = 0
     kidx: dict[int, int] = field(default_factory=dict)
-    cache: dict[str, Any] = field(default_factory=dict)
-    """Per-document results shared between metrics (the CEAF overlap graph)."""
+
+    @cached_property
+    def overlap(self) -> dict[tuple[int, int], int]:
+        """How many elements of key entity i are found in response entity j (non-zero pairs only;
+        CEAF and BLANC both use it, so it is counted once per document)."""
+        ridx = {m: j for j, chain in enumerate(self.response) for m in chain}
+        counts: dict[tuple[int, int], int] = {}
+        for i, chain in enumerate(self.key):
+            for m in chain:  # perl counts every element of the key chain found in the response chain
+                j = ridx.get(m)
+                if j is not None:
+                    counts[(i, j)] = counts.get((i, j), 0) + 1
+        return counts
+
+    @cached_property
+    def components(self) -> list[Any]:
+        """The connected components of the overlap graph (entities in different components never
+        compete in an assignment): a component of one edge as a list of it, a larger one as (edges,
+        sorted rows, sorted columns, each edge's (row, column) position among those); built once for
+        both CEAF variants."""
+        by_row: dict[int, list[int]] = {}
+        by_col: dict[int, list[int]] = {}
+        for i, j in self.overlap:
+            by_row.setdefault(i, []).append(j)
+            by_col.setdefault(j, []).append(i)
+        seen_rows: set[int] = set()
+        components: list[Any] = []
+        for start, mine in by_row.items():
+            if len(mine) == 1 and len(by_col[mine[0]]) == 1:  # the commonest: one key, one response entity
+                components.append([(start, mine[0])])
+                continue
+            if start in seen_rows:
+                continue
+            seen_rows.add(start)
+            rows, cols, stack, seen_cols = [start], [], [start], set()
+            while stack:
+                for j in by_row[stack.pop()]:
+                    if j not in seen_cols:
+                        seen_cols.add(j)
+                        cols.append(j)
+                        for i in by_col[j]:
+                            if i not in seen_rows:
+                                seen_rows.add(i)
+                                rows.append(i)
+                                stack.append(i)
+            edges = [(i, j) for i in rows for j in by_row[i]]
+            if len(edges) == 1:
+                components.append(edges)
+                continue
+            rows.sort()
+            cols.sort()
+            r_at, c_at = {i: n for n, i in enumerate(rows)}, {j: n for n, j in enumerate(cols)}
+            components.append((edges, rows, cols, [(r_at[i], c_at[j]) for i, j in edges]))
+        return components
 
 
 def _identify(key: Sequence[Sequence[Hashable]], response: Sequence[Sequence[Hashable]]) -> _Identified:
@@ -254,68 +301,6 @@ def _bcub(ident: _Identified) -> Counts:
     return Counts(acum_r, sum(key_lens), acum_p, sum(map(len, ident.response)))
 
 
-def _overlap(ident: _Identified) -> dict[tuple[int, int], int]:
-    """How many elements of key entity i are found in response entity j (non-zero pairs only;
-    CEAF and BLANC both use it, so it is counted once per document)."""
-    counts = ident.cache.get("overlap")
-    if counts is None:
-        ridx = {m: j for j, chain in enumerate(ident.response) for m in chain}
-        counts = {}
-        for i, chain in enumerate(ident.key):
-            for m in chain:  # perl counts every element of the key chain found in the response chain
-                j = ridx.get(m)
-                if j is not None:
-                    counts[(i, j)] = counts.get((i, j), 0) + 1
-        ident.cache["overlap"] = counts
-    return counts  # type: ignore[no-any-return]
-
-
-def _overlap_components(ident: _Identified) -> tuple[dict[tuple[int, int], int], list[Any]]:
-    """The overlap counts and the connected components of that bipartite graph (entities in
-    different components never compete in an assignment): a component of one edge as a list of
-    it, a larger one as (edges, sorted rows, sorted columns, each edge's (row, column) position
-    among those); built once for both CEAF variants."""
-    cached = ident.cache.get("ceaf")
-    if cached is not None:
-        return cached  # type: ignore[no-any-return]
-    counts = _overlap(ident)
-    by_row: dict[int, list[int]] = {}
-    by_col: dict[int, list[int]] = {}
-    for i, j in counts:
-        by_row.setdefault(i, []).append(j)
-        by_col.setdefault(j, []).append(i)
-    seen_rows: set[int] = set()
-    components = []
-    for start, mine in by_row.items():
-        if len(mine) == 1 and len(by_col[mine[0]]) == 1:  # the commonest: one key, one response entity
-            components.append([(start, mine[0])])
-            continue
-        if start in seen_rows:
-            continue
-        seen_rows.add(start)
-        rows, cols, stack, seen_cols = [start], [], [start], set()
-        while stack:
-            for j in by_row[stack.pop()]:
-                if j not in seen_cols:
-                    seen_cols.add(j)
-                    cols.append(j)
-                    for i in by_col[j]:
-                        if i not in seen_rows:
-                            seen_rows.add(i)
-                            rows.append(i)
-                            stack.append(i)
-        edges = [(i, j) for i in rows for j in by_row[i]]
-        if len(edges) == 1:
-            components.append(edges)
-            continue
-        rows.sort()
-        cols.sort()
-        r_at, c_at = {i: n for n, i in enumerate(rows)}, {j: n for n, j in enumerate(cols)}
-        components.append((edges, rows, cols, [(r_at[i], c_at[j]) for i, j in edges]))
-    ident.cache["ceaf"] = (counts, components)
-    return counts, components
-
-
 def _ceaf(ident: _Identified, mention_based: bool) -> Counts:
     """CEAF-m/e: the optimal key/response entity alignment (``scipy.optimize.linear_sum_assignment``
     where perl uses Munkres), solved per connected component of entities that share mentions
@@ -328,7 +313,7 @@ def _ceaf(ident: _Identified, mention_based: bool) -> Counts:
         den_rec, den_pre = sum(1 for c in key if c), sum(1 for c in resp if c)
     if not key or not resp:
         return Counts(0, den_rec, 0, den_pre)
-    counts, components = _overlap_components(ident)
+    counts, components = ident.overlap, ident.components
     if mention_based:
         sim = {ij: float(c) for ij, c in counts.items()}
     else:
@@ -364,8 +349,7 @@ def _pairs_coref(chains: list[list[int]], base: int) -> set[int]:
 
 
 def _pairs_noncoref(chains: list[list[int]], base: int) -> set[int]:
-    """The scorer's set of non-coreference links (mentions of two different chains), written as
-    in ``_pairs_coref``."""
+    """The scorer's set of non-coreference links (mentions of two different chains), as ``_pairs_coref``."""
     return {x * base + y if x <= y else y * base + x for p, first in enumerate(chains) for second in chains[p + 1:]
             for x in first for y in second}
 
@@ -379,17 +363,15 @@ def _blanc(ident: _Identified) -> BlancCounts:
         base = max(flat_k + flat_r) + 1
         kc, rc = _pairs_coref(key, base), _pairs_coref(resp, base)
         kn, rn = _pairs_noncoref(key, base), _pairs_noncoref(resp, base)
-        return BlancCounts(
-            Counts(len(kc & rc), len(kc), len(kc & rc), len(rc)),
-            Counts(len(kn & rn), len(kn), len(kn & rn), len(rn)),
-        )
+        return BlancCounts(Counts(len(kc & rc), len(kc), len(kc & rc), len(rc)),
+                           Counts(len(kn & rn), len(kn), len(kn & rn), len(rn)))
     # all ids distinct: count links arithmetically (O(mentions) instead of O(mentions^2)); n * (n - 1)
     # is even, so halving the sum is the sum of the halves
     kc = sum([len(c) * (len(c) - 1) for c in key]) // 2
     rc = sum([len(c) * (len(c) - 1) for c in resp]) // 2
     kn = (len(flat_k) ** 2 - sum([len(c) ** 2 for c in key])) // 2
     rn = (len(flat_r) ** 2 - sum([len(c) ** 2 for c in resp])) // 2
-    cell = _overlap(ident)
+    cell = ident.overlap
     in_k: dict[int, int] = {}
     in_r: dict[int, int] = {}
     for (i, j), n in cell.items():
@@ -402,18 +384,12 @@ def _blanc(ident: _Identified) -> BlancCounts:
     return BlancCounts(Counts(same_both, kc, same_both, rc), Counts(isect_n, kn, isect_n, rn))
 
 
-def score_document(
-    key: Sequence[Sequence[Hashable]],
-    response: Sequence[Sequence[Hashable]],
-    metrics: Iterable[str] = METRICS,
-) -> CorefScores:
+def score_document(key: Sequence[Sequence[Hashable]], response: Sequence[Sequence[Hashable]],
+                   metrics: Iterable[str] = METRICS) -> CorefScores:
     """Score one document. ``key``/``response`` are entities as lists of hashable mention keys
     (token spans for CoNLL files, mention ids for id matching)."""
     ident = _identify(key, response)
     wanted = set(metrics)
-    unknown = wanted - set(METRICS)
-    if unknown:
-        raise ValueError(f"unknown coreference metric(s) {sorted(unknown)}; expected {list(METRICS)}")
     return CorefScores(
         ident.mentions,
         muc=_muc(ident) if "muc" in wanted else None,
@@ -428,10 +404,7 @@ def score_document(
 
 def total(scores: Iterable[CorefScores]) -> CorefScores:
     """Micro-sum over documents, as the scorer totals one file."""
-    acc = CorefScores()
-    for s in scores:
-        acc = acc + s
-    return acc
+    return sum(scores, CorefScores())
 
 
 def refuses_to_score(repeated: int, n_metric_passes: int) -> bool:

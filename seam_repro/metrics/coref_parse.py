@@ -6,14 +6,12 @@ Parsing is a port of upstream SEAM ``evaluation_classes/coreference.py::Coref._p
 * every match of ``\\[[\\d, ]+\\]`` (a flat list of digits, commas, spaces) becomes a cluster, in
   order; then, in the text after the last such match, the first ``\\[[\\d, ]+`` (an unclosed list)
   gets a ``]`` appended and becomes one more cluster;
-* upstream's "correct format" flag is "at least one list was found" (empty lists count);
 * clusters with fewer than 2 entries are dropped; each mention maps to the index of the last kept
   cluster that lists it (so ``[[1,2],[2,3]]`` leaves mention 1 alone in cluster 0).
 
 Upstream ``eval``s each match. A match that Python cannot evaluate (``[1 2]``, ``[01]``, ``[,1]``,
 non-ASCII digits, an int over 4300 digits) makes upstream's whole evaluation crash; here it is
-skipped and reported in ``ParsedClusters.upstream_would_crash``. ``valid`` is this kit's stricter
-format check: the whole answer is a list of lists of non-negative integers.
+skipped and reported in ``ParsedClusters.upstream_would_crash``.
 
 Scoring a run (``score_run``) reproduces how SEAM scores one run with the perl scorer: one document
 per instance in a gold and a prediction file, micro-summed over all documents. Mode ``upstream``
@@ -30,15 +28,14 @@ mentions, and a cut ``#begin document`` line is a document of the cut name.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from seam_repro.errors import InputError
 from seam_repro.metrics.conll_io import (
     chains_from_assignment,
     gold_assignment,
-    parse_conll_text,
+    parse_conll_file,
     seam_gold_text,
     seam_prediction_text,
 )
@@ -49,7 +46,12 @@ _CLOSED = re.compile(r"\[[\d, ]+\]")  # Unicode \d on purpose: upstream's patter
 _OPEN = re.compile(r"\[[\d, ]+")
 _UPSTREAM_INT_DIGITS = 4300
 """CPython 3.11's default int-string limit: ``eval`` of a longer literal raises SyntaxError."""
-_STRICT_TOKEN = re.compile(r"\s*(?:(\[)|(\])|(,)|([0-9]+)|(.))", re.ASCII | re.DOTALL)
+_NUMBER = re.compile(r"[0-9]+")
+# an int literal eval takes: zeros (any length), or no leading zero and at most 4300 digits
+_INT = rf"(?:0+|[1-9][0-9]{{0,{_UPSTREAM_INT_DIGITS - 1}}})"
+_INT_LIST = re.compile(rf"\[ *(?:{_INT} *, *)*+(?:{_INT} *)?+\]", re.ASCII)
+_STRICT_INNER = r"\[\s*(?:[0-9]+\s*,\s*)*+(?:[0-9]+\s*)?+\]"
+_STRICT = re.compile(rf"\[\s*(?:{_STRICT_INNER}\s*,\s*)*+(?:{_STRICT_INNER}\s*)?+\]", re.ASCII)
 
 Mode = Literal["upstream", "corrected"]
 
@@ -63,7 +65,7 @@ class ParsedClusters:
     mention_to_cluster: dict[int, int]
     """What upstream writes to the prediction file: mention -> index among lists of size >= 2."""
     upstream_format_ok: bool
-    """Upstream's ``correct_format``: at least one list found."""
+    """Upstream's ``correct_format``: at least one list found (empty lists count)."""
     valid: bool
     """Strict check: the whole answer is a list of lists of non-negative integers."""
     upstream_would_crash: tuple[str, ...] = ()
@@ -77,77 +79,29 @@ class ParsedClusters:
 
 def _int_list(text: str) -> list[int] | None:
     """The value Python's ``eval`` gives for ``text`` ('[' + digits/commas/spaces + ']'), or None
-    where ``eval`` raises SyntaxError."""
-    inner = text[1:-1]
-    if inner.strip(" ") == "":
-        return []
-    items = inner.split(",")
-    if items[-1].strip(" ") == "":
-        items.pop()  # one trailing comma is allowed
-    out = []
-    for item in items:
-        tok = item.strip(" ")
-        if not tok or not tok.isascii() or not tok.isdigit():
-            return None
-        if tok.strip("0") == "":
-            out.append(0)
-            continue
-        if tok[0] == "0" or len(tok) > _UPSTREAM_INT_DIGITS:
-            return None
-        out.append(int(tok))
-    return out
+    where ``eval`` raises SyntaxError (a missing comma, a leading zero, a non-ASCII digit...)."""
+    if _INT_LIST.fullmatch(text) is None:
+        return None
+    return [0 if n[0] == "0" else int(n) for n in _NUMBER.findall(text)]
 
 
 def _strictly_valid(text: str) -> bool:
     """True if ``text`` is ``[[int, ...], ...]`` (whitespace and Python-style trailing commas
-    allowed). A single left-to-right pass with a depth cap, so adversarial input cannot make it
-    recurse or backtrack."""
-    depth = 0
-    expect_item = True  # after '[' or ',': an item may follow (']' may too, like Python)
-    done = False
-    for m in _STRICT_TOKEN.finditer(text.strip()):
-        open_, close, comma, number, other = m.groups()
-        if done or other is not None:
-            return False
-        if open_:
-            if not expect_item or depth == 2:
-                return False
-            depth += 1
-            expect_item = True
-        elif close:
-            if depth == 0:
-                return False
-            depth -= 1
-            expect_item = False
-            done = depth == 0
-        elif comma:
-            if depth == 0 or expect_item:
-                return False
-            expect_item = True
-        elif number is not None:
-            if depth != 2 or not expect_item:
-                return False
-            expect_item = False
-    return done
+    allowed); the regex's repeats are possessive, so adversarial input cannot make it backtrack."""
+    return _STRICT.fullmatch(text.strip()) is not None
 
 
 def parse_clusters(response: str) -> ParsedClusters:
     """Parse one (already extracted) model answer with upstream's rules (module docstring)."""
     lists: list[tuple[int, ...]] = []
     crash: list[str] = []
-    suffix = 0
-    for m in _CLOSED.finditer(response):
-        value = _int_list(m.group())
+    closed = list(_CLOSED.finditer(response))
+    tail = _OPEN.search(response, closed[-1].end() if closed else 0)
+    found = [(m.group(), m.group()) for m in closed] + ([(tail.group(), tail.group() + "]")] if tail else [])
+    for shown, text in found:  # an unclosed tail is evaluated with a "]" appended
+        value = _int_list(text)
         if value is None:
-            crash.append(m.group()[:80])
-        else:
-            lists.append(tuple(value))
-        suffix = max(suffix, m.end())
-    tail = _OPEN.search(response, suffix)
-    if tail is not None:
-        value = _int_list(tail.group() + "]")
-        if value is None:
-            crash.append(tail.group()[:80])
+            crash.append(shown[:80])
         else:
             lists.append(tuple(value))
     assignment: dict[int, int] = {}
@@ -159,15 +113,12 @@ def parse_clusters(response: str) -> ParsedClusters:
 
 @dataclass(frozen=True)
 class InstanceCorefScore:
-    """One instance scored alone (its own document), plus format flags and diagnostics."""
+    """One instance scored alone (its own document), with its parsed answer."""
 
     instance_id: str
     scores: CorefScores
     parsed: ParsedClusters | None
     """None when the run has no prediction for this instance (scored as an empty response)."""
-    n_gold_mentions: int
-    n_pred_mentions: int
-    n_pred_not_in_gold: int
     gold_read: Literal["whole", "partial", "absent"] = "whole"
     """How much of this instance's gold document the scorer read (as-published mode cuts)."""
 
@@ -185,7 +136,6 @@ class InstanceCorefScore:
 class CorefRunScore:
     """A run's coreference score: micro-summed over all its instances, as the scorer does."""
 
-    mode: Mode
     scores: CorefScores
     instances: list[InstanceCorefScore] = field(default_factory=list)
     gold_bytes_read: int | None = None
@@ -204,38 +154,14 @@ class CorefRunScore:
         """CoNLL-F1 (0-100) as SEAM computes it from the perl output (truncated percentages)."""
         return self.scores.conll_f1_printed or 0.0
 
-    @property
-    def format_rate(self) -> float:
-        """Upstream's "correct format" rate (share of instances where a list was found)."""
-        return self._share(lambda p: p.upstream_format_ok)
 
-    @property
-    def valid_rate(self) -> float:
-        """Share of instances whose answer passes the strict list-of-int-lists check."""
-        return self._share(lambda p: p.valid)
-
-    def _share(self, ok: Callable[[ParsedClusters], bool]) -> float:
-        n = len(self.instances)
-        return sum(bool(i.parsed and ok(i.parsed)) for i in self.instances) / n if n else 0.0
-
-
-def score_run(
-    gold: Sequence[tuple[str, Sequence[Sequence[int]]]],
-    pred: Sequence[tuple[str, str]],
-    mode: Mode = "upstream",
-    *,
-    gold_block_size: int | None = None,
-) -> CorefRunScore:
+def score_run(gold: Sequence[tuple[str, Sequence[Sequence[int]]]], pred: Sequence[tuple[str, str]],
+              mode: Mode = "upstream", *, gold_block_size: int | None = None) -> CorefRunScore:
     """Score one run: ``gold`` = (instance id, gold clusters incl. singletons) in run order, ``pred``
     = (instance id, extracted model answer). Instances are matched by id (a repeated id keeps its
     last entry, like upstream's dicts and the scorer's document names); a gold instance without a
     prediction scores as an empty response; predictions for unknown ids are ignored.
-    ``gold_block_size`` (mode ``upstream`` only): score the gold file as published, i.e. only the
-    part perl could read (module docstring); None reads it whole."""
-    if mode not in ("upstream", "corrected"):
-        raise InputError("score_run", f"mode {mode!r}; expected 'upstream' or 'corrected'", field="mode")
-    if gold_block_size is not None and mode != "upstream":
-        raise InputError("score_run", "the gold file is cut only in mode 'upstream'", field="gold_block_size")
+    ``gold_block_size`` (mode ``upstream`` only): score the gold file as published (module docstring)."""
     parsed: dict[str, ParsedClusters] = {str(iid): parse_clusters(text) for iid, text in pred}
     gold_by_id = {str(iid): gold_assignment(clusters, "gold", iid) for iid, clusters in gold}
     per_doc: dict[str, CorefScores] = {}
@@ -247,12 +173,9 @@ def score_run(
         else:
             gold_text, extra["gold_bytes_total"] = published_gold(gold, gold_block_size)
             extra["gold_bytes_read"] = len(gold_text)
-        key_docs = parse_conll_text(gold_text, "<gold conll>", require_documents=False)
-        resp_docs = parse_conll_text(
-            seam_prediction_text((iid, p.mention_to_cluster) for iid, p in parsed.items()),
-            "<prediction conll>",
-            require_documents=False,
-        )
+        key_docs = parse_conll_file(gold_text, "<gold conll>", require_documents=False).documents
+        pred_text = seam_prediction_text((iid, p.mention_to_cluster) for iid, p in parsed.items())
+        resp_docs = parse_conll_file(pred_text, "<prediction conll>", require_documents=False).documents
         for name, key in key_docs.items():  # perl scores every document of the key file it read
             resp = resp_docs.get(name)
             per_doc[name] = score_document(key.entities, resp.entities if resp else [], METRICS)
@@ -269,26 +192,10 @@ def score_run(
     else:
         for iid, assignment in gold_by_id.items():
             p = parsed.get(iid)
-            per_doc[iid] = score_document(
-                chains_from_assignment(assignment), p.clusters if p else [], METRICS
-            )
+            per_doc[iid] = score_document(chains_from_assignment(assignment), p.clusters if p else [],
+                                          METRICS)
         run_total = total(per_doc.values())
-    instances = []
-    for iid, _ in gold:
-        iid = str(iid)
-        p = parsed.get(iid)
-        assignment = gold_by_id[iid]
-        predicted = p.mention_to_cluster if p else {}
-        instances.append(
-            InstanceCorefScore(
-                iid,
-                per_doc[iid],
-                p,
-                len(assignment),
-                len(predicted),
-                sum(1 for m in predicted if m not in assignment),
-                read[iid],
-            )
-        )
-    return CorefRunScore(mode, run_total, instances, **extra)
+    ids = [str(iid) for iid, _ in gold]
+    instances = [InstanceCorefScore(iid, per_doc[iid], parsed.get(iid), read[iid]) for iid in ids]
+    return CorefRunScore(run_total, instances, **extra)
 

@@ -62,9 +62,8 @@ def load_pins(path: Path = PINS_FILE) -> tuple[ModelPin, ModelPin]:
     for key, env in (("faithfulness_model", "FAITHFULNESS"), ("coverage_model", "COVERAGE")):
         entry = fic[key]
         model_id = os.environ.get(f"SEAM_REPRO_FIC_{env}_MODEL") or entry["id"]
-        revision = os.environ.get(f"SEAM_REPRO_FIC_{env}_REVISION") or (
-            entry["revision"] if model_id == entry["id"] else None
-        )
+        revision = (os.environ.get(f"SEAM_REPRO_FIC_{env}_REVISION")
+                    or (entry["revision"] if model_id == entry["id"] else None))
         pins.append(ModelPin(model_id, revision, entry.get("max_length")))
     return pins[0], pins[1]
 

@@ -17,6 +17,7 @@ import bisect
 import functools
 import json
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -25,7 +26,6 @@ import numpy as np
 
 from seam_repro.errors import InputError, PrerequisiteError
 
-MAX_DIST_REL = 0.15
 MAX_DIST_ABS = 10
 
 # --------------------------------------------------------------------------- tokens
@@ -107,15 +107,6 @@ class ParsedAnswer:
 
 
 _FENCE = re.compile(r"^\s*```\w*\s*\n(.*?)\n?```\s*$", re.S)
-_PREAMBLES = ("Selected Content:",)
-
-
-def _loads_array(text: str) -> list[Any] | None:
-    try:
-        value = json.loads(text, strict=False)
-    except (ValueError, RecursionError):
-        return None
-    return value if isinstance(value, list) else None
 
 
 def parse_answer(text: str) -> ParsedAnswer:
@@ -125,10 +116,7 @@ def parse_answer(text: str) -> ParsedAnswer:
     fence), the slice from the first ``[`` to the last ``]`` (drops chatter around the array), and
     the text closed with ``"]`` or ``]`` (a generation cut by the token limit).
     """
-    body = text.strip()
-    for pre in _PREAMBLES:
-        if body.startswith(pre):
-            body = body[len(pre) :].strip()
+    body = text.strip().removeprefix("Selected Content:").strip()
     fence = _FENCE.match(body)
     if fence:
         body = fence.group(1).strip()
@@ -139,11 +127,13 @@ def parse_answer(text: str) -> ParsedAnswer:
     if lo >= 0:
         candidates += [(body[lo:] + "]", True), (body[lo:] + '"]', True)]
     for cand, repaired in candidates:
-        value = _loads_array(cand)
-        if value is not None:
-            if all(isinstance(v, str) for v in value):
-                return ParsedAnswer(tuple(value), True, repaired)
-            return ParsedAnswer((), False)
+        try:
+            value = json.loads(cand, strict=False)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(value, list):
+            valid = all(isinstance(v, str) for v in value)
+            return ParsedAnswer(tuple(value), True, repaired) if valid else ParsedAnswer((), False)
     return ParsedAnswer((), False)
 
 
@@ -172,22 +162,13 @@ class GroundedSpan:
         return self.doc >= 0
 
 
-def max_distance(n_tokens: int, rel: float = MAX_DIST_REL, abs_: int = MAX_DIST_ABS) -> int:
-    """Allowed token edits: ⌊rel·n⌋ capped at ``abs_`` (integer arithmetic for rel=0.15)."""
-    rel_part = n_tokens * 15 // 100 if rel == MAX_DIST_REL else int(n_tokens * rel)
-    return min(rel_part, abs_)
-
-
-def _doc_order(n_docs: int, hint: int | None) -> list[int]:
-    order = list(range(n_docs))
-    if hint is not None and 0 <= hint < n_docs:
-        order.remove(hint)
-        order.insert(0, hint)
-    return order
+def max_distance(n_tokens: int) -> int:
+    """Allowed token edits: ⌊0.15·n⌋ (in integer arithmetic) capped at ``MAX_DIST_ABS``."""
+    return min(n_tokens * 15 // 100, MAX_DIST_ABS)
 
 
 def _fuzzy_in_doc(index: SourceIndex, doc: int, pattern: str, p_ids: np.ndarray, k: int) -> tuple[int, int, int] | None:
-    """Best ``(distance, tok_start, tok_end)`` window of one document, or None beyond ``k``.
+    """Best ``(distance, tok_end, tok_start)`` window of one document, or None beyond ``k``.
 
     Only windows of length L±k can be within k edits; of those, a window must hold at least
     max(L, m) − k tokens that occur in the span (each edit spoils at most one aligned token), a
@@ -197,8 +178,6 @@ def _fuzzy_in_doc(index: SourceIndex, doc: int, pattern: str, p_ids: np.ndarray,
     from rapidfuzz.distance import Levenshtein
 
     n, L = index.n_tokens(doc), len(pattern)
-    if n == 0:
-        return None
     hits = np.concatenate(([0], np.cumsum(np.isin(index.ids[doc], p_ids))))
     if hits[-1] < L - k:
         return None
@@ -208,10 +187,7 @@ def _fuzzy_in_doc(index: SourceIndex, doc: int, pattern: str, p_ids: np.ndarray,
         ok = s[(hits[s + m] - hits[s]) >= max(L, m) - k]
         starts_all.append(ok)
         lens_all.append(np.full(len(ok), m))
-    starts = np.concatenate(starts_all)
-    if len(starts) == 0:
-        return None
-    lens = np.concatenate(lens_all)
+    starts, lens = np.concatenate(starts_all), np.concatenate(lens_all)
     text = index.encoded[doc]
     best: tuple[int, int, int] | None = None
     for chunk in range(0, len(starts), 50_000):
@@ -219,20 +195,15 @@ def _fuzzy_in_doc(index: SourceIndex, doc: int, pattern: str, p_ids: np.ndarray,
         windows = [text[a : a + b] for a, b in zip(cs.tolist(), cl.tolist(), strict=True)]
         dist = process.cdist([pattern], windows, scorer=Levenshtein.distance, score_cutoff=k, dtype=np.int32)[0]
         ends = cs + cl
-        order = np.lexsort((cs, ends, dist))  # distance, then earliest end, then earliest start
-        top = order[0]
+        top = np.lexsort((cs, ends, dist))[0]  # distance, then earliest end, then earliest start
         cand = (int(dist[top]), int(ends[top]), int(cs[top]))
         if cand[0] <= k and (best is None or cand < best):
             best = cand
-    if best is None:
-        return None
-    d, end, start = best
-    return d, start, end
+    return best
 
 
 def ground_span(
-    span: str, index: SourceIndex, *, hint_doc: int | None = None, fuzzy: bool = True, rel: float = MAX_DIST_REL,
-    abs_: int = MAX_DIST_ABS,
+    span: str, index: SourceIndex, *, hint_doc: int | None = None, fuzzy: bool = True
 ) -> GroundedSpan:
     """Locate one answer span in the source (App. G).
 
@@ -243,7 +214,9 @@ def ground_span(
     """
     if not span.strip():
         return GroundedSpan(span, "empty")
-    order = _doc_order(len(index.documents), hint_doc)
+    order = list(range(len(index.documents)))
+    if hint_doc is not None and 0 <= hint_doc < len(order):
+        order.insert(0, order.pop(hint_doc))
     for mode, hay, needle in (("exact", index.documents, span), ("normalized", index.folded, _fold(span))):
         for d in order:
             pos = hay[d].find(needle)
@@ -254,7 +227,7 @@ def ground_span(
     if not fuzzy:
         return GroundedSpan(span, "dropped")
     toks = [t for t, _, _ in tokenize(span)]
-    k = max_distance(len(toks), rel, abs_)
+    k = max_distance(len(toks))
     if k == 0:
         return GroundedSpan(span, "dropped")
     fresh = iter(range(len(index.vocab), len(index.vocab) + len(toks)))
@@ -266,7 +239,7 @@ def ground_span(
     for rank, d in enumerate(order):
         hit = _fuzzy_in_doc(index, d, pattern, known, k)
         if hit is not None:
-            found.append((hit[0], rank, hit[2], hit[1], d))
+            found.append((hit[0], rank, hit[1], hit[2], d))
     if not found:
         return GroundedSpan(span, "dropped")
     dist, _, t_end, t_start, d = min(found)
@@ -318,11 +291,8 @@ class InstanceScore:
     grounded: tuple[GroundedSpan, ...] = field(repr=False)
 
     def details(self) -> dict[str, Any]:
-        modes: dict[str, int] = {}
-        for g in self.grounded:
-            modes[g.mode] = modes.get(g.mode, 0) + 1
         return {"precision": self.precision, "recall": self.recall, "best_reference": self.best_reference,
-                "n_spans": len(self.grounded), "modes": modes}
+                "n_spans": len(self.grounded), "modes": dict(Counter(g.mode for g in self.grounded))}
 
 
 def ground_reference(spans: Sequence[str], index: SourceIndex, where: str = "reference") -> list[GroundedSpan]:
@@ -335,7 +305,7 @@ def ground_reference(spans: Sequence[str], index: SourceIndex, where: str = "ref
 
 
 def score_instance(
-    prediction: str | Sequence[str], references: Sequence[Sequence[str]], index: SourceIndex, *, fuzzy: bool = True
+    prediction: str | Sequence[str], references: Sequence[Sequence[str]], index: SourceIndex
 ) -> InstanceScore:
     """Parse (when given raw text), ground and score one answer against every reference; the
     reference with the highest F1 wins (first one on ties)."""
@@ -346,7 +316,7 @@ def score_instance(
         spans, valid = tuple(prediction), True
     if not references:
         raise InputError("references", "at least one reference selection is required")
-    grounded = tuple(ground_answer(spans, index, fuzzy=fuzzy))
+    grounded = tuple(ground_answer(spans, index))
     pred_ids = token_ids(grounded)
     best, best_i = None, -1
     for i, ref in enumerate(references):

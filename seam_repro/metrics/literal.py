@@ -71,9 +71,7 @@ class Outcome:
 
 
 class _Refused(Exception):
-    def __init__(self, status: Status, detail: str):
-        super().__init__(detail)
-        self.status, self.detail = status, detail
+    """Raised with (status, detail) where we do not evaluate (``unsupported`` or ``too_large``)."""
 
 
 _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
@@ -121,8 +119,6 @@ class _Weigher:
 
 
 def _check_value(value: Any, weigh: _Weigher) -> Any:
-    if isinstance(value, bool):
-        return value
     if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
         raise _Refused("too_large", f"int of {value.bit_length()} bits")
     if isinstance(value, (str, bytes, list, tuple, dict, set)) and len(value) > MAX_LEN:
@@ -240,9 +236,10 @@ class _Interpreter:
         return node.value
         yield  # pragma: no cover  (makes this a generator)
 
-    def _items(self, elts: list[ast.expr], out: Any, extend: Callable[[Any], None], add: Callable[[Any], None]) -> Gen:
-        """Fill ``out`` element by element as the bytecode does (LIST_EXTEND/SET_UPDATE for
-        ``*x``, LIST_APPEND/SET_ADD otherwise), within the size bounds."""
+    def _items(self, elts: list[ast.expr], out: list[Any] | set[Any]) -> Gen:
+        """Fill the list or set ``out`` element by element as the bytecode does (LIST_EXTEND/SET_UPDATE
+        for ``*x``, LIST_APPEND/SET_ADD otherwise), within the size bounds."""
+        extend, add = (out.extend, out.append) if isinstance(out, list) else (out.update, out.add)
         for elt in elts:
             if isinstance(elt, ast.Starred):
                 value = yield elt.value
@@ -255,15 +252,11 @@ class _Interpreter:
                 raise _Refused("too_large", "display too large")
         return out
 
-    def _list(self, elts: list[ast.expr]) -> Gen:
-        out: list[Any] = []
-        return (yield from self._items(elts, out, out.extend, out.append))
-
     def _List(self, node: ast.List) -> Gen:
-        return _check_value((yield from self._list(node.elts)), self.weigh)
+        return _check_value((yield from self._items(node.elts, [])), self.weigh)
 
     def _Tuple(self, node: ast.Tuple) -> Gen:
-        return _check_value(tuple((yield from self._list(node.elts))), self.weigh)
+        return _check_value(tuple((yield from self._items(node.elts, []))), self.weigh)
 
     def _Set(self, node: ast.Set) -> Gen:
         # Mirrors the bytecode, because a set's iteration order (hence str()) depends on how it was
@@ -281,7 +274,7 @@ class _Interpreter:
                 constant = frozenset(tuple(constant))
             out.update(constant)
         else:
-            yield from self._items(node.elts, out, out.update, out.add)
+            yield from self._items(node.elts, out)
         return _check_value(out, self.weigh)
 
     def _Dict(self, node: ast.Dict) -> Gen:
@@ -370,17 +363,15 @@ def _parse(source: str) -> ast.Expression:
     """``ast.parse`` of a source ``compile`` accepted. Building Python AST objects recurses in
     Python (``compile`` does not), so a deep tree the compiler takes (``1+1+...`` 2000 terms) gets a
     raised recursion limit for this one call; the compiler already bounded its depth."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    try:
+        return ast.parse(source, mode="eval")
+    except RecursionError:
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, _PARSE_RECURSION_LIMIT))
         try:
             return ast.parse(source, mode="eval")
-        except RecursionError:
-            limit = sys.getrecursionlimit()
-            sys.setrecursionlimit(max(limit, _PARSE_RECURSION_LIMIT))
-            try:
-                return ast.parse(source, mode="eval")
-            finally:
-                sys.setrecursionlimit(limit)
+        finally:
+            sys.setrecursionlimit(limit)
 
 
 def evaluate(source: str) -> Outcome:
@@ -388,16 +379,17 @@ def evaluate(source: str) -> Outcome:
     if len(source) > MAX_SOURCE_CHARS:
         return Outcome("too_large", detail=f"source of {len(source)} characters")
     source = source.lstrip(" \t")  # eval() of a str skips leading spaces and tabs
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # eval's SyntaxWarning/DeprecationWarning are not errors
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # eval's SyntaxWarning/DeprecationWarning are not errors
+        try:
             compile(source, "<model output>", "eval")  # exactly the errors eval raises before running
-    except Exception as exc:  # SyntaxError, ValueError (null bytes), RecursionError, MemoryError
-        return Outcome("raises", detail=f"{type(exc).__name__}: {exc}"[:200])
-    tree = _parse(source)
+        except Exception as exc:  # SyntaxError, ValueError (null bytes), RecursionError, MemoryError
+            return Outcome("raises", detail=f"{type(exc).__name__}: {exc}"[:200])
+        tree = _parse(source)
     try:
         return Outcome("ok", _Interpreter().run(tree))
     except _Refused as exc:
-        return Outcome(exc.status, detail=exc.detail)
+        status, detail = exc.args
+        return Outcome(status, detail=detail)
     except Exception as exc:  # what the operation raises under eval too
         return Outcome("raises", detail=f"{type(exc).__name__}: {exc}"[:200])

@@ -4,11 +4,9 @@
     (``postprocess`` + ``AnswerMetric``) and ``MusiQue_metrics/answer.py``: find ``\\{.*\\}`` in the
     response, apply upstream's quote fixes, parse it as a Python literal, retry with ``}`` ->
     ``'}``, else keep the raw response; then SQuAD token F1 of ``str(pred)`` vs ``str(gold_dict)``.
-    Upstream calls ``eval``; we never do: ``metrics.literal.evaluate`` returns what ``eval`` returns
-    on every expression without a call, attribute, subscript or name (``{...} or {...}``,
-    ``'a' 'b'``, ``-1``, f-strings...) and takes the ``except`` path elsewhere; where ``eval`` might
-    have succeeded (a name such as ``str``, a value too large to build) the instance records
-    ``eval_divergence``. The ``{...}`` span is found in linear time (``metrics.scan``).
+    Upstream calls ``eval``; we never do: ``metrics.literal.evaluate`` gives ``eval``'s value
+    without running anything, and where ``eval`` might have succeeded (a name such as ``str``, a
+    value too large to build) the instance records ``eval_divergence``.
 (b) corrected (``corrected``): answer F1/EM against the gold answer and its aliases (max, as the
     official MuSiQue ``metrics/answer.py``), answerability, and a combined score: answer F1 when
     gold is answerable and the model says answerable, 100 when both say unanswerable, else 0.
@@ -23,6 +21,7 @@ import re
 import string
 import warnings
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 from seam_repro.metrics.literal import evaluate
@@ -67,28 +66,20 @@ def exact_match(gold: str, pred: str) -> float:
 
 # --- safe literal parsing -------------------------------------------------------------------------
 def _nesting(text: str) -> int:
-    depth = best = 0
-    for ch in text:
-        if ch in "([{":
-            depth += 1
-            best = max(best, depth)
-        elif ch in ")]}":
-            depth -= 1
-    return best
+    """Deepest bracket nesting: the highest running count of openers minus closers."""
+    return max(accumulate(((ch in "([{") - (ch in ")]}") for ch in text), initial=0))
 
 
-def safe_literal(text: str) -> tuple[bool, Any]:
-    """Parse a Python literal without executing anything. Returns (ok, value); never raises."""
-    if len(text) > MAX_LITERAL_CHARS or _nesting(text) > MAX_NESTING:
-        return False, None
+def _python_literal(text: str) -> Any:
+    """``ast.literal_eval`` of ``text`` (which executes nothing), or None where it fails."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escapes such as '\_' warn while parsing
             value = ast.literal_eval(text)
         str(value)  # huge ints can parse yet fail to print; treat as unparseable
     except Exception:  # SyntaxError, ValueError, TypeError, MemoryError, RecursionError
-        return False, None
-    return True, value
+        return None
+    return value
 
 
 def upstream_postprocess_detail(response: str) -> tuple[Any, str | None]:
@@ -156,7 +147,7 @@ def parse_answer_dict(response: str) -> dict[str, Any] | None:
                     candidates.append(json.loads(span))
                 except (ValueError, RecursionError):
                     pass
-            candidates.append(safe_literal(span)[1])
+                candidates.append(_python_literal(span))
             candidates.append(upstream_postprocess(span))
             for value in candidates:
                 if isinstance(value, dict) and "is_answerable" in value:
@@ -173,10 +164,6 @@ class QAScore:
     pred_answerable: bool | None
     gold_answerable: bool
     combined: float
-
-    @property
-    def answerability_correct(self) -> bool:
-        return self.pred_answerable is not None and self.pred_answerable == self.gold_answerable
 
 
 def corrected(response: str, target: dict[str, Any], aliases: list[str] | tuple[str, ...] = ()) -> QAScore:

@@ -1,20 +1,10 @@
 """Every metric of every suite (SEAM, ZeroSCROLLS, IGCS): one table used by ``seam-repro metric``
 and by the scoring loop (``seam_repro.scoring.loop``).
 
-Each entry declares what scoring needs to know about it:
-
-* ``extraction``: how the response is taken from the model output, for the run's upstream and
-  corrected variant (``"upstream"``: upstream SEAM's ``get_only_response`` on prompt + continuation;
-  ``"clean"``: ``scoring.extract.extract_clean`` on the continuation);
-* the per-instance computation: ``record_scorer`` from a prompt record, else the generic
-  ``adapter`` on the record's ``target.references`` (and ``target.documents`` as sources);
-* ``aggregation``: how a run's score is made: ``"mean"`` of the instance scores, or
-  ``"conll_micro"`` (the CoNLL scorer's micro-average over the run's documents; the instances are
-  scored inside it), plus optional ``run_extras`` (MuSiQue's answer F1/EM and answerability);
-* ``target``: the form a prompt record's gold target must have (``TargetShape``; None: the suite
-  form ``{"references": [...]}``, with the sources where the metric grounds in them);
-* ``valid_output``: whether an extracted response has the form the prompt asked for (None: the
-  metric's own ``valid_format``).
+Each entry (``MetricSpec``) declares what scoring needs to know about it: the response extraction
+of each variant of a run, the per-instance computation (``record_scorer`` from a prompt record,
+else the generic ``adapter`` on the record's ``target.references`` and ``target.documents``), the
+run aggregation, the gold target's form and the output-form validity check.
 
 A prompt record names its metric; the scoring loop asks the registry which metrics score it
 (``record_metrics``) and never branches on a dataset or task.
@@ -59,8 +49,6 @@ class ScoringContext:
 
 RecordScorer = Callable[[Any, str, dict[str, Any], ScoringContext], MetricResult]
 """(implementation module, extracted response, prompt record, context) -> result."""
-Extraction = str
-"""``"upstream"`` or ``"clean"`` (module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -84,10 +72,14 @@ class MetricSpec:
     adapter: Adapter = field(repr=False)
     needs_source: bool = False
     max_references: int | None = None
-    extraction: tuple[Extraction, Extraction] = ("clean", "clean")
-    """Response extraction for the (upstream, corrected) variant of a run."""
+    extraction: tuple[str, str] = ("clean", "clean")
+    """Response extraction for the (upstream, corrected) variant of a run: ``"upstream"`` (upstream
+    SEAM's ``get_only_response`` on prompt + continuation) or ``"clean"``
+    (``scoring.extract.extract_clean`` on the continuation)."""
     record_scorer: RecordScorer | None = field(default=None, repr=False)
     aggregation: str = "mean"
+    """``"mean"`` of the instance scores, or ``"conll_micro"``: the CoNLL scorer's micro-average over
+    the run's documents (the instances are scored inside it)."""
     run_extras: Callable[[list[dict[str, Any]]], dict[str, float | None]] | None = field(default=None, repr=False)
     """Extra run-level values from the run's instance details (reported with the corrected variant)."""
     version: Callable[[Any], str] | None = field(default=None, repr=False)
@@ -362,13 +354,8 @@ def record_metrics(rec: dict[str, Any]) -> dict[str, str]:
     both variants. A record that names none (written before records named their metric) takes its
     task's pair from the paper's suite, ``data/suites/seam.json``."""
     metric = rec.get("metric")
-    if metric is None:
-        paired = _suite_pairs("seam").get((rec.get("task"), None))
-    else:
-        paired = _suite_pairs(None).get((rec.get("task"), metric))
-    if paired is not None:
-        return dict(paired)
-    return {"upstream": metric, "corrected": metric}  # type: ignore[dict-item]
+    paired = _suite_pairs("seam" if metric is None else None).get((rec.get("task"), metric))
+    return dict(paired) if paired is not None else {"upstream": metric, "corrected": metric}
 
 
 @lru_cache(maxsize=2)

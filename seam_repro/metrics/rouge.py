@@ -16,8 +16,6 @@ from typing import Any
 
 import numpy as np
 
-ROUGE_TYPES: tuple[str, ...] = ("rouge1", "rouge2", "rougeL")
-
 
 @dataclass(frozen=True)
 class RougeResult:
@@ -41,11 +39,8 @@ class _StemmedTokenizer:
     def __init__(self) -> None:
         from nltk.stem import porter
 
-        self._stem = lru_cache(maxsize=1 << 16)(porter.PorterStemmer().stem)
+        self.stem = lru_cache(maxsize=1 << 16)(porter.PorterStemmer().stem)
         self._last: dict[str, list[str]] = {}
-
-    def stem(self, word: str) -> str:
-        return self._stem(word)
 
     def tokenize(self, text: str) -> list[str]:
         from rouge_score import tokenize

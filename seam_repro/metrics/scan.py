@@ -12,66 +12,42 @@ the characters for which ``str.isdecimal()`` is true (sre's ``Py_UNICODE_ISDECIM
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 Span = tuple[int, int]
-
-
-def _lines(text: str) -> Iterator[tuple[int, int]]:
-    """(start, end) of each line, ``\\n`` excluded (what ``.`` can span)."""
-    start = 0
-    while True:
-        end = text.find("\n", start)
-        if end < 0:
-            yield start, len(text)
-            return
-        yield start, end
-        start = end + 1
 
 
 def brace_span(text: str, *, greedy: bool = True, dotall: bool = False) -> Span | None:
     """Span of ``re.search(r"\\{.*\\}" or r"\\{.*?\\}", text, re.DOTALL if dotall else 0)``.
 
-    The regex starts at the leftmost ``{`` that has a ``}`` after it within reach of ``.``; the
-    greedy form ends at the last such ``}``, the lazy one at the first."""
-    if dotall:
-        start = text.find("{")
-        if start < 0:
-            return None
-        end = text.rfind("}") if greedy else text.find("}", start)
-        return (start, end + 1) if end > start else None
-    for line_start, line_end in _lines(text):
-        start = text.find("{", line_start, line_end)
-        if start < 0:
-            continue
-        end = text.rfind("}", start, line_end) if greedy else text.find("}", start, line_end)
+    The regex starts at the leftmost ``{`` that has a ``}`` after it within reach of ``.`` (its
+    line, or the whole text under DOTALL); the greedy form ends at the last such ``}``, the lazy one
+    at the first."""
+    start = text.find("{")
+    while start >= 0:
+        stop = text.find("\n", start)
+        if dotall or stop < 0:
+            stop = len(text)
+        end = text.rfind("}", start, stop) if greedy else text.find("}", start, stop)
         if end > start:
             return start, end + 1
+        start = text.find("{", stop)
     return None
 
 
-_RUN = re.compile(r"\[[\d, ]*")
-r"""A ``[`` and the maximal ``[\d, ]`` run after it: one greedy class, nothing after it to backtrack
-for, and runs cannot overlap (``[`` is not in the class), so ``finditer`` is linear."""
-_DIGIT = re.compile(r"\d")
-
-
-def _list_runs(text: str) -> Iterator[tuple[int, int, bool]]:
-    """For each ``[``: (its position, end of the run after it, whether the run holds a digit)."""
-    for m in _RUN.finditer(text):
-        yield m.start(), m.end(), _DIGIT.search(text, m.start(), m.end()) is not None
+_INT_RUN = r"\[(?=[, ]*+\d)[\d, ]*+"
+r"""A ``[`` and the maximal ``[\d, ]`` run after it, holding a digit: possessive, so nothing is
+given back, and runs cannot overlap (``[`` is not in the class), so a search is linear."""
+_CLOSED_INT_LIST = re.compile(_INT_RUN + r"\]")
+_OPEN_INT_LIST_AT_END = re.compile(_INT_RUN + r"\n?\Z")
 
 
 def has_closed_int_list(text: str) -> bool:
     """``re.search(r"\\[[\\d, ]*\\d[\\d, ]*\\]", text) is not None``: a bracketed run of digits,
     commas and spaces holding at least one digit."""
-    return any(digit and end < len(text) and text[end] == "]" for _, end, digit in _list_runs(text))
+    return _CLOSED_INT_LIST.search(text) is not None
 
 
 def has_open_int_list_at_end(text: str) -> bool:
     """``re.search(r"\\[[\\d, ]*\\d[\\d, ]*$", text) is not None``: such a run left open at the end
     of the text (``$`` also matches before one final ``\\n``)."""
-    for _, end, digit in _list_runs(text):
-        if digit and (end == len(text) or (end == len(text) - 1 and text[end] == "\n")):
-            return True
-    return False
+    return _OPEN_INT_LIST_AT_END.search(text) is not None

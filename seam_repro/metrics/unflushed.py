@@ -16,9 +16,7 @@ already handed to the operating system. In CPython 3.11 (C ``_io``):
 
 So a gold file under ~8 KiB is empty for perl (CoNLL-F1 0.0), and a larger one loses its tail:
 whole documents, and possibly part of one (cut mid-line). ``bytes_on_disk`` replays these two
-rules on the sequence of write sizes; tests check it against CPython writing real files read from
-another process. ``perl_view`` then drops a cut last line that perl reads as no mention, so the
-kit's reader sees the same mentions perl does.
+rules (tests check it against CPython writing real files read from another process).
 """
 
 from __future__ import annotations
@@ -36,8 +34,7 @@ DEFAULT_BLOCK_SIZE = 4096
 _COMPLETE_LAST_LINE = re.compile(rb"#\s*begin document .*|[0-9]+\t\([0-9]+\)|#\s*end document", re.DOTALL)
 
 
-def bytes_on_disk(write_sizes: Iterable[int], block_size: int = DEFAULT_BLOCK_SIZE,
-                  chunk_size: int = TEXT_CHUNK_SIZE) -> int:
+def bytes_on_disk(write_sizes: Iterable[int], block_size: int = DEFAULT_BLOCK_SIZE) -> int:
     """Bytes in the file after ``write`` calls of these encoded sizes on ``open(path, "w")`` whose
     buffer is ``block_size``, before any flush or close."""
     if block_size < 1:
@@ -57,13 +54,13 @@ def bytes_on_disk(write_sizes: Iterable[int], block_size: int = DEFAULT_BLOCK_SI
             buffered = n
 
     for size in write_sizes:
-        if pending + size > chunk_size:
+        if pending + size > TEXT_CHUNK_SIZE:
             if pending:
                 buffered_write(pending)
             pending = size
         else:
             pending += size
-        if pending >= chunk_size:
+        if pending >= TEXT_CHUNK_SIZE:
             buffered_write(pending)
             pending = 0
     return on_disk

@@ -9,8 +9,6 @@ and never reports it; the paper's analysis correlates it with scores. We record 
 * ``coreference``: at least one list holding an integer, ``[1, 2]`` or a trailing unclosed one
   (stricter than upstream's ``\\[[\\d, ]+\\]``, which also accepts ``[ ]``);
 * ``summarization`` / ``fic``: non-empty after stripping.
-
-A text that could not be decoded as UTF-8 is invalid whatever it contains.
 """
 
 from __future__ import annotations
@@ -21,14 +19,11 @@ from seam_repro.metrics.scan import has_closed_int_list, has_open_int_list_at_en
 TASKS: tuple[str, ...] = ("coreference", "summarization", "qa", "fic")
 
 
-def is_valid(task: str, response: str, *, decodable: bool = True) -> bool:
+def is_valid(task: str, response: str) -> bool:
     """True when ``response`` (already extracted) has the task's expected output form."""
-    if not decodable:
-        return False
     if task == "qa":
         return parse_answer_dict(response) is not None
     if task == "coreference":
-        # ``\[[\d, ]*\d[\d, ]*\]`` or ``\[[\d, ]*\d[\d, ]*$`` found, in linear time
         return has_closed_int_list(response) or has_open_int_list_at_end(response)
     if task in ("summarization", "fic"):
         return response.strip() != ""

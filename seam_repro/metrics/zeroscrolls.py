@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import re
-import string
 from collections import Counter
 from collections.abc import Callable, Sequence
 
@@ -39,10 +38,8 @@ _ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 
 def rouge_geometric_mean(prediction: str, references: Sequence[str], *, use_stemmer: bool = False) -> dict[str, float]:
     """Per-instance ROUGE geometric mean (§3.3): for each of R-1, R-2, R-L the maximal F-measure
-    over the references, then ``(R1*R2*RL)^(1/3)``; all ×100.
-
-    ``use_stemmer=False`` follows the (Zero)SCROLLS metric scripts; SEAM's own ``rouge_geo`` stems.
-    """
+    over the references, then ``(R1*R2*RL)^(1/3)``; all ×100. ``use_stemmer=False`` follows the
+    (Zero)SCROLLS metric scripts; SEAM's own ``rouge_geo`` stems."""
     from rouge_score import rouge_scorer
 
     references = _references(references)
@@ -56,22 +53,14 @@ def rouge_geometric_mean(prediction: str, references: Sequence[str], *, use_stem
     return {"score": 100 * geo, **{t: 100 * v for t, v in best.items()}}
 
 
-ARTICLES = r"\b(a|an|the)\b"
-"""The "stopwords" of §3.3 as Rajpurkar et al. (2016) and the official script remove them."""
-
-
 def normalize_answer(text: str) -> str:
-    """§3.3 normalisation in the official order: lowercase, drop ASCII punctuation, drop articles,
-    collapse whitespace, then transliterate to ASCII (``unidecode``)."""
+    """§3.3 normalisation in the official order: SQuAD's (``musique.normalize_answer``), then
+    ``unidecode``."""
     from unidecode import unidecode
 
-    text = text.lower()
-    text = "".join(ch for ch in text if ch not in _PUNCT)
-    text = re.sub(ARTICLES, " ", text)
-    return unidecode(" ".join(text.split()))
+    from seam_repro.metrics.musique import normalize_answer as squad_normalize
 
-
-_PUNCT = frozenset(string.punctuation)
+    return unidecode(squad_normalize(text))
 
 
 def _f1_single(prediction: str, reference: str) -> float:
@@ -121,10 +110,8 @@ def first_percentage(text: str) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
-def exponential_similarity(
-    prediction: str, references: Sequence[str], *, d: float = 2.0, c: float = 10.0
-) -> float:
-    """ES(p, p̂) = d^(−c·|p − p̂|) with p, p̂ as fractions (§3.3), ×100; 0 when the prediction has
+def exponential_similarity(prediction: str, references: Sequence[str]) -> float:
+    """ES(p, p̂) = 2^(−10·|p − p̂|) with p, p̂ as fractions (§3.3), ×100; 0 when the prediction has
     no percentage. A reference without a percentage counts as 0% (official behaviour)."""
 
     def one(pred: str, ref: str) -> float:
@@ -133,7 +120,7 @@ def exponential_similarity(
             return 0.0
         p = first_percentage(ref)
         p = 0.0 if p is None else p
-        return d ** (-c * abs(p - p_hat) / 100)
+        return 2.0 ** (-10.0 * abs(p - p_hat) / 100)
 
     return 100 * _max_over(one, prediction, references)
 
@@ -165,33 +152,22 @@ def concordance_index(prediction: str, references: Sequence[str]) -> float:
             return 1.0
         pos = {sid: i for i, sid in enumerate(got)}
         ranks = [pos[sid] for sid in gold]  # predicted position of each id, in gold order
-        concordant = _count_increasing_pairs(ranks)
-        return concordant / (n * (n - 1) / 2)
+        return _count_increasing_pairs(ranks) / (n * (n - 1) / 2)
 
     return 100 * _max_over(one, prediction, references)
 
 
-def _count_increasing_pairs(seq: list[int]) -> int:
-    """Pairs i<j with seq[i] < seq[j] (distinct values), by merge counting in O(n log n)."""
-    n = len(seq)
-    inversions = 0
-    arr = list(seq)
-    width = 1
-    while width < n:
-        merged: list[int] = []
-        for lo in range(0, n, 2 * width):
-            left, right = arr[lo : lo + width], arr[lo + width : lo + 2 * width]
-            i = j = 0
-            while i < len(left) and j < len(right):
-                if left[i] <= right[j]:
-                    merged.append(left[i])
-                    i += 1
-                else:
-                    merged.append(right[j])
-                    inversions += len(left) - i
-                    j += 1
-            merged.extend(left[i:])
-            merged.extend(right[j:])
-        arr = merged
-        width *= 2
-    return n * (n - 1) // 2 - inversions
+def _count_increasing_pairs(ranks: list[int]) -> int:
+    """Pairs i<j with ranks[i] < ranks[j] (a permutation of 0..n-1), by a Fenwick tree in O(n log n)."""
+    tree = [0] * (len(ranks) + 1)
+    pairs = 0
+    for r in ranks:
+        i = r
+        while i:  # how many earlier ranks are below r
+            pairs += tree[i]
+            i &= i - 1
+        i = r + 1
+        while i < len(tree):
+            tree[i] += 1
+            i += i & -i
+    return pairs
