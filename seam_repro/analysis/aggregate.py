@@ -36,9 +36,6 @@ from seam_repro.run.store import (
     scores_root,
 )
 
-RUN_LEVEL_TASKS = frozenset({"coreference"})
-"""Tasks whose run score is computed over the whole run (micro CoNLL-F1), not averaged over instances."""
-
 _TOL = 1e-6
 
 
@@ -104,8 +101,9 @@ class ModelScores:
 
 
 def is_run_level(task: str | None, metric: str) -> bool:
-    """Coreference run scores come from the scorer, never from instance means."""
-    return task in RUN_LEVEL_TASKS or metric.lower().startswith("conll")
+    """Coreference run scores are the micro CoNLL-F1 the scorer computed over the whole run, never
+    instance means."""
+    return task == "coreference" or metric.lower().startswith("conll")
 
 
 def _number(path: object, value: Any, record: object, fld: str, nullable: bool = False) -> float | None:

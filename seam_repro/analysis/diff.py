@@ -47,21 +47,15 @@ class Tolerance:
 
     def allowed(self, ref_mean: float, ref_std: float, repro_std: float) -> float:
         """The largest |delta| still counted as within, rounding slack included."""
-        if self.kind == "spread":
-            band = self.value * (ref_std + repro_std)
-        elif self.kind == "abs":
-            band = self.value
-        else:
-            band = abs(ref_mean) * self.value / 100.0
+        band = {"spread": self.value * (ref_std + repro_std), "abs": self.value,
+                "rel": abs(ref_mean) * self.value / 100.0}[self.kind]
         return band + ROUNDING_SLACK
 
     def describe(self) -> str:
-        if self.kind == "spread":
-            k = "" if self.value == 1 else f"{self.value:g} x "
-            return f"|delta| <= {k}(reference std + reproduced std) + {ROUNDING_SLACK}"
-        if self.kind == "abs":
-            return f"|delta| <= {self.value:g} points + {ROUNDING_SLACK}"
-        return f"|delta| <= {self.value:g}% of the reference mean + {ROUNDING_SLACK}"
+        k = "" if self.value == 1 else f"{self.value:g} x "
+        band = {"spread": f"{k}(reference std + reproduced std)", "abs": f"{self.value:g} points",
+                "rel": f"{self.value:g}% of the reference mean"}[self.kind]
+        return f"|delta| <= {band} + {ROUNDING_SLACK}"
 
 
 _SPEC = re.compile(r"^(?:(?P<spread>spread)|(?P<k>\d+(?:\.\d+)?)x|(?P<rel>\d+(?:\.\d+)?)%|(?P<abs>\d+(?:\.\d+)?))$")
@@ -80,18 +74,18 @@ def parse_tolerance(spec: str | None) -> Tolerance:
     return Tolerance("abs", float(m.group("abs")))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DiffRow:
     model_id: str
     reference_model: str | None
     dataset: str
-    n_runs: int
-    mean: float | None
-    std: float | None
-    ref_mean: float | None
-    ref_std: float | None
-    delta: float | None
-    allowed: float | None
+    n_runs: int = 0
+    mean: float | None = None
+    std: float | None = None
+    ref_mean: float | None = None
+    ref_std: float | None = None
+    delta: float | None = None
+    allowed: float | None = None
     status: str
     """``within``, ``outside``, ``no-reference`` or ``not-scored`` (the last two compare nothing)."""
     note: str = ""
@@ -184,8 +178,8 @@ def diff_models(models: list[ModelScores], reference: ReferenceTable, tolerance:
         differs = protocol_differences(ms.extra.get("protocol"), ref_protocol)
         protocol[ms.model_id] = differs
         for ds_name, reason in sorted(ms.unscored.items()):
-            rows.append(DiffRow(ms.model_id, ref_name, ds_name, 0, None, None, None, None, None, None,
-                                "not-scored", brief_reason(reason, run_hint(ms)), "; ".join(differs)))
+            rows.append(DiffRow(model_id=ms.model_id, reference_model=ref_name, dataset=ds_name, status="not-scored",
+                                note=brief_reason(reason, run_hint(ms)), protocol="; ".join(differs)))
         for ds_name, ds in ms.datasets.items():
             s = summarize(ds)
             base = dict(model_id=ms.model_id, reference_model=ref_name, dataset=ds_name, n_runs=len(s.runs),
@@ -201,8 +195,7 @@ def diff_models(models: list[ModelScores], reference: ReferenceTable, tolerance:
             else:
                 note = ""
             if note:
-                rows.append(DiffRow(**base, ref_mean=None, ref_std=None, delta=None, allowed=None,  # type: ignore[arg-type]
-                                    status="no-reference", note=note))
+                rows.append(DiffRow(**base, status="no-reference", note=note))  # type: ignore[arg-type]
                 continue
             assert row is not None and row.mean is not None and row.std is not None
             delta = s.mean - row.mean

@@ -92,9 +92,8 @@ def _titled(fig: Any, title: str, notes: list[str], width_in: float, title_in: f
 
 
 def _save(fig: Any, out: Path | IO[bytes]) -> None:
-    plt = _pyplot()
     fig.savefig(out, dpi=110)
-    plt.close(fig)
+    _pyplot().close(fig)
 
 
 def draw_boxes(rep: dict[str, Any]) -> Any:
@@ -116,29 +115,25 @@ def draw_boxes(rep: dict[str, Any]) -> Any:
     has_ref = any(r["from_summary_stats"] for d in datasets.values() for r in d["rows"])
     has_apart = any(d.get("apart") for d in datasets.values())
     has_absent = any(d.get("absent") for d in datasets.values())
+    marks = [  # (shown, note, legend handle) for each kind of row a panel may hold
+        (has_ref, "† a paper model: diamond = published mean, bar = ± 1 std (the paper gives no per-run scores).",
+         Line2D([], [], marker="D", color="dimgray", mec="black", ls="-", label="† paper mean ± std")),
+        (has_apart, "‡ protocol differs from the reference: drawn hatched below the dashed line, not ranked.",
+         Patch(facecolor="white", edgecolor="black", hatch=APART_HATCH, label="‡ protocol differs")),
+        (has_absent, "Text rows: no value (not scored, or NA in the paper); report.md gives the reason.", None)]
     notes = ["Boxes: the model's per-run scores (quartiles, whiskers 1.5 IQR); rows in rank order, best on top."]
-    if has_ref:
-        notes.append("† a paper model: diamond = published mean, bar = ± 1 std (the paper gives no per-run scores).")
-    if has_apart:
-        notes.append("‡ protocol differs from the reference: drawn hatched below the dashed line, not ranked.")
-    if has_absent:
-        notes.append("Text rows: no value (not scored, or NA in the paper); report.md gives the reason.")
+    notes += [note for shown, note, _ in marks if shown]
     foot_h = (len(notes) * 1.4 + 1.5) * 11 / 72
     fig = plt.figure(figsize=(width, panel_h * nrows + 0.6 + foot_h))
     axes = fig.subplots(nrows, cols, squeeze=False)
     for ax, ds in zip(axes.flat, datasets.values(), strict=False):  # spare axes are hidden below
-        absent = list(reversed(ds.get("absent", [])))
-        apart = list(reversed(ds.get("apart", [])))
-        rows = list(reversed(ds["rows"]))
-        labels = [_label(a["model"], a["from_summary_stats"], False) for a in absent]
-        labels += [_label(r["model"], False, True) for r in apart]
-        labels += [_label(r["model"], r["from_summary_stats"], False) for r in rows]
-        for y, a in enumerate(absent, start=1):  # explicit cells, never silently dropped
-            ax.text(0.02, y, "NA in the paper" if a["cell"] == "NA" else a["cell"],
-                    transform=ax.get_yaxis_transform(), va="center", fontsize=8, color="dimgray", style="italic")
-        drawn = [(y, r, True) for y, r in enumerate(apart, start=len(absent) + 1)]
-        drawn += [(y, r, False) for y, r in enumerate(rows, start=len(absent) + len(apart) + 1)]
-        for y, r, is_apart in drawn:
+        stack = [(r, kind) for kind in ("absent", "apart", "rows") for r in reversed(ds.get(kind, []))]
+        labels = [_label(r["model"], r["from_summary_stats"] and kind != "apart", kind == "apart") for r, kind in stack]
+        for y, (r, kind) in enumerate(stack, start=1):
+            if kind == "absent":  # explicit cells, never silently dropped
+                ax.text(0.02, y, "NA in the paper" if r["cell"] == "NA" else r["cell"],
+                        transform=ax.get_yaxis_transform(), va="center", fontsize=8, color="dimgray", style="italic")
+                continue
             c = model_color(r["model"], str(r.get("model_id") or ""))
             if r["from_summary_stats"]:
                 ax.errorbar([r["mean"]], [y], xerr=[[r["std"]], [r["std"]]], fmt="D", color=c, mec="black",
@@ -147,10 +142,10 @@ def draw_boxes(rep: dict[str, Any]) -> Any:
                 bp = ax.boxplot([r["runs"]], positions=[y], orientation="horizontal", widths=0.6,
                                 patch_artist=True, manage_ticks=False)
                 bp["boxes"][0].set_facecolor(c)
-                bp["boxes"][0].set_hatch(APART_HATCH if is_apart else "")
+                bp["boxes"][0].set_hatch(APART_HATCH if kind == "apart" else "")
                 bp["medians"][0].set_color("black")
-        if apart and rows:
-            ax.axhline(len(absent) + len(apart) + 0.5, color="gray", ls="--", lw=0.8)
+        if ds.get("apart") and ds["rows"]:
+            ax.axhline(len(ds.get("absent", [])) + len(ds["apart"]) + 0.5, color="gray", ls="--", lw=0.8)
         ax.set_yticks(range(1, len(labels) + 1), labels, fontsize=9)
         ax.set_ylim(0.4, max(len(labels), 1) + 0.6)
         ax.set_title(ds["display_name"], fontsize=11)
@@ -159,10 +154,7 @@ def draw_boxes(rep: dict[str, Any]) -> Any:
     for ax in list(axes.flat)[len(datasets):]:
         ax.set_visible(False)
     handles = [Patch(facecolor=NEUTRAL, edgecolor="black", label="per-run scores")]
-    if has_ref:
-        handles.append(Line2D([], [], marker="D", color="dimgray", mec="black", ls="-", label="† paper mean ± std"))
-    if has_apart:
-        handles.append(Patch(facecolor="white", edgecolor="black", hatch=APART_HATCH, label="‡ protocol differs"))
+    handles += [h for shown, _, h in marks if shown and h is not None]
     fig.legend(handles=handles, loc="upper right", fontsize=8, ncols=len(handles), frameon=False)
     return _titled(fig, "Per-run scores per dataset (Figure 3)", notes, width, 0.45)
 

@@ -254,8 +254,8 @@ def _model_notes(models: list[ModelScores], briefs: dict[str, dict[str, str]]) -
                 notes.append(f"{label}: {name} run(s) {', '.join(map(str, ds.missing_runs))} have no score "
                              f"({'; '.join(sorted(set(ds.missing_runs.values())))}); its mean, std, rank and ARSD "
                              f"there are over the {len(ds.runs)} runs present.")
-        if ms.extra.get("partial") or (ms.extra.get("coverage") or {}).get("partial"):
-            cov = ms.extra.get("coverage") or {}
+        cov = ms.extra.get("coverage") or {}
+        if ms.extra.get("partial") or cov.get("partial"):
             notes.append(f"{ms.label}: partial run ({cov.get('scored')} of {cov.get('instances')} instances "
                          "scored); not comparable with full runs.")
     notes += scored_comparability([(label, ms.model_id, ms.revision, (ms.extra.get("protocol") or {}).get("generation"))
@@ -269,12 +269,10 @@ def _model_notes(models: list[ModelScores], briefs: dict[str, dict[str, str]]) -
 def _table_notes(models: list[ModelScores], reference: ReferenceTable | None, labels: dict[str, list[str]],
                  rule: str, ranked_in: dict[str, list[str]], entries: dict[str, list[Entry]]) -> list[str]:
     """Notes on the tables as a whole: ‡ rows, the ARSD rule, uneven AR spans, † rows."""
-    notes = []
-    for label, differs in labels.items():
-        if differs:
-            notes.append(f"{PROTOCOL_MARK} {label}: protocol differs from "
-                         f"{'the reference' if reference is not None else 'the first input'}: {'; '.join(differs)}. "
-                         "Not ranked with the others; the rank it would take is shown apart.")
+    base = "the reference" if reference is not None else "the first input"
+    notes = [f"{PROTOCOL_MARK} {label}: protocol differs from {base}: {'; '.join(differs)}. "
+             "Not ranked with the others; the rank it would take is shown apart." for label, differs in labels.items()
+             if differs]
     if rule == "unrounded":
         others = [ms.label for ms in models if ms.profile != "upstream"]
         notes.append(f"ARSD from unrounded means and stds: {', '.join(others)} scored under another profile than "
@@ -317,14 +315,11 @@ def build_report(models: list[ModelScores], reference: ReferenceTable | None = N
                 a["reason"] = "see notes"  # the reason is said once, in the notes
         ref_ds = reference.datasets.get(name) if reference is not None else None
         metric_key = next((e.extra["metric"] for e in ents if "metric" in e.extra), ref_ds.metric_key if ref_ds else "")
+        section, ranking, full = _dataset_section(name, ents, labels, params)  # no rows where no entries
         datasets[name] = {"display_name": DISPLAY_NAMES.get(name, name), "metric": metric_key,
                           "metric_description": ref_ds.metric if ref_ds is not None else "", "absent": absent,
-                          "rows": [], "apart": [], "pairwise": {}, "pairs": []}
-        if not ents:
-            continue
+                          **section}
         stats[name] = {e.model: (e.mean, e.std) for e in ents}
-        section, ranking, full = _dataset_section(name, ents, labels, params)
-        datasets[name].update(section)
         if ranking is not None:
             rankings[name] = ranking
             if deepsig:

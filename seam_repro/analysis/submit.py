@@ -11,12 +11,12 @@ equivalent; the digest-upward habit follows lm-evaluation-harness (per-sample ha
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from seam_repro import __version__
 from seam_repro.analysis.aggregate import (
-    InstanceScore,
     ModelScores,
     build_model_scores,
     load_run_dir,
@@ -40,27 +40,15 @@ BUNDLE_KIND = "seam-repro/results-bundle"
 BUNDLE_VERSION = 2
 """2: adds seeds, protocol, generation settings, partial/coverage, unscored and predictions_digest."""
 _INSTANCE_KEYS = ("dataset", "run", "instance_id", "metric", "score", "valid_format", "metric_version")
-
-
-def read_run_info(run: RunRecords, model_id: str) -> dict[str, Any]:
-    """Provenance from ``RUN_DIR/run.json`` (already read and shape-checked into ``run``); the
-    chat-template hash is ``None`` for backends without one."""
-    path = run_json_path(run.run_dir)
-    info = run.run_json
-    if info is None:
-        raise InputError(path, "not found")
-    if not isinstance(info.get("manifest_digest"), str):
-        raise InputError(path, "expected a string digest", field="manifest_digest")
-    slug = model_slug(model_id)
-    models = info.get("models")
-    entry = models.get(slug) if isinstance(models, dict) else None
-    if not isinstance(entry, dict):
-        raise InputError(path, f"no entry for model {model_id!r} (expected models.{slug}); were these scores "
-                         "produced in this run directory?", field="models")
-    backend = entry.get("backend") if isinstance(entry.get("backend"), dict) else {}
-    return {"path": str(path), "manifest_digest": info["manifest_digest"], "prompt_digest": info.get("prompt_digest"),
-            "model": entry, "chat_template_sha256": backend.get("chat_template_sha256"),
-            "environment": info.get("fingerprint"), "run_json": info}
+_BUNDLE_SHAPE: tuple[tuple[tuple[str, ...], Callable[[dict[str, Any], str], bool], str], ...] = (
+    (("manifest_digest", "prompt_digest", "bundle_digest", "predictions_digest"),
+     lambda d, k: isinstance(d.get(k), str), "expected a string digest"),
+    (("model",), lambda d, k: isinstance(d.get(k), dict) and isinstance(d[k].get("id"), str)
+     and isinstance(d[k].get("revision"), str), 'expected {"id": str, "revision": str}'),
+    (("chat_template_sha256", "environment"), lambda d, k: k in d, "missing (may be null)"),
+    (("protocol", "generation", "seeds"), lambda d, k: isinstance(d.get(k), dict), "expected an object"),
+    (("partial",), lambda d, k: isinstance(d.get(k), bool), "expected true/false"))
+"""``parse_bundle``'s top-level checks, in order: (fields, check, what a failing field should hold)."""
 
 
 def _dataset_payload(ms: ModelScores) -> dict[str, Any]:
@@ -78,14 +66,6 @@ def _dataset_payload(ms: ModelScores) -> dict[str, Any]:
             if value is not None:
                 out[name][key] = {"metric": value["metric"], "runs": {str(k): v for k, v in value["runs"].items()}}
     return out
-
-
-def _key(it: InstanceScore) -> tuple[str, int, str]:
-    return (it.dataset, it.run, it.instance_id)
-
-
-def _unavailable(version: str) -> bool:
-    return "unavailable" in version
 
 
 def rederive(run_dir: Path, ms: ModelScores, run: RunRecords) -> dict[str, Any]:
@@ -109,8 +89,8 @@ def rederive(run_dir: Path, ms: ModelScores, run: RunRecords) -> dict[str, Any]:
         raise InputError(Path(ms.source) / "summary.json", f"is {ms.extra.get('predictions_digest')} but the "
                          f"predictions now hash to {fresh.extra.get('predictions_digest')}: predictions changed "
                          "after scoring; run `seam-repro score` again", field="predictions_digest")
-    disk = {_key(it): it for ds in ms.datasets.values() for it in ds.instances}
-    new = {_key(it): it for ds in fresh.datasets.values() for it in ds.instances}
+    disk, new = ({(it.dataset, it.run, it.instance_id): it for ds in m.datasets.values() for it in ds.instances}
+                 for m in (ms, fresh))
     not_rederived = []
     for key in sorted(set(disk) | set(new)):
         a, b = disk.get(key), new.get(key)
@@ -118,7 +98,7 @@ def rederive(run_dir: Path, ms: ModelScores, run: RunRecords) -> dict[str, Any]:
             where = "on disk only" if b is None else "re-derived only"
             raise InputError(src, f"{key[0]} run {key[1]} instance {key[2]} is scored {where} (expected the "
                              "instances re-scoring the predictions gives)", field="instance_id")
-        if b.score is None and a.score is not None and _unavailable(b.metric_version):
+        if b.score is None and a.score is not None and "unavailable" in b.metric_version:
             not_rederived.append(key)
             continue
         if (a.metric, a.valid_format) != (b.metric, b.valid_format) or not _same(a.score, b.score):
@@ -161,15 +141,24 @@ def make_bundle(run_dir: Path, model_id: str | None = None, *, rescore: bool = T
         raise InputError(scores_root(run_dir), f"holds {len(models)} models {[m.model_id for m in models]}; "
                          "choose one with --model ID")
     ms = models[0]
-    info = read_run_info(run, ms.model_id)
+    info, info_path = run.run_json, run_json_path(run.run_dir)
+    slug = model_slug(ms.model_id)
+    if info is None:
+        raise InputError(info_path, "not found")
+    if not isinstance(info.get("manifest_digest"), str):
+        raise InputError(info_path, "expected a string digest", field="manifest_digest")
+    entry = info["models"].get(slug) if isinstance(info.get("models"), dict) else None
+    if not isinstance(entry, dict):
+        raise InputError(info_path, f"no entry for model {ms.model_id!r} (expected models.{slug}); were these scores "
+                         "produced in this run directory?", field="models")
     summary_path = Path(ms.source) / "summary.json"
-    if info["model"].get("revision") not in (None, ms.revision):
+    if entry.get("revision") not in (None, ms.revision):
         raise InputError(summary_path, f"is {ms.revision!r} but run.json has "
-                         f"{info['model'].get('revision')!r}", field="model.revision")
+                         f"{entry.get('revision')!r}", field="model.revision")
     if ms.manifest_digest != info["manifest_digest"]:
         raise InputError(summary_path, f"is {ms.manifest_digest} but run.json has "
                          f"{info['manifest_digest']}: the scores are from another manifest", field="manifest_digest")
-    tm = load_run_manifest(run_dir, info["run_json"], run)
+    tm = load_run_manifest(run_dir, info, run)
     protocol = ms.extra.get("protocol")
     if not isinstance(protocol, dict) or "predictions_digest" not in ms.extra:
         raise InputError(summary_path, "has no protocol/predictions_digest (scored by an older kit); run "
@@ -178,6 +167,7 @@ def make_bundle(run_dir: Path, model_id: str | None = None, *, rescore: bool = T
     if not partial and ms.prompt_digest != tm.manifest["prompt_digest"]:
         raise InputError(summary_path, f"is {ms.prompt_digest} but the manifest's is {tm.manifest['prompt_digest']} "
                          "although every instance is scored: the prompts differ", field="prompt_digest")
+    backend = entry.get("backend")  # no chat-template hash for backends without one
     checks = rederive(run_dir, ms, run) if rescore else {"not_rederived": None, "note": "scores not re-derived"}
     bundle: dict[str, Any] = {
         "kind": BUNDLE_KIND,
@@ -196,8 +186,8 @@ def make_bundle(run_dir: Path, model_id: str | None = None, *, rescore: bool = T
         "predictions_digest": ms.extra["predictions_digest"],
         "checks": checks,
         "model": {"id": ms.model_id, "revision": ms.revision, **({"name": ms.name} if ms.name else {})},
-        "chat_template_sha256": info["chat_template_sha256"],
-        "environment": info["environment"],
+        "chat_template_sha256": backend.get("chat_template_sha256") if isinstance(backend, dict) else None,
+        "environment": info.get("fingerprint"),
         "datasets": _dataset_payload(ms),
     }
     bundle["bundle_digest"] = sha256_json(bundle)
@@ -231,20 +221,11 @@ def parse_bundle(data: Any, path: Path) -> ModelScores:
         raise InputError(path, version_mismatch("bundle_version", data.get("bundle_version"), BUNDLE_VERSION,
                                                 data.get("kit_version"), "re-create it with `seam-repro submit RUN_DIR`"),
                          field="bundle_version")
-    for key in ("manifest_digest", "prompt_digest", "bundle_digest", "predictions_digest"):
-        if not isinstance(data.get(key), str):
-            raise InputError(path, "expected a string digest", field=key)
-    model = data.get("model")
-    if not isinstance(model, dict) or not isinstance(model.get("id"), str) or not isinstance(model.get("revision"), str):
-        raise InputError(path, 'expected {"id": str, "revision": str}', field="model")
-    for key in ("chat_template_sha256", "environment"):
-        if key not in data:
-            raise InputError(path, "missing (may be null)", field=key)
-    for key in ("protocol", "generation", "seeds"):
-        if not isinstance(data.get(key), dict):
-            raise InputError(path, "expected an object", field=key)
-    if not isinstance(data.get("partial"), bool):
-        raise InputError(path, "expected true/false", field="partial")
+    for keys, ok, expected in _BUNDLE_SHAPE:
+        for key in keys:
+            if not ok(data, key):
+                raise InputError(path, expected, field=key)
+    model = data["model"]
     body = {k: v for k, v in data.items() if k != "bundle_digest"}
     try:
         actual = sha256_json(body)
