@@ -307,13 +307,10 @@ def _resume_notes(note: Callable[[str], None], run_json: dict[str, Any], summary
     for path, dropped in store.repaired:
         note(f"resume: dropped a torn last line ({dropped} bytes) of {path}")
     first_batch_size = run_json["models"][summary.model_slug].get("batch_size")
-    if first_batch_size not in (None, batch_size) and summary.already_done and not _invariant(backend):
+    if first_batch_size not in (None, batch_size) and summary.already_done \
+            and not getattr(backend, "deterministic", False):
         note(f"warning: this run started with batch size {first_batch_size}, now {batch_size}; batch "
              "composition can perturb logits, so resumed instances may differ from an uninterrupted run")
-
-
-def _invariant(backend: Backend) -> bool:
-    return bool(getattr(backend, "deterministic", False))
 
 
 def _run_batches(todo: list[list[int]], spool: PromptSpool, backend: Backend, settings: GenerationSettings,
@@ -374,7 +371,7 @@ def _batch_starter(spool: PromptSpool, backend: Backend, settings: GenerationSet
     another is answered (``start``: openai) is given the next batch before replay waits for the
     current one; others generate when the results are asked for."""
     start_batch = getattr(backend, "start", None)
-    invariant = _invariant(backend)
+    invariant = bool(getattr(backend, "deterministic", False))
 
     def backing_off(batch: list[GenerationRequest]) -> list[Any]:
         """A batch-invariant backend's out-of-memory batch is generated again in halves (down to one
