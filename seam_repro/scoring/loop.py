@@ -38,6 +38,7 @@ from seam_repro.metrics.registry import ScoringContext
 from seam_repro.metrics.unflushed import DEFAULT_BLOCK_SIZE
 from seam_repro.run.store import (
     Coverage,
+    Key,
     RunRecords,
     ScoresWriter,
     check_run_prompts,
@@ -54,8 +55,6 @@ from seam_repro.run.store import (
     scores_root,
 )
 from seam_repro.scoring.extract import cap_output, extract, extract_clean
-
-Key = tuple[str, int, str]
 
 
 # --- reading (through run/store.py, the run folder's one reader) ------------------------------------
@@ -261,6 +260,7 @@ class ModelScorer:
 
     def __init__(self, model: dict[str, Any], profile: str, fic: _Fic, gold_block_size: int = DEFAULT_BLOCK_SIZE):
         self.model, self.profile, self.gold_block_size = model, profile, gold_block_size
+        self.primary = "upstream" if profile == "upstream" else "corrected"
         self.ctx = ScoringContext(fic=fic)
         self.tasks: dict[str, str] = {}
         self.first: dict[str, dict[str, Any]] = {}
@@ -269,8 +269,7 @@ class ModelScorer:
     def score_group(self, items: Iterable[tuple[Key, dict[str, Any], dict[str, Any]]]) -> list[dict[str, Any]]:
         """Instance lines of one (dataset, run), given its (key, prompt record, prediction) triples in
         prompt order; each line keeps the responses its extractions gave under ``_resp``."""
-        order: list[Key] = []
-        single: dict[Key, dict[str, Any]] = {}
+        slots: dict[Key, dict[str, Any] | None] = {}  # prompt order; None: document-level
         grouped: dict[Key, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
         recs: dict[Key, dict[str, Any]] = {}
         for key, rec, pred in items:
@@ -283,17 +282,16 @@ class ModelScorer:
             target = rec.get("target")
             if isinstance(target, dict) and "doc_index" in target:  # a document unit of a document-level instance
                 parent = (key[0], key[1], str(target.get("parent", key[2])))
-                if parent not in grouped:
-                    order.append(parent)
+                slots.setdefault(parent, None)
                 grouped.setdefault(parent, []).append((rec, pred))
                 continue
-            single[key] = _score_instance(key, rec, pred, self.model, self.profile, self.ctx)
-            order.append(key)
-        lines = [single[k] if k in single else _score_units(k, grouped[k], self.profile) for k in order]
+            slots[key] = _score_instance(key, rec, pred, self.model, self.profile, self.ctx)
+        lines = [_score_units(k, grouped[k], self.profile) if ln is None else ln for k, ln in slots.items()]
         if lines:
             ds, run = lines[0]["dataset"], lines[0]["run"]
             if run in self.runs.get(ds, {}):
-                raise InputError("prompts.jsonl", f"dataset {ds} run {run} scored twice", record=f"{order[0]}")
+                raise InputError("prompts.jsonl", f"dataset {ds} run {run} scored twice",
+                                 record=f"{next(iter(slots))}")
             self.runs.setdefault(ds, {})[run] = self._summarise_run(ds, run, lines, recs)
         return lines
 
@@ -301,13 +299,13 @@ class ModelScorer:
                        ) -> tuple[dict[str, Any], dict[str, Any]]:
         """This run's entries of the dataset's summary block and of its ``corrected`` block: each
         variant's metric aggregated as the registry says, format rate and count."""
-        primary = "upstream" if self.profile == "upstream" else "corrected"
         specs = self._specs(ds)
         k = str(run)
         out: dict[str, Any] = {"runs": {}, "format_rate": {k: sum(ln["valid_format"] for ln in lines) / len(lines)},
                                "n_instances": {k: len(lines)}}
         corrected: dict[str, Any] = {"runs": {}}
-        AGGREGATIONS[specs[primary].aggregation](ds, run, lines, recs, primary, self.gold_block_size, out, corrected)
+        aggregate = AGGREGATIONS[specs[self.primary].aggregation]
+        aggregate(ds, run, lines, recs, self.primary, self.gold_block_size, out, corrected)
         if specs["corrected"].run_extras is not None:
             corrected["extra"] = {name: {k: extra} for name, extra in
                                   specs["corrected"].run_extras([ln["details"]["corrected"] for ln in lines]).items()}
@@ -319,12 +317,11 @@ class ModelScorer:
 
     def datasets(self) -> dict[str, Any]:
         """The ``datasets`` block of summary.json: runs in order, datasets in the order first scored."""
-        primary = "upstream" if self.profile == "upstream" else "corrected"
         blocks: dict[str, Any] = {}
         for ds, runs in self.runs.items():
             specs = self._specs(ds)
             out: dict[str, Any] = {"task": self.tasks[ds], "runs": {}, "format_rate": {}, "n_instances": {},
-                                   "metric": specs[primary].name}
+                                   "metric": specs[self.primary].name}
             corrected: dict[str, Any] = {"metric": specs["corrected"].name, "runs": {}}
             if specs["corrected"].run_extras is not None:
                 corrected["extra"] = {}
@@ -333,7 +330,7 @@ class ModelScorer:
                 _merge(corrected, runs[run][1])
             corrected["extraction"] = "clean"
             out["corrected"] = corrected
-            out["extraction"] = EXTRACTION_LABEL[specs[primary].extraction[VARIANTS.index(primary)]]
+            out["extraction"] = EXTRACTION_LABEL[specs[self.primary].extraction[VARIANTS.index(self.primary)]]
             blocks[ds] = out
         return blocks
 
@@ -484,21 +481,24 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
     coverage = check_run_prompts(run_dir, indexed(), run_json, run)  # trust chain: each record vs the manifest
     models = model_dirs(run_dir)
     if not models:
-        raise PredictionsError(f"{predictions_root(run_dir)}: no model directories (expected predictions/<model_slug>/<dataset>/run_<k>.jsonl)")
+        raise PredictionsError(f"{predictions_root(run_dir)}: no model directories "
+                               "(expected predictions/<model_slug>/<dataset>/run_<k>.jsonl)")
     # what was sampled for each (dataset, run) (demonstrations, document order, paraphrase, ...)
     factors = {(r["dataset"], r["run"]): {k: v for k, v in r.items() if k not in RUN_FACTORS_SKIPPED}
                for r in coverage.tm.manifest.get("runs", []) if isinstance(r, dict) and "dataset" in r}
-    head = {"manifest_digest": run_json.get("manifest_digest"), "prompt_digest": digest_of_hashes(hashes.values()),
+    head = {"manifest_digest": run_json.get("manifest_digest"),
+            "prompt_digest": digest_of_hashes(hashes.values()),
             "profile": profile, "kit_version": __version__}
     new_scorer = partial(ModelScorer, profile=profile, fic=_Fic(fic, fic_factory, fic_download),
                          gold_block_size=gold_block_size)
-    return [_score_model(run_dir, model_dir, out_root / model_dir.name, hashes, sizes, factors, coverage, head,
-                         new_scorer, progress) for model_dir in models]
+    return [_score_model(run_dir, model_dir, out_root / model_dir.name, hashes, sizes, factors, coverage,
+                         head, progress, new_scorer) for model_dir in models]
 
 
 def _score_model(run_dir: Path, model_dir: Path, out_dir: Path, hashes: dict[Key, str],
-                 sizes: dict[tuple[str, int], int], factors: dict[tuple[str, int], dict[str, Any]], coverage: Coverage,
-                 head: dict[str, Any], new_scorer: Callable[[dict[str, Any]], ModelScorer], progress: bool) -> Path:
+                 sizes: dict[tuple[str, int], int], factors: dict[tuple[str, int], dict[str, Any]],
+                 coverage: Coverage, head: dict[str, Any], progress: bool,
+                 new_scorer: Callable[[dict[str, Any]], ModelScorer]) -> Path:
     """Score one model's predictions a (dataset, run) at a time into ``out_dir``; returns its
     summary.json. ``head``: the summary fields every model of the run shares."""
     from seam_repro.run.progress import close_bar, progress_bar
