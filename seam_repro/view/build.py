@@ -83,11 +83,11 @@ def _paraphrases(run_dir: Path, manifest: dict[str, Any], prompts_dir: Path | No
         # a recorded path is relative to the manifest replayed, which the run folder does not name:
         # an absolute one is followed, a relative one is tried beside the shipped manifests (the smoke
         # manifests' fixtures/prompts); the pinned hash is checked either way
-        where = recorded.get(name)
-        if isinstance(where, str) and not Path(where).is_absolute():
-            where = str(MANIFESTS_DIR / where) if (MANIFESTS_DIR / where).is_file() else None
-        elif not isinstance(where, str):
-            where = None
+        rel = recorded.get(name)
+        beside = isinstance(rel, str) and not Path(rel).is_absolute()
+        where = rel if isinstance(rel, str) and not beside else None
+        if beside and (MANIFESTS_DIR / rel).is_file():
+            where = str(MANIFESTS_DIR / rel)
         try:
             path = resolve_prompt_path(name, prompts_dir, where, run_dir)
             want = (pins.get(name) or {}).get("sha256")
@@ -97,8 +97,7 @@ def _paraphrases(run_dir: Path, manifest: dict[str, Any], prompts_dir: Path | No
                 continue
             out[name] = [p["instructions"] for p in read_prompt_file(path, specs.get(name))["prompts"]]
         except (MissingDataError, InputError) as exc:
-            rel = recorded.get(name)
-            if isinstance(rel, str) and not Path(rel).is_absolute() and prompts_dir is None:
+            if beside and prompts_dir is None:
                 # a manifest that reads its prompt files beside itself (the smoke fixtures): name that
                 # folder, not an upstream fetch (offline, and other files than the fixtures)
                 folder = Path("manifests") / Path(rel).parent
