@@ -11,6 +11,7 @@ from batching alone.
 
 from __future__ import annotations
 
+import os
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,9 +118,7 @@ class RecheckReport:
 
 def first_difference(a: str, b: str) -> int | None:
     """Index of the first character where ``a`` and ``b`` differ (None when equal)."""
-    if a == b:
-        return None
-    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    return None if a == b else len(os.path.commonprefix([a, b]))
 
 
 def pick_model(run_json: dict[str, Any], run_dir: Path, model: str | None) -> tuple[str, dict[str, Any]]:

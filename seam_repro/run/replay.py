@@ -80,7 +80,6 @@ class ReplayOptions:
 class ReplaySummary:
     """Counts and throughput of one replay session."""
 
-    run_dir: Path
     model_slug: str
     in_shard: int
     already_done: int
@@ -88,9 +87,6 @@ class ReplaySummary:
     truncated: list[Key] = field(default_factory=list)
     output_tokens: int = 0
     seconds: float = 0.0
-    repaired: list[tuple[Path, int]] = field(default_factory=list)
-    backoffs: int = 0
-    """Out-of-memory batches generated again in halves (batch-invariant backends only)."""
 
     @property
     def tokens_per_second(self) -> float:
@@ -129,8 +125,7 @@ def override_settings(generation: dict[str, Any] | None, overrides: dict[str, An
         raise InputError("replay", f"cannot override {unknown}; expected some of {list(OVERRIDABLE)}")
     merged = {**(generation or {}), **given}
     if given.get("temperature") == 0:
-        merged["do_sample"] = False
-        given["do_sample"] = False
+        merged["do_sample"] = given["do_sample"] = False
     where = source + (" with " + ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in given.items()
                                           if k in OVERRIDABLE) if given else "")
     return GenerationSettings.from_manifest(merged, source=where), given
@@ -236,8 +231,8 @@ def run_generation(records: Iterable[dict[str, Any]] | PromptSpool, backend: Bac
         order = length_order(spool.lengths, mine)
         batches = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
         todo = [b for b in batches if any(keys[j] not in store.done for j in b)]
-        summary = ReplaySummary(Path(run_dir), model_slug(backend.model_id), len(mine),
-                                sum(keys[j] in store.done for j in mine), repaired=store.repaired)
+        summary = ReplaySummary(model_slug(backend.model_id), len(mine),
+                                sum(keys[j] in store.done for j in mine))
         from seam_repro.run.progress import close_bar, progress_bar
         from seam_repro.verbosity import PRINTED
 
@@ -307,13 +302,10 @@ def _resume_notes(note: Callable[[str], None], run_json: dict[str, Any], summary
     for path, dropped in store.repaired:
         note(f"resume: dropped a torn last line ({dropped} bytes) of {path}")
     first_batch_size = run_json["models"][summary.model_slug].get("batch_size")
-    if first_batch_size not in (None, batch_size) and summary.already_done and not _invariant(backend):
+    if first_batch_size not in (None, batch_size) and summary.already_done \
+            and not getattr(backend, "deterministic", False):
         note(f"warning: this run started with batch size {first_batch_size}, now {batch_size}; batch "
              "composition can perturb logits, so resumed instances may differ from an uninterrupted run")
-
-
-def _invariant(backend: Backend) -> bool:
-    return bool(getattr(backend, "deterministic", False))
 
 
 def _run_batches(todo: list[list[int]], spool: PromptSpool, backend: Backend, settings: GenerationSettings,
@@ -337,7 +329,7 @@ def _run_batches(todo: list[list[int]], spool: PromptSpool, backend: Backend, se
 
     if hooked:
         backend.step_hook = step  # type: ignore[attr-defined]
-    begin = _batch_starter(spool, backend, settings, summary, note)
+    begin = _batch_starter(spool, backend, settings, note)
     try:
         pending = begin(todo[0]) if todo else None
         for k, batch_idx in enumerate(todo):
@@ -367,14 +359,14 @@ def _run_batches(todo: list[list[int]], spool: PromptSpool, backend: Backend, se
             backend.step_hook = None  # type: ignore[attr-defined]
 
 
-def _batch_starter(spool: PromptSpool, backend: Backend, settings: GenerationSettings, summary: ReplaySummary,
+def _batch_starter(spool: PromptSpool, backend: Backend, settings: GenerationSettings,
                    note: Callable[[str], None]
                    ) -> Callable[[list[int]], tuple[list[GenerationRequest], Callable[[], list[Any]]]]:
     """A batch's requests and what gives its results: a backend that can queue a batch while
     another is answered (``start``: openai) is given the next batch before replay waits for the
     current one; others generate when the results are asked for."""
     start_batch = getattr(backend, "start", None)
-    invariant = _invariant(backend)
+    invariant = bool(getattr(backend, "deterministic", False))
 
     def backing_off(batch: list[GenerationRequest]) -> list[Any]:
         """A batch-invariant backend's out-of-memory batch is generated again in halves (down to one
@@ -387,7 +379,6 @@ def _batch_starter(spool: PromptSpool, backend: Backend, settings: GenerationSet
         half = len(batch) // 2
         note(f"out of accelerator memory at a batch of {len(batch)}: generating it as {half} + {len(batch) - half} "
              "(batch-invariant generation: the outputs are the same)")
-        summary.backoffs += 1
         return backing_off(batch[:half]) + backing_off(batch[half:])
 
     def begin(batch_idx: list[int]) -> tuple[list[GenerationRequest], Callable[[], list[Any]]]:
@@ -437,11 +428,9 @@ def replay(tm: TrustedManifest, out: Path, options: ReplayOptions) -> ReplaySumm
                     f"core(s), {threads.load if threads.load is not None else 'unknown'} busy)")
     elif options.threads is not None:
         raise InputError("--threads", f"applies to local weights on CPU (--backend hf), not --backend {options.backend}")
-    manifest_path = Path(tm.path)
     manifest = tm.manifest
-    config = manifest.get("config") or {}
-    settings, overrides = override_settings(config.get("generation"), options.generation_overrides,
-                                            str(manifest_path))
+    settings, overrides = override_settings((manifest.get("config") or {}).get("generation"),
+                                            options.generation_overrides, str(Path(tm.path)))
     keep, selection = record_selection(manifest, options.datasets, options.runs)
     rendered = render_records(tm, data_dir=options.data_dir, prompts_dir=options.prompts_dir,
                               allow_unfrozen=options.allow_unfrozen)

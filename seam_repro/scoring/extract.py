@@ -73,12 +73,11 @@ def upstream_generated_text(prompt: str, output: str, *, inst_template: bool = F
 
 
 MAX_OUTPUT_BEYOND_PROMPT = 65_536
-"""Characters of a stored output scored beyond its prompt's length; the rest is cut before
-extraction, the instance is marked ``valid_format`` false and its line says so
-(``details.output_capped``). Model output is untrusted
-and every metric's work grows with it (10 MB took minutes). A generated answer is at most
-``max_new_tokens`` tokens (500 in SEAM: ~2,500 characters, and 65,536 even if every token were 128
-characters), and an output that repeats its prompt (imports) is allowed the prompt's length on top,
+"""Characters of a stored output scored beyond its prompt's length; the rest is cut before extraction, the
+instance is marked ``valid_format`` false and its line says so (``details.output_capped``). Model
+output is untrusted and every metric's work grows with it (10 MB took minutes). A generated answer is
+at most ``max_new_tokens`` tokens (500 in SEAM: ~2,500 characters, and 65,536 even if every token were
+128 characters), and an output that repeats its prompt (imports) is allowed the prompt's length on top,
 so no real output is cut."""
 
 

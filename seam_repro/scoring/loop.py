@@ -37,6 +37,8 @@ from seam_repro.metrics import registry
 from seam_repro.metrics.registry import ScoringContext
 from seam_repro.metrics.unflushed import DEFAULT_BLOCK_SIZE
 from seam_repro.run.store import (
+    Coverage,
+    Key,
     RunRecords,
     ScoresWriter,
     check_run_prompts,
@@ -53,8 +55,6 @@ from seam_repro.run.store import (
     scores_root,
 )
 from seam_repro.scoring.extract import cap_output, extract, extract_clean
-
-Key = tuple[str, int, str]
 
 
 # --- reading (through run/store.py, the run folder's one reader) ------------------------------------
@@ -145,18 +145,13 @@ def _extract(how: str, rec: dict[str, Any], pred: dict[str, Any], model: dict[st
 def _capped(pred: dict[str, Any], rec: dict[str, Any], details: dict[str, Any]) -> dict[str, Any]:
     """``pred`` with its output (and recorded prompt text) cut to what is scored (``cap_output``);
     the cut is recorded in the instance line's ``details``."""
-    out, cut = cap_output(pred["output"], rec["prompt"])
-    text = pred.get("upstream_prompt_text")
-    text_cut = None
-    if isinstance(text, str):
-        text, text_cut = cap_output(text, rec["prompt"])
-    if cut is None and text_cut is None:
-        return pred
-    if cut is not None:
-        details["output_capped"] = cut
-    if text_cut is not None:
-        details["upstream_prompt_text_capped"] = text_cut
-    return {**pred, "output": out, "upstream_prompt_text": text}
+    capped = dict(pred)
+    for name in ("output", "upstream_prompt_text"):
+        if isinstance(pred.get(name), str):
+            capped[name], cut = cap_output(pred[name], rec["prompt"])
+            if cut is not None:
+                details[f"{name}_capped"] = cut
+    return capped
 
 
 def _new_line(key: Key, profile: str, pred: dict[str, Any], decodable: bool) -> dict[str, Any]:
@@ -265,6 +260,7 @@ class ModelScorer:
 
     def __init__(self, model: dict[str, Any], profile: str, fic: _Fic, gold_block_size: int = DEFAULT_BLOCK_SIZE):
         self.model, self.profile, self.gold_block_size = model, profile, gold_block_size
+        self.primary = "upstream" if profile == "upstream" else "corrected"
         self.ctx = ScoringContext(fic=fic)
         self.tasks: dict[str, str] = {}
         self.first: dict[str, dict[str, Any]] = {}
@@ -273,8 +269,7 @@ class ModelScorer:
     def score_group(self, items: Iterable[tuple[Key, dict[str, Any], dict[str, Any]]]) -> list[dict[str, Any]]:
         """Instance lines of one (dataset, run), given its (key, prompt record, prediction) triples in
         prompt order; each line keeps the responses its extractions gave under ``_resp``."""
-        order: list[Key] = []
-        single: dict[Key, dict[str, Any]] = {}
+        slots: dict[Key, dict[str, Any] | None] = {}  # prompt order; None: document-level
         grouped: dict[Key, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
         recs: dict[Key, dict[str, Any]] = {}
         for key, rec, pred in items:
@@ -287,18 +282,16 @@ class ModelScorer:
             target = rec.get("target")
             if isinstance(target, dict) and "doc_index" in target:  # a document unit of a document-level instance
                 parent = (key[0], key[1], str(target.get("parent", key[2])))
-                if parent not in grouped:
-                    grouped[parent] = []
-                    order.append(parent)
-                grouped[parent].append((rec, pred))
+                slots.setdefault(parent, None)
+                grouped.setdefault(parent, []).append((rec, pred))
                 continue
-            single[key] = _score_instance(key, rec, pred, self.model, self.profile, self.ctx)
-            order.append(key)
-        lines = [single[k] if k in single else _score_units(k, grouped[k], self.profile) for k in order]
+            slots[key] = _score_instance(key, rec, pred, self.model, self.profile, self.ctx)
+        lines = [_score_units(k, grouped[k], self.profile) if ln is None else ln for k, ln in slots.items()]
         if lines:
             ds, run = lines[0]["dataset"], lines[0]["run"]
             if run in self.runs.get(ds, {}):
-                raise InputError("prompts.jsonl", f"dataset {ds} run {run} scored twice", record=f"{order[0]}")
+                raise InputError("prompts.jsonl", f"dataset {ds} run {run} scored twice",
+                                 record=f"{next(iter(slots))}")
             self.runs.setdefault(ds, {})[run] = self._summarise_run(ds, run, lines, recs)
         return lines
 
@@ -306,13 +299,13 @@ class ModelScorer:
                        ) -> tuple[dict[str, Any], dict[str, Any]]:
         """This run's entries of the dataset's summary block and of its ``corrected`` block: each
         variant's metric aggregated as the registry says, format rate and count."""
-        primary = "upstream" if self.profile == "upstream" else "corrected"
         specs = self._specs(ds)
         k = str(run)
         out: dict[str, Any] = {"runs": {}, "format_rate": {k: sum(ln["valid_format"] for ln in lines) / len(lines)},
                                "n_instances": {k: len(lines)}}
         corrected: dict[str, Any] = {"runs": {}}
-        AGGREGATIONS[specs[primary].aggregation](ds, run, lines, recs, primary, self.gold_block_size, out, corrected)
+        aggregate = AGGREGATIONS[specs[self.primary].aggregation]
+        aggregate(ds, run, lines, recs, self.primary, self.gold_block_size, out, corrected)
         if specs["corrected"].run_extras is not None:
             corrected["extra"] = {name: {k: extra} for name, extra in
                                   specs["corrected"].run_extras([ln["details"]["corrected"] for ln in lines]).items()}
@@ -324,12 +317,11 @@ class ModelScorer:
 
     def datasets(self) -> dict[str, Any]:
         """The ``datasets`` block of summary.json: runs in order, datasets in the order first scored."""
-        primary = "upstream" if self.profile == "upstream" else "corrected"
         blocks: dict[str, Any] = {}
         for ds, runs in self.runs.items():
             specs = self._specs(ds)
             out: dict[str, Any] = {"task": self.tasks[ds], "runs": {}, "format_rate": {}, "n_instances": {},
-                                   "metric": specs[primary].name}
+                                   "metric": specs[self.primary].name}
             corrected: dict[str, Any] = {"metric": specs["corrected"].name, "runs": {}}
             if specs["corrected"].run_extras is not None:
                 corrected["extra"] = {}
@@ -338,7 +330,7 @@ class ModelScorer:
                 _merge(corrected, runs[run][1])
             corrected["extraction"] = "clean"
             out["corrected"] = corrected
-            out["extraction"] = EXTRACTION_LABEL[specs[primary].extraction[VARIANTS.index(primary)]]
+            out["extraction"] = EXTRACTION_LABEL[specs[self.primary].extraction[VARIANTS.index(self.primary)]]
             blocks[ds] = out
         return blocks
 
@@ -361,9 +353,12 @@ def _coref_runs(ds: str, run: int, lines: list[dict[str, Any]], prompts: dict[Ke
 
     k = str(run)
     gold = [(ln["instance_id"], prompts[(ds, run, ln["instance_id"])]["target"]) for ln in lines]
-    variants = (("upstream", "upstream", gold_block_size), ("upstream_intended", "upstream", None),
-                ("corrected", "corrected", None))
-    for variant, mode, block in variants:
+    # (variant, scorer mode, gold block size, metric version: the as-published block size is part of it)
+    up = "conll_f1/coref-port/mode=upstream/perl-printed/gold="
+    variants = (("upstream", "upstream", gold_block_size, f"{up}as-published@block={gold_block_size}"),
+                ("upstream_intended", "upstream", None, f"{up}as-intended"),
+                ("corrected", "corrected", None, "conll_f1/coref-port/mode=corrected"))
+    for variant, mode, block, version in variants:
         result = score_run(gold, [(ln["instance_id"], ln["_resp"][variant.split("_")[0]]) for ln in lines], mode,
                            gold_block_size=block)
         value = result.conll_f1 if mode == "corrected" else result.conll_f1_printed
@@ -377,24 +372,15 @@ def _coref_runs(ds: str, run: int, lines: list[dict[str, Any]], prompts: dict[Ke
                 "documents": result.gold_documents_read, "of_documents": len(gold), "block_size": block}
         if variant == primary_variant:
             out["runs"][k] = value
-        version = coref_version(mode, block if variant == "upstream" else None)
+        name = "conll_f1_corrected" if mode == "corrected" else "conll_f1"
         for i, ln in enumerate(lines):
             inst = result.instances[i].conll_f1 if result.instances[i].scored else None
-            name = "conll_f1_corrected" if mode == "corrected" else "conll_f1"
             entry: dict[str, Any] = {"metric": name, "score": inst, "metric_version": version}
             if variant == "upstream":
                 entry["gold_read"] = result.instances[i].gold_read
             ln["details"][variant] = entry
             if variant == primary_variant:
                 ln["score"], ln["metric_version"] = inst, version
-
-
-def coref_version(mode: str, gold_block_size: int | None) -> str:
-    """Metric version of a coreference variant; the as-published block size is part of it."""
-    if mode == "corrected":
-        return "conll_f1/coref-port/mode=corrected"
-    gold = "as-intended" if gold_block_size is None else f"as-published@block={gold_block_size}"
-    return f"conll_f1/coref-port/mode=upstream/perl-printed/gold={gold}"
 
 
 def _mean_runs(ds: str, run: int, lines: list[dict[str, Any]], prompts: dict[Key, dict[str, Any]],
@@ -471,7 +457,6 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
 
     Streams: prompts.jsonl is read twice (checked and indexed, then one (dataset, run) at a time
     beside that run's predictions file), so memory holds one run's records, not the run folder's."""
-    from seam_repro.run.progress import close_bar, progress_bar
     from seam_repro.run.store import require_run_json
 
     run_dir = Path(run_dir)
@@ -494,54 +479,65 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
             yield key, rec
 
     coverage = check_run_prompts(run_dir, indexed(), run_json, run)  # trust chain: each record vs the manifest
-    pred_root = predictions_root(run_dir)
     models = model_dirs(run_dir)
     if not models:
-        raise PredictionsError(f"{pred_root}: no model directories (expected predictions/<model_slug>/<dataset>/run_<k>.jsonl)")
-    fic_state = _Fic(fic, fic_factory, fic_download)
+        raise PredictionsError(f"{predictions_root(run_dir)}: no model directories "
+                               "(expected predictions/<model_slug>/<dataset>/run_<k>.jsonl)")
     # what was sampled for each (dataset, run) (demonstrations, document order, paraphrase, ...)
     factors = {(r["dataset"], r["run"]): {k: v for k, v in r.items() if k not in RUN_FACTORS_SKIPPED}
                for r in coverage.tm.manifest.get("runs", []) if isinstance(r, dict) and "dataset" in r}
-    written = []
-    for model_dir in models:
-        model: dict[str, Any] | None = None
-        scorer: ModelScorer | None = None
-        scored: set[Key] = set()
-        visited: set[Path] = set()
-        bar = progress_bar(len(hashes), f"score:{model_dir.name}", "inst", progress)
-        try:
-            with ScoresWriter(out_root / model_dir.name) as out:
-                for group in _prompt_groups(prompts_path(run_dir), sizes, hashes):
-                    ds, run = group[0][0][:2]
-                    path = model_run_file(model_dir, ds, run)
-                    preds: dict[Key, dict[str, Any]] = {}
-                    if path.is_file():
-                        visited.add(path)
-                        preds, model = _read_predictions(path, hashes, model)
-                    items = [(k, rec, preds[k]) for k, rec in group if k in preds]
-                    if items:
-                        assert model is not None
-                        scorer = scorer or ModelScorer(model, profile, fic_state, gold_block_size)
-                        recs = dict(group)
-                        for line in scorer.score_group(items):
-                            sample = _sample(line, recs, preds, factors.get((ds, run), {}), coverage.tm.expected)
-                            line.pop("_resp", None)
-                            out.write(line, sample)
-                        scored.update(preds)
-                    bar.update(len(group))
-                for path in prediction_files(model_dir):  # files of no prompted run: refused unless empty
-                    if path not in visited:
-                        model = _read_predictions(path, hashes, model)[1]
-                _check_complete(model_dir, model)
-                datasets = scorer.datasets() if scorer is not None else {}
-                out.summary = {"model": model, "manifest_digest": run_json.get("manifest_digest"),
-                               "prompt_digest": digest_of_hashes(hashes.values()),
-                               "profile": profile, "kit_version": __version__, "datasets": datasets,
-                               **coverage.summary_fields(model_dir, datasets, scored)}
-        finally:
-            close_bar(bar)
-        written.append(out.target / "summary.json")
-    return written
+    head = {"manifest_digest": run_json.get("manifest_digest"),
+            "prompt_digest": digest_of_hashes(hashes.values()),
+            "profile": profile, "kit_version": __version__}
+    new_scorer = partial(ModelScorer, profile=profile, fic=_Fic(fic, fic_factory, fic_download),
+                         gold_block_size=gold_block_size)
+    return [_score_model(run_dir, model_dir, out_root / model_dir.name, hashes, sizes, factors, coverage,
+                         head, progress, new_scorer) for model_dir in models]
+
+
+def _score_model(run_dir: Path, model_dir: Path, out_dir: Path, hashes: dict[Key, str],
+                 sizes: dict[tuple[str, int], int], factors: dict[tuple[str, int], dict[str, Any]],
+                 coverage: Coverage, head: dict[str, Any], progress: bool,
+                 new_scorer: Callable[[dict[str, Any]], ModelScorer]) -> Path:
+    """Score one model's predictions a (dataset, run) at a time into ``out_dir``; returns its
+    summary.json. ``head``: the summary fields every model of the run shares."""
+    from seam_repro.run.progress import close_bar, progress_bar
+
+    model: dict[str, Any] | None = None
+    scorer: ModelScorer | None = None
+    scored: set[Key] = set()
+    visited: set[Path] = set()
+    bar = progress_bar(len(hashes), f"score:{model_dir.name}", "inst", progress)
+    try:
+        with ScoresWriter(out_dir) as out:
+            for group in _prompt_groups(prompts_path(run_dir), sizes, hashes):
+                ds, run = group[0][0][:2]
+                path = model_run_file(model_dir, ds, run)
+                preds: dict[Key, dict[str, Any]] = {}
+                if path.is_file():
+                    visited.add(path)
+                    preds, model = _read_predictions(path, hashes, model)
+                items = [(k, rec, preds[k]) for k, rec in group if k in preds]
+                if items:
+                    assert model is not None
+                    scorer = scorer or new_scorer(model)
+                    recs = dict(group)
+                    for line in scorer.score_group(items):
+                        sample = _sample(line, recs, preds, factors.get((ds, run), {}), coverage.tm.expected)
+                        line.pop("_resp", None)
+                        out.write(line, sample)
+                    scored.update(preds)
+                bar.update(len(group))
+            for path in prediction_files(model_dir):  # files of no prompted run: refused unless empty
+                if path not in visited:
+                    model = _read_predictions(path, hashes, model)[1]
+            _check_complete(model_dir, model)
+            datasets = scorer.datasets() if scorer is not None else {}
+            out.summary = {"model": model, **head, "datasets": datasets,
+                           **coverage.summary_fields(model_dir, datasets, scored)}
+    finally:
+        close_bar(bar)
+    return out.target / "summary.json"
 
 
 def parsed_response(rec: dict[str, Any], pred: dict[str, Any], model: dict[str, Any], profile: str) -> str:

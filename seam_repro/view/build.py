@@ -83,11 +83,11 @@ def _paraphrases(run_dir: Path, manifest: dict[str, Any], prompts_dir: Path | No
         # a recorded path is relative to the manifest replayed, which the run folder does not name:
         # an absolute one is followed, a relative one is tried beside the shipped manifests (the smoke
         # manifests' fixtures/prompts); the pinned hash is checked either way
-        where = recorded.get(name)
-        if isinstance(where, str) and not Path(where).is_absolute():
-            where = str(MANIFESTS_DIR / where) if (MANIFESTS_DIR / where).is_file() else None
-        elif not isinstance(where, str):
-            where = None
+        rel = recorded.get(name)
+        beside = isinstance(rel, str) and not Path(rel).is_absolute()
+        where = rel if isinstance(rel, str) and not beside else None
+        if beside and (MANIFESTS_DIR / rel).is_file():
+            where = str(MANIFESTS_DIR / rel)
         try:
             path = resolve_prompt_path(name, prompts_dir, where, run_dir)
             want = (pins.get(name) or {}).get("sha256")
@@ -97,8 +97,7 @@ def _paraphrases(run_dir: Path, manifest: dict[str, Any], prompts_dir: Path | No
                 continue
             out[name] = [p["instructions"] for p in read_prompt_file(path, specs.get(name))["prompts"]]
         except (MissingDataError, InputError) as exc:
-            rel = recorded.get(name)
-            if isinstance(rel, str) and not Path(rel).is_absolute() and prompts_dir is None:
+            if beside and prompts_dir is None:
                 # a manifest that reads its prompt files beside itself (the smoke fixtures): name that
                 # folder, not an upstream fetch (offline, and other files than the fixtures)
                 folder = Path("manifests") / Path(rel).parent
@@ -152,7 +151,7 @@ def build_site(inputs: list[Path], out: Path, reference: ReferenceTable | None =
     for m_index, (ms, label) in enumerate(zip(models, labels, strict=True)):
         paper = reference.name_for_hf_id(ms.model_id) if reference is not None else None
         entry: dict[str, Any] = {"label": label, "id": ms.model_id, "revision": ms.revision, "paper": paper,
-                                 "browsable": False, "source": ms.source,
+                                 "browsable": False,
                                  "unscored": dict(ms.unscored), "partial": _partial(ms),
                                  "runs": {name: {str(r): v for r, v in sorted(ds.runs.items())}
                                           for name, ds in ms.datasets.items()}}
@@ -165,7 +164,7 @@ def build_site(inputs: list[Path], out: Path, reference: ReferenceTable | None =
         _add_predictions(ms, m_index, sources[run_dir], files, datasets)
         entry["browsable"] = True
     index = {"title": "seam-repro run explorer", "command": command, "report": _summary(rep),
-             "models": [{k: v for k, v in e.items() if k != "source"} for e in model_entries],
+             "models": model_entries,
              "datasets": [], "figures": []}
     _add_grids(rep, datasets, files, index)
     _write_site(out, rep, files, index)
@@ -195,8 +194,7 @@ def _add_predictions(ms: ModelScores, m_index: int, src: _Source, files: dict[st
         cell = {"o": pred["output"], "p": parsed, "s": line.get("score"), "v": line.get("valid_format"),
                 "mv": line.get("metric_version"), "alt": _alt_scores(line), "t": bool(pred.get("truncated"))}
         per_ds.setdefault(ds, {}).setdefault(str(run), {})[iid] = cell
-        d = datasets.setdefault(ds, {"instances": {}, "cols": []})
-        d["instances"].setdefault(iid, None)
+        datasets.setdefault(ds, {"instances": {}, "cols": []})["instances"].setdefault(iid, None)
     for ds, by_run in per_ds.items():
         d = datasets[ds]
         d_index = list(datasets).index(ds)
@@ -216,13 +214,13 @@ def _add_grids(rep: dict[str, Any], datasets: dict[str, dict[str, Any]], files: 
     """Each dataset's grid (instances x columns of scores) into ``files`` and its entry into
     ``index``; the pages follow the summary table's dataset order and names (ECB shown as ECB+ in both)."""
     order = {name: k for k, name in enumerate(rep["datasets"])}
-    renumber = {ds: k for k, ds in enumerate(sorted(datasets, key=lambda n: (order.get(n, len(order)), n)))}
-    for d_index, (ds, d) in sorted(((renumber[ds], (ds, d)) for ds, d in datasets.items()), key=lambda t: t[0]):
+    for d_index, ds in enumerate(sorted(datasets, key=lambda n: (order.get(n, len(order)), n))):
+        d = datasets[ds]
         instances = list(d["instances"])
         grid = {"dataset": ds, "instances": instances,
                 "cols": [{"model": c["model"], "run": c["run"], "src": c["src"], "pred": c["pred"],
                           "prompt": c["prompt"], "s": [c["scores"].get(i, [None, None])[0] for i in instances],
-                          "v": [c["scores"].get(i, [None, None])[1] if i in c["scores"] else None for i in instances]}
+                          "v": [c["scores"].get(i, [None, None])[1] for i in instances]}
                          for c in d["cols"]]}
         files[f"grid_{d_index}"] = grid
         index["datasets"].append({"name": ds, "grid": f"grid_{d_index}", "instances": len(instances),
@@ -290,10 +288,8 @@ def _prompt_file(src: _Source, ds: str, run: int) -> dict[str, Any]:
     factors = {"paraphrase_index": p_index, "paraphrase_text": text, "doc_order": choice.get("doc_order"),
                "demo_indices": choice.get("demo_indices"), "max_num_docs": choice.get("max_num_docs"),
                "sample_seed": choice.get("sample_seed"), "split": choice.get("split"), "profile": src.profile}
-    instances = {}
-    for (d, r, iid), rec in src.prompts.items():
-        if d == ds and r == run:
-            instances[iid] = {"prompt": rec["prompt"], "gold": rec.get("target"), "gen_seed": rec.get("gen_seed")}
+    instances = {iid: {"prompt": rec["prompt"], "gold": rec.get("target"), "gen_seed": rec.get("gen_seed")}
+                 for (d, r, iid), rec in src.prompts.items() if d == ds and r == run}
     return {"factors": factors, "instances": instances}
 
 
