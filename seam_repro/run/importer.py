@@ -38,11 +38,21 @@ from typing import Any
 
 from seam_repro.config import GenerationSettings
 from seam_repro.errors import InputError
-from seam_repro.files.reading import iter_jsonl, read_json
+from seam_repro.files.atomic import atomic_write_bytes
+from seam_repro.files.json_text import jsonl_line
+from seam_repro.files.reading import iter_jsonl, parse_json_text, read_json
 from seam_repro.generate.base import GenerationRequest, GenerationResult
 from seam_repro.hashing import sha256_text
+from seam_repro.run.store import (
+    Key,
+    load_run_json,
+    make_record,
+    predictions_path,
+    prompts_path,
+    read_predictions,
+    read_prompt_records,
+)
 
-Key = tuple[str, int, str]
 UPSTREAM_ID_KEYS = {"ECB": "topic_id", "SciCo": "sample_id", "MusiQue": "id", "MultiNews": "id", "OpenASP": "guid",
                     "FuseReviews": "guid"}
 _RUN_FILE = re.compile(r"(.+)_(\d+)\.json")
@@ -102,13 +112,9 @@ class ImportBackend:
         return max(1, len(self.outputs))  # nothing is computed: one batch
 
     def generate(self, requests: list[GenerationRequest], settings: GenerationSettings) -> list[GenerationResult]:
-        out = []
-        for req in requests:
-            item = self.outputs[req.key]
-            out.append(GenerationResult(output=item.output, templated_prompt_sha256=sha256_text(req.prompt),
-                                        n_prompt_tokens=0, n_output_tokens=0,
-                                        upstream_prompt_text=item.upstream_prompt_text))
-        return out
+        return [GenerationResult(output=self.outputs[req.key].output, templated_prompt_sha256=sha256_text(req.prompt),
+                                 n_prompt_tokens=0, n_output_tokens=0,
+                                 upstream_prompt_text=self.outputs[req.key].upstream_prompt_text) for req in requests]
 
 
 def split_prediction(prediction: str, prompt: str) -> tuple[str, str, str | None]:
@@ -152,31 +158,27 @@ class Matcher:
 
     def match(self, path: object, where: str, named: Key, digest: str | None, fld: str) -> Key:
         cands = self.by_source.get(named) or ([named] if named in self.expected else [])
+        ids = ", ".join(k[2] for k in cands)
         if not cands:
             raise InputError(path, f"instance {named} is not in the manifest", record=where)
-        if digest is None:
-            if named not in self.expected:
-                raise InputError(path, f"{named[2]!r} is the source id of {', '.join(k[2] for k in cands)}, not an "
-                                 "instance id of the manifest; give the kit's instance id or the prompt", record=where)
-            hits = [named]
-        else:
-            hits = [k for k in cands if self.expected[k] == digest]
-            if not hits:
-                want = named if named in cands else cands[0]
-                if len(cands) == 1:
-                    raise InputError(path, f"the prompt of {want} differs from the manifest's (sha256 {digest[:12]} vs "
-                                     f"{self.expected[want][:12]}): these outputs were made for other prompts",
-                                     record=where, field=fld)
-                raise InputError(path, f"the prompt (sha256 {digest[:12]}) is none of the manifest's prompts of the "
-                                 f"{len(cands)} instances with id {named[2]!r} "
-                                 f"({', '.join(k[2] for k in cands)}): these outputs were made for other prompts",
-                                 record=where, field=fld)
+        if digest is None and named not in self.expected:
+            raise InputError(path, f"{named[2]!r} is the source id of {ids}, not an instance id of the manifest; "
+                             "give the kit's instance id or the prompt", record=where)
+        hits = [named] if digest is None else [k for k in cands if self.expected[k] == digest]
+        if not hits and len(cands) == 1:
+            raise InputError(path, f"the prompt of {cands[0]} differs from the manifest's (sha256 {digest[:12]} vs "
+                             f"{self.expected[cands[0]][:12]}): these outputs were made for other prompts",
+                             record=where, field=fld)
+        if not hits:
+            raise InputError(path, f"the prompt (sha256 {digest[:12]}) is none of the manifest's prompts of the "
+                             f"{len(cands)} instances with id {named[2]!r} ({ids}): these outputs were made for "
+                             "other prompts", record=where, field=fld)
         if len(hits) > 1:
             raise InputError(path, f"instances {', '.join(k[2] for k in hits)} share the id {named[2]!r} and the "
                              "prompt, so an output cannot be told to belong to one of them", record=where)
         if hits[0] in self.seen:
-            hint = "" if len(cands) == 1 else (f" ({len(cands)} instances share this source id: "
-                                               f"{', '.join(k[2] for k in cands)}; give the kit's id or the prompt)")
+            hint = "" if len(cands) == 1 else (f" ({len(cands)} instances share this source id: {ids}; "
+                                               "give the kit's id or the prompt)")
             raise InputError(path, f"duplicate output for {hits[0]}{hint}", record=where)
         self.seen.add(hits[0])
         return hits[0]
@@ -324,12 +326,9 @@ class ImportSummary:
     replaced: int = 0
 
     def line(self) -> str:
-        parts = [f"imported {self.imported} outputs into {self.folder}: {self.new} new"]
-        if self.unchanged:
-            parts.append(f"{self.unchanged} already stored identically")
-        if self.replaced:
-            parts.append(f"{self.replaced} replaced (score the run again)")
-        return ", ".join(parts)
+        counts = ((self.unchanged, "already stored identically"), (self.replaced, "replaced (score the run again)"))
+        return ", ".join([f"imported {self.imported} outputs into {self.folder}: {self.new} new",
+                          *(f"{n} {what}" for n, what in counts if n)])
 
 
 def _differing(out: Path, model_id: str, outputs: dict[Key, Imported], chosen: Sequence[dict[str, Any]],
@@ -338,14 +337,6 @@ def _differing(out: Path, model_id: str, outputs: dict[Key, Imported], chosen: S
     ``out``: a second import must not keep the first outputs while reporting the new ones. A run
     folder holds one set of prompts, so an import of the same manifest covering other (dataset, run)
     pairs is refused (another manifest is refused by ``prepare_run_dir``, naming the digests)."""
-    from seam_repro.run.store import (
-        load_run_json,
-        predictions_path,
-        prompts_path,
-        read_predictions,
-        read_prompt_records,
-    )
-
     run_json = load_run_json(out)
     if run_json is not None and run_json.get("manifest_digest") != digest:
         return [], 0  # another manifest's folder: prepare_run_dir refuses it before anything is written
@@ -377,11 +368,6 @@ def _replace_stored(out: Path, backend: ImportBackend, settings: GenerationSetti
                     keys: list[Key]) -> None:
     """Rewrite each predictions file holding ``keys`` (temp file + rename) with the imported outputs
     in their place; every other line is kept byte for byte."""
-    from seam_repro.files.atomic import atomic_write_bytes
-    from seam_repro.files.json_text import jsonl_line
-    from seam_repro.files.reading import parse_json_text
-    from seam_repro.run.store import make_record, predictions_path
-
     generation = backend.resolved_generation(settings)  # as run_generation records it (no model args)
     by_file: dict[Path, set[Key]] = {}
     for key in keys:
