@@ -247,7 +247,7 @@ def read_upstream_dir(root: Path, model_id: str, expected: dict[Key, str]) -> di
             where = f"record {i}"
             if not isinstance(rec, dict):
                 raise InputError(path, "expected a JSON object", record=where)
-            if id_key not in rec or isinstance(rec[id_key], (dict, list)) or rec[id_key] is None:
+            if isinstance(rec.get(id_key), (dict, list, type(None))):
                 raise InputError(path, f"missing the id key of {dataset}", record=where, field=id_key)
             prediction, msgs = rec.get("prediction"), rec.get("final_msgs")
             if not isinstance(prediction, str):
@@ -348,20 +348,11 @@ def _differing(out: Path, model_id: str, outputs: dict[Key, Imported], chosen: S
             raise InputError(out, f"holds the prompts of {len(held)} (dataset, run) pairs and this import covers "
                              f"{len(covers)}, not the same ones (differing: {listed}); a run folder holds one set of "
                              "prompts: import into a new --out (or import every pair together)")
-    differ, same = [], 0
-    for group in sorted({(k[0], k[1]) for k in outputs}):
-        path = predictions_path(out, model_id, *group)
-        if not path.is_file():
-            continue
-        for key, rec in read_predictions(path).items():
-            item = outputs.get(key)
-            if item is None:
-                continue
-            if rec["output"] == item.output and rec.get("upstream_prompt_text") == item.upstream_prompt_text:
-                same += 1
-            else:
-                differ.append(key)
-    return differ, same
+    paths = (predictions_path(out, model_id, *group) for group in sorted({k[:2] for k in outputs}))
+    stored = [(k, rec) for p in paths if p.is_file() for k, rec in read_predictions(p).items() if k in outputs]
+    differ = [k for k, rec in stored
+              if (rec["output"], rec.get("upstream_prompt_text")) != (outputs[k].output, outputs[k].upstream_prompt_text)]
+    return differ, len(stored) - len(differ)
 
 
 def _replace_stored(out: Path, backend: ImportBackend, settings: GenerationSettings, records: dict[Key, dict[str, Any]],
@@ -369,10 +360,8 @@ def _replace_stored(out: Path, backend: ImportBackend, settings: GenerationSetti
     """Rewrite each predictions file holding ``keys`` (temp file + rename) with the imported outputs
     in their place; every other line is kept byte for byte."""
     generation = backend.resolved_generation(settings)  # as run_generation records it (no model args)
-    by_file: dict[Path, set[Key]] = {}
-    for key in keys:
-        by_file.setdefault(predictions_path(out, backend.model_id, key[0], key[1]), set()).add(key)
-    for path, wanted in by_file.items():
+    wanted = set(keys)  # run_generation has refused any line filed under another (dataset, run)
+    for path in dict.fromkeys(predictions_path(out, backend.model_id, *key[:2]) for key in keys):
         lines: list[bytes] = []
         for n, raw in enumerate(path.read_bytes().splitlines(keepends=True), start=1):
             rec = parse_json_text(raw.decode("utf-8"), path, record=f"line {n}")

@@ -582,11 +582,8 @@ def partial_reason(run_json: dict[str, Any]) -> str | None:
     """The options that made a run partial on purpose (``--datasets X --runs 0-2 --limit 5``), as
     run.json records them; None for a run of the whole manifest."""
     chosen = run_json.get("selection") or {}
-    parts = []
-    if chosen.get("datasets") is not None:
-        parts.append("--datasets " + ",".join(chosen["datasets"]))
-    if chosen.get("runs") is not None:
-        parts.append("--runs " + ",".join(map(str, chosen["runs"])))
+    parts = [f"--{name} " + ",".join(map(str, chosen[name])) for name in ("datasets", "runs")
+             if chosen.get(name) is not None]
     if run_json.get("limit"):
         parts.append(f"--limit {run_json['limit']}")
     return " ".join(parts) or None
@@ -734,21 +731,19 @@ def check_scores_against_run(score_dir: Path, summary: Any, instances: Iterable[
     tm = run.manifest
     if tm is None:
         return
-    mpath = tm.path
-    inst_path = Path(score_dir) / "instance_scores.jsonl"
     if tm.frozen:
         known = score_keys(tm.expected)
         for n, it in enumerate(instances, start=1):
             if (it.dataset, it.run, it.instance_id) not in known:
-                raise InputError(inst_path, f"{it.dataset} run {it.run} instance {it.instance_id} is not in {mpath} "
-                                 "(expected only the manifest's instances)", f"instance {n}")
+                raise InputError(Path(score_dir) / "instance_scores.jsonl", f"{it.dataset} run {it.run} instance "
+                                 f"{it.instance_id} is not in {tm.path} (expected only the manifest's instances)",
+                                 f"instance {n}")
     stated = summary.get("protocol") if isinstance(summary, dict) else None
-    run_json = run.run_json
-    if not isinstance(stated, dict) or run_json is None:
+    if not isinstance(stated, dict) or run.run_json is None:
         return
     n_scored = stated.get("scored_instances")
-    actual = run_protocol(tm, run_json, Path(score_dir).name, n_scored if isinstance(n_scored, int) else 0)
+    actual = run_protocol(tm, run.run_json, Path(score_dir).name, n_scored if isinstance(n_scored, int) else 0)
     for name in (*PROTOCOL_FIELDS, "generation"):
         if stated.get(name) != actual.get(name):
-            raise InputError(Path(score_dir) / "summary.json", f"is {stated.get(name)!r} but run.json and {mpath} "
+            raise InputError(Path(score_dir) / "summary.json", f"is {stated.get(name)!r} but run.json and {tm.path} "
                              f"give {actual.get(name)!r}", field=f"protocol.{name}")
