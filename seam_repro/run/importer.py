@@ -1,20 +1,14 @@
-"""``seam-repro import``: outputs made elsewhere -> a normal run folder for a frozen manifest.
+"""``seam-repro import``: outputs made elsewhere -> a normal run folder for a frozen manifest
+(user-facing rules: docs/data.md "Importing outputs made elsewhere").
 
-Two input forms:
-
-* an upstream SEAM predictions folder (``scripts/run_model_predictions.py`` @ 6ad83f4):
-  ``<dataset>/<org>/<model>_<run>.json``, each a JSON list of records (pandas ``orient="records"``)
-  holding upstream's id key (``UPSTREAM_ID_KEYS``), ``final_msgs`` (the user message, i.e. the
-  prompt) and ``prediction`` (the pipeline's ``generated_text``: decoded prompt + continuation);
-* a plain JSONL of ``{"dataset", "run", "instance_id", "output"}`` (API runs, other harnesses),
-  optionally with ``prompt`` or ``prompt_sha256``.
-
-Every record must name an instance of the manifest, and where it carries the prompt its hash must
-equal the manifest's; anything else, a duplicate, or a (dataset, run) only partly covered is refused
-with the file and record named. Where several instances share a source id (MuSiQue-Full's
-unanswerable twin, ``<id>#unanswerable``) the prompt hash picks the one. The run folder is written
-by the replay machinery itself (an ``import`` backend returning the outputs), so ``score``,
-``submit`` and ``report`` treat it like any replay.
+Two input forms: an upstream SEAM predictions folder (``scripts/run_model_predictions.py`` @ 6ad83f4:
+``<dataset>/<org>/<model>_<run>.json``, each a JSON list of pandas ``orient="records"`` rows holding
+upstream's id key (``UPSTREAM_ID_KEYS``), ``final_msgs`` (the user message, i.e. the prompt) and
+``prediction`` (the pipeline's ``generated_text``: decoded prompt + continuation), or a plain JSONL of
+``{"dataset", "run", "instance_id", "output"}`` (API runs, other harnesses), optionally with ``prompt``
+or ``prompt_sha256``. Each record is matched to one manifest instance (``Matcher``); anything else is
+refused with the file and record named. The run folder is written by the replay machinery itself (an
+``import`` backend returning the outputs), so ``score``, ``submit`` and ``report`` treat it like any replay.
 
 An upstream ``prediction`` is split at the end of the prompt: the head is kept as
 ``upstream_prompt_text`` (upstream's extraction sees exactly upstream's string), the rest is the
@@ -213,17 +207,10 @@ def _upstream_files(root: Path, model_id: str) -> list[tuple[Path, str, int]]:
         m = _RUN_FILE.fullmatch(n)
         return m is not None and m.group(1) == name
 
-    matched = []
-    for ds_dir in _children(root, lambda n: True):
-        if not ds_dir.is_dir():
-            continue
-        folders = _children(ds_dir, lambda n: n == org) if org else [ds_dir]
-        for folder in folders:
-            if not folder.is_dir():
-                continue
-            for path in _children(folder, is_run_file):  # <name>_<run>.json: the run follows the last "_"
-                matched.append((path, ds_dir.name, int(path.stem.rpartition("_")[2])))
-    return matched
+    return [(path, ds_dir.name, int(path.stem.rpartition("_")[2]))  # the run follows the last "_"
+            for ds_dir in _children(root, lambda n: True) if ds_dir.is_dir()
+            for folder in (_children(ds_dir, lambda n: n == org) if org else [ds_dir]) if folder.is_dir()
+            for path in _children(folder, is_run_file)]
 
 
 def read_upstream_dir(root: Path, model_id: str, expected: dict[Key, str]) -> dict[Key, Imported]:
@@ -274,6 +261,7 @@ def read_upstream_dir(root: Path, model_id: str, expected: dict[Key, str]) -> di
 def read_plain_jsonl(path: Path, expected: dict[Key, str], suite: str = "seam") -> dict[Key, Imported]:
     """Outputs from a JSONL of ``{dataset, run, instance_id, output[, prompt | prompt_sha256]}``;
     ``dataset`` in any spelling the suite's resolver accepts (``musique``, ``MuSiQue``)."""
+    from seam_repro.manifest.prompts import require_fields
     from seam_repro.specs import load_suite
 
     names = load_suite(suite)
@@ -281,10 +269,7 @@ def read_plain_jsonl(path: Path, expected: dict[Key, str], suite: str = "seam") 
     matcher = Matcher(expected)
     for lineno, rec in iter_jsonl(path, what="outputs JSONL file"):
         where = f"line {lineno}"
-        for fld, typ in (("dataset", str), ("run", int), ("instance_id", str), ("output", str)):
-            value = rec.get(fld)
-            if not isinstance(value, typ) or isinstance(value, bool):
-                raise InputError(path, f"missing or not a {typ.__name__}", record=where, field=fld)
+        require_fields(rec, {"dataset": str, "run": int, "instance_id": str, "output": str}, path, where)
         named = (names.canonical_name(rec["dataset"], str(path), "dataset", where), rec["run"], rec["instance_id"])
         digest, fld = None, "prompt"
         if "prompt" in rec:
