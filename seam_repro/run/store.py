@@ -484,7 +484,8 @@ def prepare_run_dir(run_dir: Path, *, manifest: dict[str, Any], prompts: list[di
             current = {"schema_version": RUN_SCHEMA_VERSION, "manifest_digest": manifest.get("digest"),
                        "prompt_digest": manifest.get("prompt_digest"), "profile": manifest.get("profile"),
                        "prompts_sha256": prompts_sha,
-                       "fingerprint": session.get("fingerprint"), "models": {}, "sessions": [], **extra}
+                       "fingerprint": session.get("fingerprint"), "models": {slug: model_entry}, "sessions": [],
+                       **extra}
         else:
             for name, want in (("manifest_digest", manifest.get("digest")), ("prompts_sha256", prompts_sha),
                                *extra.items()):
@@ -492,9 +493,9 @@ def prepare_run_dir(run_dir: Path, *, manifest: dict[str, Any], prompts: list[di
                     raise PredictionsError(f"{run_json_path(run_dir)}: {name} is {current.get(name)!r}, this replay "
                                            f"has {want!r}; use a new --out directory")
             old = current["models"].get(slug)
-            if old is not None and not has_predictions(run_dir, slug):
-                current["models"][slug] = model_entry  # nothing stored under the old settings: replaced
-            elif old is not None:
+            if old is None or not has_predictions(run_dir, slug):
+                current["models"][slug] = model_entry  # new, or nothing stored under the old settings: replaced
+            else:
                 for name in _MODEL_FIELDS:
                     if old.get(name) != model_entry.get(name):
                         raise PredictionsError(f"{run_json_path(run_dir)}: model {slug}: "
@@ -503,7 +504,6 @@ def prepare_run_dir(run_dir: Path, *, manifest: dict[str, Any], prompts: list[di
                                                "replay into a new --out, or repeat the first run's settings")
         if check_existing is not None:
             check_existing()
-    current["models"].setdefault(slug, model_entry)
     current["sessions"].append({**session, "model": slug})
     atomic.atomic_write_json(run_json_path(run_dir), current, indent=2, sort_keys=True)
     return current
