@@ -122,10 +122,7 @@ def split_prediction(prediction: str, prompt: str) -> tuple[str, str, str | None
         pos = prediction.find(text)
         if pos >= 0:
             end = pos + len(text)
-            for tail in _TEMPLATE_TAILS:
-                if prediction.startswith(tail, end):
-                    end += len(tail)
-                    break
+            end += next((len(tail) for tail in _TEMPLATE_TAILS if prediction.startswith(tail, end)), 0)
             return prediction[:end], prediction[end:], how
     return "", prediction, None
 
