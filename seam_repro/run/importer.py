@@ -288,8 +288,7 @@ def covered_records(records: Sequence[dict[str, Any]], outputs: dict[Key, Import
     """The manifest's records of every (dataset, run) the input covers; a partly covered one is refused."""
     groups = {(k[0], k[1]) for k in outputs}
     chosen = [r for r in records if (r["dataset"], r["run"]) in groups]
-    missing = [(r["dataset"], r["run"], r["instance_id"]) for r in chosen
-               if (r["dataset"], r["run"], r["instance_id"]) not in outputs]
+    missing = [k for k in ((r["dataset"], r["run"], r["instance_id"]) for r in chosen) if k not in outputs]
     if missing:
         listed = ", ".join(f"{d} run {r} instance {i}" for d, r, i in missing[:MAX_LISTED])
         raise InputError(source, f"{len(missing)} instance(s) of the imported (dataset, run) pairs have no output; "
