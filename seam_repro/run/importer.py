@@ -22,6 +22,7 @@ is refused rather than scoring prompt text as the answer.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections import Counter
@@ -60,9 +61,7 @@ _CLEANUP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), ("
 def clean_up_tokenization(text: str) -> str:
     """What a transformers decode with ``clean_up_tokenization_spaces=True`` does to text
     (``PreTrainedTokenizerBase.clean_up_tokenization``: these replacements, in this order)."""
-    for old, new in _CLEANUP:
-        text = text.replace(old, new)
-    return text
+    return functools.reduce(lambda done, pair: done.replace(*pair), _CLEANUP, text)
 
 
 PROMPT_RENDERINGS: tuple[tuple[str, Callable[[str], str]], ...] = (
