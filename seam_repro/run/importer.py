@@ -1,20 +1,14 @@
-"""``seam-repro import``: outputs made elsewhere -> a normal run folder for a frozen manifest.
+"""``seam-repro import``: outputs made elsewhere -> a normal run folder for a frozen manifest
+(user-facing rules: docs/data.md "Importing outputs made elsewhere").
 
-Two input forms:
-
-* an upstream SEAM predictions folder (``scripts/run_model_predictions.py`` @ 6ad83f4):
-  ``<dataset>/<org>/<model>_<run>.json``, each a JSON list of records (pandas ``orient="records"``)
-  holding upstream's id key (``UPSTREAM_ID_KEYS``), ``final_msgs`` (the user message, i.e. the
-  prompt) and ``prediction`` (the pipeline's ``generated_text``: decoded prompt + continuation);
-* a plain JSONL of ``{"dataset", "run", "instance_id", "output"}`` (API runs, other harnesses),
-  optionally with ``prompt`` or ``prompt_sha256``.
-
-Every record must name an instance of the manifest, and where it carries the prompt its hash must
-equal the manifest's; anything else, a duplicate, or a (dataset, run) only partly covered is refused
-with the file and record named. Where several instances share a source id (MuSiQue-Full's
-unanswerable twin, ``<id>#unanswerable``) the prompt hash picks the one. The run folder is written
-by the replay machinery itself (an ``import`` backend returning the outputs), so ``score``,
-``submit`` and ``report`` treat it like any replay.
+Two input forms: an upstream SEAM predictions folder (``scripts/run_model_predictions.py`` @ 6ad83f4:
+``<dataset>/<org>/<model>_<run>.json``, each a JSON list of pandas ``orient="records"`` rows holding
+upstream's id key (``UPSTREAM_ID_KEYS``), ``final_msgs`` (the user message, i.e. the prompt) and
+``prediction`` (the pipeline's ``generated_text``: decoded prompt + continuation), or a plain JSONL of
+``{"dataset", "run", "instance_id", "output"}`` (API runs, other harnesses), optionally with ``prompt``
+or ``prompt_sha256``. Each record is matched to one manifest instance (``Matcher``); anything else is
+refused with the file and record named. The run folder is written by the replay machinery itself (an
+``import`` backend returning the outputs), so ``score``, ``submit`` and ``report`` treat it like any replay.
 
 An upstream ``prediction`` is split at the end of the prompt: the head is kept as
 ``upstream_prompt_text`` (upstream's extraction sees exactly upstream's string), the rest is the
@@ -28,6 +22,7 @@ is refused rather than scoring prompt text as the answer.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections import Counter
@@ -38,11 +33,21 @@ from typing import Any
 
 from seam_repro.config import GenerationSettings
 from seam_repro.errors import InputError
-from seam_repro.files.reading import iter_jsonl, read_json
+from seam_repro.files.atomic import atomic_write_bytes
+from seam_repro.files.json_text import jsonl_line
+from seam_repro.files.reading import iter_jsonl, parse_json_text, read_json
 from seam_repro.generate.base import GenerationRequest, GenerationResult
 from seam_repro.hashing import sha256_text
+from seam_repro.run.store import (
+    Key,
+    load_run_json,
+    make_record,
+    predictions_path,
+    prompts_path,
+    read_predictions,
+    read_prompt_records,
+)
 
-Key = tuple[str, int, str]
 UPSTREAM_ID_KEYS = {"ECB": "topic_id", "SciCo": "sample_id", "MusiQue": "id", "MultiNews": "id", "OpenASP": "guid",
                     "FuseReviews": "guid"}
 _RUN_FILE = re.compile(r"(.+)_(\d+)\.json")
@@ -56,9 +61,7 @@ _CLEANUP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), ("
 def clean_up_tokenization(text: str) -> str:
     """What a transformers decode with ``clean_up_tokenization_spaces=True`` does to text
     (``PreTrainedTokenizerBase.clean_up_tokenization``: these replacements, in this order)."""
-    for old, new in _CLEANUP:
-        text = text.replace(old, new)
-    return text
+    return functools.reduce(lambda done, pair: done.replace(*pair), _CLEANUP, text)
 
 
 PROMPT_RENDERINGS: tuple[tuple[str, Callable[[str], str]], ...] = (
@@ -102,13 +105,9 @@ class ImportBackend:
         return max(1, len(self.outputs))  # nothing is computed: one batch
 
     def generate(self, requests: list[GenerationRequest], settings: GenerationSettings) -> list[GenerationResult]:
-        out = []
-        for req in requests:
-            item = self.outputs[req.key]
-            out.append(GenerationResult(output=item.output, templated_prompt_sha256=sha256_text(req.prompt),
-                                        n_prompt_tokens=0, n_output_tokens=0,
-                                        upstream_prompt_text=item.upstream_prompt_text))
-        return out
+        return [GenerationResult(output=self.outputs[req.key].output, templated_prompt_sha256=sha256_text(req.prompt),
+                                 n_prompt_tokens=0, n_output_tokens=0,
+                                 upstream_prompt_text=self.outputs[req.key].upstream_prompt_text) for req in requests]
 
 
 def split_prediction(prediction: str, prompt: str) -> tuple[str, str, str | None]:
@@ -122,10 +121,7 @@ def split_prediction(prediction: str, prompt: str) -> tuple[str, str, str | None
         pos = prediction.find(text)
         if pos >= 0:
             end = pos + len(text)
-            for tail in _TEMPLATE_TAILS:
-                if prediction.startswith(tail, end):
-                    end += len(tail)
-                    break
+            end += next((len(tail) for tail in _TEMPLATE_TAILS if prediction.startswith(tail, end)), 0)
             return prediction[:end], prediction[end:], how
     return "", prediction, None
 
@@ -152,31 +148,27 @@ class Matcher:
 
     def match(self, path: object, where: str, named: Key, digest: str | None, fld: str) -> Key:
         cands = self.by_source.get(named) or ([named] if named in self.expected else [])
+        ids = ", ".join(k[2] for k in cands)
         if not cands:
             raise InputError(path, f"instance {named} is not in the manifest", record=where)
-        if digest is None:
-            if named not in self.expected:
-                raise InputError(path, f"{named[2]!r} is the source id of {', '.join(k[2] for k in cands)}, not an "
-                                 "instance id of the manifest; give the kit's instance id or the prompt", record=where)
-            hits = [named]
-        else:
-            hits = [k for k in cands if self.expected[k] == digest]
-            if not hits:
-                want = named if named in cands else cands[0]
-                if len(cands) == 1:
-                    raise InputError(path, f"the prompt of {want} differs from the manifest's (sha256 {digest[:12]} vs "
-                                     f"{self.expected[want][:12]}): these outputs were made for other prompts",
-                                     record=where, field=fld)
-                raise InputError(path, f"the prompt (sha256 {digest[:12]}) is none of the manifest's prompts of the "
-                                 f"{len(cands)} instances with id {named[2]!r} "
-                                 f"({', '.join(k[2] for k in cands)}): these outputs were made for other prompts",
-                                 record=where, field=fld)
+        if digest is None and named not in self.expected:
+            raise InputError(path, f"{named[2]!r} is the source id of {ids}, not an instance id of the manifest; "
+                             "give the kit's instance id or the prompt", record=where)
+        hits = [named] if digest is None else [k for k in cands if self.expected[k] == digest]
+        if not hits and len(cands) == 1:
+            raise InputError(path, f"the prompt of {cands[0]} differs from the manifest's (sha256 {digest[:12]} vs "
+                             f"{self.expected[cands[0]][:12]}): these outputs were made for other prompts",
+                             record=where, field=fld)
+        if not hits:
+            raise InputError(path, f"the prompt (sha256 {digest[:12]}) is none of the manifest's prompts of the "
+                             f"{len(cands)} instances with id {named[2]!r} ({ids}): these outputs were made for "
+                             "other prompts", record=where, field=fld)
         if len(hits) > 1:
             raise InputError(path, f"instances {', '.join(k[2] for k in hits)} share the id {named[2]!r} and the "
                              "prompt, so an output cannot be told to belong to one of them", record=where)
         if hits[0] in self.seen:
-            hint = "" if len(cands) == 1 else (f" ({len(cands)} instances share this source id: "
-                                               f"{', '.join(k[2] for k in cands)}; give the kit's id or the prompt)")
+            hint = "" if len(cands) == 1 else (f" ({len(cands)} instances share this source id: {ids}; "
+                                               "give the kit's id or the prompt)")
             raise InputError(path, f"duplicate output for {hits[0]}{hint}", record=where)
         self.seen.add(hits[0])
         return hits[0]
@@ -211,17 +203,10 @@ def _upstream_files(root: Path, model_id: str) -> list[tuple[Path, str, int]]:
         m = _RUN_FILE.fullmatch(n)
         return m is not None and m.group(1) == name
 
-    matched = []
-    for ds_dir in _children(root, lambda n: True):
-        if not ds_dir.is_dir():
-            continue
-        folders = _children(ds_dir, lambda n: n == org) if org else [ds_dir]
-        for folder in folders:
-            if not folder.is_dir():
-                continue
-            for path in _children(folder, is_run_file):  # <name>_<run>.json: the run follows the last "_"
-                matched.append((path, ds_dir.name, int(path.stem.rpartition("_")[2])))
-    return matched
+    return [(path, ds_dir.name, int(path.stem.rpartition("_")[2]))  # the run follows the last "_"
+            for ds_dir in _children(root, lambda n: True) if ds_dir.is_dir()
+            for folder in (_children(ds_dir, lambda n: n == org) if org else [ds_dir]) if folder.is_dir()
+            for path in _children(folder, is_run_file)]
 
 
 def read_upstream_dir(root: Path, model_id: str, expected: dict[Key, str]) -> dict[Key, Imported]:
@@ -245,7 +230,7 @@ def read_upstream_dir(root: Path, model_id: str, expected: dict[Key, str]) -> di
             where = f"record {i}"
             if not isinstance(rec, dict):
                 raise InputError(path, "expected a JSON object", record=where)
-            if id_key not in rec or isinstance(rec[id_key], (dict, list)) or rec[id_key] is None:
+            if isinstance(rec.get(id_key), (dict, list, type(None))):
                 raise InputError(path, f"missing the id key of {dataset}", record=where, field=id_key)
             prediction, msgs = rec.get("prediction"), rec.get("final_msgs")
             if not isinstance(prediction, str):
@@ -272,6 +257,7 @@ def read_upstream_dir(root: Path, model_id: str, expected: dict[Key, str]) -> di
 def read_plain_jsonl(path: Path, expected: dict[Key, str], suite: str = "seam") -> dict[Key, Imported]:
     """Outputs from a JSONL of ``{dataset, run, instance_id, output[, prompt | prompt_sha256]}``;
     ``dataset`` in any spelling the suite's resolver accepts (``musique``, ``MuSiQue``)."""
+    from seam_repro.manifest.prompts import require_fields
     from seam_repro.specs import load_suite
 
     names = load_suite(suite)
@@ -279,10 +265,7 @@ def read_plain_jsonl(path: Path, expected: dict[Key, str], suite: str = "seam") 
     matcher = Matcher(expected)
     for lineno, rec in iter_jsonl(path, what="outputs JSONL file"):
         where = f"line {lineno}"
-        for fld, typ in (("dataset", str), ("run", int), ("instance_id", str), ("output", str)):
-            value = rec.get(fld)
-            if not isinstance(value, typ) or isinstance(value, bool):
-                raise InputError(path, f"missing or not a {typ.__name__}", record=where, field=fld)
+        require_fields(rec, {"dataset": str, "run": int, "instance_id": str, "output": str}, path, where)
         named = (names.canonical_name(rec["dataset"], str(path), "dataset", where), rec["run"], rec["instance_id"])
         digest, fld = None, "prompt"
         if "prompt" in rec:
@@ -304,8 +287,7 @@ def covered_records(records: Sequence[dict[str, Any]], outputs: dict[Key, Import
     """The manifest's records of every (dataset, run) the input covers; a partly covered one is refused."""
     groups = {(k[0], k[1]) for k in outputs}
     chosen = [r for r in records if (r["dataset"], r["run"]) in groups]
-    missing = [(r["dataset"], r["run"], r["instance_id"]) for r in chosen
-               if (r["dataset"], r["run"], r["instance_id"]) not in outputs]
+    missing = [k for k in ((r["dataset"], r["run"], r["instance_id"]) for r in chosen) if k not in outputs]
     if missing:
         listed = ", ".join(f"{d} run {r} instance {i}" for d, r, i in missing[:MAX_LISTED])
         raise InputError(source, f"{len(missing)} instance(s) of the imported (dataset, run) pairs have no output; "
@@ -324,12 +306,9 @@ class ImportSummary:
     replaced: int = 0
 
     def line(self) -> str:
-        parts = [f"imported {self.imported} outputs into {self.folder}: {self.new} new"]
-        if self.unchanged:
-            parts.append(f"{self.unchanged} already stored identically")
-        if self.replaced:
-            parts.append(f"{self.replaced} replaced (score the run again)")
-        return ", ".join(parts)
+        counts = ((self.unchanged, "already stored identically"), (self.replaced, "replaced (score the run again)"))
+        return ", ".join([f"imported {self.imported} outputs into {self.folder}: {self.new} new",
+                          *(f"{n} {what}" for n, what in counts if n)])
 
 
 def _differing(out: Path, model_id: str, outputs: dict[Key, Imported], chosen: Sequence[dict[str, Any]],
@@ -338,14 +317,6 @@ def _differing(out: Path, model_id: str, outputs: dict[Key, Imported], chosen: S
     ``out``: a second import must not keep the first outputs while reporting the new ones. A run
     folder holds one set of prompts, so an import of the same manifest covering other (dataset, run)
     pairs is refused (another manifest is refused by ``prepare_run_dir``, naming the digests)."""
-    from seam_repro.run.store import (
-        load_run_json,
-        predictions_path,
-        prompts_path,
-        read_predictions,
-        read_prompt_records,
-    )
-
     run_json = load_run_json(out)
     if run_json is not None and run_json.get("manifest_digest") != digest:
         return [], 0  # another manifest's folder: prepare_run_dir refuses it before anything is written
@@ -357,36 +328,20 @@ def _differing(out: Path, model_id: str, outputs: dict[Key, Imported], chosen: S
             raise InputError(out, f"holds the prompts of {len(held)} (dataset, run) pairs and this import covers "
                              f"{len(covers)}, not the same ones (differing: {listed}); a run folder holds one set of "
                              "prompts: import into a new --out (or import every pair together)")
-    differ, same = [], 0
-    for group in sorted({(k[0], k[1]) for k in outputs}):
-        path = predictions_path(out, model_id, *group)
-        if not path.is_file():
-            continue
-        for key, rec in read_predictions(path).items():
-            item = outputs.get(key)
-            if item is None:
-                continue
-            if rec["output"] == item.output and rec.get("upstream_prompt_text") == item.upstream_prompt_text:
-                same += 1
-            else:
-                differ.append(key)
-    return differ, same
+    paths = (predictions_path(out, model_id, *group) for group in sorted({k[:2] for k in outputs}))
+    stored = [(k, rec) for p in paths if p.is_file() for k, rec in read_predictions(p).items() if k in outputs]
+    differ = [k for k, rec in stored
+              if (rec["output"], rec.get("upstream_prompt_text")) != (outputs[k].output, outputs[k].upstream_prompt_text)]
+    return differ, len(stored) - len(differ)
 
 
 def _replace_stored(out: Path, backend: ImportBackend, settings: GenerationSettings, records: dict[Key, dict[str, Any]],
                     keys: list[Key]) -> None:
     """Rewrite each predictions file holding ``keys`` (temp file + rename) with the imported outputs
     in their place; every other line is kept byte for byte."""
-    from seam_repro.files.atomic import atomic_write_bytes
-    from seam_repro.files.json_text import jsonl_line
-    from seam_repro.files.reading import parse_json_text
-    from seam_repro.run.store import make_record, predictions_path
-
     generation = backend.resolved_generation(settings)  # as run_generation records it (no model args)
-    by_file: dict[Path, set[Key]] = {}
-    for key in keys:
-        by_file.setdefault(predictions_path(out, backend.model_id, key[0], key[1]), set()).add(key)
-    for path, wanted in by_file.items():
+    wanted = set(keys)  # run_generation has refused any line filed under another (dataset, run)
+    for path in dict.fromkeys(predictions_path(out, backend.model_id, *key[:2]) for key in keys):
         lines: list[bytes] = []
         for n, raw in enumerate(path.read_bytes().splitlines(keepends=True), start=1):
             rec = parse_json_text(raw.decode("utf-8"), path, record=f"line {n}")

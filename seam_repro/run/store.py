@@ -15,12 +15,14 @@ twice. Format: docs/ARCHITECTURE.md "Predictions store".
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
 import shutil
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from seam_repro.errors import InputError, PredictionsError, SeamReproError, version_mismatch
 from seam_repro.files import atomic, json_text, reading
@@ -161,8 +163,7 @@ def prediction_files(model_dir: Path) -> list[Path]:
 
 def count_stored(run_dir: Path) -> int:
     """Complete prediction lines of every model in a run folder (a torn last line is not counted)."""
-    root = predictions_root(run_dir)
-    return sum(p.read_bytes().count(b"\n") for m in sorted(root.glob("*")) for p in prediction_files(m))
+    return sum(p.read_bytes().count(b"\n") for m in model_dirs(run_dir) for p in prediction_files(m))
 
 
 def make_record(req: GenerationRequest, res: GenerationResult, model_id: str, revision: str,
@@ -188,21 +189,12 @@ def repair_torn_tail(path: Path) -> int:
     if size == 0:
         return 0
     with open(path, "rb+") as fh:
-        pos, keep = size, 0
-        while pos > 0:
-            step = min(1 << 16, pos)
-            fh.seek(pos - step)
-            chunk = fh.read(step)
-            idx = chunk.rfind(b"\n")
-            if idx >= 0:
-                keep = pos - step + idx + 1
-                break
-            pos -= step
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as view:  # scanned from the end, not read whole
+            keep = view.rfind(b"\n") + 1
         if keep < size:
             fh.truncate(keep)
-            fh.flush()
             os.fsync(fh.fileno())
-        return size - keep
+    return size - keep
 
 
 def read_lines(path: Path) -> Iterator[tuple[int, dict[str, Any], bool]]:
@@ -225,14 +217,13 @@ the run's prompts, its ``prompt_sha256`` too."""
 
 @dataclass
 class PredictionFile:
-    """One ``predictions/<slug>/<dataset>/run_<k>.jsonl`` file as read by :func:`read_prediction_file`."""
+    """One ``predictions/<slug>/<dataset>/run_<k>.jsonl`` file as read by :func:`read_prediction_file`:
+    its lines by key in file order, their ``{"id", "revision"}`` (the ``model`` passed in, or the first
+    line's) and the keys of lines whose bytes were not UTF-8 (replaced)."""
 
     records: dict[Key, dict[str, Any]]
-    """The lines keyed by (dataset, run, instance_id), in file order."""
     model: dict[str, Any] | None
-    """``{"id", "revision"}`` of its lines (the ``model`` passed in, or its first line's)."""
     undecodable: set[Key]
-    """Lines whose bytes were not UTF-8 (replaced)."""
 
 
 def read_prediction_file(path: Path, prompt_hashes: Mapping[Key, str] | None = None, *,
@@ -316,58 +307,16 @@ def read_prompts(path: Path, check: Callable[[Path, str, dict[str, Any]], None] 
         yield key, rec
 
 
-class PredictionWriter:
-    """Appends lines to one predictions file: one ``write`` per line (flush), ``fsync`` on
-    :meth:`sync` and :meth:`close` (an fsync per line cost more than generating with the echo
-    backend; one per batch bounds what a machine crash can lose to the batch in flight)."""
-
-    def __init__(self, path: Path):
-        atomic.ensure_dir(path.parent)
-        self.path = path
-        self._dirty = False
-        try:
-            self._fh = open(path, "ab")
-        except OSError as exc:
-            raise OutputError(f"{atomic.describe_os_error(exc)}; cannot append predictions "
-                              "(every line already written is kept)") from None
-
-    def write(self, record: dict[str, Any]) -> None:
-        try:
-            self._fh.write(json_text.jsonl_line(record))
-            self._fh.flush()
-            self._dirty = True
-        except OSError as exc:
-            # A partial line may be on disk; it is unterminated, so readers skip it and a resume
-            # truncates it. Every earlier line is complete and kept.
-            raise OutputError(f"{self.path}: cannot append a prediction: {atomic.describe_os_error(exc).split(': ', 1)[-1]}; "
-                              "the predictions written so far are kept; fix this and rerun the same command to resume"
-                              ) from None
-
-    def sync(self) -> None:
-        """Make every line written so far durable."""
-        if self._dirty:
-            try:
-                os.fsync(self._fh.fileno())
-            except OSError as exc:
-                raise OutputError(f"{self.path}: cannot sync the predictions: "
-                                  f"{atomic.describe_os_error(exc).split(': ', 1)[-1]}; rerun the same command to "
-                                  "resume (lines that were not synced are checked and kept or regenerated)") from None
-            self._dirty = False
-
-    def close(self) -> None:
-        try:
-            self.sync()
-        finally:
-            with contextlib.suppress(OSError):
-                self._fh.close()
-
-
 class PredictionStore:
-    """All predictions files of one model in a run dir; resumes and refuses foreign lines."""
+    """All predictions files of one model in a run dir; resumes and refuses foreign lines. Each line
+    is one ``write`` (flushed); the files are fsynced on :meth:`sync` and :meth:`close` (an fsync per
+    line cost more than generating with the echo backend; one per batch bounds what a machine crash
+    can lose to the batch in flight)."""
 
     def __init__(self, run_dir: Path, model_id: str, revision: str, prompt_hashes: dict[Key, str]):
         self.run_dir, self.model_id, self.revision = Path(run_dir), model_id, revision
-        self._writers: dict[tuple[str, int], PredictionWriter] = {}
+        self._files: dict[tuple[str, int], BinaryIO] = {}
+        self._dirty: set[tuple[str, int]] = set()
         self.done: set[Key] = set()
         self.repaired: list[tuple[Path, int]] = []
         for path in prediction_files(predictions_root(self.run_dir) / model_slug(model_id)):
@@ -385,22 +334,47 @@ class PredictionStore:
         key = (record["dataset"], record["run"], record["instance_id"])
         if key in self.done:
             raise PredictionsError(f"{self.run_dir}: refusing to write {key} twice")
-        if key[:2] not in self._writers:
-            self._writers[key[:2]] = PredictionWriter(predictions_path(self.run_dir, self.model_id, *key[:2]))
-        self._writers[key[:2]].write(record)
+        path = predictions_path(self.run_dir, self.model_id, *key[:2])
+        if key[:2] not in self._files:
+            atomic.ensure_dir(path.parent)
+            try:
+                self._files[key[:2]] = open(path, "ab")
+            except OSError as exc:
+                raise OutputError(f"{atomic.describe_os_error(exc)}; cannot append predictions "
+                                  "(every line already written is kept)") from None
+        try:
+            self._files[key[:2]].write(json_text.jsonl_line(record))
+            self._files[key[:2]].flush()
+        except OSError as exc:
+            # A partial line may be on disk; it is unterminated, so readers skip it and a resume
+            # truncates it. Every earlier line is complete and kept.
+            raise OutputError(f"{path}: cannot append a prediction: {atomic.describe_os_error(exc).split(': ', 1)[-1]}; "
+                              "the predictions written so far are kept; fix this and rerun the same command to resume"
+                              ) from None
+        self._dirty.add(key[:2])
         self.done.add(key)
 
     def sync(self) -> None:
         """fsync every file written since the last sync (``replay`` calls this once per batch)."""
-        for w in self._writers.values():
-            w.sync()
+        for group, fh in self._files.items():
+            if group not in self._dirty:
+                continue
+            try:
+                os.fsync(fh.fileno())
+            except OSError as exc:
+                raise OutputError(f"{fh.name}: cannot sync the predictions: "
+                                  f"{atomic.describe_os_error(exc).split(': ', 1)[-1]}; rerun the same command to "
+                                  "resume (lines that were not synced are checked and kept or regenerated)") from None
+            self._dirty.discard(group)
 
     def close(self) -> None:
         try:
-            for w in self._writers.values():
-                w.close()
+            self.sync()
         finally:
-            self._writers.clear()
+            for fh in self._files.values():
+                with contextlib.suppress(OSError):
+                    fh.close()
+            self._files.clear()
 
 
 _RUN_FIELDS: dict[str, tuple[type, ...]] = {
@@ -417,9 +391,18 @@ def _kinds(types: tuple[type, ...]) -> str:
     return " or ".join(names[t] for t in types)
 
 
-def validate_run_json(obj: Any, path: Path, required: tuple[str, ...] = ("models", "sessions")) -> dict[str, Any]:
-    """Check the shape of run.json (written by this module, but a user may edit or damage it): every
+def _require_type(path: Path, value: Any, types: tuple[type, ...], field: str) -> None:
+    if not isinstance(value, types) or isinstance(value, bool):
+        raise InputError(path, f"expected {_kinds(types)}, got {reading.json_type(value)}", field=field)
+
+
+def load_run_json(run_dir: Path, required: tuple[str, ...] = ("models", "sessions")) -> dict[str, Any] | None:
+    """run.json, its shape checked (written by this module, but a user may edit or damage it): every
     field another command reads has the documented type, so none of them can crash on it."""
+    path = run_json_path(run_dir)
+    if not path.exists() and not path.is_symlink():
+        return None
+    obj = reading.read_json(path, what="run.json", expect=None)
     if not isinstance(obj, dict):
         raise InputError(path, f"expected a run.json object with schema_version {RUN_SCHEMA_VERSION}",
                          field="schema_version")
@@ -430,33 +413,19 @@ def validate_run_json(obj: Any, path: Path, required: tuple[str, ...] = ("models
                                                 "replay the manifest into a new --out with this kit"),
                          field="schema_version")
     for name, types in _RUN_FIELDS.items():
-        if name not in obj:
-            if name in required:
-                raise InputError(path, f"missing; expected {_kinds(types)}", field=name)
-            continue
-        value = obj[name]
-        if not isinstance(value, types) or isinstance(value, bool):
-            raise InputError(path, f"expected {_kinds(types)}, got {reading.json_type(value)}", field=name)
+        if name in obj:
+            _require_type(path, obj[name], types, name)
+        elif name in required:
+            raise InputError(path, f"missing; expected {_kinds(types)}", field=name)
     for slug, entry in obj.get("models", {}).items():
-        if not isinstance(entry, dict):
-            raise InputError(path, f"expected an object, got {reading.json_type(entry)}", field=f"models.{slug}")
+        _require_type(path, entry, (dict,), f"models.{slug}")
         for name, types in _MODEL_FIELDS.items():
-            if not isinstance(entry.get(name), types):
-                raise InputError(path, f"expected {_kinds(types)}, got {reading.json_type(entry.get(name))}",
-                                 field=f"models.{slug}.{name}")
+            _require_type(path, entry.get(name), types, f"models.{slug}.{name}")
         if model_slug(entry["id"]) != slug:
             raise InputError(path, f"model id {entry['id']!r} does not belong under '{slug}'", field=f"models.{slug}.id")
     for i, sess in enumerate(obj.get("sessions", [])):
-        if not isinstance(sess, dict):
-            raise InputError(path, f"expected an object, got {reading.json_type(sess)}", field=f"sessions[{i}]")
+        _require_type(path, sess, (dict,), f"sessions[{i}]")
     return obj
-
-
-def load_run_json(run_dir: Path, required: tuple[str, ...] = ("models", "sessions")) -> dict[str, Any] | None:
-    path = run_json_path(run_dir)
-    if not path.exists() and not path.is_symlink():
-        return None
-    return validate_run_json(reading.read_json(path, what="run.json", expect=None), path, required)
 
 
 def has_predictions(run_dir: Path, slug: str) -> bool:
@@ -515,7 +484,8 @@ def prepare_run_dir(run_dir: Path, *, manifest: dict[str, Any], prompts: list[di
             current = {"schema_version": RUN_SCHEMA_VERSION, "manifest_digest": manifest.get("digest"),
                        "prompt_digest": manifest.get("prompt_digest"), "profile": manifest.get("profile"),
                        "prompts_sha256": prompts_sha,
-                       "fingerprint": session.get("fingerprint"), "models": {}, "sessions": [], **extra}
+                       "fingerprint": session.get("fingerprint"), "models": {slug: model_entry}, "sessions": [],
+                       **extra}
         else:
             for name, want in (("manifest_digest", manifest.get("digest")), ("prompts_sha256", prompts_sha),
                                *extra.items()):
@@ -523,10 +493,10 @@ def prepare_run_dir(run_dir: Path, *, manifest: dict[str, Any], prompts: list[di
                     raise PredictionsError(f"{run_json_path(run_dir)}: {name} is {current.get(name)!r}, this replay "
                                            f"has {want!r}; use a new --out directory")
             old = current["models"].get(slug)
-            if old is not None and not has_predictions(run_dir, slug):
-                current["models"][slug] = model_entry  # nothing stored under the old settings: replaced
-            elif old is not None:
-                for name in ("id", "revision", "backend_name", "generation"):
+            if old is None or not has_predictions(run_dir, slug):
+                current["models"][slug] = model_entry  # new, or nothing stored under the old settings: replaced
+            else:
+                for name in _MODEL_FIELDS:
                     if old.get(name) != model_entry.get(name):
                         raise PredictionsError(f"{run_json_path(run_dir)}: model {slug}: "
                                                f"{first_difference(name, old.get(name), model_entry.get(name))}; "
@@ -534,7 +504,6 @@ def prepare_run_dir(run_dir: Path, *, manifest: dict[str, Any], prompts: list[di
                                                "replay into a new --out, or repeat the first run's settings")
         if check_existing is not None:
             check_existing()
-    current["models"].setdefault(slug, model_entry)
     current["sessions"].append({**session, "model": slug})
     atomic.atomic_write_json(run_json_path(run_dir), current, indent=2, sort_keys=True)
     return current
@@ -613,11 +582,8 @@ def partial_reason(run_json: dict[str, Any]) -> str | None:
     """The options that made a run partial on purpose (``--datasets X --runs 0-2 --limit 5``), as
     run.json records them; None for a run of the whole manifest."""
     chosen = run_json.get("selection") or {}
-    parts = []
-    if chosen.get("datasets") is not None:
-        parts.append("--datasets " + ",".join(chosen["datasets"]))
-    if chosen.get("runs") is not None:
-        parts.append("--runs " + ",".join(map(str, chosen["runs"])))
+    parts = [f"--{name} " + ",".join(map(str, chosen[name])) for name in ("datasets", "runs")
+             if chosen.get(name) is not None]
     if run_json.get("limit"):
         parts.append(f"--limit {run_json['limit']}")
     return " ".join(parts) or None
@@ -638,13 +604,11 @@ class Coverage:
         instances a replay did not reach name the command that resumes it."""
         not_replayed = f"not replayed ({partial_reason(self.run_json) or 'no prompt records in prompts.jsonl'})"
         chosen = self.run_json.get("selection") or {}
+        totals = Counter(key[:2] for key in self.tm.expected)
         by_run: dict[tuple[str, int], list[str]] = {}
-        totals: dict[tuple[str, int], int] = {}
         for key in self.tm.expected:
-            dr = (key[0], key[1])
-            totals[dr] = totals.get(dr, 0) + 1
             if key not in preds:
-                by_run.setdefault(dr, []).append(key[2])
+                by_run.setdefault(key[:2], []).append(key[2])
         predicted = {k[0] for k in preds}
         out = []
         for (ds, run), ids in by_run.items():
@@ -692,6 +656,8 @@ def check_run_prompts(run_dir: Path, prompts: Iterable[tuple[Key, dict[str, Any]
     """Check every prompt record and gold target of ``RUN_DIR/prompts.jsonl`` (``(key, record)``
     pairs, read as they come) against the manifest the run was replayed from (``score``; ``loaded``: its copy
     if the caller has read it); refuse the first that differs."""
+    from seam_repro.specs import load_suite
+
     tm = load_run_manifest(run_dir, run_json, loaded)
     where = prompts_path(run_dir)
     metrics: dict[str, str] = {}
@@ -710,22 +676,15 @@ def check_run_prompts(run_dir: Path, prompts: Iterable[tuple[Key, dict[str, Any]
         tasks.setdefault(key[0], rec.get("task"))
     if not tm.frozen:  # an --allow-unfrozen run: the prompts it holds are all there is to expect
         tm = TrustedManifest(tm.path, tm.manifest, tm.config, {k: {} for k in present})
-    _fill_metrics(tm, metrics, tasks)
-    return Coverage(tm, run_json, set(present), metrics, tasks)
-
-
-def _fill_metrics(tm: TrustedManifest, metrics: dict[str, str], tasks: dict[str, str]) -> None:
-    """Metric and task of datasets with no prompt record at all, from the manifest's suite."""
-    from seam_repro.specs import load_suite
-
-    try:
+    try:  # metric and task of datasets with no prompt record at all, from the manifest's suite
         suite = load_suite(tm.manifest["config"].get("suite", "seam"))
         for ds in tm.dataset_runs():
             spec = suite.spec(ds)
             metrics.setdefault(ds, spec.metrics.get(tm.manifest["profile"], "unknown"))
             tasks.setdefault(ds, spec.task)
     except (SeamReproError, KeyError):  # an unknown suite or dataset only loses the metric name
-        return
+        pass
+    return Coverage(tm, run_json, set(present), metrics, tasks)
 
 
 def predictions_digest(model_dir: Path, keys: Iterable[Key]) -> str:
@@ -772,21 +731,19 @@ def check_scores_against_run(score_dir: Path, summary: Any, instances: Iterable[
     tm = run.manifest
     if tm is None:
         return
-    mpath = tm.path
-    inst_path = Path(score_dir) / "instance_scores.jsonl"
     if tm.frozen:
         known = score_keys(tm.expected)
         for n, it in enumerate(instances, start=1):
             if (it.dataset, it.run, it.instance_id) not in known:
-                raise InputError(inst_path, f"{it.dataset} run {it.run} instance {it.instance_id} is not in {mpath} "
-                                 "(expected only the manifest's instances)", f"instance {n}")
+                raise InputError(Path(score_dir) / "instance_scores.jsonl", f"{it.dataset} run {it.run} instance "
+                                 f"{it.instance_id} is not in {tm.path} (expected only the manifest's instances)",
+                                 f"instance {n}")
     stated = summary.get("protocol") if isinstance(summary, dict) else None
-    run_json = run.run_json
-    if not isinstance(stated, dict) or run_json is None:
+    if not isinstance(stated, dict) or run.run_json is None:
         return
     n_scored = stated.get("scored_instances")
-    actual = run_protocol(tm, run_json, Path(score_dir).name, n_scored if isinstance(n_scored, int) else 0)
+    actual = run_protocol(tm, run.run_json, Path(score_dir).name, n_scored if isinstance(n_scored, int) else 0)
     for name in (*PROTOCOL_FIELDS, "generation"):
         if stated.get(name) != actual.get(name):
-            raise InputError(Path(score_dir) / "summary.json", f"is {stated.get(name)!r} but run.json and {mpath} "
+            raise InputError(Path(score_dir) / "summary.json", f"is {stated.get(name)!r} but run.json and {tm.path} "
                              f"give {actual.get(name)!r}", field=f"protocol.{name}")
