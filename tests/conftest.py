@@ -8,11 +8,53 @@ parallel (``make test`` runs it with ``-n auto``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+import sys
+from collections.abc import Callable, Iterator
 
 import pytest
 
 MEASURED: list[str] = []
+
+
+def _fair_thread_share() -> int | None:
+    """torch's intra-op threads for one pytest-xdist worker: the usable cores shared out among the
+    workers (at least 1). None outside xdist (one process: torch's own default is right)."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
+    if not workers.isdigit() or int(workers) < 1:
+        return None
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, cores // int(workers))
+
+
+THREAD_SHARE = _fair_thread_share()
+
+
+def _pin_torch_threads() -> None:
+    """torch is not imported here: a worker that has not imported it has no torch work to pin."""
+    torch = sys.modules.get("torch")
+    if THREAD_SHARE is not None and torch is not None and hasattr(torch, "set_num_threads"):
+        torch.set_num_threads(THREAD_SHARE)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    _pin_torch_threads()  # collecting imported torch; the first module fixtures start pinned too
+
+
+@pytest.fixture(autouse=True)
+def _torch_threads_fair_share() -> Iterator[None]:
+    """Each test (and the module fixtures set up after it) starts with torch at the worker's share
+    of the cores. torch's default is every core, and a count a test's in-process replay chose
+    (``apply_threads``: from the load at that moment) stayed set for the tests after it in that
+    worker; with ``make test``'s 2 workers on 2 cores, two threads per worker oversubscribe and
+    in-process generation took ~10x the CPU time and wall of one thread. A test still sets its own
+    count (tests/test_threads.py); only the count it starts from is fixed."""
+    _pin_torch_threads()
+    yield
+    _pin_torch_threads()
 
 
 @pytest.fixture
