@@ -32,7 +32,7 @@ def test_gpu_check_rehearsed_on_cpu(tmp_path: Path) -> None:
     done = subprocess.run(["bash", str(SCRIPT), str(out), "--", "--device", "cpu", "--small",
                            "--sections", "environment,models,kernels,replays,deterministic,preflight,resume",
                            "--det-plan", "llama:bf16:1,32",
-                           "--budget-s", "3600"],  # the budget guards device time; a rehearsal runs every section,
+                           "--budget-s", "3600"],  # the budget guards device time; a rehearsal runs every section
                           capture_output=True, text=True, timeout=900, env=env, cwd=tmp_path)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     doc = json.loads((out / "gpu_check.json").read_text("utf-8"))
