@@ -14,6 +14,7 @@ import threading
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -22,17 +23,22 @@ from seam_repro.cli import cli
 from seam_repro.errors import HashMismatchError, InputError
 from seam_repro.sources.fetch import (
     DownloadError,
+    FetchResult,
     cached_source_path,
-    fetch,
     fetch_source,
     git_blob_sha1,
     safe_extract,
     source_status,
 )
-from seam_repro.sources.lock import parse_lock
+from seam_repro.sources.lock import Lock, parse_lock
 
 PAYLOAD = b'{"prompts": [], "demonstrations": []}\n' * 50
 SHA = hashlib.sha256(PAYLOAD).hexdigest()
+
+
+def fetch(*, cache: Path, lock: Lock, data_dir: Path | None = None, **kwargs: Any) -> list[FetchResult]:
+    """Every default source of ``lock``, fetched into ``cache`` as ``seam-repro fetch`` does."""
+    return [fetch_source(s, cache, data_dir=data_dir, **kwargs) for s in lock.select(None)]
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):

@@ -81,9 +81,7 @@ def make_backend(backend: str, model: str | HubModel | None, *, dtype: str = "au
     if backend == "echo":
         if deterministic is False:
             raise InputError("--no-deterministic", "the echo backend is batch-invariant by construction")
-        if model is None:
-            return EchoBackend(delay=echo_delay)
-        model_id, _, revision = model.partition("@")
+        model_id, _, revision = ("echo" if model is None else model).partition("@")  # None: the defaults
         return EchoBackend(model_id=model_id, revision=revision or "echo-1", delay=echo_delay)
     if backend == "openai":
         if model is None:
@@ -112,9 +110,7 @@ def make_backend(backend: str, model: str | HubModel | None, *, dtype: str = "au
 
     source: str | None = None
     local_info: dict[str, Any] | None = None
-    if isinstance(model, HubModel):
-        model_id, revision = model
-    elif is_local_spec(model):
+    if isinstance(model, str) and is_local_spec(model):
         from seam_repro.generate.model_folder import check_model_folder
 
         local = resolve_local(model)
@@ -123,18 +119,18 @@ def make_backend(backend: str, model: str | HubModel | None, *, dtype: str = "au
         model_id, revision, source = local.model_id, local.revision, str(local.path)
         local_info = {"path": str(local.path), "files": local.files}
     else:
-        model_id, revision = parse_model_spec(model)
+        model_id, revision = model if isinstance(model, HubModel) else parse_model_spec(model)
     if quantization is None:
         quantization = model_pins()["models"].get(model_id, {}).get("quantization")
+    rest = {k: v for k, v in args.items() if k != "dtype"}
     if backend == "vllm":
         from seam_repro.generate.vllm import VLLMBackend
 
-        vargs = {k: v for k, v in args.items() if k != "dtype"}
-        vargs.setdefault("tensor_parallel_size", tensor_parallel_size)
         return VLLMBackend(model_id, revision, dtype=dtype, quantization=quantization, source=source,
-                           local_info=local_info, deterministic=deterministic, **vargs)
+                           local_info=local_info, deterministic=deterministic,
+                           **{"tensor_parallel_size": tensor_parallel_size, **rest})
     from seam_repro.generate.hf import load_hf_backend
 
     return load_hf_backend(model_id, revision, dtype=dtype, quantization=quantization, prompt_path=prompt_path,
                            truncation=truncation, source=source, local_info=local_info,
-                           deterministic=deterministic, **{k: v for k, v in args.items() if k != "dtype"})
+                           deterministic=deterministic, **rest)

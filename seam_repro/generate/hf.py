@@ -178,11 +178,9 @@ class HFBackend:
             return lane_rows(str(self.model.device))
         return CPU_BATCH_SIZE if str(getattr(self.model, "device", "")) == "cpu" else settings.batch_size
 
-    def auto_batch_size(self, requests: list[GenerationRequest], settings: GenerationSettings,
-                        cap: int = AUTO_BATCH_CAP) -> tuple[int, str]:
-        """``--batch-size auto``: the largest batch that fits, and how it was found. On CPU it is
-        ``CPU_BATCH_SIZE``; on a GPU one forward pass of ``b`` rows as wide as the longest prompt plus
-        ``max_new_tokens`` is tried from ``cap`` down, halving on out-of-memory."""
+    def auto_batch_size(self, requests: list[GenerationRequest], settings: GenerationSettings) -> tuple[int, str]:
+        """``--batch-size auto``: the largest batch that fits, and how it was found. On a GPU one forward
+        pass as wide as the longest prompt plus ``max_new_tokens`` is tried, halving on out-of-memory."""
         if not requests:
             return 1, "no prompts to generate"
         if self.deterministic:
@@ -197,7 +195,7 @@ class HFBackend:
         width = longest + settings.max_new_tokens
         if self.context_length:
             width = min(width, self.context_length)
-        size = max(1, min(cap, len(requests)))
+        size = max(1, min(AUTO_BATCH_CAP, len(requests)))
         while True:
             try:
                 with torch.inference_mode():
@@ -205,7 +203,7 @@ class HFBackend:
                     self.model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=True)
                 del ids
                 return size, (f"GPU: {size} rows of {width} tokens (longest prompt + max_new_tokens) fit in one "
-                              f"forward pass, tried from {min(cap, len(requests))} down")
+                              f"forward pass, tried from {min(AUTO_BATCH_CAP, len(requests))} down")
             except torch.cuda.OutOfMemoryError:
                 if size == 1:
                     raise PrerequisiteError(out_of_memory_message(1, longest, settings, RuntimeError(
@@ -391,13 +389,6 @@ class FirstOnly(logging.Filter):
         return not shown
 
 
-def quiet_int8_cast_log() -> None:
-    """Install :class:`FirstOnly` on bitsandbytes' logger once per process."""
-    logger = logging.getLogger(INT8_CAST_LOGGER)
-    if not any(isinstance(f, FirstOnly) for f in logger.filters):
-        logger.addFilter(FirstOnly(INT8_CAST_MESSAGE))
-
-
 def resolve_dtype(dtype: str) -> Any:
     """``auto`` means bf16 on CUDA (the paper's dtype) and fp32 on CPU (bf16 matmuls are slow there)."""
     import torch
@@ -442,19 +433,15 @@ def check_device_map(value: str | None) -> None:
         device = torch.device(value)
     except (RuntimeError, ValueError, TypeError):
         raise InputError("--model-args", f"{where}: {expected}, got {value!r}") from None
-    if device.type == "cpu":
-        return
     if device.type == "cuda":
-        if gpus and (device.index is None or device.index < gpus):
-            return
+        ok = gpus > 0 and (device.index is None or device.index < gpus)
         why = "no CUDA device is visible" if not gpus else f"{gpus} CUDA device(s) visible"
     else:
-        backend = getattr(torch, device.type, None) if device.type != "mps" else torch.backends.mps
-        available = getattr(backend, "is_available", lambda: False)
-        if device.type in ("mps", "xpu") and available():
-            return
+        backend = torch.backends.mps if device.type == "mps" else getattr(torch, device.type, None)
+        ok = device.type == "cpu" or (device.type in ("mps", "xpu") and getattr(backend, "is_available", lambda: False)())
         why = f"no {device.type} device is available"
-    raise InputError("--model-args", f"{where}: {expected}, got {value!r} ({why})")
+    if not ok:
+        raise InputError("--model-args", f"{where}: {expected}, got {value!r} ({why})")
 
 
 def first_line(exc: BaseException) -> str:
@@ -549,12 +536,11 @@ def load_hf_backend(model_id: str, revision: str, *, dtype: str = "auto", quanti
     from seam_repro.network import require_hub_or_cache
 
     where = source or model_id
-    hub_rev = None if source else revision
-    kwargs, load_from = _weights_kwargs(hub_rev, dtype, source, local_info, attn_implementation, quantization,
+    kwargs, load_from = _weights_kwargs(revision, dtype, source, local_info, attn_implementation, quantization,
                                         device_map, trust_remote_code)
     require_hub_or_cache(where, revision)  # offline and not cached: one line in seconds, no retries
     try:
-        config = AutoConfig.from_pretrained(where, revision=hub_rev, trust_remote_code=trust_remote_code, **load_from)
+        config = AutoConfig.from_pretrained(where, **load_from)
     except Exception as exc:  # hub errors come in many classes: unknown repo, revision, gated, offline
         if source:
             raise folder_load_error(source, local_info, exc) from exc
@@ -564,8 +550,7 @@ def load_hf_backend(model_id: str, revision: str, *, dtype: str = "auto", quanti
     dtype_name = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}[kwargs["dtype"]]
     check_fits(config, model_id, dtype_name, quantization, attn_implementation=attn_implementation)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(where, revision=hub_rev, trust_remote_code=trust_remote_code,
-                                                  **load_from)
+        tokenizer = AutoTokenizer.from_pretrained(where, **load_from)
         if chat_template is not None:
             tokenizer.chat_template = read_chat_template(chat_template)
         check_tokenizer_template(tokenizer, where, chat_template)  # a base model: one line, before the weights
@@ -591,19 +576,18 @@ def load_hf_backend(model_id: str, revision: str, *, dtype: str = "auto", quanti
                      context_length=max_model_len, deterministic=deterministic)
 
 
-def _weights_kwargs(hub_rev: str | None, dtype: str, source: str | None, local_info: dict[str, Any] | None,
+def _weights_kwargs(revision: str, dtype: str, source: str | None, local_info: dict[str, Any] | None,
                     attn_implementation: str | None, quantization: str | None, device_map: str | None,
                     trust_remote_code: bool) -> tuple[dict[str, Any], dict[str, Any]]:
     """``from_pretrained``'s keywords for the weights, and those config and tokenizer are read with
     too (a local folder, a GGUF file); a missing optional package is told before anything loads."""
-    kwargs: dict[str, Any] = {"revision": hub_rev, "dtype": resolve_dtype(dtype),
-                              "trust_remote_code": trust_remote_code}
-    load_from: dict[str, Any] = {}
+    load_from: dict[str, Any] = {"revision": None if source else revision, "trust_remote_code": trust_remote_code}
     if source:
-        kwargs["local_files_only"] = load_from["local_files_only"] = True
+        load_from["local_files_only"] = True
         gguf = gguf_only(local_info)
         if gguf:  # a GGUF-only folder: transformers de-quantizes it
-            kwargs["gguf_file"] = load_from["gguf_file"] = gguf
+            load_from["gguf_file"] = gguf
+    kwargs: dict[str, Any] = {**load_from, "dtype": resolve_dtype(dtype)}
     if attn_implementation is not None:
         kwargs["attn_implementation"] = attn_implementation
     if quantization is not None:
@@ -617,8 +601,10 @@ def _weights_kwargs(hub_rev: str | None, dtype: str, source: str | None, local_i
                                     "'seam-repro[quant]'") from exc
         kwargs["quantization_config"] = BitsAndBytesConfig(load_in_4bit=quantization == "4bit",
                                                            load_in_8bit=quantization == "8bit")
-        if quantization == "8bit":
-            quiet_int8_cast_log()
+        if quantization == "8bit":  # one FirstOnly per process
+            logger = logging.getLogger(INT8_CAST_LOGGER)
+            if not any(isinstance(f, FirstOnly) for f in logger.filters):
+                logger.addFilter(FirstOnly(INT8_CAST_MESSAGE))
     if device_map is not None:
         check_device_map(device_map)
         try:

@@ -295,30 +295,29 @@ def check_base_url(url: str) -> str:
     written to run.json; a key belongs in the variable named by ``api_key_env``)."""
     import httpx
 
-    where = "openai backend, key base_url"
     text = redact_text(url)  # before the excerpt is cut: a cut key would no longer match
     shown = repr(text) if len(text) <= 80 else f"{text[:60]!r}... ({len(url)} characters)"
+
+    def refused(expected: str) -> InputError:
+        return InputError("--model-args", f"openai backend, key base_url: expected {expected}")
+
     if len(url) > MAX_URL_LENGTH:
-        raise InputError("--model-args", f"{where}: expected a URL of at most {MAX_URL_LENGTH} characters, got "
-                         f"{shown}")
+        raise refused(f"a URL of at most {MAX_URL_LENGTH} characters, got {shown}")
     try:
         parsed = httpx.URL(url)
     except (httpx.InvalidURL, ValueError, TypeError) as exc:
-        raise InputError("--model-args", f"{where}: expected an http(s) URL such as http://127.0.0.1:8080/v1, got "
-                         f"{shown} ({exc})") from None
+        raise refused(f"an http(s) URL such as http://127.0.0.1:8080/v1, got {shown} ({exc})") from None
     if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise InputError("--model-args", f"{where}: expected an http(s) URL with a host, such as "
-                         f"http://127.0.0.1:8080/v1, got {shown}")
+        raise refused(f"an http(s) URL with a host, such as http://127.0.0.1:8080/v1, got {shown}")
     try:
         parsed.host.encode("idna")  # what the resolver does: a label over 63 characters fails only there
         if parsed.port is not None and not 0 < parsed.port < 65536:
             raise ValueError(f"port {parsed.port} is outside 1..65535")
     except (UnicodeError, ValueError) as exc:
-        raise InputError("--model-args", f"{where}: expected an http(s) URL with a valid host name and port, got "
-                         f"{shown} ({exc})") from None
+        raise refused(f"an http(s) URL with a valid host name and port, got {shown} ({exc})") from None
     if parsed.userinfo:
-        raise InputError("--model-args", f"{where}: expected a URL without user:password@ (it would be written to "
-                         "run.json); put the key in the variable named by api_key_env")
+        raise refused("a URL without user:password@ (it would be written to run.json); put the key in the "
+                      "variable named by api_key_env")
     return url.rstrip("/")
 
 

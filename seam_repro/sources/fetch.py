@@ -60,12 +60,9 @@ def cache_root(cache: str | Path | None = None) -> Path:
 
 def git_blob_sha1(path: str | Path) -> str:
     """``git hash-object`` of a file: sha1 over ``b"blob <size>\\0"`` + content."""
-    p = Path(path)
-    h = hashlib.sha1(f"blob {p.stat().st_size}\0".encode())
-    with open(p, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    with open(path, "rb") as fh:
+        header = f"blob {os.fstat(fh.fileno()).st_size}\0".encode()
+        return hashlib.file_digest(fh, lambda: hashlib.sha1(header)).hexdigest()
 
 
 # ------------------------------------------------------------------------------------- state files
@@ -74,10 +71,9 @@ def _read_state(cache: Path, name: str) -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
-        state: dict[str, Any] = read_json(path, what="fetch state file")
+        return read_json(path, what="fetch state file")  # type: ignore[no-any-return]
     except InputError as exc:
         raise InputError(path, f"{str(exc).removeprefix(f'{path}: ')}; delete it to start over") from None
-    return state
 
 
 def _write_state(cache: Path, name: str, obj: dict[str, Any]) -> None:
@@ -104,12 +100,10 @@ def _stream(url: str, tmp: Path, artifact: str, progress: bool, timeout: float) 
         with urllib.request.urlopen(url, timeout=timeout) as resp, open(tmp, "wb") as out:
             length = resp.headers.get("Content-Length")
             total = int(length) if length and length.isdigit() else None
-            got = 0
             with tqdm(total=total, unit="B", unit_scale=True, desc=artifact, disable=not progress, leave=False) as bar:
                 for chunk in iter(lambda: resp.read(CHUNK), b""):
-                    out.write(chunk)
-                    got += len(chunk)
-                    bar.update(len(chunk))
+                    bar.update(out.write(chunk))
+            got = out.tell()
             if total is not None and got != total:
                 raise DownloadError(f"{artifact}: transfer from {url} ended after {got} of {total} bytes; nothing was saved")
     except http.client.IncompleteRead as exc:
@@ -147,11 +141,9 @@ def _local_copy(data_dir: Path, f: SourceFile, datasets: tuple[str, ...] | list[
     if f.url:
         names.append(PurePosixPath(f.url.split("?")[0]).name)
     roots = [data_dir] + [d for d in (find_dataset_dir(data_dir, n) for n in datasets) if d is not None]
-    for root in roots:
-        for n in names:
-            p = root / n
-            if p.is_file():
-                return p
+    found = next((root / n for root in roots for n in names if (root / n).is_file()), None)
+    if found is not None:
+        return found
     raise MissingDataError(f"--data-dir {data_dir}: no local copy of {f.dest} (looked for {', '.join(dict.fromkeys(names))}"
                            + (f" there and in its {'/'.join(datasets)} folder" if datasets else "") + ")")
 
@@ -171,9 +163,10 @@ def obtain(src: Source, f: SourceFile, cache: Path, tofu: dict[str, Any], *, dat
         elif src.kind == "hf":
             if hf_download is None:
                 _require_reachable(artifact, *hub_address())
+                hf_download = _hf_hub_download
             try:
-                origin = Path((hf_download or _hf_hub_download)(repo_id=src.repo_id, filename=f.filename,
-                                                                revision=src.revision, repo_type="dataset"))
+                origin = Path(hf_download(repo_id=src.repo_id, filename=f.filename, revision=src.revision,
+                                          repo_type="dataset"))
             except Exception as exc:  # huggingface_hub raises many types; report them uniformly
                 raise DownloadError(f"{artifact}: cannot download {src.repo_id}@{src.revision}:{f.filename}: {exc}") from None
             shutil.copyfile(origin, tmp)
@@ -267,8 +260,7 @@ def _locate(root: Path, dataset: str, rule: dict[str, str]) -> Path | None:
     if "exclude_marker" in rule:
         cands = [c for c in cands if not (c / rule["exclude_marker"]).exists()]
     named = [c for c in cands if dataset.lower() in c.as_posix().lower()]
-    pick = named or cands
-    return pick[0] if pick else None
+    return next(iter(named or cands), None)
 
 
 # ---------------------------------------------------------------------------------- per source
@@ -281,31 +273,27 @@ def fetch_source(src: Source, cache: Path, *, data_dir: Path | None = None, hf_d
                   for f in src.files]
     finally:
         _write_state(cache, "tofu.json", tofu)
-    result = FetchResult(src.name, "verified" if all(pinned) else "UNVERIFIED")
-    if not all(pinned):
-        result.notes.append("no published hash: trusted on first use, sha256 recorded in tofu.json")
-    paths: dict[str, str] = {}
-    for name in src.prompts:
-        paths[f"prompts:{name}"] = next(f.dest for f in src.files if PurePosixPath(f.dest).stem == name)
+    notes = [] if all(pinned) else ["no published hash: trusted on first use, sha256 recorded in tofu.json"]
+    paths = {f"prompts:{name}": next(f.dest for f in src.files if PurePosixPath(f.dest).stem == name)
+             for name in src.prompts}
     if src.kind == "hf":
-        for name in src.data:
-            paths[f"data:{name}"] = PurePosixPath(src.files[0].dest).parent.as_posix()
+        paths |= {f"data:{name}": PurePosixPath(src.files[0].dest).parent.as_posix() for name in src.data}
     if src.kind in ("zip", "ecbplus") and src.extract:
         target = cache / src.extract
         safe_extract(cache / src.files[0].dest, target)
         for member, expected in src.members.items():
             found = _find_member(target, member)
             if found is None:
-                result.notes.append(f"member {member} not found in the archive; its pinned hash was not checked")
+                notes.append(f"member {member} not found in the archive; its pinned hash was not checked")
                 continue
             actual = sha256_file(found)
             if actual != expected:
                 raise HashMismatchError(f"{src.name}:{member}", found, expected, actual)
-            result.notes.append(f"member {member}: sha256 verified")
+            notes.append(f"member {member}: sha256 verified")
         for dataset, rule in src.locate.items():
             folder = _locate(target, dataset, rule)
             if folder is None:
-                result.notes.append(f"{dataset}: no folder with {rule['marker']} in the archive")
+                notes.append(f"{dataset}: no folder with {rule['marker']} in the archive")
             else:
                 paths[f"data:{dataset}"] = folder.relative_to(cache).as_posix()
         for dataset, mapping in src.install.items():
@@ -325,28 +313,18 @@ def fetch_source(src: Source, cache: Path, *, data_dir: Path | None = None, hf_d
             raise MissingDataError(f"{src.name}: no ECB+ topic folders found after extraction")
         csv_path = cache / next(f.dest for f in src.files if f.dest.endswith(".csv"))
         stats = convert(corpus, csv_path, cache / src.convert_to)
-        result.notes.append(f"converted {sum(stats.documents.values())} documents, {sum(stats.mentions.values())} mentions")
+        notes.append(f"converted {sum(stats.documents.values())} documents, {sum(stats.mentions.values())} mentions")
         paths["data:ECB"] = src.convert_to
     installed = _read_state(cache, "installed.json")
     installed[src.name] = paths
     _write_state(cache, "installed.json", installed)
-    result.paths = paths
-    return result
+    return FetchResult(src.name, "verified" if all(pinned) else "UNVERIFIED", paths, notes)
 
 
 def _corpus_root(root: Path) -> Path | None:
     """The folder holding ECB+ topic folders (``<n>/<n>_<k>ecb.xml``), shallowest first."""
-    hits = sorted((p.parent.parent for p in root.rglob("*ecb*.xml") if p.parent.name.isdigit()), key=lambda d: (len(d.parts), str(d)))
-    return hits[0] if hits else None
-
-
-def fetch(only: str | None = None, *, cache: str | Path | None = None, data_dir: str | Path | None = None,
-          lock: Lock | None = None, hf_download: HfDownload | None = None, progress: bool = True,
-          timeout: float = 60.0) -> list[FetchResult]:
-    """Fetch the selected sources (``--only`` semantics in ``Lock.select``)."""
-    root = cache_root(cache)
-    return [fetch_source(s, root, data_dir=Path(data_dir) if data_dir else None, hf_download=hf_download,
-                         progress=progress, timeout=timeout) for s in (lock or load_lock()).select(only)]
+    return min((p.parent.parent for p in root.rglob("*ecb*.xml") if p.parent.name.isdigit()),
+               key=lambda d: (len(d.parts), str(d)), default=None)
 
 
 def cached_source_path(kind: str, name: str, cache: str | Path | None = None, lock: Lock | None = None) -> Path | None:
