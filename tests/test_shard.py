@@ -124,3 +124,25 @@ def test_merge_refuses_other_manifest_and_existing_out(tmp_path: Path) -> None:
     with pytest.raises(PredictionsError, match="already exists"):
         merge_run_dirs(dirs, tmp_path / "empty")
     assert not (tmp_path / "m").exists()  # the refused merge above left nothing behind
+
+
+def test_merge_reads_prompts_through_the_stores_one_reader(tmp_path: Path) -> None:
+    """merge, recheck and import read prompts.jsonl as scoring does (store.read_prompts): the same
+    line-numbered refusal, plus the gen_seed that regenerating needs."""
+    dirs = run_shards(tmp_path, 2)
+    prompts = dirs[0] / "prompts.jsonl"
+    lines = prompts.read_text().splitlines()
+    rec = json.loads(lines[1])
+    rec["prompt"] = "edited"
+    prompts.write_text("\n".join([lines[0], json.dumps(rec), *lines[2:]]) + "\n")
+    with pytest.raises(InputError, match=r"prompts\.jsonl: record line 2: field 'prompt_sha256'"):
+        merge_run_dirs(dirs, tmp_path / "m1")
+    rec = json.loads(lines[1])
+    del rec["gen_seed"]
+    prompts.write_text("\n".join([lines[0], json.dumps(rec), *lines[2:]]) + "\n")
+    with pytest.raises(InputError, match=r"record line 2: field 'gen_seed': missing or not a int"):
+        merge_run_dirs(dirs, tmp_path / "m2")
+    prompts.unlink()
+    with pytest.raises(InputError, match=r"prompts file not found \(expected RUN_DIR/prompts\.jsonl"):
+        merge_run_dirs(dirs, tmp_path / "m3")
+    assert not any((tmp_path / m).exists() for m in ("m1", "m2", "m3"))

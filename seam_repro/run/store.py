@@ -282,10 +282,10 @@ SCORED_FIELDS: dict[str, type] = {"dataset": str, "run": int, "instance_id": str
 
 
 def read_prompts(path: Path, check: Callable[[Path, str, dict[str, Any]], None] | None = None,
-                 ) -> Iterator[tuple[Key, dict[str, Any]]]:
+                 required: dict[str, Any] = SCORED_FIELDS) -> Iterator[tuple[Key, dict[str, Any]]]:
     """The one reader of a run folder's ``prompts.jsonl``: records with their keys, in file order,
-    each checked as it is read (fields, prompt and target hashes, then ``check(path, where, rec)``,
-    the target's form as its metric expects); a duplicate key is refused."""
+    each checked as it is read (the ``required`` fields, prompt and target hashes, then
+    ``check(path, where, rec)``, the target's form as its metric expects); a duplicate key is refused."""
     from seam_repro.manifest.prompts import check_prompt_record  # not at import: it loads rendering
 
     if not path.is_file():
@@ -293,7 +293,7 @@ def read_prompts(path: Path, check: Callable[[Path, str, dict[str, Any]], None] 
     seen: set[Key] = set()
     for lineno, rec, _ in read_lines(path):
         where = f"line {lineno}"
-        check_prompt_record(rec, path, where, SCORED_FIELDS)
+        check_prompt_record(rec, path, where, required)
         target = rec.get("target")
         if "target_sha256" in rec and rec["target_sha256"] not in (
                 sha256_json(target), sha256_text(target) if isinstance(target, str) else None):
@@ -511,15 +511,11 @@ def prepare_run_dir(run_dir: Path, *, manifest: dict[str, Any], prompts: list[di
 
 # --- copying a run folder's records (merge) ------------------------------------------------------------
 def read_prompt_records(run_dir: Path) -> list[dict[str, Any]]:
-    """``RUN_DIR/prompts.jsonl``, every record checked (fields, prompt hash, no duplicate)."""
-    from seam_repro.manifest.prompts import check_prompt_records
+    """``RUN_DIR/prompts.jsonl`` through :func:`read_prompts`, with the fields replay needs
+    (``gen_seed`` too): merge, recheck and import regenerate or re-file these records."""
+    from seam_repro.manifest.prompts import REQUIRED
 
-    path = prompts_path(run_dir)
-    if not path.is_file():
-        raise InputError(path, "missing; not a replay run directory")
-    records = [rec for _, rec, _ in read_lines(path)]
-    check_prompt_records(records, str(path))
-    return records
+    return [rec for _, rec in read_prompts(prompts_path(run_dir), required=REQUIRED)]
 
 
 def copy_run_records(src: Path, dst: Path) -> None:
