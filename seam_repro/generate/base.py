@@ -102,8 +102,8 @@ class Backend(Protocol):
 
 @dataclass
 class EchoBackend:
-    """Dry-run backend: no model; the "output" is ``max_new_tokens`` (at most 16) words of the prompt drawn by
-    ``random.Random(seed)``. Deterministic given the seed, fast, and exercises the whole pipeline
+    """Dry-run backend: no model; the "output" is ``max_new_tokens`` (at most 16) words of the prompt
+    drawn by ``random.Random(seed)``. Deterministic given the seed, fast, and exercises the whole pipeline
     (store, resume, shards, scoring) without torch. ``delay`` (seconds per instance) simulates a
     slow model, e.g. to rehearse kill-and-resume on a cluster."""
 
