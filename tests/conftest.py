@@ -20,14 +20,13 @@ MEASURED: list[str] = []
 def _fair_thread_share() -> int | None:
     """torch's intra-op threads for one pytest-xdist worker: the usable cores shared out among the
     workers (at least 1). None outside xdist (one process: torch's own default is right)."""
+    # the kit's own count (affinity, capped by the cgroup quota); threads.py does not import torch
+    from seam_repro.generate.threads import usable_cores
+
     workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
     if not workers.isdigit() or int(workers) < 1:
         return None
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return max(1, cores // int(workers))
+    return max(1, usable_cores() // int(workers))
 
 
 THREAD_SHARE = _fair_thread_share()

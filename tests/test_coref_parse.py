@@ -129,9 +129,9 @@ def test_strict_validity(text: str, valid: bool) -> None:
     ],
 )
 def test_adversarial_input_neither_crashes_nor_hangs(text: str) -> None:
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: a loaded machine's waiting does not count, backtracking does
     p = parse_clusters(text)
-    assert time.perf_counter() - start < 3.0
+    assert time.process_time() - start < 3.0
     assert isinstance(p.valid, bool)
 
 

@@ -80,9 +80,9 @@ def test_rouge_is_linear_in_the_prediction() -> None:
 
     gold = " ".join(f"w{i % 150}" for i in range(300))
     pred = ["w1", "w7", "x", "w3"] * 500_000
-    t = time.perf_counter()
+    t = time.process_time()  # CPU time: a loaded machine's waiting does not count, quadratic work does
     n = lcs_length(gold.split(), pred)
-    assert time.perf_counter() - t < 5.0
+    assert time.process_time() - t < 5.0
     assert n == 6  # gold holds w1, w3, w7 twice each; the prediction offers them in every order
 
 

@@ -43,9 +43,9 @@ ADVERSARIAL = ["{" * 200_000, "[" + "1 " * 100_000 + "x", "{" + "1 " * 100_000 +
 
 @pytest.mark.parametrize("text", ADVERSARIAL, ids=["braces", "open-list", "open-dict", "brackets", "dict-lines"])
 def test_adversarial_outputs_score_fast(text: str) -> None:
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: a loaded machine's waiting does not count, backtracking does
     for task in ("qa", "coreference"):
         validity.is_valid(task, text)
     musique.upstream_f1(text, {"is_answerable": True, "answer_content": "x"})
     musique.corrected(text, {"is_answerable": True, "answer_content": "x"})
-    assert time.perf_counter() - start < 5.0
+    assert time.process_time() - start < 5.0
