@@ -223,7 +223,7 @@ def load_suite(name: str = "seam") -> Suite:
         path = next((d / f"{name}.json" for d in _suite_dirs() if (d / f"{name}.json").is_file()),
                     SUITES_DIR / f"{name}.json")
     if not path.is_file():
-        known = ", ".join(sorted(p.stem for d in _suite_dirs() for p in d.glob("*.json")))
+        known = ", ".join(suite_names())
         raise InputError("suite", f"unknown suite '{name}'; known suites: {known} (a suite of your own: put its "
                          f"folder in ${SUITES_PATH_ENV})")
     return parse_suite(read_json(path, what="suite file", expect=None), str(path))

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,15 +29,17 @@ def seeds_record(manifest: dict[str, Any], name: str) -> dict[str, Any]:
     }
 
 
-def write_seeds(manifests_dir: Path, seeds_dir: Path) -> Iterator[Path]:
-    """Write the seeds file of each frozen manifest, yielding its path."""
+def write_seeds(manifests_dir: Path, seeds_dir: Path) -> list[Path]:
+    """Write the seeds file of each frozen manifest, now (not lazily, as a generator would); their paths."""
+    written = []
     for path in sorted(manifests_dir.glob("*.json")):
         if path.name.endswith(".config.json"):
             continue
         manifest = load_manifest(path)
         if manifest["frozen"]:
             atomic_write_json(seeds_dir / path.name, seeds_record(manifest, path.name), indent=1, sort_keys=True)
-            yield seeds_dir / path.name
+            written.append(seeds_dir / path.name)
+    return written
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from seam_repro.errors import InputError
+from seam_repro.metrics.musique import normalize_answer as squad_normalize
 
 # --------------------------------------------------------------------------- metrics
 
@@ -57,8 +58,6 @@ def normalize_answer(text: str) -> str:
     """§3.3 normalisation in the official order: SQuAD's (``musique.normalize_answer``), then
     ``unidecode``."""
     from unidecode import unidecode
-
-    from seam_repro.metrics.musique import normalize_answer as squad_normalize
 
     return unidecode(squad_normalize(text))
 

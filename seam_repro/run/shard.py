@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from seam_repro.errors import InputError, PredictionsError
-from seam_repro.files.atomic import atomic_dir, atomic_write_json
+from seam_repro.files.atomic import atomic_dir
 from seam_repro.files.guard import guard_output
 from seam_repro.run.store import (
     RUN_SCHEMA_VERSION,
@@ -28,6 +28,7 @@ from seam_repro.run.store import (
     read_prompt_records,
     require_run_json,
     run_json_path,
+    write_run_json,
 )
 
 
@@ -114,14 +115,14 @@ def merge_run_dirs(shard_dirs: Sequence[Path], out: Path) -> dict[str, int]:
                     store.write(merged[(p["dataset"], p["run"], p["instance_id"])])
             finally:
                 store.close()
-        atomic_write_json(run_json_path(work), {
+        write_run_json(work, {
             "schema_version": RUN_SCHEMA_VERSION, "manifest_digest": first.get("manifest_digest"),
             "prompt_digest": first.get("prompt_digest"), "profile": first.get("profile"),
             "prompts_sha256": first.get("prompts_sha256"), "fingerprint": first.get("fingerprint"),
             "limit": first.get("limit"), "selection": first.get("selection"), "shard": None, "models": models,
             "sessions": [s for rj in runs for s in rj.get("sessions", [])],
             "merged_from": [{"dir": str(d), "shard": rj.get("shard")} for d, rj in zip(shard_dirs, runs, strict=True)],
-        }, indent=2, sort_keys=True)
+        })
     return {slug: len(merged) for slug, merged in merged_by_model.items()}
 
 

@@ -396,6 +396,11 @@ def _require_type(path: Path, value: Any, types: tuple[type, ...], field: str) -
         raise InputError(path, f"expected {_kinds(types)}, got {reading.json_type(value)}", field=field)
 
 
+def write_run_json(run_dir: Path, run_json: dict[str, Any]) -> None:
+    """``RUN_DIR/run.json``, atomically and in the one layout replay and merge both write."""
+    atomic.atomic_write_json(run_json_path(run_dir), run_json, indent=2, sort_keys=True)
+
+
 def load_run_json(run_dir: Path, required: tuple[str, ...] = ("models", "sessions")) -> dict[str, Any] | None:
     """run.json, its shape checked (written by this module, but a user may edit or damage it): every
     field another command reads has the documented type, so none of them can crash on it."""
@@ -505,7 +510,7 @@ def prepare_run_dir(run_dir: Path, *, manifest: dict[str, Any], prompts: list[di
         if check_existing is not None:
             check_existing()
     current["sessions"].append({**session, "model": slug})
-    atomic.atomic_write_json(run_json_path(run_dir), current, indent=2, sort_keys=True)
+    write_run_json(run_dir, current)
     return current
 
 

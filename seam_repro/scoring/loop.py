@@ -142,16 +142,22 @@ def _extract(how: str, rec: dict[str, Any], pred: dict[str, Any], model: dict[st
     return extract_clean(pred["output"])
 
 
+def primary_variant(profile: str) -> str:
+    """The variant a profile reports as its score: as published under ``upstream``, else as intended."""
+    return "upstream" if profile == "upstream" else "corrected"
+
+
 def _capped(pred: dict[str, Any], rec: dict[str, Any], details: dict[str, Any]) -> dict[str, Any]:
     """``pred`` with its output (and recorded prompt text) cut to what is scored (``cap_output``);
     the cut is recorded in the instance line's ``details``."""
-    capped = dict(pred)
+    capped: dict[str, str] = {}
     for name in ("output", "upstream_prompt_text"):
         if isinstance(pred.get(name), str):
-            capped[name], cut = cap_output(pred[name], rec["prompt"])
+            text, cut = cap_output(pred[name], rec["prompt"])
             if cut is not None:
+                capped[name] = text
                 details[f"{name}_capped"] = cut
-    return capped
+    return {**pred, **capped} if capped else pred  # copied only where something was cut
 
 
 def _new_line(key: Key, profile: str, pred: dict[str, Any], decodable: bool) -> dict[str, Any]:
@@ -174,7 +180,7 @@ def _score_instance(key: Key, rec: dict[str, Any], pred: dict[str, Any], model: 
                     ctx: ScoringContext) -> dict[str, Any]:
     """One instance line: each variant's metric on the response its extraction gives; run-level
     metrics (``aggregation != "mean"``) only get their responses here and are scored per run."""
-    primary = "upstream" if profile == "upstream" else "corrected"
+    primary = primary_variant(profile)
     decodable = bool(pred.get("_decodable", True))
     line = _new_line(key, profile, pred, decodable)
     pred = _capped(pred, rec, line["details"])
@@ -260,7 +266,7 @@ class ModelScorer:
 
     def __init__(self, model: dict[str, Any], profile: str, fic: _Fic, gold_block_size: int = DEFAULT_BLOCK_SIZE):
         self.model, self.profile, self.gold_block_size = model, profile, gold_block_size
-        self.primary = "upstream" if profile == "upstream" else "corrected"
+        self.primary = primary_variant(profile)
         self.ctx = ScoringContext(fic=fic)
         self.tasks: dict[str, str] = {}
         self.first: dict[str, dict[str, Any]] = {}
@@ -460,7 +466,8 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
     from seam_repro.run.store import require_run_json
 
     run_dir = Path(run_dir)
-    run_json: dict[str, Any] = require_run_json(run_dir)
+    run_json: dict[str, Any] = (run.run_json if run is not None and run.run_json is not None
+                                else require_run_json(run_dir))
     out_root = Path(out_dir) if out_dir is not None else scores_root(run_dir)
     # Scores may go anywhere but over what is being scored.
     guard_outputs([("--out", out_root)], inputs=[run_dir, run_json_path(run_dir), prompts_path(run_dir),
@@ -543,6 +550,6 @@ def _score_model(run_dir: Path, model_dir: Path, out_dir: Path, hashes: dict[Key
 def parsed_response(rec: dict[str, Any], pred: dict[str, Any], model: dict[str, Any], profile: str) -> str:
     """The response the profile's metric scored (its primary variant's extraction), recomputed the
     way ``_score_instance`` does so a reader of the run (``seam-repro view``) sees what was scored."""
-    variant = "upstream" if profile == "upstream" else "corrected"
+    variant = primary_variant(profile)
     spec = registry.get(registry.record_metrics(rec)[variant])
     return _extract(spec.extraction[VARIANTS.index(variant)], rec, pred, model)
