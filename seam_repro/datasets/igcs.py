@@ -35,9 +35,9 @@ DEFAULT_NAME = "IGCS"
 REFERENCES_FORM = "a non-empty list of selections, each a list of span strings copied from the documents"
 
 
-def _loose(text: str) -> str:
-    """Lowercase and map each whitespace character to a space, one for one: the second grounding
-    stage of ``metrics/igcs.py`` (references must ground without fuzzy matching)."""
+def fold(text: str) -> str:
+    """Lowercase and map each whitespace character to a space, one for one (offsets stay valid): the
+    second grounding stage of ``metrics/igcs.py`` (references must ground without fuzzy matching)."""
     return "".join(" " if ch.isspace() else (ch.lower() if len(ch.lower()) == 1 else ch) for ch in text)
 
 
@@ -45,12 +45,12 @@ def _references(row: dict[str, Any], texts: list[str], path: Path, rec: str) -> 
     refs = require(row, "references", list, path, rec, REFERENCES_FORM)
     if not refs or not all(isinstance(sel, list) and all(isinstance(s, str) for s in sel) for sel in refs):
         raise InputError(path, f"expected {REFERENCES_FORM}", record=rec, field="references")
-    loose = [_loose(t) for t in texts]
+    loose = [fold(t) for t in texts]
     for i, sel in enumerate(refs):
         for j, span in enumerate(sel):
             if not span.strip():
                 raise InputError(path, f"selection {i} span {j} is empty", record=rec, field="references")
-            if not any(span in t for t in texts) and not any(_loose(span) in t for t in loose):
+            if not any(span in t for t in texts) and not any(fold(span) in t for t in loose):
                 raise InputError(path, f"selection {i} span {j} ({span[:50]!r}) occurs in no document; "
                                  "reference spans must be copied from the sources", record=rec, field="references")
     return [list(sel) for sel in refs]
