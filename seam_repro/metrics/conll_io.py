@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from seam_repro.datasets import is_a
 from seam_repro.errors import InputError
 from seam_repro.metrics.coref import CorefScores, refuses_to_score, score_document, total
 
@@ -233,7 +234,7 @@ def gold_assignment(
             raise InputError(source, f"cluster {cluster_id} is not a list of int mention ids", record,
                              "target")
         for mention in cluster:
-            if not isinstance(mention, int) or isinstance(mention, bool):
+            if not is_a(mention, int):
                 raise InputError(source, f"cluster {cluster_id} holds {mention!r}; expected int mention ids",
                                  record, "target")
             out[mention] = cluster_id
