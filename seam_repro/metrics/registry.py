@@ -108,7 +108,9 @@ class MetricSpec:
         return None
 
 
-def _json_ref(text: str, name: str, i: int, expected: type, form: str) -> Any:
+def _json_ref(text: str, name: str, i: int, expected: type, form: str,
+              item_ok: Callable[[Any], bool] = lambda _: True) -> Any:
+    """REFERENCE ``i`` parsed as JSON of type ``expected`` whose every item passes ``item_ok``."""
     try:
         value = parse_json_text(text, f"reference {i}")
     except InputError as exc:
@@ -116,6 +118,8 @@ def _json_ref(text: str, name: str, i: int, expected: type, form: str) -> Any:
         raise InputError(f"reference {i}", f"{problem}; expected {form}", field=name) from None
     if not isinstance(value, expected):
         raise InputError(f"reference {i}", f"expected {form}, got JSON {type(value).__name__}", field=name)
+    if not all(map(item_ok, value)):
+        raise InputError(f"reference {i}", f"expected {form}", field=name)
     return value
 
 
@@ -155,9 +159,8 @@ def _qa_result(q: Any) -> MetricResult:
 
 def _conll_f1(mod: Any, pred: str, refs: list[str], _src: list[str] | None, mode: str = "upstream") -> MetricResult:
     form = "a JSON list of gold clusters (lists of int mention ids, singletons included)"
-    clusters = _json_ref(refs[0], "clusters", 0, list, form)
-    if not all(isinstance(c, list) and all(isinstance(m, int) for m in c) for c in clusters):
-        raise InputError("reference 0", f"expected {form}", field="clusters")
+    clusters = _json_ref(refs[0], "clusters", 0, list, form,
+                         lambda c: isinstance(c, list) and all(isinstance(m, int) for m in c))
     run = mod.score_run([("instance", clusters)], [("instance", pred)], mode)
     inst = run.instances[0]
     valid = bool(inst.parsed and inst.parsed.valid)
@@ -233,12 +236,7 @@ def _zs(fn_name: str, valid: Callable[[Any, str], bool]) -> Adapter:
 
 def _igcs_token_f1(mod: Any, pred: str, refs: list[str], src: list[str] | None) -> MetricResult:
     form = "a JSON array of source spans (strings)"
-    references = []
-    for i, text in enumerate(refs):
-        spans = _json_ref(text, "spans", i, list, form)
-        if not all(isinstance(s, str) for s in spans):
-            raise InputError(f"reference {i}", f"expected {form}", field="spans")
-        references.append(spans)
+    references = [_json_ref(text, "spans", i, list, form, lambda s: isinstance(s, str)) for i, text in enumerate(refs)]
     assert src is not None
     s = mod.score_instance(pred, references, mod.SourceIndex(src))
     return MetricResult(s.f1, s.valid_format, s.details())
