@@ -20,16 +20,6 @@ from seam_repro.hashing import sha256_file
 from seam_repro.instances import Instance, LoadedDataset
 
 
-def __getattr__(name: str) -> Any:
-    """``DATASET_INFO`` (``datasets/info.py``), built on first use: only ``datasets list`` needs it,
-    while every command that loads data imports this package."""
-    if name == "DATASET_INFO":
-        from seam_repro.datasets.info import DATASET_INFO
-
-        return DATASET_INFO
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def load_dataset(name: str, path: str | Path) -> LoadedDataset:
     """Load every split of dataset ``name`` from ``path`` (a folder or file in the source format)."""
     from seam_repro.specs import load_suite
