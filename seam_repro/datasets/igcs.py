@@ -23,11 +23,12 @@ order (grounding needs them; the prompt shows them in the run's permuted order).
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from seam_repro.datasets import load_jsonl_folder, require
-from seam_repro.datasets.zeroscrolls import read_documents, read_id, read_query
+from seam_repro.datasets.zeroscrolls import RECORDS, read_documents, read_id, read_query
 from seam_repro.errors import InputError
 from seam_repro.instances import Instance, LoadedDataset
 
@@ -67,8 +68,7 @@ def _instance(name: str, path: Path, rec: str, row: dict[str, Any], split: str) 
 
 def load(path: Path, name: str = DEFAULT_NAME) -> LoadedDataset:
     """Every ``<split>.jsonl`` of an IGCS-style folder; ``name`` is the suite's dataset name."""
-    return load_jsonl_folder(path, name, "<split>.jsonl files of {id, query, documents, references} records",
-                             lambda f, rec, row, split: _instance(name, f, rec, row, split))
+    return load_jsonl_folder(path, name, RECORDS, partial(_instance, name))
 
 
 def document_units(data: LoadedDataset) -> LoadedDataset:
