@@ -74,13 +74,6 @@ class ConllFile:
     """The first label in a scored document that is not a number (the scorer ignores it)."""
 
 
-def _begin_name(line: str) -> str | None:
-    if "begin document" not in line:  # cheap pre-check; the regex decides
-        return None
-    m = _BEGIN.match(line.removesuffix("\r"))
-    return m.group(1) if m else None
-
-
 def _labels(info: str) -> tuple[list[str], list[str], list[str]]:
     """Single, opening and closing entity labels of one coreference field, found as the scorer
     finds them: repeated leftmost ``s///`` removal, double antecedents first, then singles (a
@@ -183,8 +176,9 @@ def parse_conll_file(data: bytes | str, source: str = "<text>", *, require_docum
     names: list[str] = []
     ends: list[int] = []
     for i, line in enumerate(lines):
-        name = _begin_name(line)
-        if name is not None:
+        begin = _BEGIN.match(line.removesuffix("\r")) if "begin document" in line else None  # cheap pre-check
+        if begin:
+            name = begin.group(1)
             names.append(name)
             last_begin.pop(name, None)
             last_begin[name] = i
