@@ -215,13 +215,6 @@ def _fic_record(mod: Any, resp: str, rec: dict[str, Any], ctx: ScoringContext) -
     return MetricResult(res.f1, bool(resp.strip()), res.details(), scorer.version())
 
 
-def _record_references(spec: MetricSpec, target: dict[str, Any]) -> tuple[list[str], list[str] | None]:
-    """Generic record scoring: reference strings (span lists as JSON arrays) and the sources."""
-    if spec.needs_source:
-        return [json.dumps(sel, ensure_ascii=False) for sel in target["references"]], list(target["documents"])
-    return [str(r) for r in target["references"]], None
-
-
 # --------------------------------------------------------------------------- ZeroSCROLLS adapters
 
 
@@ -328,11 +321,14 @@ def score_record(name: str, response: str, record: dict[str, Any], ctx: ScoringC
 
     spec = get(name)
     mod = spec.load()
+    target = record["target"]
     if spec.record_scorer is not None:
         result = spec.record_scorer(mod, response, record, ctx)
+    elif spec.needs_source:  # the generic adapter: span lists as JSON arrays, plus the sources
+        result = spec.adapter(mod, response, [json.dumps(s, ensure_ascii=False) for s in target["references"]],
+                              list(target["documents"]))
     else:
-        refs, sources = _record_references(spec, record["target"])
-        result = spec.adapter(mod, response, refs, sources)
+        result = spec.adapter(mod, response, [str(r) for r in target["references"]], None)
     return result, result.version or metric_version(spec, mod, __version__)
 
 
