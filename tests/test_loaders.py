@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from seam_repro.datasets import DATASET_INFO, load_dataset
+from seam_repro.datasets import load_dataset
+from seam_repro.datasets.info import DATASET_INFO
 from seam_repro.datasets.scico import max_doc_index
 from seam_repro.errors import InputError, MissingDataError
 from seam_repro.hashing import sha256_file

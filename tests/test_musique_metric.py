@@ -31,14 +31,14 @@ def test_upstream_str_dict_f1_by_hand() -> None:
 
 
 def test_upstream_quote_fixes_and_retry() -> None:
-    assert m.upstream_postprocess("x {'is_answerable': True, 'answer_content': 'Mary's house'} y") == {
+    assert m.upstream_postprocess_detail("x {'is_answerable': True, 'answer_content': 'Mary's house'} y")[0] == {
         "is_answerable": True, "answer_content": "Mary's house"}
-    assert m.upstream_postprocess("{'is_answerable': True, 'answer_content': 'Paris}") == GOLD
+    assert m.upstream_postprocess_detail("{'is_answerable': True, 'answer_content': 'Paris}")[0] == GOLD
     # the "'s" fix breaks a value that starts with a lower-case s, so upstream keeps the raw text
     raw = "{'is_answerable': True, 'answer_content': 'sam'}"
-    assert m.upstream_postprocess(raw) == raw
-    assert m.upstream_postprocess("{1, 2}") == {1, 2}
-    assert m.upstream_postprocess("no braces") == "no braces"
+    assert m.upstream_postprocess_detail(raw)[0] == raw
+    assert m.upstream_postprocess_detail("{1, 2}")[0] == {1, 2}
+    assert m.upstream_postprocess_detail("no braces")[0] == "no braces"
 
 
 @pytest.mark.parametrize("text", [
@@ -50,7 +50,7 @@ def test_upstream_quote_fixes_and_retry() -> None:
     "{'a': 1e999999}",
 ])
 def test_adversarial_never_executes_or_crashes(text: str) -> None:
-    value = m.upstream_postprocess(text)
+    value = m.upstream_postprocess_detail(text)[0]
     f1, _ = m.upstream_f1(text, GOLD)
     assert 0.0 <= f1 <= 100.0
     assert m.corrected(text, GOLD).pred_answerable is None or isinstance(value, dict)

@@ -10,9 +10,9 @@ import json
 from pathlib import Path
 
 import pytest
+from render_helpers import few_shots, render_instance
 
 from seam_repro.instances import Document, Instance, Mention, Token
-from seam_repro.render import few_shots, render_instance
 from seam_repro.render.common import shuffle_documents
 from seam_repro.render.context import RunContext
 from seam_repro.specs import load_suite

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from render_helpers import few_shots, render_instance
 
 from seam_repro.analysis.aggregate import load_run_dir
 from seam_repro.datasets import igcs as igcs_loader
@@ -20,7 +21,6 @@ from seam_repro.manifest.format import load_manifest
 from seam_repro.manifest.trust import load_trusted
 from seam_repro.metrics import igcs
 from seam_repro.metrics import zeroscrolls as zs
-from seam_repro.render import render_instance
 from seam_repro.render.context import RunContext
 from seam_repro.run.replay import ReplayOptions, replay
 from seam_repro.scoring.extract import extract_clean
@@ -233,8 +233,6 @@ def test_templates_are_zero_shot_and_query_must_have_a_place() -> None:
     data = load_suite("igcs-mini").spec("AspectSelMini").load(FIX / "igcs" / "aspects")
     inst = by_id(data)["blender-noise"]
     with pytest.raises(InputError, match="zero-shot"):
-        from seam_repro.render import few_shots
-
         few_shots(ctx("igcs-mini", "AspectSelMini", IGCS_PROMPTS / "AspectSel.json", 0, 3, (0, 1, 2), demos=(0,)))
     c = ctx("igcs-mini", "AspectSelMini", IGCS_PROMPTS / "AspectSel.json", 0, 3, (0, 1, 2))
     c.prompt_file["prompts"][0]["instructions"] = "Select the important sentences"

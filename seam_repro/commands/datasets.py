@@ -41,7 +41,7 @@ def list_datasets(cache: Path | None, suite: str) -> None:
 
 
 def _list_seam(cache: Path | None) -> None:
-    from seam_repro.datasets import DATASET_INFO
+    from seam_repro.datasets.info import DATASET_INFO
     from seam_repro.sources.fetch import cache_root, cached_source_path, source_status
     from seam_repro.sources.lock import load_lock
 

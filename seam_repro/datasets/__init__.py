@@ -20,16 +20,6 @@ from seam_repro.hashing import sha256_file
 from seam_repro.instances import Instance, LoadedDataset
 
 
-def __getattr__(name: str) -> Any:
-    """``DATASET_INFO`` (``datasets/info.py``), built on first use: only ``datasets list`` needs it,
-    while every command that loads data imports this package."""
-    if name == "DATASET_INFO":
-        from seam_repro.datasets.info import DATASET_INFO
-
-        return DATASET_INFO
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def load_dataset(name: str, path: str | Path) -> LoadedDataset:
     """Load every split of dataset ``name`` from ``path`` (a folder or file in the source format)."""
     from seam_repro.specs import load_suite
@@ -73,12 +63,18 @@ def split_files(folder: Path, split: str) -> list[Path]:
     return [f for f, stem in stems.items() if stem == split or stem.startswith(f"{split}-") or stem.endswith(f"-{split}")]
 
 
+def is_a(value: Any, kind: type | tuple[type, ...]) -> bool:
+    """``isinstance``, except that a bool (JSON true/false) is no int unless ``kind`` names bool."""
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return isinstance(value, kinds) and (bool in kinds or not isinstance(value, bool))
+
+
 def require(row: dict[str, Any], key: str, kind: type | tuple[type, ...], path: Path, record: object, form: str) -> Any:
     """Return ``row[key]`` if present and of type ``kind``; otherwise a one-line InputError."""
     if key not in row:
         raise InputError(path, f"missing; expected {form}", record=record, field=key)
     value = row[key]
-    if not isinstance(value, kind) or (isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,))):
+    if not is_a(value, kind):
         raise InputError(path, f"got {type(value).__name__}; expected {form}", record=record, field=key)
     return value
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from seam_repro.datasets import file_hashes, require, require_dir
+from seam_repro.datasets import file_hashes, is_a, require, require_dir
 from seam_repro.errors import InputError
 from seam_repro.files.reading import read_json
 from seam_repro.instances import Document, Instance, LoadedDataset, Mention, Token
@@ -63,7 +63,7 @@ def _mention(path: Path, i: int, row: Any, docs: dict[str, Any], doc_tokens: dic
     topic = require(row, "topic", (str, int), path, rec, "a topic id (string or int)")
     cluster = require(row, "cluster_id", (str, int), path, rec, "a cluster id (int or string)")
     tids = require(row, "tokens_ids", list, path, rec, "a non-empty list of int token ids")
-    if not tids or not all(isinstance(t, int) and not isinstance(t, bool) for t in tids):
+    if not tids or not all(is_a(t, int) for t in tids):
         raise InputError(path, "expected a non-empty list of int token ids", record=rec, field="tokens_ids")
     if doc_id not in docs:
         raise InputError(path, f"document '{doc_id}' is not in the split's token file", record=rec, field="doc_id")

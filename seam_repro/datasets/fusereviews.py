@@ -30,7 +30,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from seam_repro.datasets import file_hashes, open_text
+from seam_repro.datasets import file_hashes, is_a, open_text
 from seam_repro.errors import InputError
 from seam_repro.files.reading import parse_json_text
 from seam_repro.instances import Document, Instance, LoadedDataset
@@ -41,23 +41,25 @@ FILE_SPLITS: dict[str, str] = {"train": "train", "dev": "validation", "validatio
 SPLIT_ORDER: tuple[str, ...] = ("train", "validation", "test")
 
 
-def _json_cell(path: Path, rec: str, row: dict[str, str], col: str, form: str) -> Any:
-    """One JSON cell of the authors' CSV; pandas wrote missing offsets as bare ``NaN``, kept as NaN."""
+def _json_list(path: Path, rec: str, row: dict[str, str], col: str, form: str, not_list: str = "") -> list[Any]:
+    """One JSON list cell of the CSV (``not_list``: the error when it is no list, default "expected
+    {form}"); pandas wrote missing offsets in the authors' CSV as bare ``NaN``, kept as NaN."""
     if col not in row or row[col] is None:
         raise InputError(path, f"missing column; expected {form}", record=rec, field=col)
     try:
-        return parse_json_text(row[col], path, record=rec, allow_nan=True)
+        value = parse_json_text(row[col], path, record=rec, allow_nan=True)
     except InputError as exc:
         raise InputError(path, f"{str(exc).rsplit(': ', 1)[-1]}; expected {form}", record=rec, field=col) from None
-
-
-def _spans(path: Path, rec: str, col: str, value: Any, text_len: int) -> tuple[tuple[int, int], ...]:
-    """Validate ``[[start, end], ...]`` character spans inside a text of ``text_len`` characters."""
     if not isinstance(value, list):
-        raise InputError(path, "expected a JSON list of [start, end] pairs", record=rec, field=col)
+        raise InputError(path, not_list or f"expected {form}", record=rec, field=col)
+    return value
+
+
+def _spans(path: Path, rec: str, col: str, value: list[Any], text_len: int) -> tuple[tuple[int, int], ...]:
+    """Validate ``[[start, end], ...]`` character spans inside a text of ``text_len`` characters."""
     out = []
     for pair in value:
-        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in pair)):
+        if not (isinstance(pair, list) and len(pair) == 2 and all(is_a(x, int) for x in pair)):
             raise InputError(path, f"span {pair!r}: expected [start, end] ints", record=rec, field=col)
         s, e = pair
         if not 0 <= s <= e <= text_len:
@@ -84,10 +86,7 @@ def _hf_alignments(path: Path, rec: str, row: dict[str, str]) -> list[tuple[str,
     out = []
     for i in range(N_REVIEWS):
         col = f"review_{i}_alignments"
-        items = _json_cell(path, rec, row, col, 'a JSON list of {"review": {"text": ...}} objects')
-        if not isinstance(items, list):
-            raise InputError(path, 'expected a JSON list of {"review": {"text": ...}} objects', record=rec, field=col)
-        for a in items:
+        for a in _json_list(path, rec, row, col, 'a JSON list of {"review": {"text": ...}} objects'):
             review = a.get("review") if isinstance(a, dict) else None
             if not isinstance(review, dict) or not isinstance(review.get("text"), str):
                 raise InputError(path, 'alignment without a "review" object holding a "text" string', record=rec, field=col)
@@ -96,9 +95,8 @@ def _hf_alignments(path: Path, rec: str, row: dict[str, str]) -> list[tuple[str,
 
 
 def _author_alignments(path: Path, rec: str, row: dict[str, str], texts: list[str]) -> list[tuple[str, dict]]:
-    items = _json_cell(path, rec, row, "alignments", 'a JSON list of {"review_name", "review_span_offsets"} objects')
-    if not isinstance(items, list):
-        raise InputError(path, "expected a JSON list of alignment objects", record=rec, field="alignments")
+    items = _json_list(path, rec, row, "alignments", 'a JSON list of {"review_name", "review_span_offsets"} objects',
+                       "expected a JSON list of alignment objects")
     out = []
     for a in items:
         name = a.get("review_name") if isinstance(a, dict) else None
@@ -135,7 +133,7 @@ def _instance(path: Path, index: int, row: dict[str, str], split: str) -> Instan
             raise InputError(path, "missing column; expected the review text", record=rec, field=tcol)
         text = row[tcol] or ""
         ocol = f"review_{i}_highlight_spans" if authors else f"review_{i}_offsets"
-        spans = _spans(path, rec, ocol, _json_cell(path, rec, row, ocol, "a JSON list of [start, end] pairs"), len(text))
+        spans = _spans(path, rec, ocol, _json_list(path, rec, row, ocol, "a JSON list of [start, end] pairs"), len(text))
         texts.append(text)
         documents.append(Document(doc_id=f"review_{i}", text=text, highlights=spans))
     output = row.get("summary_text" if authors else "output") or ""

@@ -23,11 +23,12 @@ order (grounding needs them; the prompt shows them in the run's permuted order).
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from seam_repro.datasets import load_jsonl_folder, require
-from seam_repro.datasets.zeroscrolls import read_documents, read_id, read_query
+from seam_repro.datasets.zeroscrolls import RECORDS, read_documents, read_id, read_query
 from seam_repro.errors import InputError
 from seam_repro.instances import Instance, LoadedDataset
 
@@ -35,9 +36,9 @@ DEFAULT_NAME = "IGCS"
 REFERENCES_FORM = "a non-empty list of selections, each a list of span strings copied from the documents"
 
 
-def _loose(text: str) -> str:
-    """Lowercase and map each whitespace character to a space, one for one: the second grounding
-    stage of ``metrics/igcs.py`` (references must ground without fuzzy matching)."""
+def fold(text: str) -> str:
+    """Lowercase and map each whitespace character to a space, one for one (offsets stay valid): the
+    second grounding stage of ``metrics/igcs.py`` (references must ground without fuzzy matching)."""
     return "".join(" " if ch.isspace() else (ch.lower() if len(ch.lower()) == 1 else ch) for ch in text)
 
 
@@ -45,12 +46,12 @@ def _references(row: dict[str, Any], texts: list[str], path: Path, rec: str) -> 
     refs = require(row, "references", list, path, rec, REFERENCES_FORM)
     if not refs or not all(isinstance(sel, list) and all(isinstance(s, str) for s in sel) for sel in refs):
         raise InputError(path, f"expected {REFERENCES_FORM}", record=rec, field="references")
-    loose = [_loose(t) for t in texts]
+    loose = [fold(t) for t in texts]
     for i, sel in enumerate(refs):
         for j, span in enumerate(sel):
             if not span.strip():
                 raise InputError(path, f"selection {i} span {j} is empty", record=rec, field="references")
-            if not any(span in t for t in texts) and not any(_loose(span) in t for t in loose):
+            if not any(span in t for t in texts) and not any(fold(span) in t for t in loose):
                 raise InputError(path, f"selection {i} span {j} ({span[:50]!r}) occurs in no document; "
                                  "reference spans must be copied from the sources", record=rec, field="references")
     return [list(sel) for sel in refs]
@@ -67,8 +68,7 @@ def _instance(name: str, path: Path, rec: str, row: dict[str, Any], split: str) 
 
 def load(path: Path, name: str = DEFAULT_NAME) -> LoadedDataset:
     """Every ``<split>.jsonl`` of an IGCS-style folder; ``name`` is the suite's dataset name."""
-    return load_jsonl_folder(path, name, "<split>.jsonl files of {id, query, documents, references} records",
-                             lambda f, rec, row, split: _instance(name, f, rec, row, split))
+    return load_jsonl_folder(path, name, RECORDS, partial(_instance, name))
 
 
 def document_units(data: LoadedDataset) -> LoadedDataset:

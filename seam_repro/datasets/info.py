@@ -1,7 +1,7 @@
 """Static facts about the six SEAM datasets (what ``seam-repro datasets list`` prints).
 
 Kept out of ``datasets/__init__.py``, which every command that loads data imports, so the table is
-built only where it is used (``from seam_repro.datasets import DATASET_INFO`` still works).
+built only where it is used.
 """
 
 from __future__ import annotations

@@ -72,12 +72,9 @@ def alias_folders(data_dir: Path, name: str) -> list[Path]:
     wanted = {_norm(a) for a in (layout.aliases if layout else (name,))} | {_norm(name)}
     exact = data_dir / name
     found = [exact] if exact.is_dir() else []
-    level = sorted(p for p in data_dir.iterdir() if p.is_dir()) if data_dir.is_dir() else []
-    for depth in (1, 2):
-        found += [p for p in level if _norm(p.name) in wanted and p not in found]
-        if depth == 1:
-            level = sorted(q for p in level for q in p.iterdir() if q.is_dir() and not q.name.startswith("."))
-    return found
+    top = sorted(p for p in data_dir.iterdir() if p.is_dir()) if data_dir.is_dir() else []
+    below = sorted(q for p in top for q in p.iterdir() if q.is_dir() and not q.name.startswith("."))
+    return found + [p for p in top + below if _norm(p.name) in wanted and p not in found]
 
 
 def find_dataset_dir(data_dir: Path, name: str) -> Path | None:

@@ -20,17 +20,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from seam_repro.datasets import file_hashes, read_rows, require, require_dir, split_files
+from seam_repro.datasets import file_hashes, is_a, read_rows, require, require_dir, split_files
 from seam_repro.errors import InputError
 from seam_repro.instances import Instance, LoadedDataset, Mention, plain_documents
 
 DATASET = "SciCo"
 SPLITS: tuple[str, ...] = ("train", "validation", "test")
 EXTRA_KEYS: tuple[str, ...] = ("source", "hard_10", "hard_20", "curated")
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _row(path: Path, rec: str, row: dict[str, Any], split: str) -> Instance:
@@ -41,7 +37,7 @@ def _row(path: Path, rec: str, row: dict[str, Any], split: str) -> Instance:
         if not isinstance(par, list) or not all(isinstance(t, str) for t in par):
             raise InputError(path, f"paragraph {p}: expected a list of token strings", record=rec, field="tokens")
     doc_ids = require(row, "doc_ids", list, path, rec, "a list of int document indices, one per paragraph")
-    if len(doc_ids) != len(tokens) or not all(_is_int(d) for d in doc_ids):
+    if len(doc_ids) != len(tokens) or not all(is_a(d, int) for d in doc_ids):
         raise InputError(path, f"expected {len(tokens)} int document indices (one per paragraph)", record=rec, field="doc_ids")
     n_docs = 0
     for p, d in enumerate(doc_ids):
@@ -52,7 +48,7 @@ def _row(path: Path, rec: str, row: dict[str, Any], split: str) -> Instance:
     raw_mentions = require(row, "mentions", list, path, rec, "a list of [paragraph, start, end, cluster_id]")
     mentions = []
     for k, m in enumerate(raw_mentions):
-        if not (isinstance(m, list) and len(m) == 4 and all(_is_int(x) for x in m)):
+        if not (isinstance(m, list) and len(m) == 4 and all(is_a(x, int) for x in m)):
             raise InputError(path, f"mention {k}: expected [paragraph, start, end, cluster_id] ints, got {str(m)[:60]}", record=rec, field="mentions")
         par, start, end, cluster = m
         if not 0 <= par < len(tokens) or not 0 <= start <= end < len(tokens[par]):

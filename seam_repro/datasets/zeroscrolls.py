@@ -21,6 +21,7 @@ QMSum-style query-based summarization). The target is ``{"references": [...]}``.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from seam_repro.instances import Document, Instance, LoadedDataset
 
 DEFAULT_NAME = "ZeroSCROLLS"
 DOCUMENTS_FORM = 'a non-empty list of strings or {"text": str[, "id", "title"]} objects'
+RECORDS = "<split>.jsonl files of {id, query, documents, references} records"
 
 
 def read_documents(row: dict[str, Any], path: Path, rec: str) -> tuple[Document, ...]:
@@ -77,5 +79,4 @@ def _instance(name: str, path: Path, rec: str, row: dict[str, Any], split: str) 
 
 def load(path: Path, name: str = DEFAULT_NAME) -> LoadedDataset:
     """Every ``<split>.jsonl`` of a ZeroSCROLLS-style folder; ``name`` is the suite's dataset name."""
-    return load_jsonl_folder(path, name, "<split>.jsonl files of {id, query, documents, references} records",
-                             lambda f, rec, row, split: _instance(name, f, rec, row, split))
+    return load_jsonl_folder(path, name, RECORDS, partial(_instance, name))

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from seam_repro.datasets import is_a
 from seam_repro.errors import InputError
 from seam_repro.metrics.coref import CorefScores, refuses_to_score, score_document, total
 
@@ -71,13 +72,6 @@ class ConllFile:
     """Every ``#begin document`` name in file order, repeats kept."""
     odd_label: OddLabel | None
     """The first label in a scored document that is not a number (the scorer ignores it)."""
-
-
-def _begin_name(line: str) -> str | None:
-    if "begin document" not in line:  # cheap pre-check; the regex decides
-        return None
-    m = _BEGIN.match(line.removesuffix("\r"))
-    return m.group(1) if m else None
 
 
 def _labels(info: str) -> tuple[list[str], list[str], list[str]]:
@@ -182,8 +176,9 @@ def parse_conll_file(data: bytes | str, source: str = "<text>", *, require_docum
     names: list[str] = []
     ends: list[int] = []
     for i, line in enumerate(lines):
-        name = _begin_name(line)
-        if name is not None:
+        begin = _BEGIN.match(line.removesuffix("\r")) if "begin document" in line else None  # cheap pre-check
+        if begin:
+            name = begin.group(1)
             names.append(name)
             last_begin.pop(name, None)
             last_begin[name] = i
@@ -233,7 +228,7 @@ def gold_assignment(
             raise InputError(source, f"cluster {cluster_id} is not a list of int mention ids", record,
                              "target")
         for mention in cluster:
-            if not isinstance(mention, int) or isinstance(mention, bool):
+            if not is_a(mention, int):
                 raise InputError(source, f"cluster {cluster_id} holds {mention!r}; expected int mention ids",
                                  record, "target")
             out[mention] = cluster_id

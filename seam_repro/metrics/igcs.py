@@ -1,10 +1,10 @@
 """IGCS-style content selection: parse span answers, ground them in the source, score by tokens.
 
 Replicates Amar et al., "A Unifying Scheme for Extractive Content Selection Tasks" (IGCS): §3.3
-token-level P/R/F1 over source token indices (max over references by F1, macro average), App. B
-bootstrap confidence intervals, §5.3 + App. G grounding (exact, then case/whitespace-insensitive,
-then closest token-level Levenshtein match within min(⌊0.15·len⌋, 10) tokens, else dropped; a
-span of a document-level answer is searched in its own document first); with the edge-case semantics of the reference package
+token-level P/R/F1 over source token indices (max over references by F1, macro average), §5.3 +
+App. G grounding (exact, then case/whitespace-insensitive, then closest token-level Levenshtein
+match within min(⌊0.15·len⌋, 10) tokens, else dropped; a span of a document-level answer is
+searched in its own document first); with the edge-case semantics of the reference package
 ``igcs`` (grounding/__init__.py, grounding/tokenization.py, evaluate/evaluation_functions.py).
 Tokens come from spaCy's rule-based English tokenizer (``spacy.blank("en")``, whitespace tokens
 dropped) so no model download is needed; the paper used ``en_core_web_sm``, whose tokenizer rules
@@ -18,12 +18,13 @@ import functools
 import json
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 
+from seam_repro.datasets.igcs import fold
 from seam_repro.errors import InputError, PrerequisiteError
 
 MAX_DIST_ABS = 10
@@ -48,15 +49,6 @@ def tokenize(text: str) -> list[tuple[str, int, int]]:
     return [(t.text, t.idx, t.idx + len(t.text)) for t in nlp(text) if not t.is_space]
 
 
-def _fold(text: str) -> str:
-    """Lowercase and map whitespace to a space, one character for one (keeps offsets valid)."""
-    out = []
-    for ch in text:
-        low = ch.lower()
-        out.append(" " if ch.isspace() else (low if len(low) == 1 else ch))
-    return "".join(out)
-
-
 def _code(i: int) -> str:
     """Token id -> one character, skipping the surrogate range, so token sequences are strings."""
     return chr(i if i < 0xD800 else i + 0x800)
@@ -70,7 +62,7 @@ class SourceIndex:
         if not docs:
             raise InputError("source", "at least one source document is required")
         self.documents: tuple[str, ...] = docs
-        self.folded = tuple(_fold(d) for d in docs)
+        self.folded = tuple(fold(d) for d in docs)
         self.vocab: dict[str, int] = {}
         self.starts: list[list[int]] = []
         self.ends: list[list[int]] = []
@@ -217,7 +209,7 @@ def ground_span(
     order = list(range(len(index.documents)))
     if hint_doc is not None and 0 <= hint_doc < len(order):
         order.insert(0, order.pop(hint_doc))
-    for mode, hay, needle in (("exact", index.documents, span), ("normalized", index.folded, _fold(span))):
+    for mode, hay, needle in (("exact", index.documents, span), ("normalized", index.folded, fold(span))):
         for d in order:
             pos = hay[d].find(needle)
             if pos >= 0:
@@ -326,24 +318,3 @@ def score_instance(
     assert best is not None
     return InstanceScore(best["precision"], best["recall"], best["f1"], valid, best_i, grounded)
 
-
-def bootstrap_macro(
-    scores_by_task: Mapping[str, Sequence[float]], *, n_resamples: int = 10_000, confidence: float = 0.95,
-    seed: int = 0,
-) -> dict[str, Any]:
-    """Macro average over tasks of per-task means, with a seeded percentile bootstrap CI (App. B:
-    each resample draws every task's instances with replacement, then re-averages)."""
-    if not scores_by_task or any(len(v) == 0 for v in scores_by_task.values()):
-        raise InputError("scores", "every task needs at least one instance score")
-    rng = np.random.default_rng(seed)
-    means = {t: float(np.mean(v)) for t, v in scores_by_task.items()}
-    boot = np.zeros(n_resamples)
-    for task in sorted(scores_by_task):
-        arr = np.asarray(scores_by_task[task], dtype=float)
-        idx = rng.integers(0, len(arr), size=(n_resamples, len(arr)))
-        boot += arr[idx].mean(axis=1)
-    boot /= len(scores_by_task)
-    alpha = 1 - confidence
-    lo, hi = np.quantile(boot, [alpha / 2, 1 - alpha / 2])
-    return {"mean": float(np.mean(list(means.values()))), "ci_low": float(lo), "ci_high": float(hi),
-            "per_task": means, "n_resamples": n_resamples, "confidence": confidence, "seed": seed}

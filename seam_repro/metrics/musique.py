@@ -102,11 +102,6 @@ def upstream_postprocess_detail(response: str) -> tuple[Any, str | None]:
     return response, divergence
 
 
-def upstream_postprocess(response: str) -> Any:
-    """Upstream ``QA.postprocess`` on an already-extracted response: a value or the string."""
-    return upstream_postprocess_detail(response)[0]
-
-
 def upstream_f1(response: str, target: dict[str, Any]) -> tuple[float, bool]:
     """(F1 x100 of ``str(pred)`` vs ``str(gold dict)``, whether pred parsed to a dict) as upstream."""
     score, details = upstream_score(response, target)
@@ -148,7 +143,7 @@ def parse_answer_dict(response: str) -> dict[str, Any] | None:
                 except (ValueError, RecursionError):
                     pass
                 candidates.append(_python_literal(span))
-            candidates.append(upstream_postprocess(span))
+            candidates.append(upstream_postprocess_detail(span)[0])
             for value in candidates:
                 if isinstance(value, dict) and "is_answerable" in value:
                     return value

@@ -108,7 +108,9 @@ class MetricSpec:
         return None
 
 
-def _json_ref(text: str, name: str, i: int, expected: type, form: str) -> Any:
+def _json_ref(text: str, name: str, i: int, expected: type, form: str,
+              item_ok: Callable[[Any], bool] = lambda _: True) -> Any:
+    """REFERENCE ``i`` parsed as JSON of type ``expected`` whose every item passes ``item_ok``."""
     try:
         value = parse_json_text(text, f"reference {i}")
     except InputError as exc:
@@ -116,6 +118,8 @@ def _json_ref(text: str, name: str, i: int, expected: type, form: str) -> Any:
         raise InputError(f"reference {i}", f"{problem}; expected {form}", field=name) from None
     if not isinstance(value, expected):
         raise InputError(f"reference {i}", f"expected {form}, got JSON {type(value).__name__}", field=name)
+    if not all(map(item_ok, value)):
+        raise InputError(f"reference {i}", f"expected {form}", field=name)
     return value
 
 
@@ -155,9 +159,8 @@ def _qa_result(q: Any) -> MetricResult:
 
 def _conll_f1(mod: Any, pred: str, refs: list[str], _src: list[str] | None, mode: str = "upstream") -> MetricResult:
     form = "a JSON list of gold clusters (lists of int mention ids, singletons included)"
-    clusters = _json_ref(refs[0], "clusters", 0, list, form)
-    if not all(isinstance(c, list) and all(isinstance(m, int) for m in c) for c in clusters):
-        raise InputError("reference 0", f"expected {form}", field="clusters")
+    clusters = _json_ref(refs[0], "clusters", 0, list, form,
+                         lambda c: isinstance(c, list) and all(isinstance(m, int) for m in c))
     run = mod.score_run([("instance", clusters)], [("instance", pred)], mode)
     inst = run.instances[0]
     valid = bool(inst.parsed and inst.parsed.valid)
@@ -212,13 +215,6 @@ def _fic_record(mod: Any, resp: str, rec: dict[str, Any], ctx: ScoringContext) -
     return MetricResult(res.f1, bool(resp.strip()), res.details(), scorer.version())
 
 
-def _record_references(spec: MetricSpec, target: dict[str, Any]) -> tuple[list[str], list[str] | None]:
-    """Generic record scoring: reference strings (span lists as JSON arrays) and the sources."""
-    if spec.needs_source:
-        return [json.dumps(sel, ensure_ascii=False) for sel in target["references"]], list(target["documents"])
-    return [str(r) for r in target["references"]], None
-
-
 # --------------------------------------------------------------------------- ZeroSCROLLS adapters
 
 
@@ -233,12 +229,7 @@ def _zs(fn_name: str, valid: Callable[[Any, str], bool]) -> Adapter:
 
 def _igcs_token_f1(mod: Any, pred: str, refs: list[str], src: list[str] | None) -> MetricResult:
     form = "a JSON array of source spans (strings)"
-    references = []
-    for i, text in enumerate(refs):
-        spans = _json_ref(text, "spans", i, list, form)
-        if not all(isinstance(s, str) for s in spans):
-            raise InputError(f"reference {i}", f"expected {form}", field="spans")
-        references.append(spans)
+    references = [_json_ref(text, "spans", i, list, form, lambda s: isinstance(s, str)) for i, text in enumerate(refs)]
     assert src is not None
     s = mod.score_instance(pred, references, mod.SourceIndex(src))
     return MetricResult(s.f1, s.valid_format, s.details())
@@ -330,11 +321,14 @@ def score_record(name: str, response: str, record: dict[str, Any], ctx: ScoringC
 
     spec = get(name)
     mod = spec.load()
+    target = record["target"]
     if spec.record_scorer is not None:
         result = spec.record_scorer(mod, response, record, ctx)
+    elif spec.needs_source:  # the generic adapter: span lists as JSON arrays, plus the sources
+        result = spec.adapter(mod, response, [json.dumps(s, ensure_ascii=False) for s in target["references"]],
+                              list(target["documents"]))
     else:
-        refs, sources = _record_references(spec, record["target"])
-        result = spec.adapter(mod, response, refs, sources)
+        result = spec.adapter(mod, response, [str(r) for r in target["references"]], None)
     return result, result.version or metric_version(spec, mod, __version__)
 
 

@@ -22,9 +22,6 @@ class Template(NamedTuple):
     separator: str = "\n\n"
     """Between demos and the test block (upstream ``get_sample2msg``; FuseReviews uses none)."""
 
-    def message(self, demos: str, block: str) -> str:
-        return self.prefix(demos) + block
-
     def prefix(self, demos: str) -> str:
         """What every message of a run starts with, so writers can hash and escape it once per run."""
         return demos + self.separator

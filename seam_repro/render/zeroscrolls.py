@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from seam_repro.datasets import is_a
 from seam_repro.errors import InputError
 from seam_repro.instances import Instance
 from seam_repro.render.common import shuffle_documents
@@ -145,7 +146,7 @@ def _option(ctx: RunContext, key: str, kind: type | tuple[type, ...], default: A
                              field=f"template_options.{key}")
         return default
     value = opts[key]
-    if not isinstance(value, kind) or (isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,))):
+    if not is_a(value, kind):
         raise InputError(f"suite {ctx.suite}: datasets.{ctx.dataset}", f"got {value!r}; expected {form}",
                          field=f"template_options.{key}")
     return value
