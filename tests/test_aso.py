@@ -15,6 +15,8 @@ from seam_repro.analysis.aso import (
     deepsig_eps_min,
     eps_min_from,
     epsilon,
+    pair_aso,
+    pair_rng,
     rank_from_table,
     rank_models,
     stability,
@@ -90,11 +92,15 @@ def _loop_port(a: list[float], b: list[float], u: np.ndarray, p: AsoParams) -> l
     return out
 
 
-def test_vectorised_bootstrap_equals_loop_port() -> None:
-    p = AsoParams(b=6, n=300, m=200)
-    a = [20.1, 19.3, 21.7, 20.0, 18.8, 22.4, 20.9]
-    b = [20.5, 21.1, 19.9, 22.0, 20.2]
-    u = np.random.default_rng(7).random((p.b, p.n + p.m))
+@pytest.mark.parametrize(("p", "a", "b", "zeros"), [
+    (AsoParams(b=6, n=300, m=200), [20.1, 19.3, 21.7, 20.0, 18.8, 22.4, 20.9], [20.5, 21.1, 19.9, 22.0, 20.2], 0),
+    # one run, tied runs, a coarse grid, and uniforms of exactly 0 (quantile_index clips them to the first atom)
+    (AsoParams(b=5, n=7, m=3, dp=0.1), [5.0], [1.0, 2.0, 1.0], 9),
+], ids=["plain", "edges"])
+def test_vectorised_bootstrap_equals_loop_port(p: AsoParams, a: list[float], b: list[float], zeros: int) -> None:
+    rng = np.random.default_rng(7)
+    u = rng.random((p.b, p.n + p.m))
+    u.flat[rng.choice(u.size, zeros, replace=False)] = 0.0
 
     class Fixed:
         def random(self, shape: tuple[int, int]) -> np.ndarray:
@@ -103,6 +109,18 @@ def test_vectorised_bootstrap_equals_loop_port() -> None:
 
     got = bootstrap_epsilons(a, b, Fixed(), p)  # type: ignore[arg-type]
     np.testing.assert_allclose(got, _loop_port(a, b, u, p), rtol=1e-12, atol=1e-15)
+
+
+def test_a_pair_computed_twice_is_remembered_and_equal() -> None:
+    """A report with ‡ rows ranks a dataset twice; the second ranking takes the first's pairs."""
+    scores = {"A": [20.0, 21.5, 19.0], "B": [20.4, 20.9, 21.2]}
+    first = rank_models(scores, "MultiNews", AsoParams(seed=11))
+    hits = pair_aso.cache_info().hits
+    again = rank_models({**scores, "C": [18.0, 18.5]}, "MultiNews", AsoParams(seed=11))
+    assert pair_aso.cache_info().hits == hits + 1 and again.pairs[0] == first.pairs[0]
+    direct = aso(scores["A"], scores["B"], pair_rng(11, "MultiNews", "A", "B"), AsoParams(seed=11))
+    assert first.pairs[0] == {"a": "A", "b": "B", "epsilon": direct.epsilon, "sigma": direct.sigma,
+                              "eps_min": direct.eps_min}
 
 
 def test_seeded_repeatability_and_pair_independence() -> None:

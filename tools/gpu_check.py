@@ -723,8 +723,9 @@ def main() -> int:
     ap.add_argument("--budget-s", type=float, default=460.0, help="skip sections that would start past this")
     ap.add_argument("--sections", default="environment,models,kernels,replays,deterministic,trained,resume,throughput,"
                     "preflight,vllm,batch_invariance")
-    ap.add_argument("--det-plan", default="llama:bf16:1,8,32;llama:fp16:32;llama:fp32:32;qwen2:bf16:32",
-                    help="deterministic section: MODEL:DTYPE:BATCHES;... each against batch 4")
+    ap.add_argument("--det-plan", default="llama:bf16:1,8,32;llama:fp16:32;llama:fp32:32;qwen2:bf16:32;"
+                    "llama:4bit:32;llama:8bit:32", help="deterministic section: MODEL:DTYPE:BATCHES;... each "
+                    "against batch 4 (4bit/8bit: skipped where bitsandbytes is not importable)")
     ap.add_argument("--batches", default="1,8,32")
     ap.add_argument("--trained-args", default="", help="extra replay options for the trained-model section "
                     "(e.g. '--limit 1' for a CPU rehearsal)")
@@ -753,8 +754,6 @@ def main() -> int:
         chk.section("replays", lambda: replays(work, models, args.device, quant_ok), needs=30)
     plan = [(m, d, [int(b) for b in bs.split(",")]) for m, d, bs in
             (item.split(":") for item in args.det_plan.split(";") if item)]
-    if quant_ok:
-        plan += [("llama", "4bit", [32]), ("llama", "8bit", [32])]
     if "kernels" in wanted:
         chk.section("kernels", lambda: kernel_probe(args.device))
     if "deterministic" in wanted:

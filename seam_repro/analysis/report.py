@@ -29,7 +29,7 @@ import numpy as np
 
 from seam_repro import __version__
 from seam_repro.analysis.aggregate import ModelScores, summarize
-from seam_repro.analysis.aso import AsoParams, Ranking, aso, deepsig_eps_min, pair_rng, rank_models, stability
+from seam_repro.analysis.aso import AsoParams, Ranking, deepsig_eps_min, pair_aso, rank_models, stability
 from seam_repro.analysis.diff import brief_reason, reference_protocol, run_hint
 from seam_repro.analysis.reference import ReferenceRow, ReferenceTable
 from seam_repro.files.atomic import atomic_write_bytes, atomic_write_text, ensure_dir
@@ -211,7 +211,7 @@ def _deepsig_crosscheck(name: str, ranking: Ranking, by: dict[str, Entry], param
         if theirs is None:
             out.append({"available": False, "note": "deepsig is not installed (pip install deepsig)"})
             break
-        ours = aso(by[a].runs, by[b].runs, pair_rng(params.seed, name, a, b), params).eps_min
+        ours = pair_aso(name, a, b, tuple(by[a].runs), tuple(by[b].runs), params).eps_min
         out.append({"available": True, "dataset": name, "a": a, "b": b, "eps_min": ours,
                     "deepsig_eps_min": theirs, "difference": theirs - ours})
     return out
