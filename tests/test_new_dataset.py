@@ -141,3 +141,32 @@ def test_a_made_up_task_runs_end_to_end_from_three_files(new_dataset: Path) -> N
         direct = registry.compute("zeroscrolls_f1", extract_clean(outputs[(ln["run"], ln["instance_id"])]),
                                   target[ln["instance_id"]])
         assert ln["score"] == pytest.approx(direct["score"])
+
+
+def _own_suite(folder: Path, name: str, task: str, upstream: str, corrected: str) -> None:
+    entry = {**SUITE["datasets"]["KeywordsMini"], "task": task,
+             "metrics": {"upstream": upstream, "seam-repro-1": corrected}}
+    (folder / f"{name}.json").write_text(json.dumps({**SUITE, "suite": name, "datasets": {name: entry}}),
+                                         encoding="utf-8")
+
+
+def test_a_suite_of_ones_own_cannot_re_pair_a_shipped_metric(new_dataset: Path) -> None:
+    """A suite of one's own that scores a qa dataset with the published MuSiQue metric in both
+    profiles leaves the paper's MuSiQue records their corrected metric; two suites of one's own
+    that pair a metric differently leave it unpaired (it scores both variants)."""
+    from seam_repro.specs import load_suite
+
+    _own_suite(new_dataset, "qa-own", "qa", "musique_f1", "musique_f1")
+    _own_suite(new_dataset, "kw-other", "keyword_extraction", "zeroscrolls_f1", "musique_f1")
+    registry._suite_pairs.cache_clear()
+    load_suite.cache_clear()
+    try:
+        assert registry.record_metrics({"task": "qa", "metric": "musique_f1"}) == {
+            "upstream": "musique_f1", "corrected": "musique_corrected"}
+        assert registry.record_metrics({"task": "keyword_extraction", "metric": "zeroscrolls_f1"}) == {
+            "upstream": "zeroscrolls_f1", "corrected": "zeroscrolls_f1"}
+        assert registry.record_metrics({"task": "keyword_extraction", "metric": "musique_f1"}) == {
+            "upstream": "zeroscrolls_f1", "corrected": "musique_f1"}
+    finally:
+        registry._suite_pairs.cache_clear()
+        load_suite.cache_clear()

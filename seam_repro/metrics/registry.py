@@ -354,13 +354,17 @@ def record_metrics(rec: dict[str, Any]) -> dict[str, str]:
 
 @lru_cache(maxsize=2)
 def _suite_pairs(only: str | None) -> dict[tuple[str, str | None], dict[str, str]]:
-    """(task, metric) -> the (upstream, corrected) pair of every suite dataset scored by that metric
-    (left out where two datasets of the task pair it differently); ``(task, None)`` -> the first
-    pair of the task in suite ``only``."""
-    from seam_repro.specs import load_suite, suite_names
+    """(task, metric) -> the (upstream, corrected) pair of every suite dataset scored by that metric;
+    ``(task, None)`` -> the first pair of the task in suite ``only``. The shipped suites are read
+    first and their pairs stand: a suite of one's own in ``$SEAM_REPRO_SUITES`` adds pairs but cannot
+    re-pair a shipped metric (which would change how the paper's records are scored). Where two
+    datasets of one's own suites pair a metric differently, the metric is left unpaired."""
+    from seam_repro.specs import load_suite, shipped_suites, suite_names
 
-    names = [only] if only else suite_names()
+    shipped = shipped_suites()
+    names = [only] if only else [*shipped, *(n for n in suite_names() if n not in shipped)]
     out: dict[tuple[str, str | None], dict[str, str]] = {}
+    settled: set[tuple[str, str | None]] = set()
     clashes: set[tuple[str, str | None]] = set()
     for name in names:
         try:
@@ -371,9 +375,11 @@ def _suite_pairs(only: str | None) -> dict[tuple[str, str | None], dict[str, str
             pair = {"upstream": spec.metrics["upstream"], "corrected": spec.metrics["seam-repro-1"]}
             out.setdefault((spec.task, None), pair)
             for metric in pair.values():
-                if out.setdefault((spec.task, metric), pair) != pair:
+                if out.setdefault((spec.task, metric), pair) != pair and (spec.task, metric) not in settled:
                     clashes.add((spec.task, metric))
-    for key in clashes:
+        if name in shipped:
+            settled = set(out) - clashes
+    for key in clashes - settled:
         del out[key]
     return out
 
