@@ -9,17 +9,20 @@ Rows whose protocol differs (‡) are drawn apart, hatched, below the comparable
 
 matplotlib is imported inside the functions with the Agg backend, so importing the kit stays cheap
 and no display is needed. ``draw_*`` return the figure (tests measure its text against its edges);
-``plot_*`` save it.
+``save_png`` writes it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import math
 import textwrap
 from functools import lru_cache
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
+
+from seam_repro.files.atomic import atomic_write_bytes
 
 PAPER_PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
 """tab10's first seven, one per paper model (Table 4 has seven)."""
@@ -91,9 +94,12 @@ def _titled(fig: Any, title: str, notes: list[str], width_in: float, title_in: f
     return fig
 
 
-def _save(fig: Any, out: Path | IO[bytes]) -> None:
-    fig.savefig(out, dpi=110)
+def save_png(fig: Any, path: Path) -> None:
+    """``fig`` as a PNG at ``path``: rendered in memory, then written whole (never a torn PNG)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=110)
     _pyplot().close(fig)
+    atomic_write_bytes(path, buf.getvalue())
 
 
 def draw_boxes(rep: dict[str, Any]) -> Any:
@@ -159,10 +165,6 @@ def draw_boxes(rep: dict[str, Any]) -> Any:
     return _titled(fig, "Per-run scores per dataset (Figure 3)", notes, width, 0.45)
 
 
-def plot_boxes(rep: dict[str, Any], out: Path | IO[bytes]) -> None:
-    _save(draw_boxes(rep), out)
-
-
 def _bars(ax: Any, labels: list[str], values: list[float | None], colors: list[str], hatches: list[str],
           xlabel: str, nd: int, split: int | None = None) -> None:
     """Horizontal bars, first label on top, each with its value; a value past 2.5x the next largest
@@ -224,7 +226,3 @@ def draw_ar_arsd(rep: dict[str, Any]) -> Any:
     _bars(ax_d, ds_names, list(by_ds.values()), [NEUTRAL] * len(by_ds), [""] * len(by_ds),
           "ARSD ↓ (%) across models, per dataset", 1)
     return _titled(fig, "Average rank and ARSD (Figure 4)", notes, width, 0.35)
-
-
-def plot_ar_arsd(rep: dict[str, Any], out: Path | IO[bytes]) -> None:
-    _save(draw_ar_arsd(rep), out)

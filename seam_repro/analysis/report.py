@@ -18,7 +18,6 @@ upstream's dict order does): input models in the order given, then reference mod
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from dataclasses import dataclass, replace
@@ -32,7 +31,7 @@ from seam_repro.analysis.aggregate import ModelScores, summarize
 from seam_repro.analysis.aso import AsoParams, Ranking, aso, deepsig_eps_min, pair_rng, rank_models, stability
 from seam_repro.analysis.diff import brief_reason, reference_protocol, run_hint
 from seam_repro.analysis.reference import ReferenceRow, ReferenceTable
-from seam_repro.files.atomic import atomic_write_bytes, atomic_write_text, ensure_dir
+from seam_repro.files.atomic import atomic_write_text, ensure_dir
 
 DATASET_ORDER = ("MultiNews", "OpenASP", "FuseReviews", "MusiQue", "SciCo", "ECB")
 """Column order of the paper's Table 3."""
@@ -71,11 +70,11 @@ class Entry:
     extra: dict[str, Any]
 
 
-def display_names(models: list[ModelScores]) -> list[str]:
-    """Display names (``replay --name``) or model ids; the revision is appended only when one label
-    comes with several revisions."""
+def labelled(models: list[ModelScores]) -> list[tuple[ModelScores, str]]:
+    """Each model with its display name (``replay --name``) or model id; the revision is appended
+    only when one label comes with several revisions."""
     ids = [m.label for m in models]
-    return [m.label + (f"@{m.revision[:12]}" if ids.count(m.label) > 1 else "") for m in models]
+    return [(m, m.label + (f"@{m.revision[:12]}" if ids.count(m.label) > 1 else "")) for m in models]
 
 
 def dataset_names(models: list[ModelScores], reference: ReferenceTable | None) -> list[str]:
@@ -91,8 +90,7 @@ def absent_cells(models: list[ModelScores], reference: ReferenceTable | None, na
     """Explicit cells for models with no value on ``name``: "not scored" (with the scorer's reason)
     for input models, "NA" for reference models the paper prints no value for."""
     out = [{"model": label, "cell": "not scored", "reason": ms.unscored.get(name) or "no scores for this dataset "
-            "in the input", "from_summary_stats": False}
-           for ms, label in zip(models, display_names(models), strict=True) if name not in ms.datasets]
+            "in the input", "from_summary_stats": False} for ms, label in labelled(models) if name not in ms.datasets]
     for model, row in _reference_rows(reference, name).items():
         if row is None or row.mean is None or row.std is None:
             note = (row.note if row is not None else None) or "no value in the reference"
@@ -119,8 +117,7 @@ def protocol_labels(models: list[ModelScores], reference: ReferenceTable | None)
     else:
         first = models[0].extra.get("protocol") if models else None
         base = {k: v for k, v in first.items() if k != "generation"} if isinstance(first, dict) else None
-    return {label: protocol_differences(ms.extra.get("protocol"), base)
-            for ms, label in zip(models, display_names(models), strict=True)}
+    return {label: protocol_differences(ms.extra.get("protocol"), base) for ms, label in labelled(models)}
 
 
 def collect_entries(models: list[ModelScores], reference: ReferenceTable | None) -> dict[str, list[Entry]]:
@@ -128,7 +125,7 @@ def collect_entries(models: list[ModelScores], reference: ReferenceTable | None)
     (``absent_cells`` lists it explicitly)."""
     names = dataset_names(models, reference)
     out: dict[str, list[Entry]] = {n: [] for n in names}
-    for ms, label in zip(models, display_names(models), strict=True):
+    for ms, label in labelled(models):
         for name, ds in ms.datasets.items():
             s = summarize(ds)
             extra = {"model_id": ms.model_id, "revision": ms.revision, "name": ms.name or None,
@@ -246,7 +243,7 @@ def _model_notes(models: list[ModelScores], briefs: dict[str, dict[str, str]]) -
     from seam_repro.run.invariance import scored_comparability
 
     notes = []
-    for ms, label in zip(models, display_names(models), strict=True):
+    for ms, label in labelled(models):
         for name, brief in sorted(briefs[label].items()):
             notes.append(f"{label}: {name} not scored (left out of every statistic): {brief}")
         for name, ds in ms.datasets.items():
@@ -259,7 +256,7 @@ def _model_notes(models: list[ModelScores], briefs: dict[str, dict[str, str]]) -
             notes.append(f"{ms.label}: partial run ({cov.get('scored')} of {cov.get('instances')} instances "
                          "scored); not comparable with full runs.")
     notes += scored_comparability([(label, ms.model_id, ms.revision, (ms.extra.get("protocol") or {}).get("generation"))
-                                   for ms, label in zip(models, display_names(models), strict=True)])
+                                   for ms, label in labelled(models)])
     if any(ms.extra.get("seeds_checked") is False for ms in models):
         notes.append("No seeds/ folder was found (set SEAM_REPRO_SEEDS): bundles were checked by their digest only, "
                      "not against the shipped manifests' seeds and prompt digests.")
@@ -306,8 +303,7 @@ def build_report(models: list[ModelScores], reference: ReferenceTable | None = N
     datasets: dict[str, Any] = {}
     cross: list[dict[str, Any]] = []
     labels = protocol_labels(models, reference)
-    briefs = {label: {n: brief_reason(r, run_hint(ms)) for n, r in ms.unscored.items()}
-              for ms, label in zip(models, display_names(models), strict=True)}
+    briefs = {label: {n: brief_reason(r, run_hint(ms)) for n, r in ms.unscored.items()} for ms, label in labelled(models)}
     for name, ents in entries.items():
         absent = absent_cells(models, reference, name)
         for a in absent:
@@ -419,12 +415,10 @@ def render_markdown(rep: dict[str, Any]) -> str:
                 "|---:|---|---:|---:|" + ("---:|" if apart else "")]
         for r in ds["rows"]:
             mark = f" {REF_MARK}" if r["from_summary_stats"] else ""
-            rank = str(r["rank"])
-            if r["from_summary_stats"] and r.get("paper_rank") not in (None, r["rank"]):
-                rank += f" (paper: {r['paper_rank']})"
-            dom = _fmt(r["dominance_over_next"], 2)
-            if r.get("dominance_source") == "surrogate":
-                dom = f"{RECOMPUTED_MARK} {dom}"
+            moved = r["from_summary_stats"] and r.get("paper_rank") not in (None, r["rank"])
+            rank = f"{r['rank']}" + (f" (paper: {r['paper_rank']})" if moved else "")
+            dom = (f"{RECOMPUTED_MARK} " if r.get("dominance_source") == "surrogate" else "") \
+                + _fmt(r["dominance_over_next"], 2)
             out.append(f"| {rank} | {c_(r['model'])}{mark} | {r['mean']:.1f} ± {r['std']:.1f} | {dom} |"
                        + (" |" if apart else ""))
         for r in apart:
@@ -463,14 +457,12 @@ def render_markdown(rep: dict[str, Any]) -> str:
 
 def write_report(rep: dict[str, Any], out_dir: Path) -> list[Path]:
     """report.json, report.md and the two figures; returns the written paths."""
-    from seam_repro.analysis.plots import plot_ar_arsd, plot_boxes
+    from seam_repro.analysis.plots import draw_ar_arsd, draw_boxes, save_png
 
     ensure_dir(out_dir)
     paths = [out_dir / "report.json", out_dir / "report.md", out_dir / "box_plots.png", out_dir / "ar_arsd.png"]
     atomic_write_text(paths[0], json.dumps(rep, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
     atomic_write_text(paths[1], render_markdown(rep))
-    for plot, path in ((plot_boxes, paths[2]), (plot_ar_arsd, paths[3])):
-        buf = io.BytesIO()  # rendered in memory, then written whole: never a torn PNG
-        plot(rep, buf)
-        atomic_write_bytes(path, buf.getvalue())
+    save_png(draw_boxes(rep), paths[2])
+    save_png(draw_ar_arsd(rep), paths[3])
     return paths

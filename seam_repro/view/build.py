@@ -138,34 +138,29 @@ def build_site(inputs: list[Path], out: Path, reference: ReferenceTable | None =
     """Write the site into ``out`` (built aside and renamed in whole); returns ``out/index.html``.
     ``report``: ``build_report``'s result for the same inputs, when the caller has it (``report
     --view``): the ASO ranking is the slow part and is not worth doing twice."""
-    from seam_repro.analysis.report import build_report, display_names
+    from seam_repro.analysis.report import build_report, labelled
     from seam_repro.analysis.submit import load_inputs
 
     models = load_inputs(inputs)
-    labels = display_names(models)
     rep = report if report is not None else build_report(models, reference, command=command)
     sources: dict[Path, _Source] = {}
     files: dict[str, Any] = {}
     datasets: dict[str, dict[str, Any]] = {}
     model_entries = []
-    for m_index, (ms, label) in enumerate(zip(models, labels, strict=True)):
+    for m_index, (ms, label) in enumerate(labelled(models)):
         paper = reference.name_for_hf_id(ms.model_id) if reference is not None else None
-        entry: dict[str, Any] = {"label": label, "id": ms.model_id, "revision": ms.revision, "paper": paper,
-                                 "browsable": False,
-                                 "unscored": dict(ms.unscored), "partial": _partial(ms),
-                                 "runs": {name: {str(r): v for r, v in sorted(ds.runs.items())}
-                                          for name, ds in ms.datasets.items()}}
-        model_entries.append(entry)
-        if not Path(ms.source).is_dir():  # a bundle: scores only, no predictions to browse
-            continue
-        run_dir = Path(ms.source).parent.parent
-        if run_dir not in sources:
-            sources[run_dir] = _read_source(len(sources), run_dir, prompts_dir)
-        _add_predictions(ms, m_index, sources[run_dir], files, datasets)
-        entry["browsable"] = True
+        browsable = Path(ms.source).is_dir()  # else a bundle: scores only, no predictions to browse
+        model_entries.append({"label": label, "id": ms.model_id, "revision": ms.revision, "paper": paper,
+                              "browsable": browsable, "unscored": dict(ms.unscored), "partial": _partial(ms),
+                              "runs": {name: {str(r): v for r, v in sorted(ds.runs.items())}
+                                       for name, ds in ms.datasets.items()}})
+        if browsable:
+            run_dir = Path(ms.source).parent.parent
+            if run_dir not in sources:
+                sources[run_dir] = _read_source(len(sources), run_dir, prompts_dir)
+            _add_predictions(ms, m_index, sources[run_dir], files, datasets)
     index = {"title": "seam-repro run explorer", "command": command, "report": _summary(rep),
-             "models": model_entries,
-             "datasets": [], "figures": []}
+             "models": model_entries, "datasets": [], "figures": []}
     _add_grids(rep, datasets, files, index)
     _write_site(out, rep, files, index)
     return out / "index.html"
@@ -217,12 +212,11 @@ def _add_grids(rep: dict[str, Any], datasets: dict[str, dict[str, Any]], files: 
     for d_index, ds in enumerate(sorted(datasets, key=lambda n: (order.get(n, len(order)), n))):
         d = datasets[ds]
         instances = list(d["instances"])
-        grid = {"dataset": ds, "instances": instances,
-                "cols": [{"model": c["model"], "run": c["run"], "src": c["src"], "pred": c["pred"],
-                          "prompt": c["prompt"], "s": [c["scores"].get(i, [None, None])[0] for i in instances],
-                          "v": [c["scores"].get(i, [None, None])[1] for i in instances]}
-                         for c in d["cols"]]}
-        files[f"grid_{d_index}"] = grid
+        files[f"grid_{d_index}"] = {
+            "dataset": ds, "instances": instances,
+            "cols": [{**{k: v for k, v in c.items() if k != "scores"},
+                      "s": [c["scores"].get(i, [None, None])[0] for i in instances],
+                      "v": [c["scores"].get(i, [None, None])[1] for i in instances]} for c in d["cols"]]}
         index["datasets"].append({"name": ds, "grid": f"grid_{d_index}", "instances": len(instances),
                                   "display_name": (rep["datasets"].get(ds) or {}).get("display_name") or ds,
                                   "models": sorted({c["model"] for c in d["cols"]}),
@@ -270,7 +264,7 @@ def _site_dir(out: Path) -> Iterator[Path]:
 def _partial(ms: ModelScores) -> str | None:
     """"18 of 180 instances" for a partial run (``--limit``, ``--datasets``, ``--runs``), else None:
     shown in the model's own row, not only in the notes."""
-    cov = ms.extra.get("coverage") if isinstance(ms.extra, dict) else None
+    cov = ms.extra.get("coverage")
     if isinstance(cov, dict) and cov.get("partial"):
         return f"{cov.get('scored')} of {cov.get('instances')} instances"
     return None
@@ -310,15 +304,11 @@ def _summary(rep: dict[str, Any]) -> dict[str, Any]:
 
 def _write_figures(rep: dict[str, Any], tmp: Path, index: dict[str, Any]) -> None:
     """The report's two figures (box plots per dataset, AR vs ARSD) as PNGs beside the pages."""
-    import io
-
-    from seam_repro.analysis.plots import plot_ar_arsd, plot_boxes
+    from seam_repro.analysis.plots import draw_ar_arsd, draw_boxes, save_png
 
     if not any(d.get("rows") for d in rep["datasets"].values()):
         return
-    for plot, name, title in ((plot_boxes, "box_plots.png", "Scores per run (box plots)"),
-                              (plot_ar_arsd, "ar_arsd.png", "Average rank and its spread (AR, ARSD per model and dataset)")):
-        buf = io.BytesIO()
-        plot(rep, buf)
-        atomic_write_bytes(tmp / name, buf.getvalue())
+    for draw, name, title in ((draw_boxes, "box_plots.png", "Scores per run (box plots)"),
+                              (draw_ar_arsd, "ar_arsd.png", "Average rank and its spread (AR, ARSD per model and dataset)")):
+        save_png(draw(rep), tmp / name)
         index["figures"].append({"file": name, "title": title})
