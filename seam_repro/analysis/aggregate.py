@@ -166,8 +166,7 @@ def _mean_by_run(items: Iterable[InstanceScore]) -> tuple[dict[int, float], dict
         fmt.setdefault(it.run, []).append(it.valid_format)
         if it.score is not None:
             scores.setdefault(it.run, []).append(it.score)
-    means = {r: float(np.mean(v)) for r, v in sorted(scores.items())}
-    rates = {r: float(np.mean(v)) for r, v in sorted(fmt.items())}
+    means, rates = ({r: float(np.mean(v)) for r, v in sorted(by_run.items())} for by_run in (scores, fmt))
     return means, rates
 
 
@@ -250,8 +249,7 @@ def _other_metric(path: object, value: Any, rec: str, key: str) -> dict[str, Any
 def load_scores_dir(score_dir: Path, run: RunRecords | None = None) -> ModelScores:
     """Load ``scores/<model_slug>/`` (summary.json + instance_scores.jsonl), checked against the run
     folder's manifest and run.json (``run``, read once by the caller; default: the folder two up)."""
-    summary_path = score_dir / "summary.json"
-    inst_path = score_dir / "instance_scores.jsonl"
+    summary_path, inst_path = score_dir / "summary.json", score_dir / "instance_scores.jsonl"
     for p in (summary_path, inst_path):
         if not p.is_file():
             raise InputError(p, "missing; run `seam-repro score RUN_DIR` first")
@@ -280,7 +278,7 @@ def load_run_dir(run_dir: Path, run: RunRecords | None = None) -> list[ModelScor
 
 
 def _display_name(value: Any, path: object, fld: str) -> str:
-    """A display name (``replay --name``) as recorded, "" when none; refused where it would garble a report."""
+    """A display name (``replay --name``) as recorded, "" when none; refused if it would garble a report."""
     name = value if isinstance(value, str) else ""
     problem = display_name_problem(name) if name else None
     if problem:

@@ -68,12 +68,6 @@ def model_color(name: str, model_id: str = "") -> str:
     return OTHER_PALETTE[int.from_bytes(digest[:4], "big") % len(OTHER_PALETTE)]
 
 
-def _model_ids(rep: dict[str, Any]) -> dict[str, str]:
-    """Display name -> model id, from every row of the report."""
-    return {r["model"]: str(r.get("model_id") or "") for d in rep["datasets"].values()
-            for r in (*d["rows"], *d.get("apart", []))}
-
-
 def _label(model: str, ref: bool, apart: bool, limit: int = 28) -> str:
     """A readable y label: the org prefix dropped, a long id trimmed, then the row's marks."""
     base = model.split("/", 1)[-1]
@@ -171,9 +165,7 @@ def _bars(ax: Any, labels: list[str], values: list[float | None], colors: list[s
     is clipped at the axis edge and printed, so one outlier does not flatten every other bar."""
     ys = list(range(len(labels)))[::-1]
     known = sorted((v for v in values if v is not None), reverse=True)
-    limit = None
-    if len(known) >= 2 and known[1] > 0 and known[0] > 2.5 * known[1]:
-        limit = known[1] * 1.6
+    limit = known[1] * 1.6 if len(known) >= 2 and known[1] > 0 and known[0] > 2.5 * known[1] else None
     for y, v, c, h in zip(ys, values, colors, hatches, strict=True):
         if v is None:
             ax.text(0, y, " none (every mean 0)", va="center", fontsize=8, color="dimgray", style="italic")
@@ -203,7 +195,8 @@ def draw_ar_arsd(rep: dict[str, Any]) -> Any:
     ar = [st["average_rank"][m] for m in main] + [apart[m]["average_rank"] for m in order[len(main):]]
     arsd = [st["arsd"].get(m) for m in main] + [apart[m]["arsd"] for m in order[len(main):]]
     labels = [_label(m, m in ref, m in apart) for m in order]
-    ids = _model_ids(rep)
+    ids = {r["model"]: str(r.get("model_id") or "") for d in rep["datasets"].values()
+           for r in (*d["rows"], *d.get("apart", []))}
     colors = [model_color(m, ids.get(m, "")) for m in order]
     hatches = ["" if m not in apart else APART_HATCH for m in order]
     by_ds = st.get("arsd_by_dataset") or {}

@@ -113,9 +113,8 @@ def parse_reference(data: Any, path: str) -> ReferenceTable:
                 raise InputError(path, f"expected std >= 0, got {std}", rec, "std")
             dom = _num(path, r.get("dominance_over_next"), rec, "dominance_over_next")
             rows.append(ReferenceRow(r["model"], rank, mean, std, dom, r.get("note")))
-        datasets[name] = ReferenceDataset(
-            name, str(ds.get("paper_name", key)), str(ds.get("metric", "")), tuple(rows), str(ds.get("metric_key", ""))
-        )
+        datasets[name] = ReferenceDataset(name, str(ds.get("paper_name", key)), str(ds.get("metric", "")),
+                                          tuple(rows), str(ds.get("metric_key", "")))
     protocol = data.get("protocol")
     if protocol is not None and not isinstance(protocol, dict):
         raise InputError(path, "expected an object of protocol fields", field="protocol")

@@ -77,20 +77,12 @@ def labelled(models: list[ModelScores]) -> list[tuple[ModelScores, str]]:
     return [(m, m.label + (f"@{m.revision[:12]}" if ids.count(m.label) > 1 else "")) for m in models]
 
 
-def dataset_names(models: list[ModelScores], reference: ReferenceTable | None) -> list[str]:
-    """Every dataset column: scored or unscored by any model, or in the reference, Table 3 order first."""
-    have = {n for m in models for n in (*m.datasets, *m.unscored)}
-    if reference is not None:
-        have |= set(reference.datasets)
-    names = [n for n in DATASET_ORDER if n in have]
-    return names + sorted(have - set(names))
-
-
 def absent_cells(models: list[ModelScores], reference: ReferenceTable | None, name: str) -> list[dict[str, Any]]:
-    """Explicit cells for models with no value on ``name``: "not scored" (with the scorer's reason)
-    for input models, "NA" for reference models the paper prints no value for."""
-    out = [{"model": label, "cell": "not scored", "reason": ms.unscored.get(name) or "no scores for this dataset "
-            "in the input", "from_summary_stats": False} for ms, label in labelled(models) if name not in ms.datasets]
+    """Explicit cells for models with no value on ``name``: "not scored" for input models (the scorer's
+    reason is said once, in the notes), "NA" for reference models the paper prints no value for."""
+    out = [{"model": label, "cell": "not scored",
+            "reason": "see notes" if name in ms.unscored else "no scores for this dataset in the input",
+            "from_summary_stats": False} for ms, label in labelled(models) if name not in ms.datasets]
     for model, row in _reference_rows(reference, name).items():
         if row is None or row.mean is None or row.std is None:
             note = (row.note if row is not None else None) or "no value in the reference"
@@ -122,9 +114,12 @@ def protocol_labels(models: list[ModelScores], reference: ReferenceTable | None)
 
 def collect_entries(models: list[ModelScores], reference: ReferenceTable | None) -> dict[str, list[Entry]]:
     """Entries per dataset in model order; a model without a value on a dataset has no entry there
-    (``absent_cells`` lists it explicitly)."""
-    names = dataset_names(models, reference)
-    out: dict[str, list[Entry]] = {n: [] for n in names}
+    (``absent_cells`` lists it explicitly). Every dataset scored or unscored by any model or in the
+    reference has a key, in Table 3 order first."""
+    have = {n for m in models for n in (*m.datasets, *m.unscored)}
+    have |= set(reference.datasets) if reference is not None else set()
+    names = [n for n in DATASET_ORDER if n in have]
+    out: dict[str, list[Entry]] = {n: [] for n in names + sorted(have - set(names))}
     for ms, label in labelled(models):
         for name, ds in ms.datasets.items():
             s = summarize(ds)
@@ -134,7 +129,7 @@ def collect_entries(models: list[ModelScores], reference: ReferenceTable | None)
                      "corrected": s.corrected, **({"intended": s.intended} if s.intended else {}),
                      **({"missing_runs": {str(r): why for r, why in s.missing_runs.items()}} if s.missing_runs else {})}
             out[name].append(Entry(label, list(s.runs.values()), s.mean, s.std, False, extra))
-    for name in names if reference is not None else ():
+    for name in out if reference is not None else ():
         for model, row in _reference_rows(reference, name).items():
             if row is not None and row.mean is not None and row.std is not None:
                 extra = {"model_id": reference.models[model], "source": reference.path, "paper_rank": row.rank,
@@ -237,14 +232,15 @@ def _stability_section(rankings: dict[str, Ranking], full_rankings: dict[str, Ra
     return section, st.ranked_in
 
 
-def _model_notes(models: list[ModelScores], briefs: dict[str, dict[str, str]]) -> list[str]:
+def _model_notes(models: list[ModelScores]) -> list[str]:
     """Per input model: datasets not scored, runs without a score, partial runs, generation settings
     that make models incomparable, and bundles checked by digest only."""
     from seam_repro.run.invariance import scored_comparability
 
     notes = []
     for ms, label in labelled(models):
-        for name, brief in sorted(briefs[label].items()):
+        for name, reason in sorted(ms.unscored.items()):
+            brief = brief_reason(reason, run_hint(ms))
             notes.append(f"{label}: {name} not scored (left out of every statistic): {brief}")
         for name, ds in ms.datasets.items():
             if ds.missing_runs:  # one failed run: the others still count, and the row says how many
@@ -303,12 +299,8 @@ def build_report(models: list[ModelScores], reference: ReferenceTable | None = N
     datasets: dict[str, Any] = {}
     cross: list[dict[str, Any]] = []
     labels = protocol_labels(models, reference)
-    briefs = {label: {n: brief_reason(r, run_hint(ms)) for n, r in ms.unscored.items()} for ms, label in labelled(models)}
     for name, ents in entries.items():
         absent = absent_cells(models, reference, name)
-        for a in absent:
-            if a["cell"] == "not scored" and name in briefs.get(a["model"], {}):
-                a["reason"] = "see notes"  # the reason is said once, in the notes
         ref_ds = reference.datasets.get(name) if reference is not None else None
         metric_key = next((e.extra["metric"] for e in ents if "metric" in e.extra), ref_ds.metric_key if ref_ds else "")
         section, ranking, full = _dataset_section(name, ents, labels, params)  # no rows where no entries
@@ -328,7 +320,7 @@ def build_report(models: list[ModelScores], reference: ReferenceTable | None = N
     notes = ["Scores are on a 0-100 scale; std is the population std over runs (ddof=0).",
              DOMINANCE_NOTE,
              "ASO: upstream ASD.py semantics with per-pair generators derived from the recorded seed.",
-             *_model_notes(models, briefs), *_table_notes(models, reference, labels, rule, ranked_in, entries)]
+             *_model_notes(models), *_table_notes(models, reference, labels, rule, ranked_in, entries)]
     return {
         "kind": "seam-repro/report", "kit_version": __version__, "command": command, "aso": params.as_dict(),
         "manifest_digest": models[0].manifest_digest if models else None,

@@ -40,7 +40,8 @@ BUNDLE_VERSION = 2
 """2: adds seeds, protocol, generation settings, partial/coverage, unscored and predictions_digest."""
 _INSTANCE_KEYS = ("dataset", "run", "instance_id", "metric", "score", "valid_format", "metric_version")
 _BUNDLE_SHAPE: tuple[tuple[tuple[str, ...], type, str], ...] = (
-    (("manifest_digest", "prompt_digest", "bundle_digest", "predictions_digest"), str, "expected a string digest"),
+    (("manifest_digest", "prompt_digest", "bundle_digest", "predictions_digest"), str,
+     "expected a string digest"),
     (("model",), dict, 'expected {"id": str, "revision": str}'),
     (("chat_template_sha256", "environment"), object, "missing (may be null)"),
     (("protocol", "generation", "seeds"), dict, "expected an object"),
@@ -252,7 +253,7 @@ def parse_bundle(data: Any, path: Path) -> ModelScores:
                 raise InputError(path, f"instance of {it.dataset!r} listed under {name!r}", f"datasets.{name}.instances[{i}]",
                                  "dataset")
             instances.append(it)
-    summary = {"model": data["model"], "manifest_digest": data["manifest_digest"], "prompt_digest": data["prompt_digest"],
+    summary = {"model": data["model"], **{k: data[k] for k in ("manifest_digest", "prompt_digest")},
                "datasets": {n: {k: v for k, v in ds.items() if k != "instances"} for n, ds in datasets.items()},
                "protocol": {**data["protocol"], "generation": data["generation"]},
                "coverage": data.get("coverage"), "unscored": data.get("unscored", []),

@@ -90,12 +90,9 @@ def _paraphrases(run_dir: Path, manifest: dict[str, Any], prompts_dir: Path | No
             where = str(MANIFESTS_DIR / rel)
         try:
             path = resolve_prompt_path(name, prompts_dir, where, run_dir)
-            want = (pins.get(name) or {}).get("sha256")
-            got = sha256_file(path)
-            if want and got != want:
-                out[name] = f"{path} has sha256 {got}, the manifest pins {want}"
-                continue
-            out[name] = [p["instructions"] for p in read_prompt_file(path, specs.get(name))["prompts"]]
+            want, got = (pins.get(name) or {}).get("sha256"), sha256_file(path)
+            out[name] = (f"{path} has sha256 {got}, the manifest pins {want}" if want and got != want
+                         else [p["instructions"] for p in read_prompt_file(path, specs.get(name))["prompts"]])
         except (MissingDataError, InputError) as exc:
             if beside and prompts_dir is None:
                 # a manifest that reads its prompt files beside itself (the smoke fixtures): name that
@@ -179,11 +176,10 @@ def _add_predictions(ms: ModelScores, m_index: int, src: _Source, files: dict[st
     per_ds: dict[str, dict[str, dict[str, Any]]] = {}
     for key, pred in preds.items():
         ds, run, iid = key
-        rec = src.prompts[key]
         line = lines.get(key) or {}
         try:
-            parsed: str | None = parsed_response(rec, pred, model, (line.get("details") or {}).get("profile")
-                                                 or src.profile)
+            profile = (line.get("details") or {}).get("profile") or src.profile
+            parsed: str | None = parsed_response(src.prompts[key], pred, model, profile)
         except SeamReproError as exc:
             parsed = f"(not extracted: {exc})"
         cell = {"o": pred["output"], "p": parsed, "s": line.get("score"), "v": line.get("valid_format"),
@@ -191,17 +187,16 @@ def _add_predictions(ms: ModelScores, m_index: int, src: _Source, files: dict[st
         per_ds.setdefault(ds, {}).setdefault(str(run), {})[iid] = cell
         datasets.setdefault(ds, {"instances": {}, "cols": []})["instances"].setdefault(iid, None)
     for ds, by_run in per_ds.items():
-        d = datasets[ds]
-        d_index = list(datasets).index(ds)
+        d_index, cols = list(datasets).index(ds), datasets[ds]["cols"]
         pred_name = f"pred_{d_index}_{m_index}"
         files[pred_name] = by_run
         for run in sorted(by_run, key=int):
             prompt_name = f"prompt_{d_index}_{src.index}_{run}"
             if prompt_name not in files:
                 files[prompt_name] = _prompt_file(src, ds, int(run))
-            d["cols"].append({"model": m_index, "run": int(run), "src": src.index, "pred": pred_name,
-                              "prompt": prompt_name,
-                              "scores": {iid: [c["s"], c["v"]] for iid, c in by_run[run].items()}})
+            scores = {iid: [c["s"], c["v"]] for iid, c in by_run[run].items()}
+            cols.append({"model": m_index, "run": int(run), "src": src.index, "pred": pred_name,
+                         "prompt": prompt_name, "scores": scores})
 
 
 def _add_grids(rep: dict[str, Any], datasets: dict[str, dict[str, Any]], files: dict[str, Any],
@@ -225,6 +220,8 @@ def _add_grids(rep: dict[str, Any], datasets: dict[str, dict[str, Any]], files: 
 
 def _write_site(out: Path, rep: dict[str, Any], files: dict[str, Any], index: dict[str, Any]) -> None:
     """The figures, the data files and the static assets, into a folder swapped in whole."""
+    from seam_repro.analysis.plots import draw_ar_arsd, draw_boxes, save_png
+
     with _site_dir(out) as tmp:
         umask = os.umask(0)
         os.umask(umask)
@@ -232,7 +229,12 @@ def _write_site(out: Path, rep: dict[str, Any], files: dict[str, Any], index: di
         (tmp / MARKER).write_text("written by seam-repro view; a later `view --out` here replaces it\n")
         data = tmp / "data"
         data.mkdir()
-        _write_figures(rep, tmp, index)
+        if any(d.get("rows") for d in rep["datasets"].values()):  # the report's figures, beside the pages
+            for draw, name, title in ((draw_boxes, "box_plots.png", "Scores per run (box plots)"),
+                                      (draw_ar_arsd, "ar_arsd.png",
+                                       "Average rank and its spread (AR, ARSD per model and dataset)")):
+                save_png(draw(rep), tmp / name)
+                index["figures"].append({"file": name, "title": title})
         for name, obj in files.items():
             atomic_write_bytes(data / f"{name}.js", _js(name, obj))
         atomic_write_bytes(data / "index.js", _js("index", index))
@@ -300,15 +302,3 @@ def _summary(rep: dict[str, Any]) -> dict[str, Any]:
             "datasets": {name: {"display_name": d.get("display_name"), "metric": d.get("metric"),
                                 "rows": [{k: row.get(k) for k in keep} for row in d.get("rows", []) + d.get("apart", [])]}
                          for name, d in rep["datasets"].items()}}
-
-
-def _write_figures(rep: dict[str, Any], tmp: Path, index: dict[str, Any]) -> None:
-    """The report's two figures (box plots per dataset, AR vs ARSD) as PNGs beside the pages."""
-    from seam_repro.analysis.plots import draw_ar_arsd, draw_boxes, save_png
-
-    if not any(d.get("rows") for d in rep["datasets"].values()):
-        return
-    for draw, name, title in ((draw_boxes, "box_plots.png", "Scores per run (box plots)"),
-                              (draw_ar_arsd, "ar_arsd.png", "Average rank and its spread (AR, ARSD per model and dataset)")):
-        save_png(draw(rep), tmp / name)
-        index["figures"].append({"file": name, "title": title})
