@@ -99,12 +99,6 @@ class ModelScores:
         return stated if isinstance(stated, str) else "upstream"
 
 
-def is_run_level(task: str | None, metric: str) -> bool:
-    """Coreference run scores are the micro CoNLL-F1 the scorer computed over the whole run, never
-    instance means."""
-    return task == "coreference" or metric.lower().startswith("conll")
-
-
 def _number(path: object, value: Any, record: object, fld: str, nullable: bool = False) -> float | None:
     if value is None and nullable:
         return None
@@ -217,7 +211,8 @@ def build_model_scores(summary: Any, instances: list[InstanceScore], path: objec
         missing = {r: reason for r in sorted(int(k) for k, v in raw_runs.items() if v is None)}
         items = by_ds.get(name, [])
         means, rates = _mean_by_run(items)
-        if not is_run_level(ds.get("task"), ds["metric"]) and items:
+        # coreference run scores are the micro CoNLL-F1 the scorer computed over the whole run, never means
+        if not (ds.get("task") == "coreference" or ds["metric"].lower().startswith("conll")) and items:
             if set(means) != set(runs):
                 raise InputError(path, f"runs {sorted(runs)} differ from runs with instance scores {sorted(means)}",
                                  rec, "runs")
@@ -332,10 +327,8 @@ def summarize(ds: DatasetScores) -> DatasetSummary:
     else:
         common = [r for r in ds.runs if r in ds.format_rate]
         corr = pearson([ds.format_rate[r] for r in common], [ds.runs[r] for r in common], "run")
-    if ds.instances:
-        rate: float | None = float(np.mean([it.valid_format for it in ds.instances]))
-    else:
-        rate = float(np.mean(list(ds.format_rate.values()))) if ds.format_rate else None
+    valid = [it.valid_format for it in ds.instances] or list(ds.format_rate.values())
+    rate = float(np.mean(valid)) if valid else None
     corrected, intended = (None if not v else {"metric": v["metric"], **_mean_std(v["runs"])}
                            for v in (ds.corrected, ds.intended))
     return DatasetSummary(ds.dataset, ds.metric, dict(ds.runs), float(values.mean()), float(values.std()),

@@ -67,11 +67,10 @@ def parse_tolerance(spec: str | None) -> Tolerance:
     if not m:
         raise InputError("--tolerance", f"cannot parse {spec!r}; expected 'spread', 'Kx' (e.g. 2x), 'P%' (e.g. 10%) "
                          "or a number of points (e.g. 1.5)")
-    if m.group("spread") or m.group("k"):
+    kind = m.lastgroup or ""  # the one group that matched
+    if kind in ("spread", "k"):
         return Tolerance("spread", float(m.group("k") or 1.0))
-    if m.group("rel"):
-        return Tolerance("rel", float(m.group("rel")))
-    return Tolerance("abs", float(m.group("abs")))
+    return Tolerance(kind, float(m.group(kind)))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -75,10 +75,10 @@ def _label(model: str, ref: bool, apart: bool, limit: int = 28) -> str:
     return short + (" †" if ref else "") + (" ‡" if apart else "")
 
 
-def _titled(fig: Any, title: str, notes: list[str], width_in: float, title_in: float) -> Any:
+def _titled(fig: Any, title: str, notes: list[str], title_in: float) -> Any:
     """Title at the top left, wrapped notes at the bottom, the panels laid out between them."""
     fig.suptitle(title, fontsize=12, x=0.01, ha="left")
-    chars = max(40, int(width_in * 72 / 5.6))  # ~5.6 pt per character at 8 pt
+    chars = max(40, int(fig.get_figwidth() * 72 / 5.6))  # ~5.6 pt per character at 8 pt
     text = "\n".join(textwrap.fill(ln, chars) for ln in notes)
     bottom = 0.0
     if text:
@@ -111,7 +111,6 @@ def draw_boxes(rep: dict[str, Any]) -> Any:
     max_rows = max((len(d["rows"]) + len(d.get("apart", [])) + len(d.get("absent", []))
                     for d in datasets.values()), default=1)
     panel_h = 0.36 * max_rows + 1.1
-    width = 5.4 * cols
     has_ref = any(r["from_summary_stats"] for d in datasets.values() for r in d["rows"])
     has_apart = any(d.get("apart") for d in datasets.values())
     has_absent = any(d.get("absent") for d in datasets.values())
@@ -124,7 +123,7 @@ def draw_boxes(rep: dict[str, Any]) -> Any:
     notes = ["Boxes: the model's per-run scores (quartiles, whiskers 1.5 IQR); rows in rank order, best on top."]
     notes += [note for shown, note, _ in marks if shown]
     foot_h = (len(notes) * 1.4 + 1.5) * 11 / 72
-    fig = plt.figure(figsize=(width, panel_h * nrows + 0.6 + foot_h))
+    fig = plt.figure(figsize=(5.4 * cols, panel_h * nrows + 0.6 + foot_h))
     axes = fig.subplots(nrows, cols, squeeze=False)
     for ax, ds in zip(axes.flat, datasets.values(), strict=False):  # spare axes are hidden below
         stack = [(r, kind) for kind in ("absent", "apart", "rows") for r in reversed(ds.get(kind, []))]
@@ -156,7 +155,7 @@ def draw_boxes(rep: dict[str, Any]) -> Any:
     handles = [Patch(facecolor=NEUTRAL, edgecolor="black", label="per-run scores")]
     handles += [h for shown, _, h in marks if shown and h is not None]
     fig.legend(handles=handles, loc="upper right", fontsize=8, ncols=len(handles), frameon=False)
-    return _titled(fig, "Per-run scores per dataset (Figure 3)", notes, width, 0.45)
+    return _titled(fig, "Per-run scores per dataset (Figure 3)", notes, 0.45)
 
 
 def _bars(ax: Any, labels: list[str], values: list[float | None], colors: list[str], hatches: list[str],
@@ -172,8 +171,7 @@ def _bars(ax: Any, labels: list[str], values: list[float | None], colors: list[s
             continue
         shown = min(v, limit) if limit is not None else v
         ax.barh(y, shown, color=c, hatch=h, edgecolor="black", linewidth=0.5)
-        clipped = limit is not None and v > limit
-        ax.text(shown, y, f" {v:.{nd}f}" + (" ▸ (axis cut)" if clipped else ""), va="center", fontsize=8)
+        ax.text(shown, y, f" {v:.{nd}f}" + (" ▸ (axis cut)" if shown < v else ""), va="center", fontsize=8)
     if split is not None and 0 < split < len(labels):  # comparable bars above, ‡ bars below
         ax.axhline(len(labels) - split - 0.5, color="gray", ls="--", lw=0.8)
     ax.set_yticks(ys, labels, fontsize=9)
@@ -210,12 +208,11 @@ def draw_ar_arsd(rep: dict[str, Any]) -> Any:
         notes.append("‡ protocol differs from the reference: hatched, below the dashed line; its AR is the rank it "
                      "would take, not comparable, and it is left out of the per-dataset ARSD.")
     n = max(len(order), len(by_ds), 1)
-    width = 15.0
     foot_h = (len(notes) * 2 + 1.5) * 11 / 72
-    fig = plt.figure(figsize=(width, 0.38 * n + 1.6 + foot_h))
+    fig = plt.figure(figsize=(15.0, 0.38 * n + 1.6 + foot_h))
     ax_ar, ax_m, ax_d = fig.subplots(1, 3)
     _bars(ax_ar, labels, ar, colors, hatches, "Average rank (AR ↓) across datasets", 2, len(main))
     _bars(ax_m, labels, arsd, colors, hatches, "ARSD ↓ (%) across datasets, per model", 1, len(main))
     _bars(ax_d, ds_names, list(by_ds.values()), [NEUTRAL] * len(by_ds), [""] * len(by_ds),
           "ARSD ↓ (%) across models, per dataset", 1)
-    return _titled(fig, "Average rank and ARSD (Figure 4)", notes, width, 0.35)
+    return _titled(fig, "Average rank and ARSD (Figure 4)", notes, 0.35)

@@ -239,9 +239,8 @@ def _model_notes(models: list[ModelScores]) -> list[str]:
 
     notes = []
     for ms, label in labelled(models):
-        for name, reason in sorted(ms.unscored.items()):
-            brief = brief_reason(reason, run_hint(ms))
-            notes.append(f"{label}: {name} not scored (left out of every statistic): {brief}")
+        notes += [f"{label}: {name} not scored (left out of every statistic): {brief_reason(r, run_hint(ms))}"
+                  for name, r in sorted(ms.unscored.items())]
         for name, ds in ms.datasets.items():
             if ds.missing_runs:  # one failed run: the others still count, and the row says how many
                 notes.append(f"{label}: {name} run(s) {', '.join(map(str, ds.missing_runs))} have no score "

@@ -232,8 +232,7 @@ def parse_bundle(data: Any, path: Path) -> ModelScores:
     if actual != data["bundle_digest"]:
         raise InputError(path, f"is {data['bundle_digest']} but the content hashes to {actual}: the bundle was "
                          "edited after `seam-repro submit`", field="bundle_digest")
-    if data["seeds"].get("manifest_digest") != data["manifest_digest"] or \
-            data["seeds"].get("prompt_digest") != data["prompt_digest"]:
+    if any(data["seeds"].get(k) != data[k] for k in ("manifest_digest", "prompt_digest")):
         raise InputError(path, "names another manifest or prompt digest than the bundle's top level", field="seeds")
     if data["protocol"].get("manifest_digest") != data["manifest_digest"]:
         raise InputError(path, f"is {data['protocol'].get('manifest_digest')} but the bundle's is "
@@ -250,7 +249,7 @@ def parse_bundle(data: Any, path: Path) -> ModelScores:
         for i, obj in enumerate(ds["instances"]):
             it = parse_instance_line(path, i + 1, obj, f"datasets.{name}.instances[{i}]")
             if it.dataset != name:
-                raise InputError(path, f"instance of {it.dataset!r} listed under {name!r}", f"datasets.{name}.instances[{i}]",
+                raise InputError(path, f"instance of {it.dataset!r} listed under {name!r}", it.origin,
                                  "dataset")
             instances.append(it)
     summary = {"model": data["model"], **{k: data[k] for k in ("manifest_digest", "prompt_digest")},

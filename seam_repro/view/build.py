@@ -267,9 +267,8 @@ def _partial(ms: ModelScores) -> str | None:
     """"18 of 180 instances" for a partial run (``--limit``, ``--datasets``, ``--runs``), else None:
     shown in the model's own row, not only in the notes."""
     cov = ms.extra.get("coverage")
-    if isinstance(cov, dict) and cov.get("partial"):
-        return f"{cov.get('scored')} of {cov.get('instances')} instances"
-    return None
+    partial = isinstance(cov, dict) and cov.get("partial")
+    return f"{cov.get('scored')} of {cov.get('instances')} instances" if partial else None
 
 
 def _prompt_file(src: _Source, ds: str, run: int) -> dict[str, Any]:
@@ -295,8 +294,7 @@ def _summary(rep: dict[str, Any]) -> dict[str, Any]:
             "paper_rank", "protocol_mismatch", "rank_if_comparable")
     st = rep["stability"]
     apart = st.get("apart") or {}  # runs under another protocol: ranked apart, as report.md shows them
-    return {"reference": rep.get("reference"), "manifest_digest": rep.get("manifest_digest"),
-            "model_order": rep.get("model_order"), "notes": rep.get("notes"),
+    return {**{k: rep.get(k) for k in ("reference", "manifest_digest", "model_order", "notes")},
             "stability": {"average_rank": st.get("average_rank"), "arsd": st.get("arsd"),
                           "apart": {m: {k: a.get(k) for k in ("average_rank", "arsd")} for m, a in apart.items()}},
             "datasets": {name: {"display_name": d.get("display_name"), "metric": d.get("metric"),
