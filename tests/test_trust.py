@@ -243,9 +243,9 @@ def test_box_plot_keeps_not_scored_cells(tmp_path: Path) -> None:
         "display_name": "FuseReviews", "metric": "", "rows": [],
         "absent": [{"model": "m", "cell": "not scored", "reason": "FIC models not cached",
                     "from_summary_stats": False}]}}}
-    from seam_repro.analysis.plots import plot_boxes
+    from seam_repro.analysis.plots import draw_boxes, save_png
 
-    plot_boxes(rep, tmp_path / "b.png")
+    save_png(draw_boxes(rep), tmp_path / "b.png")
     assert (tmp_path / "b.png").read_bytes()[:4] == b"\x89PNG"
 
 

@@ -17,7 +17,6 @@ Inputs are ``RUN_DIR/scores/<model_slug>/{summary.json,instance_scores.jsonl}`` 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from seam_repro.errors import InputError
-from seam_repro.files.reading import iter_jsonl, read_json
+from seam_repro.files.reading import is_finite_number, is_int, iter_jsonl, read_json
 from seam_repro.run.store import (
     RunRecords,
     check_scores_against_run,
@@ -100,16 +99,10 @@ class ModelScores:
         return stated if isinstance(stated, str) else "upstream"
 
 
-def is_run_level(task: str | None, metric: str) -> bool:
-    """Coreference run scores are the micro CoNLL-F1 the scorer computed over the whole run, never
-    instance means."""
-    return task == "coreference" or metric.lower().startswith("conll")
-
-
 def _number(path: object, value: Any, record: object, fld: str, nullable: bool = False) -> float | None:
     if value is None and nullable:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if not is_finite_number(value):
         expected = "a finite number or null" if nullable else "a finite number"
         raise InputError(path, f"expected {expected}, got {value!r}", record, fld)
     if not 0 <= value <= 100:  # every score (and format rate) is on the 0-100 scale
@@ -142,7 +135,7 @@ def parse_instance_line(path: object, lineno: int, obj: Any, record: str | None 
         if not isinstance(obj.get(key), str):
             raise InputError(path, "expected a string", rec, key)
     run = obj.get("run")
-    if isinstance(run, bool) or not isinstance(run, int) or run < 0:
+    if not is_int(run) or run < 0:
         raise InputError(path, f"expected a non-negative integer, got {run!r}", rec, "run")
     if not isinstance(obj.get("valid_format"), bool):
         raise InputError(path, f"expected true/false, got {obj.get('valid_format')!r}", rec, "valid_format")
@@ -167,8 +160,7 @@ def _mean_by_run(items: Iterable[InstanceScore]) -> tuple[dict[int, float], dict
         fmt.setdefault(it.run, []).append(it.valid_format)
         if it.score is not None:
             scores.setdefault(it.run, []).append(it.score)
-    means = {r: float(np.mean(v)) for r, v in sorted(scores.items())}
-    rates = {r: float(np.mean(v)) for r, v in sorted(fmt.items())}
+    means, rates = ({r: float(np.mean(v)) for r, v in sorted(by_run.items())} for by_run in (scores, fmt))
     return means, rates
 
 
@@ -219,7 +211,8 @@ def build_model_scores(summary: Any, instances: list[InstanceScore], path: objec
         missing = {r: reason for r in sorted(int(k) for k, v in raw_runs.items() if v is None)}
         items = by_ds.get(name, [])
         means, rates = _mean_by_run(items)
-        if not is_run_level(ds.get("task"), ds["metric"]) and items:
+        # coreference run scores are the micro CoNLL-F1 the scorer computed over the whole run, never means
+        if not (ds.get("task") == "coreference" or ds["metric"].lower().startswith("conll")) and items:
             if set(means) != set(runs):
                 raise InputError(path, f"runs {sorted(runs)} differ from runs with instance scores {sorted(means)}",
                                  rec, "runs")
@@ -232,10 +225,7 @@ def build_model_scores(summary: Any, instances: list[InstanceScore], path: objec
         fmt = rates if items else _runs_map(path, ds.get("format_rate", {}), rec, "format_rate")
         corrected, intended = (_other_metric(path, ds.get(key), rec, key) for key in ("corrected", "intended"))
         datasets[name] = DatasetScores(name, ds["metric"], runs, fmt, tuple(items), corrected, intended, missing)
-    display = model.get("name") if isinstance(model.get("name"), str) else ""
-    problem = display_name_problem(display) if display else None
-    if problem:
-        raise InputError(path, problem, field="model.name")
+    display = _display_name(model.get("name"), path, "model.name")
     extra = {k: summary[k] for k in ("protocol", "profile", "coverage", "unscored", "predictions_digest")
              if k in summary}
     return ModelScores(model["id"], str(model.get("revision", "")), summary["manifest_digest"],
@@ -254,8 +244,7 @@ def _other_metric(path: object, value: Any, rec: str, key: str) -> dict[str, Any
 def load_scores_dir(score_dir: Path, run: RunRecords | None = None) -> ModelScores:
     """Load ``scores/<model_slug>/`` (summary.json + instance_scores.jsonl), checked against the run
     folder's manifest and run.json (``run``, read once by the caller; default: the folder two up)."""
-    summary_path = score_dir / "summary.json"
-    inst_path = score_dir / "instance_scores.jsonl"
+    summary_path, inst_path = score_dir / "summary.json", score_dir / "instance_scores.jsonl"
     for p in (summary_path, inst_path):
         if not p.is_file():
             raise InputError(p, "missing; run `seam-repro score RUN_DIR` first")
@@ -273,21 +262,23 @@ def load_run_dir(run_dir: Path, run: RunRecords | None = None) -> list[ModelScor
     if not dirs:
         raise InputError(scores, "no scored models found (expected scores/<model_slug>/summary.json)")
     run = run or read_run_records(run_dir)  # once for every model (scores may be copied without run.json)
-    models = (run.run_json or {}).get("models")
-    entries = models if isinstance(models, dict) else {}
-    return [_with_display_name(load_scores_dir(d, run), entries.get(d.name)) for d in dirs]
+    entries = (run.run_json or {}).get("models", {})  # load_run_json checked: an object of objects
+    out = []
+    for d in dirs:  # the display name recorded by ``replay --name``, unless the scores carry one
+        ms = load_scores_dir(d, run)
+        name = _display_name((entries.get(d.name) or {}).get("name"), run_json_path(d.parent.parent),
+                             f"models.{d.name}.name")
+        out.append(replace(ms, name=name) if name and name != ms.model_id and not ms.name else ms)
+    return out
 
 
-def _with_display_name(ms: ModelScores, entry: Any) -> ModelScores:
-    """Take the display name recorded by ``replay --name`` for this model, if any."""
-    name = entry.get("name") if isinstance(entry, dict) else None
-    problem = display_name_problem(name) if isinstance(name, str) and name else None
+def _display_name(value: Any, path: object, fld: str) -> str:
+    """A display name (``replay --name``) as recorded, "" when none; refused if it would garble a report."""
+    name = value if isinstance(value, str) else ""
+    problem = display_name_problem(name) if name else None
     if problem:
-        raise InputError(run_json_path(Path(ms.source).parent.parent), problem,
-                         field=f"models.{Path(ms.source).name}.name")
-    if isinstance(name, str) and name and name != ms.model_id and not ms.name:
-        return replace(ms, name=name)
-    return ms
+        raise InputError(path, problem, field=fld)
+    return name
 
 
 @dataclass(frozen=True)
@@ -336,10 +327,8 @@ def summarize(ds: DatasetScores) -> DatasetSummary:
     else:
         common = [r for r in ds.runs if r in ds.format_rate]
         corr = pearson([ds.format_rate[r] for r in common], [ds.runs[r] for r in common], "run")
-    if ds.instances:
-        rate: float | None = float(np.mean([it.valid_format for it in ds.instances]))
-    else:
-        rate = float(np.mean(list(ds.format_rate.values()))) if ds.format_rate else None
+    valid = [it.valid_format for it in ds.instances] or list(ds.format_rate.values())
+    rate = float(np.mean(valid)) if valid else None
     corrected, intended = (None if not v else {"metric": v["metric"], **_mean_std(v["runs"])}
                            for v in (ds.corrected, ds.intended))
     return DatasetSummary(ds.dataset, ds.metric, dict(ds.runs), float(values.mean()), float(values.std()),

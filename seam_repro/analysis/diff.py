@@ -67,11 +67,10 @@ def parse_tolerance(spec: str | None) -> Tolerance:
     if not m:
         raise InputError("--tolerance", f"cannot parse {spec!r}; expected 'spread', 'Kx' (e.g. 2x), 'P%' (e.g. 10%) "
                          "or a number of points (e.g. 1.5)")
-    if m.group("spread") or m.group("k"):
+    kind = m.lastgroup or ""  # the one group that matched
+    if kind in ("spread", "k"):
         return Tolerance("spread", float(m.group("k") or 1.0))
-    if m.group("rel"):
-        return Tolerance("rel", float(m.group("rel")))
-    return Tolerance("abs", float(m.group("abs")))
+    return Tolerance(kind, float(m.group(kind)))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -133,10 +132,8 @@ _UNAVAILABLE = re.compile(r"^(?P<what>FIC \w+ model \S+?)@\S+ is not available \
 def run_hint(ms: ModelScores) -> str:
     """The run folder to name in a command: scores come from ``RUN/scores/<slug>``; a bundle cannot
     be re-scored, only the run it was made from."""
-    src = Path(ms.source) if ms.source else None
-    if src is None or src.suffix == ".json":
-        return "RUN_DIR"
-    return str(src.parent.parent)
+    src = Path(ms.source)
+    return "RUN_DIR" if not ms.source or src.suffix == ".json" else str(src.parent.parent)
 
 
 def brief_reason(reason: str, run: str = "RUN_DIR") -> str:
@@ -155,9 +152,8 @@ def brief_reason(reason: str, run: str = "RUN_DIR") -> str:
 
 def reference_protocol(reference: ReferenceTable) -> dict[str, object] | None:
     """The comparable fields of the reference's protocol, or None when it states none."""
-    if not reference.protocol:
-        return None
-    return {k: reference.protocol[k] for k in PROTOCOL_FIELDS if k in reference.protocol}
+    protocol = reference.protocol
+    return {k: protocol[k] for k in PROTOCOL_FIELDS if k in protocol} if protocol else None
 
 
 def diff_models(models: list[ModelScores], reference: ReferenceTable, tolerance: Tolerance,
@@ -175,8 +171,7 @@ def diff_models(models: list[ModelScores], reference: ReferenceTable, tolerance:
     protocol: dict[str, list[str]] = {}
     for ms in models:
         ref_name = as_name or reference.name_for_hf_id(ms.model_id)
-        differs = protocol_differences(ms.extra.get("protocol"), ref_protocol)
-        protocol[ms.model_id] = differs
+        protocol[ms.model_id] = differs = protocol_differences(ms.extra.get("protocol"), ref_protocol)
         for ds_name, reason in sorted(ms.unscored.items()):
             rows.append(DiffRow(model_id=ms.model_id, reference_model=ref_name, dataset=ds_name, status="not-scored",
                                 note=brief_reason(reason, run_hint(ms)), protocol="; ".join(differs)))
@@ -191,7 +186,7 @@ def diff_models(models: list[ModelScores], reference: ReferenceTable, tolerance:
             elif ref_ds is None:
                 note = f"dataset {ds_name} is not in the reference"
             elif row is None or row.mean is None or row.std is None:
-                note = (row.note if row is not None and row.note else None) or f"no reference value for {ref_name}"
+                note = (row.note if row is not None else None) or f"no reference value for {ref_name}"
             else:
                 note = ""
             if note:

@@ -9,17 +9,20 @@ Rows whose protocol differs (‡) are drawn apart, hatched, below the comparable
 
 matplotlib is imported inside the functions with the Agg backend, so importing the kit stays cheap
 and no display is needed. ``draw_*`` return the figure (tests measure its text against its edges);
-``plot_*`` save it.
+``save_png`` writes it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import math
 import textwrap
 from functools import lru_cache
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
+
+from seam_repro.files.atomic import atomic_write_bytes
 
 PAPER_PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
 """tab10's first seven, one per paper model (Table 4 has seven)."""
@@ -65,12 +68,6 @@ def model_color(name: str, model_id: str = "") -> str:
     return OTHER_PALETTE[int.from_bytes(digest[:4], "big") % len(OTHER_PALETTE)]
 
 
-def _model_ids(rep: dict[str, Any]) -> dict[str, str]:
-    """Display name -> model id, from every row of the report."""
-    return {r["model"]: str(r.get("model_id") or "") for d in rep["datasets"].values()
-            for r in (*d["rows"], *d.get("apart", []))}
-
-
 def _label(model: str, ref: bool, apart: bool, limit: int = 28) -> str:
     """A readable y label: the org prefix dropped, a long id trimmed, then the row's marks."""
     base = model.split("/", 1)[-1]
@@ -78,10 +75,10 @@ def _label(model: str, ref: bool, apart: bool, limit: int = 28) -> str:
     return short + (" †" if ref else "") + (" ‡" if apart else "")
 
 
-def _titled(fig: Any, title: str, notes: list[str], width_in: float, title_in: float) -> Any:
+def _titled(fig: Any, title: str, notes: list[str], title_in: float) -> Any:
     """Title at the top left, wrapped notes at the bottom, the panels laid out between them."""
     fig.suptitle(title, fontsize=12, x=0.01, ha="left")
-    chars = max(40, int(width_in * 72 / 5.6))  # ~5.6 pt per character at 8 pt
+    chars = max(40, int(fig.get_figwidth() * 72 / 5.6))  # ~5.6 pt per character at 8 pt
     text = "\n".join(textwrap.fill(ln, chars) for ln in notes)
     bottom = 0.0
     if text:
@@ -91,9 +88,12 @@ def _titled(fig: Any, title: str, notes: list[str], width_in: float, title_in: f
     return fig
 
 
-def _save(fig: Any, out: Path | IO[bytes]) -> None:
-    fig.savefig(out, dpi=110)
+def save_png(fig: Any, path: Path) -> None:
+    """``fig`` as a PNG at ``path``: rendered in memory, then written whole (never a torn PNG)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=110)
     _pyplot().close(fig)
+    atomic_write_bytes(path, buf.getvalue())
 
 
 def draw_boxes(rep: dict[str, Any]) -> Any:
@@ -111,7 +111,6 @@ def draw_boxes(rep: dict[str, Any]) -> Any:
     max_rows = max((len(d["rows"]) + len(d.get("apart", [])) + len(d.get("absent", []))
                     for d in datasets.values()), default=1)
     panel_h = 0.36 * max_rows + 1.1
-    width = 5.4 * cols
     has_ref = any(r["from_summary_stats"] for d in datasets.values() for r in d["rows"])
     has_apart = any(d.get("apart") for d in datasets.values())
     has_absent = any(d.get("absent") for d in datasets.values())
@@ -124,7 +123,7 @@ def draw_boxes(rep: dict[str, Any]) -> Any:
     notes = ["Boxes: the model's per-run scores (quartiles, whiskers 1.5 IQR); rows in rank order, best on top."]
     notes += [note for shown, note, _ in marks if shown]
     foot_h = (len(notes) * 1.4 + 1.5) * 11 / 72
-    fig = plt.figure(figsize=(width, panel_h * nrows + 0.6 + foot_h))
+    fig = plt.figure(figsize=(5.4 * cols, panel_h * nrows + 0.6 + foot_h))
     axes = fig.subplots(nrows, cols, squeeze=False)
     for ax, ds in zip(axes.flat, datasets.values(), strict=False):  # spare axes are hidden below
         stack = [(r, kind) for kind in ("absent", "apart", "rows") for r in reversed(ds.get(kind, []))]
@@ -156,11 +155,7 @@ def draw_boxes(rep: dict[str, Any]) -> Any:
     handles = [Patch(facecolor=NEUTRAL, edgecolor="black", label="per-run scores")]
     handles += [h for shown, _, h in marks if shown and h is not None]
     fig.legend(handles=handles, loc="upper right", fontsize=8, ncols=len(handles), frameon=False)
-    return _titled(fig, "Per-run scores per dataset (Figure 3)", notes, width, 0.45)
-
-
-def plot_boxes(rep: dict[str, Any], out: Path | IO[bytes]) -> None:
-    _save(draw_boxes(rep), out)
+    return _titled(fig, "Per-run scores per dataset (Figure 3)", notes, 0.45)
 
 
 def _bars(ax: Any, labels: list[str], values: list[float | None], colors: list[str], hatches: list[str],
@@ -169,17 +164,14 @@ def _bars(ax: Any, labels: list[str], values: list[float | None], colors: list[s
     is clipped at the axis edge and printed, so one outlier does not flatten every other bar."""
     ys = list(range(len(labels)))[::-1]
     known = sorted((v for v in values if v is not None), reverse=True)
-    limit = None
-    if len(known) >= 2 and known[1] > 0 and known[0] > 2.5 * known[1]:
-        limit = known[1] * 1.6
+    limit = known[1] * 1.6 if len(known) >= 2 and known[1] > 0 and known[0] > 2.5 * known[1] else None
     for y, v, c, h in zip(ys, values, colors, hatches, strict=True):
         if v is None:
             ax.text(0, y, " none (every mean 0)", va="center", fontsize=8, color="dimgray", style="italic")
             continue
         shown = min(v, limit) if limit is not None else v
         ax.barh(y, shown, color=c, hatch=h, edgecolor="black", linewidth=0.5)
-        clipped = limit is not None and v > limit
-        ax.text(shown, y, f" {v:.{nd}f}" + (" ▸ (axis cut)" if clipped else ""), va="center", fontsize=8)
+        ax.text(shown, y, f" {v:.{nd}f}" + (" ▸ (axis cut)" if shown < v else ""), va="center", fontsize=8)
     if split is not None and 0 < split < len(labels):  # comparable bars above, ‡ bars below
         ax.axhline(len(labels) - split - 0.5, color="gray", ls="--", lw=0.8)
     ax.set_yticks(ys, labels, fontsize=9)
@@ -201,7 +193,8 @@ def draw_ar_arsd(rep: dict[str, Any]) -> Any:
     ar = [st["average_rank"][m] for m in main] + [apart[m]["average_rank"] for m in order[len(main):]]
     arsd = [st["arsd"].get(m) for m in main] + [apart[m]["arsd"] for m in order[len(main):]]
     labels = [_label(m, m in ref, m in apart) for m in order]
-    ids = _model_ids(rep)
+    ids = {r["model"]: str(r.get("model_id") or "") for d in rep["datasets"].values()
+           for r in (*d["rows"], *d.get("apart", []))}
     colors = [model_color(m, ids.get(m, "")) for m in order]
     hatches = ["" if m not in apart else APART_HATCH for m in order]
     by_ds = st.get("arsd_by_dataset") or {}
@@ -215,16 +208,11 @@ def draw_ar_arsd(rep: dict[str, Any]) -> Any:
         notes.append("‡ protocol differs from the reference: hatched, below the dashed line; its AR is the rank it "
                      "would take, not comparable, and it is left out of the per-dataset ARSD.")
     n = max(len(order), len(by_ds), 1)
-    width = 15.0
     foot_h = (len(notes) * 2 + 1.5) * 11 / 72
-    fig = plt.figure(figsize=(width, 0.38 * n + 1.6 + foot_h))
+    fig = plt.figure(figsize=(15.0, 0.38 * n + 1.6 + foot_h))
     ax_ar, ax_m, ax_d = fig.subplots(1, 3)
     _bars(ax_ar, labels, ar, colors, hatches, "Average rank (AR ↓) across datasets", 2, len(main))
     _bars(ax_m, labels, arsd, colors, hatches, "ARSD ↓ (%) across datasets, per model", 1, len(main))
     _bars(ax_d, ds_names, list(by_ds.values()), [NEUTRAL] * len(by_ds), [""] * len(by_ds),
           "ARSD ↓ (%) across models, per dataset", 1)
-    return _titled(fig, "Average rank and ARSD (Figure 4)", notes, width, 0.35)
-
-
-def plot_ar_arsd(rep: dict[str, Any], out: Path | IO[bytes]) -> None:
-    _save(draw_ar_arsd(rep), out)
+    return _titled(fig, "Average rank and ARSD (Figure 4)", notes, 0.35)

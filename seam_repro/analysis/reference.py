@@ -8,14 +8,13 @@ per-run scores, so reports that mix reference models with new runs must say so (
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from seam_repro.errors import InputError
-from seam_repro.files.reading import parse_json_text, read_json
+from seam_repro.files.reading import is_finite_number, is_int, parse_json_text, read_json
 
 PAPER_DATASET_NAMES: dict[str, str] = {"OpenAsp": "OpenASP", "MuSiQue": "MusiQue", "ECB+": "ECB"}
 """Paper column titles that differ from the kit's (upstream generate.json) dataset names."""
@@ -71,7 +70,7 @@ class ReferenceTable:
 def _num(path: str, value: Any, record: str, field: str) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if not is_finite_number(value):
         raise InputError(path, f"expected a finite number or null, got {value!r}", record, field)
     return float(value)
 
@@ -105,7 +104,7 @@ def parse_reference(data: Any, path: str) -> ReferenceTable:
             if r["model"] not in models:
                 raise InputError(path, f"model {r['model']!r} is not listed under 'models'", rec, "model")
             rank = r.get("rank")
-            if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int)):
+            if rank is not None and not is_int(rank):
                 raise InputError(path, f"expected an integer or null, got {rank!r}", rec, "rank")
             mean, std = _num(path, r.get("mean"), rec, "mean"), _num(path, r.get("std"), rec, "std")
             if (mean is None) != (std is None):
@@ -114,9 +113,8 @@ def parse_reference(data: Any, path: str) -> ReferenceTable:
                 raise InputError(path, f"expected std >= 0, got {std}", rec, "std")
             dom = _num(path, r.get("dominance_over_next"), rec, "dominance_over_next")
             rows.append(ReferenceRow(r["model"], rank, mean, std, dom, r.get("note")))
-        datasets[name] = ReferenceDataset(
-            name, str(ds.get("paper_name", key)), str(ds.get("metric", "")), tuple(rows), str(ds.get("metric_key", ""))
-        )
+        datasets[name] = ReferenceDataset(name, str(ds.get("paper_name", key)), str(ds.get("metric", "")),
+                                          tuple(rows), str(ds.get("metric_key", "")))
     protocol = data.get("protocol")
     if protocol is not None and not isinstance(protocol, dict):
         raise InputError(path, "expected an object of protocol fields", field="protocol")

@@ -18,7 +18,6 @@ upstream's dict order does): input models in the order given, then reference mod
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from dataclasses import dataclass, replace
@@ -32,7 +31,7 @@ from seam_repro.analysis.aggregate import ModelScores, summarize
 from seam_repro.analysis.aso import AsoParams, Ranking, deepsig_eps_min, pair_aso, rank_models, stability
 from seam_repro.analysis.diff import brief_reason, reference_protocol, run_hint
 from seam_repro.analysis.reference import ReferenceRow, ReferenceTable
-from seam_repro.files.atomic import atomic_write_bytes, atomic_write_text, ensure_dir
+from seam_repro.files.atomic import atomic_write_text, ensure_dir
 
 DATASET_ORDER = ("MultiNews", "OpenASP", "FuseReviews", "MusiQue", "SciCo", "ECB")
 """Column order of the paper's Table 3."""
@@ -71,28 +70,19 @@ class Entry:
     extra: dict[str, Any]
 
 
-def display_names(models: list[ModelScores]) -> list[str]:
-    """Display names (``replay --name``) or model ids; the revision is appended only when one label
-    comes with several revisions."""
+def labelled(models: list[ModelScores]) -> list[tuple[ModelScores, str]]:
+    """Each model with its display name (``replay --name``) or model id; the revision is appended
+    only when one label comes with several revisions."""
     ids = [m.label for m in models]
-    return [m.label + (f"@{m.revision[:12]}" if ids.count(m.label) > 1 else "") for m in models]
-
-
-def dataset_names(models: list[ModelScores], reference: ReferenceTable | None) -> list[str]:
-    """Every dataset column: scored or unscored by any model, or in the reference, Table 3 order first."""
-    have = {n for m in models for n in (*m.datasets, *m.unscored)}
-    if reference is not None:
-        have |= set(reference.datasets)
-    names = [n for n in DATASET_ORDER if n in have]
-    return names + sorted(have - set(names))
+    return [(m, m.label + (f"@{m.revision[:12]}" if ids.count(m.label) > 1 else "")) for m in models]
 
 
 def absent_cells(models: list[ModelScores], reference: ReferenceTable | None, name: str) -> list[dict[str, Any]]:
-    """Explicit cells for models with no value on ``name``: "not scored" (with the scorer's reason)
-    for input models, "NA" for reference models the paper prints no value for."""
-    out = [{"model": label, "cell": "not scored", "reason": ms.unscored.get(name) or "no scores for this dataset "
-            "in the input", "from_summary_stats": False}
-           for ms, label in zip(models, display_names(models), strict=True) if name not in ms.datasets]
+    """Explicit cells for models with no value on ``name``: "not scored" for input models (the scorer's
+    reason is said once, in the notes), "NA" for reference models the paper prints no value for."""
+    out = [{"model": label, "cell": "not scored",
+            "reason": "see notes" if name in ms.unscored else "no scores for this dataset in the input",
+            "from_summary_stats": False} for ms, label in labelled(models) if name not in ms.datasets]
     for model, row in _reference_rows(reference, name).items():
         if row is None or row.mean is None or row.std is None:
             note = (row.note if row is not None else None) or "no value in the reference"
@@ -119,16 +109,18 @@ def protocol_labels(models: list[ModelScores], reference: ReferenceTable | None)
     else:
         first = models[0].extra.get("protocol") if models else None
         base = {k: v for k, v in first.items() if k != "generation"} if isinstance(first, dict) else None
-    return {label: protocol_differences(ms.extra.get("protocol"), base)
-            for ms, label in zip(models, display_names(models), strict=True)}
+    return {label: protocol_differences(ms.extra.get("protocol"), base) for ms, label in labelled(models)}
 
 
 def collect_entries(models: list[ModelScores], reference: ReferenceTable | None) -> dict[str, list[Entry]]:
     """Entries per dataset in model order; a model without a value on a dataset has no entry there
-    (``absent_cells`` lists it explicitly)."""
-    names = dataset_names(models, reference)
-    out: dict[str, list[Entry]] = {n: [] for n in names}
-    for ms, label in zip(models, display_names(models), strict=True):
+    (``absent_cells`` lists it explicitly). Every dataset scored or unscored by any model or in the
+    reference has a key, in Table 3 order first."""
+    have = {n for m in models for n in (*m.datasets, *m.unscored)}
+    have |= set(reference.datasets) if reference is not None else set()
+    names = [n for n in DATASET_ORDER if n in have]
+    out: dict[str, list[Entry]] = {n: [] for n in names + sorted(have - set(names))}
+    for ms, label in labelled(models):
         for name, ds in ms.datasets.items():
             s = summarize(ds)
             extra = {"model_id": ms.model_id, "revision": ms.revision, "name": ms.name or None,
@@ -137,7 +129,7 @@ def collect_entries(models: list[ModelScores], reference: ReferenceTable | None)
                      "corrected": s.corrected, **({"intended": s.intended} if s.intended else {}),
                      **({"missing_runs": {str(r): why for r, why in s.missing_runs.items()}} if s.missing_runs else {})}
             out[name].append(Entry(label, list(s.runs.values()), s.mean, s.std, False, extra))
-    for name in names if reference is not None else ():
+    for name in out if reference is not None else ():
         for model, row in _reference_rows(reference, name).items():
             if row is not None and row.mean is not None and row.std is not None:
                 extra = {"model_id": reference.models[model], "source": reference.path, "paper_rank": row.rank,
@@ -240,15 +232,15 @@ def _stability_section(rankings: dict[str, Ranking], full_rankings: dict[str, Ra
     return section, st.ranked_in
 
 
-def _model_notes(models: list[ModelScores], briefs: dict[str, dict[str, str]]) -> list[str]:
+def _model_notes(models: list[ModelScores]) -> list[str]:
     """Per input model: datasets not scored, runs without a score, partial runs, generation settings
     that make models incomparable, and bundles checked by digest only."""
     from seam_repro.run.invariance import scored_comparability
 
     notes = []
-    for ms, label in zip(models, display_names(models), strict=True):
-        for name, brief in sorted(briefs[label].items()):
-            notes.append(f"{label}: {name} not scored (left out of every statistic): {brief}")
+    for ms, label in labelled(models):
+        notes += [f"{label}: {name} not scored (left out of every statistic): {brief_reason(r, run_hint(ms))}"
+                  for name, r in sorted(ms.unscored.items())]
         for name, ds in ms.datasets.items():
             if ds.missing_runs:  # one failed run: the others still count, and the row says how many
                 notes.append(f"{label}: {name} run(s) {', '.join(map(str, ds.missing_runs))} have no score "
@@ -259,7 +251,7 @@ def _model_notes(models: list[ModelScores], briefs: dict[str, dict[str, str]]) -
             notes.append(f"{ms.label}: partial run ({cov.get('scored')} of {cov.get('instances')} instances "
                          "scored); not comparable with full runs.")
     notes += scored_comparability([(label, ms.model_id, ms.revision, (ms.extra.get("protocol") or {}).get("generation"))
-                                   for ms, label in zip(models, display_names(models), strict=True)])
+                                   for ms, label in labelled(models)])
     if any(ms.extra.get("seeds_checked") is False for ms in models):
         notes.append("No seeds/ folder was found (set SEAM_REPRO_SEEDS): bundles were checked by their digest only, "
                      "not against the shipped manifests' seeds and prompt digests.")
@@ -306,13 +298,8 @@ def build_report(models: list[ModelScores], reference: ReferenceTable | None = N
     datasets: dict[str, Any] = {}
     cross: list[dict[str, Any]] = []
     labels = protocol_labels(models, reference)
-    briefs = {label: {n: brief_reason(r, run_hint(ms)) for n, r in ms.unscored.items()}
-              for ms, label in zip(models, display_names(models), strict=True)}
     for name, ents in entries.items():
         absent = absent_cells(models, reference, name)
-        for a in absent:
-            if a["cell"] == "not scored" and name in briefs.get(a["model"], {}):
-                a["reason"] = "see notes"  # the reason is said once, in the notes
         ref_ds = reference.datasets.get(name) if reference is not None else None
         metric_key = next((e.extra["metric"] for e in ents if "metric" in e.extra), ref_ds.metric_key if ref_ds else "")
         section, ranking, full = _dataset_section(name, ents, labels, params)  # no rows where no entries
@@ -332,7 +319,7 @@ def build_report(models: list[ModelScores], reference: ReferenceTable | None = N
     notes = ["Scores are on a 0-100 scale; std is the population std over runs (ddof=0).",
              DOMINANCE_NOTE,
              "ASO: upstream ASD.py semantics with per-pair generators derived from the recorded seed.",
-             *_model_notes(models, briefs), *_table_notes(models, reference, labels, rule, ranked_in, entries)]
+             *_model_notes(models), *_table_notes(models, reference, labels, rule, ranked_in, entries)]
     return {
         "kind": "seam-repro/report", "kit_version": __version__, "command": command, "aso": params.as_dict(),
         "manifest_digest": models[0].manifest_digest if models else None,
@@ -419,12 +406,10 @@ def render_markdown(rep: dict[str, Any]) -> str:
                 "|---:|---|---:|---:|" + ("---:|" if apart else "")]
         for r in ds["rows"]:
             mark = f" {REF_MARK}" if r["from_summary_stats"] else ""
-            rank = str(r["rank"])
-            if r["from_summary_stats"] and r.get("paper_rank") not in (None, r["rank"]):
-                rank += f" (paper: {r['paper_rank']})"
-            dom = _fmt(r["dominance_over_next"], 2)
-            if r.get("dominance_source") == "surrogate":
-                dom = f"{RECOMPUTED_MARK} {dom}"
+            moved = r["from_summary_stats"] and r.get("paper_rank") not in (None, r["rank"])
+            rank = f"{r['rank']}" + (f" (paper: {r['paper_rank']})" if moved else "")
+            dom = (f"{RECOMPUTED_MARK} " if r.get("dominance_source") == "surrogate" else "") \
+                + _fmt(r["dominance_over_next"], 2)
             out.append(f"| {rank} | {c_(r['model'])}{mark} | {r['mean']:.1f} ± {r['std']:.1f} | {dom} |"
                        + (" |" if apart else ""))
         for r in apart:
@@ -463,14 +448,12 @@ def render_markdown(rep: dict[str, Any]) -> str:
 
 def write_report(rep: dict[str, Any], out_dir: Path) -> list[Path]:
     """report.json, report.md and the two figures; returns the written paths."""
-    from seam_repro.analysis.plots import plot_ar_arsd, plot_boxes
+    from seam_repro.analysis.plots import draw_ar_arsd, draw_boxes, save_png
 
     ensure_dir(out_dir)
     paths = [out_dir / "report.json", out_dir / "report.md", out_dir / "box_plots.png", out_dir / "ar_arsd.png"]
     atomic_write_text(paths[0], json.dumps(rep, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
     atomic_write_text(paths[1], render_markdown(rep))
-    for plot, path in ((plot_boxes, paths[2]), (plot_ar_arsd, paths[3])):
-        buf = io.BytesIO()  # rendered in memory, then written whole: never a torn PNG
-        plot(rep, buf)
-        atomic_write_bytes(path, buf.getvalue())
+    save_png(draw_boxes(rep), paths[2])
+    save_png(draw_ar_arsd(rep), paths[3])
     return paths

@@ -11,7 +11,6 @@ equivalent; the digest-upward habit follows lm-evaluation-harness (per-sample ha
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,15 +39,15 @@ BUNDLE_KIND = "seam-repro/results-bundle"
 BUNDLE_VERSION = 2
 """2: adds seeds, protocol, generation settings, partial/coverage, unscored and predictions_digest."""
 _INSTANCE_KEYS = ("dataset", "run", "instance_id", "metric", "score", "valid_format", "metric_version")
-_BUNDLE_SHAPE: tuple[tuple[tuple[str, ...], Callable[[dict[str, Any], str], bool], str], ...] = (
-    (("manifest_digest", "prompt_digest", "bundle_digest", "predictions_digest"),
-     lambda d, k: isinstance(d.get(k), str), "expected a string digest"),
-    (("model",), lambda d, k: isinstance(d.get(k), dict) and isinstance(d[k].get("id"), str)
-     and isinstance(d[k].get("revision"), str), 'expected {"id": str, "revision": str}'),
-    (("chat_template_sha256", "environment"), lambda d, k: k in d, "missing (may be null)"),
-    (("protocol", "generation", "seeds"), lambda d, k: isinstance(d.get(k), dict), "expected an object"),
-    (("partial",), lambda d, k: isinstance(d.get(k), bool), "expected true/false"))
-"""``parse_bundle``'s top-level checks, in order: (fields, check, what a failing field should hold)."""
+_BUNDLE_SHAPE: tuple[tuple[tuple[str, ...], type, str], ...] = (
+    (("manifest_digest", "prompt_digest", "bundle_digest", "predictions_digest"), str,
+     "expected a string digest"),
+    (("model",), dict, 'expected {"id": str, "revision": str}'),
+    (("chat_template_sha256", "environment"), object, "missing (may be null)"),
+    (("protocol", "generation", "seeds"), dict, "expected an object"),
+    (("partial",), bool, "expected true/false"))
+"""``parse_bundle``'s top-level checks, in order: (fields, the type each must hold, what a failing field
+should hold); every field must be present (``object``: null too)."""
 
 
 def _dataset_payload(ms: ModelScores) -> dict[str, Any]:
@@ -147,14 +146,14 @@ def make_bundle(run_dir: Path, model_id: str | None = None, *, rescore: bool = T
         raise InputError(info_path, "not found")
     if not isinstance(info.get("manifest_digest"), str):
         raise InputError(info_path, "expected a string digest", field="manifest_digest")
-    entry = info["models"].get(slug) if isinstance(info.get("models"), dict) else None
-    if not isinstance(entry, dict):
+    entry = info["models"].get(slug)  # read_run_records checked models: an object of {id, revision, ...}
+    if entry is None:
         raise InputError(info_path, f"no entry for model {ms.model_id!r} (expected models.{slug}); were these scores "
                          "produced in this run directory?", field="models")
     summary_path = Path(ms.source) / "summary.json"
-    if entry.get("revision") not in (None, ms.revision):
-        raise InputError(summary_path, f"is {ms.revision!r} but run.json has "
-                         f"{entry.get('revision')!r}", field="model.revision")
+    if entry["revision"] != ms.revision:
+        raise InputError(summary_path, f"is {ms.revision!r} but run.json has {entry['revision']!r}",
+                         field="model.revision")
     if ms.manifest_digest != info["manifest_digest"]:
         raise InputError(summary_path, f"is {ms.manifest_digest} but run.json has "
                          f"{info['manifest_digest']}: the scores are from another manifest", field="manifest_digest")
@@ -221,21 +220,19 @@ def parse_bundle(data: Any, path: Path) -> ModelScores:
         raise InputError(path, version_mismatch("bundle_version", data.get("bundle_version"), BUNDLE_VERSION,
                                                 data.get("kit_version"), "re-create it with `seam-repro submit RUN_DIR`"),
                          field="bundle_version")
-    for keys, ok, expected in _BUNDLE_SHAPE:
+    for keys, kind, expected in _BUNDLE_SHAPE:
         for key in keys:
-            if not ok(data, key):
+            if key not in data or not isinstance(data[key], kind) or \
+                    key == "model" and not all(isinstance(data[key].get(k), str) for k in ("id", "revision")):
                 raise InputError(path, expected, field=key)
-    model = data["model"]
-    body = {k: v for k, v in data.items() if k != "bundle_digest"}
     try:
-        actual = sha256_json(body)
+        actual = sha256_json({k: v for k, v in data.items() if k != "bundle_digest"})
     except ValueError as exc:
         raise InputError(path, f"contains a non-finite number: {exc}") from None
     if actual != data["bundle_digest"]:
         raise InputError(path, f"is {data['bundle_digest']} but the content hashes to {actual}: the bundle was "
                          "edited after `seam-repro submit`", field="bundle_digest")
-    if data["seeds"].get("manifest_digest") != data["manifest_digest"] or \
-            data["seeds"].get("prompt_digest") != data["prompt_digest"]:
+    if any(data["seeds"].get(k) != data[k] for k in ("manifest_digest", "prompt_digest")):
         raise InputError(path, "names another manifest or prompt digest than the bundle's top level", field="seeds")
     if data["protocol"].get("manifest_digest") != data["manifest_digest"]:
         raise InputError(path, f"is {data['protocol'].get('manifest_digest')} but the bundle's is "
@@ -252,10 +249,10 @@ def parse_bundle(data: Any, path: Path) -> ModelScores:
         for i, obj in enumerate(ds["instances"]):
             it = parse_instance_line(path, i + 1, obj, f"datasets.{name}.instances[{i}]")
             if it.dataset != name:
-                raise InputError(path, f"instance of {it.dataset!r} listed under {name!r}", f"datasets.{name}.instances[{i}]",
+                raise InputError(path, f"instance of {it.dataset!r} listed under {name!r}", it.origin,
                                  "dataset")
             instances.append(it)
-    summary = {"model": model, "manifest_digest": data["manifest_digest"], "prompt_digest": data["prompt_digest"],
+    summary = {"model": data["model"], **{k: data[k] for k in ("manifest_digest", "prompt_digest")},
                "datasets": {n: {k: v for k, v in ds.items() if k != "instances"} for n, ds in datasets.items()},
                "protocol": {**data["protocol"], "generation": data["generation"]},
                "coverage": data.get("coverage"), "unscored": data.get("unscored", []),

@@ -235,3 +235,13 @@ def _type_name(t: type) -> str:
 def json_type(obj: Any) -> str:
     """The JSON name of a parsed value's type (for "expected X, got Y" messages)."""
     return _JSON_NAMES.get(type(obj), "number")
+
+
+def is_int(value: Any) -> bool:
+    """A JSON integer: Python counts ``True`` and ``False`` as ints, JSON does not."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_finite_number(value: Any) -> bool:
+    """A finite JSON number: not a boolean, NaN or infinity."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

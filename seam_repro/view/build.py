@@ -90,12 +90,9 @@ def _paraphrases(run_dir: Path, manifest: dict[str, Any], prompts_dir: Path | No
             where = str(MANIFESTS_DIR / rel)
         try:
             path = resolve_prompt_path(name, prompts_dir, where, run_dir)
-            want = (pins.get(name) or {}).get("sha256")
-            got = sha256_file(path)
-            if want and got != want:
-                out[name] = f"{path} has sha256 {got}, the manifest pins {want}"
-                continue
-            out[name] = [p["instructions"] for p in read_prompt_file(path, specs.get(name))["prompts"]]
+            want, got = (pins.get(name) or {}).get("sha256"), sha256_file(path)
+            out[name] = (f"{path} has sha256 {got}, the manifest pins {want}" if want and got != want
+                         else [p["instructions"] for p in read_prompt_file(path, specs.get(name))["prompts"]])
         except (MissingDataError, InputError) as exc:
             if beside and prompts_dir is None:
                 # a manifest that reads its prompt files beside itself (the smoke fixtures): name that
@@ -138,34 +135,29 @@ def build_site(inputs: list[Path], out: Path, reference: ReferenceTable | None =
     """Write the site into ``out`` (built aside and renamed in whole); returns ``out/index.html``.
     ``report``: ``build_report``'s result for the same inputs, when the caller has it (``report
     --view``): the ASO ranking is the slow part and is not worth doing twice."""
-    from seam_repro.analysis.report import build_report, display_names
+    from seam_repro.analysis.report import build_report, labelled
     from seam_repro.analysis.submit import load_inputs
 
     models = load_inputs(inputs)
-    labels = display_names(models)
     rep = report if report is not None else build_report(models, reference, command=command)
     sources: dict[Path, _Source] = {}
     files: dict[str, Any] = {}
     datasets: dict[str, dict[str, Any]] = {}
     model_entries = []
-    for m_index, (ms, label) in enumerate(zip(models, labels, strict=True)):
+    for m_index, (ms, label) in enumerate(labelled(models)):
         paper = reference.name_for_hf_id(ms.model_id) if reference is not None else None
-        entry: dict[str, Any] = {"label": label, "id": ms.model_id, "revision": ms.revision, "paper": paper,
-                                 "browsable": False,
-                                 "unscored": dict(ms.unscored), "partial": _partial(ms),
-                                 "runs": {name: {str(r): v for r, v in sorted(ds.runs.items())}
-                                          for name, ds in ms.datasets.items()}}
-        model_entries.append(entry)
-        if not Path(ms.source).is_dir():  # a bundle: scores only, no predictions to browse
-            continue
-        run_dir = Path(ms.source).parent.parent
-        if run_dir not in sources:
-            sources[run_dir] = _read_source(len(sources), run_dir, prompts_dir)
-        _add_predictions(ms, m_index, sources[run_dir], files, datasets)
-        entry["browsable"] = True
+        browsable = Path(ms.source).is_dir()  # else a bundle: scores only, no predictions to browse
+        model_entries.append({"label": label, "id": ms.model_id, "revision": ms.revision, "paper": paper,
+                              "browsable": browsable, "unscored": dict(ms.unscored), "partial": _partial(ms),
+                              "runs": {name: {str(r): v for r, v in sorted(ds.runs.items())}
+                                       for name, ds in ms.datasets.items()}})
+        if browsable:
+            run_dir = Path(ms.source).parent.parent
+            if run_dir not in sources:
+                sources[run_dir] = _read_source(len(sources), run_dir, prompts_dir)
+            _add_predictions(ms, m_index, sources[run_dir], files, datasets)
     index = {"title": "seam-repro run explorer", "command": command, "report": _summary(rep),
-             "models": model_entries,
-             "datasets": [], "figures": []}
+             "models": model_entries, "datasets": [], "figures": []}
     _add_grids(rep, datasets, files, index)
     _write_site(out, rep, files, index)
     return out / "index.html"
@@ -184,11 +176,10 @@ def _add_predictions(ms: ModelScores, m_index: int, src: _Source, files: dict[st
     per_ds: dict[str, dict[str, dict[str, Any]]] = {}
     for key, pred in preds.items():
         ds, run, iid = key
-        rec = src.prompts[key]
         line = lines.get(key) or {}
         try:
-            parsed: str | None = parsed_response(rec, pred, model, (line.get("details") or {}).get("profile")
-                                                 or src.profile)
+            profile = (line.get("details") or {}).get("profile") or src.profile
+            parsed: str | None = parsed_response(src.prompts[key], pred, model, profile)
         except SeamReproError as exc:
             parsed = f"(not extracted: {exc})"
         cell = {"o": pred["output"], "p": parsed, "s": line.get("score"), "v": line.get("valid_format"),
@@ -196,17 +187,16 @@ def _add_predictions(ms: ModelScores, m_index: int, src: _Source, files: dict[st
         per_ds.setdefault(ds, {}).setdefault(str(run), {})[iid] = cell
         datasets.setdefault(ds, {"instances": {}, "cols": []})["instances"].setdefault(iid, None)
     for ds, by_run in per_ds.items():
-        d = datasets[ds]
-        d_index = list(datasets).index(ds)
+        d_index, cols = list(datasets).index(ds), datasets[ds]["cols"]
         pred_name = f"pred_{d_index}_{m_index}"
         files[pred_name] = by_run
         for run in sorted(by_run, key=int):
             prompt_name = f"prompt_{d_index}_{src.index}_{run}"
             if prompt_name not in files:
                 files[prompt_name] = _prompt_file(src, ds, int(run))
-            d["cols"].append({"model": m_index, "run": int(run), "src": src.index, "pred": pred_name,
-                              "prompt": prompt_name,
-                              "scores": {iid: [c["s"], c["v"]] for iid, c in by_run[run].items()}})
+            scores = {iid: [c["s"], c["v"]] for iid, c in by_run[run].items()}
+            cols.append({"model": m_index, "run": int(run), "src": src.index, "pred": pred_name,
+                         "prompt": prompt_name, "scores": scores})
 
 
 def _add_grids(rep: dict[str, Any], datasets: dict[str, dict[str, Any]], files: dict[str, Any],
@@ -217,12 +207,11 @@ def _add_grids(rep: dict[str, Any], datasets: dict[str, dict[str, Any]], files: 
     for d_index, ds in enumerate(sorted(datasets, key=lambda n: (order.get(n, len(order)), n))):
         d = datasets[ds]
         instances = list(d["instances"])
-        grid = {"dataset": ds, "instances": instances,
-                "cols": [{"model": c["model"], "run": c["run"], "src": c["src"], "pred": c["pred"],
-                          "prompt": c["prompt"], "s": [c["scores"].get(i, [None, None])[0] for i in instances],
-                          "v": [c["scores"].get(i, [None, None])[1] for i in instances]}
-                         for c in d["cols"]]}
-        files[f"grid_{d_index}"] = grid
+        files[f"grid_{d_index}"] = {
+            "dataset": ds, "instances": instances,
+            "cols": [{**{k: v for k, v in c.items() if k != "scores"},
+                      "s": [c["scores"].get(i, [None, None])[0] for i in instances],
+                      "v": [c["scores"].get(i, [None, None])[1] for i in instances]} for c in d["cols"]]}
         index["datasets"].append({"name": ds, "grid": f"grid_{d_index}", "instances": len(instances),
                                   "display_name": (rep["datasets"].get(ds) or {}).get("display_name") or ds,
                                   "models": sorted({c["model"] for c in d["cols"]}),
@@ -231,6 +220,8 @@ def _add_grids(rep: dict[str, Any], datasets: dict[str, dict[str, Any]], files: 
 
 def _write_site(out: Path, rep: dict[str, Any], files: dict[str, Any], index: dict[str, Any]) -> None:
     """The figures, the data files and the static assets, into a folder swapped in whole."""
+    from seam_repro.analysis.plots import draw_ar_arsd, draw_boxes, save_png
+
     with _site_dir(out) as tmp:
         umask = os.umask(0)
         os.umask(umask)
@@ -238,7 +229,12 @@ def _write_site(out: Path, rep: dict[str, Any], files: dict[str, Any], index: di
         (tmp / MARKER).write_text("written by seam-repro view; a later `view --out` here replaces it\n")
         data = tmp / "data"
         data.mkdir()
-        _write_figures(rep, tmp, index)
+        if any(d.get("rows") for d in rep["datasets"].values()):  # the report's figures, beside the pages
+            for draw, name, title in ((draw_boxes, "box_plots.png", "Scores per run (box plots)"),
+                                      (draw_ar_arsd, "ar_arsd.png",
+                                       "Average rank and its spread (AR, ARSD per model and dataset)")):
+                save_png(draw(rep), tmp / name)
+                index["figures"].append({"file": name, "title": title})
         for name, obj in files.items():
             atomic_write_bytes(data / f"{name}.js", _js(name, obj))
         atomic_write_bytes(data / "index.js", _js("index", index))
@@ -270,10 +266,9 @@ def _site_dir(out: Path) -> Iterator[Path]:
 def _partial(ms: ModelScores) -> str | None:
     """"18 of 180 instances" for a partial run (``--limit``, ``--datasets``, ``--runs``), else None:
     shown in the model's own row, not only in the notes."""
-    cov = ms.extra.get("coverage") if isinstance(ms.extra, dict) else None
-    if isinstance(cov, dict) and cov.get("partial"):
-        return f"{cov.get('scored')} of {cov.get('instances')} instances"
-    return None
+    cov = ms.extra.get("coverage")
+    partial = isinstance(cov, dict) and cov.get("partial")
+    return f"{cov.get('scored')} of {cov.get('instances')} instances" if partial else None
 
 
 def _prompt_file(src: _Source, ds: str, run: int) -> dict[str, Any]:
@@ -299,26 +294,9 @@ def _summary(rep: dict[str, Any]) -> dict[str, Any]:
             "paper_rank", "protocol_mismatch", "rank_if_comparable")
     st = rep["stability"]
     apart = st.get("apart") or {}  # runs under another protocol: ranked apart, as report.md shows them
-    return {"reference": rep.get("reference"), "manifest_digest": rep.get("manifest_digest"),
-            "model_order": rep.get("model_order"), "notes": rep.get("notes"),
+    return {**{k: rep.get(k) for k in ("reference", "manifest_digest", "model_order", "notes")},
             "stability": {"average_rank": st.get("average_rank"), "arsd": st.get("arsd"),
                           "apart": {m: {k: a.get(k) for k in ("average_rank", "arsd")} for m, a in apart.items()}},
             "datasets": {name: {"display_name": d.get("display_name"), "metric": d.get("metric"),
                                 "rows": [{k: row.get(k) for k in keep} for row in d.get("rows", []) + d.get("apart", [])]}
                          for name, d in rep["datasets"].items()}}
-
-
-def _write_figures(rep: dict[str, Any], tmp: Path, index: dict[str, Any]) -> None:
-    """The report's two figures (box plots per dataset, AR vs ARSD) as PNGs beside the pages."""
-    import io
-
-    from seam_repro.analysis.plots import plot_ar_arsd, plot_boxes
-
-    if not any(d.get("rows") for d in rep["datasets"].values()):
-        return
-    for plot, name, title in ((plot_boxes, "box_plots.png", "Scores per run (box plots)"),
-                              (plot_ar_arsd, "ar_arsd.png", "Average rank and its spread (AR, ARSD per model and dataset)")):
-        buf = io.BytesIO()
-        plot(rep, buf)
-        atomic_write_bytes(tmp / name, buf.getvalue())
-        index["figures"].append({"file": name, "title": title})
