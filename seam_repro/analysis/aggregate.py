@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from seam_repro.errors import InputError
-from seam_repro.files.reading import is_finite_number, is_int, iter_jsonl, read_json
+from seam_repro.files.reading import is_a, is_finite_number, iter_jsonl, read_json
 from seam_repro.run.store import (
     RunRecords,
     check_scores_against_run,
@@ -135,7 +135,7 @@ def parse_instance_line(path: object, lineno: int, obj: Any, record: str | None 
         if not isinstance(obj.get(key), str):
             raise InputError(path, "expected a string", rec, key)
     run = obj.get("run")
-    if not is_int(run) or run < 0:
+    if not is_a(run, int) or run < 0:
         raise InputError(path, f"expected a non-negative integer, got {run!r}", rec, "run")
     if not isinstance(obj.get("valid_format"), bool):
         raise InputError(path, f"expected true/false, got {obj.get('valid_format')!r}", rec, "valid_format")

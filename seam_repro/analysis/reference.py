@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from seam_repro.errors import InputError
-from seam_repro.files.reading import is_finite_number, is_int, parse_json_text, read_json
+from seam_repro.files.reading import is_a, is_finite_number, parse_json_text, read_json
 
 PAPER_DATASET_NAMES: dict[str, str] = {"OpenAsp": "OpenASP", "MuSiQue": "MusiQue", "ECB+": "ECB"}
 """Paper column titles that differ from the kit's (upstream generate.json) dataset names."""
@@ -104,7 +104,7 @@ def parse_reference(data: Any, path: str) -> ReferenceTable:
             if r["model"] not in models:
                 raise InputError(path, f"model {r['model']!r} is not listed under 'models'", rec, "model")
             rank = r.get("rank")
-            if rank is not None and not is_int(rank):
+            if rank is not None and not is_a(rank, int):
                 raise InputError(path, f"expected an integer or null, got {rank!r}", rec, "rank")
             mean, std = _num(path, r.get("mean"), rec, "mean"), _num(path, r.get("std"), rec, "std")
             if (mean is None) != (std is None):

@@ -63,18 +63,12 @@ def split_files(folder: Path, split: str) -> list[Path]:
     return [f for f, stem in stems.items() if stem == split or stem.startswith(f"{split}-") or stem.endswith(f"-{split}")]
 
 
-def is_a(value: Any, kind: type | tuple[type, ...]) -> bool:
-    """``isinstance``, except that a bool (JSON true/false) is no int unless ``kind`` names bool."""
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    return isinstance(value, kinds) and (bool in kinds or not isinstance(value, bool))
-
-
 def require(row: dict[str, Any], key: str, kind: type | tuple[type, ...], path: Path, record: object, form: str) -> Any:
     """Return ``row[key]`` if present and of type ``kind``; otherwise a one-line InputError."""
     if key not in row:
         raise InputError(path, f"missing; expected {form}", record=record, field=key)
     value = row[key]
-    if not is_a(value, kind):
+    if not reading.is_a(value, kind):
         raise InputError(path, f"got {type(value).__name__}; expected {form}", record=record, field=key)
     return value
 

@@ -21,9 +21,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from seam_repro.datasets import file_hashes, is_a, require, require_dir
+from seam_repro.datasets import file_hashes, require, require_dir
 from seam_repro.errors import InputError
-from seam_repro.files.reading import read_json
+from seam_repro.files.reading import is_a, read_json
 from seam_repro.instances import Document, Instance, LoadedDataset, Mention, Token
 
 DATASET = "ECB"

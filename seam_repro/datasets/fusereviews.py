@@ -30,9 +30,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from seam_repro.datasets import file_hashes, is_a, open_text
+from seam_repro.datasets import file_hashes, open_text
 from seam_repro.errors import InputError
-from seam_repro.files.reading import parse_json_text
+from seam_repro.files.reading import is_a, parse_json_text
 from seam_repro.instances import Document, Instance, LoadedDataset
 
 DATASET = "FuseReviews"

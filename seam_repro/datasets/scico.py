@@ -20,8 +20,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from seam_repro.datasets import file_hashes, is_a, read_rows, require, require_dir, split_files
+from seam_repro.datasets import file_hashes, read_rows, require, require_dir, split_files
 from seam_repro.errors import InputError
+from seam_repro.files.reading import is_a
 from seam_repro.instances import Instance, LoadedDataset, Mention, plain_documents
 
 DATASET = "SciCo"

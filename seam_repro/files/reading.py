@@ -237,9 +237,11 @@ def json_type(obj: Any) -> str:
     return _JSON_NAMES.get(type(obj), "number")
 
 
-def is_int(value: Any) -> bool:
-    """A JSON integer: Python counts ``True`` and ``False`` as ints, JSON does not."""
-    return isinstance(value, int) and not isinstance(value, bool)
+def is_a(value: Any, kind: type | tuple[type, ...]) -> bool:
+    """``isinstance``, except that a bool (JSON true/false) is no int unless ``kind`` names bool:
+    Python counts ``True`` and ``False`` as ints, JSON does not."""
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return isinstance(value, kinds) and (bool in kinds or not isinstance(value, bool))
 
 
 def is_finite_number(value: Any) -> bool:

@@ -28,8 +28,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from seam_repro.datasets import is_a
 from seam_repro.errors import InputError
+from seam_repro.files.reading import is_a
 from seam_repro.metrics.coref import CorefScores, refuses_to_score, score_document, total
 
 Span = tuple[int, int]

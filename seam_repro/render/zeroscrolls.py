@@ -26,8 +26,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from seam_repro.datasets import is_a
 from seam_repro.errors import InputError
+from seam_repro.files.reading import is_a
 from seam_repro.instances import Instance
 from seam_repro.render.common import shuffle_documents
 from seam_repro.render.context import RunContext
