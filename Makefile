@@ -93,8 +93,9 @@ verify: $(STAMP)
 # --profile upstream` against upstream's evaluation code per dataset (benchmarks/bench_score_upstream.py), and
 # `sensitivity` at the paper's shape (benchmarks/bench_sensitivity_scale.py), and `sensitivity` end to end
 # on scores planted through an OpenAI-compatible stub (benchmarks/bench_planted.py, 3 studies, 1-1.5 min;
-# `python benchmarks/bench_planted.py --studies 60` for docs/sensitivity.md's figures). The other
-# benchmarks/bench_*.py print more detail on one stage each; run them directly.
+# `python benchmarks/bench_planted.py --studies 60` for docs/sensitivity.md's figures), the embedded
+# model's load (benchmarks/bench_embedded_load.py), and `report` with and without the ASO pair memo
+# (benchmarks/bench_report.py). The other benchmarks/bench_*.py print more detail on one stage each.
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py $(BENCH_ARGS)
 	$(BIN)/python benchmarks/bench_growth.py --scales $(GROWTH_SCALES)
@@ -103,6 +104,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_sensitivity_scale.py
 	$(BIN)/python benchmarks/bench_planted.py
 	$(BIN)/python benchmarks/bench_embedded_load.py
+	$(BIN)/python benchmarks/bench_report.py
 
 docs: $(STAMP)
 	$(BIN)/python -m seam_repro.docs --write docs/cli.md
