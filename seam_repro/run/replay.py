@@ -185,10 +185,8 @@ def length_order(lengths: Sequence[int], indices: Iterable[int]) -> list[int]:
 
 
 def shard_indices(spool: PromptSpool, shard: Shard | None) -> list[int]:
-    """Positions of ``shard``'s records in ``spool``, in record order."""
-    if shard is None:
-        return list(range(len(spool)))
-    return [j for j, k in enumerate(spool.keys) if shard_of(*k, shard.count) == shard.index]
+    """Positions of ``shard``'s records in ``spool`` (all of them without a shard), in record order."""
+    return [j for j, k in enumerate(spool.keys) if shard is None or shard_of(*k, shard.count) == shard.index]
 
 
 def run_generation(records: Iterable[dict[str, Any]] | PromptSpool, backend: Backend, settings: GenerationSettings,
@@ -307,10 +305,14 @@ def _resume_notes(note: Callable[[str], None], run_json: dict[str, Any], summary
 def _run_batches(todo: list[list[int]], spool: PromptSpool, backend: Backend, settings: GenerationSettings,
                  store: PredictionStore, generation: dict[str, Any], summary: ReplaySummary, bar: Any,
                  note: Callable[[str], None], start: float) -> None:
-    """Generate the batches in ``todo`` and store their missing instances, one sync per batch."""
+    """Generate the batches in ``todo`` and store their missing instances, one sync per batch. A
+    backend that can queue a batch while another is answered (``start``: openai) is given the next
+    batch before replay waits for the current one; others generate when the results are asked for."""
     keys = spool.keys
     step_share = [0.0, 0.0]  # per decoding step: instances of the batch it stands for; progress so far
     hooked = hasattr(backend, "step_hook") and not bar.disable
+    start_batch = getattr(backend, "start", None)
+    invariant = bool(getattr(backend, "deterministic", False))
 
     def step() -> None:
         # a batch is at most max_new_tokens steps long; it finishes early when every row ends, and the
@@ -320,9 +322,27 @@ def _run_batches(todo: list[list[int]], spool: PromptSpool, backend: Backend, se
             step_share[1] += add
             bar.update(add)
 
+    def backing_off(batch: list[GenerationRequest]) -> list[Any]:
+        """A batch-invariant backend's out-of-memory batch is generated again in halves (down to one
+        instance): its outputs cannot change with the batch, so nothing differs from a run that fit."""
+        try:
+            return backend.generate(batch, settings)
+        except BatchOutOfMemory:
+            if not invariant or len(batch) < 2:
+                raise
+        half = len(batch) // 2
+        note(f"out of accelerator memory at a batch of {len(batch)}: generating it as {half} + {len(batch) - half} "
+             "(batch-invariant generation: the outputs are the same)")
+        return backing_off(batch[:half]) + backing_off(batch[half:])
+
+    def begin(batch_idx: list[int]) -> tuple[list[GenerationRequest], Callable[[], list[Any]]]:
+        batch = [spool.request(j) for j in batch_idx]
+        if start_batch is not None:
+            return batch, start_batch(batch, settings)
+        return batch, lambda: backing_off(batch)
+
     if hooked:
         backend.step_hook = step  # type: ignore[attr-defined]
-    begin = _batch_starter(spool, backend, settings, note)
     try:
         pending = begin(todo[0]) if todo else None
         for k, batch_idx in enumerate(todo):
@@ -350,37 +370,6 @@ def _run_batches(todo: list[list[int]], spool: PromptSpool, backend: Backend, se
     finally:
         if hooked:
             backend.step_hook = None  # type: ignore[attr-defined]
-
-
-def _batch_starter(spool: PromptSpool, backend: Backend, settings: GenerationSettings,
-                   note: Callable[[str], None]
-                   ) -> Callable[[list[int]], tuple[list[GenerationRequest], Callable[[], list[Any]]]]:
-    """A batch's requests and what gives its results: a backend that can queue a batch while
-    another is answered (``start``: openai) is given the next batch before replay waits for the
-    current one; others generate when the results are asked for."""
-    start_batch = getattr(backend, "start", None)
-    invariant = bool(getattr(backend, "deterministic", False))
-
-    def backing_off(batch: list[GenerationRequest]) -> list[Any]:
-        """A batch-invariant backend's out-of-memory batch is generated again in halves (down to one
-        instance): its outputs cannot change with the batch, so nothing differs from a run that fit."""
-        try:
-            return backend.generate(batch, settings)
-        except BatchOutOfMemory:
-            if not invariant or len(batch) < 2:
-                raise
-        half = len(batch) // 2
-        note(f"out of accelerator memory at a batch of {len(batch)}: generating it as {half} + {len(batch) - half} "
-             "(batch-invariant generation: the outputs are the same)")
-        return backing_off(batch[:half]) + backing_off(batch[half:])
-
-    def begin(batch_idx: list[int]) -> tuple[list[GenerationRequest], Callable[[], list[Any]]]:
-        batch = [spool.request(j) for j in batch_idx]
-        if start_batch is not None:
-            return batch, start_batch(batch, settings)
-        return batch, lambda: backing_off(batch)
-
-    return begin
 
 
 def replay(tm: TrustedManifest, out: Path, options: ReplayOptions) -> ReplaySummary:
