@@ -70,9 +70,6 @@ class PromptSpool:
             raise
         return cls(Path(tmp), keys, lengths, offsets, hashes)
 
-    def __len__(self) -> int:
-        return len(self.keys)
-
     def install(self, staged: Path, final: Path) -> None:
         """Move the spooled file to ``staged`` (renamed; copied across file systems), which its
         caller renames to ``final``; records are read from ``final`` from then on."""
