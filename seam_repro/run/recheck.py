@@ -144,10 +144,9 @@ def backend_arguments(entry: dict[str, Any], model_folder: Path | None) -> dict[
     info = entry.get("backend") or {}
     gen = entry.get("generation") or {}
     name = entry.get("backend_name", "hf")
-    args: dict[str, Any] = {"backend": name, "model": None}
     if name == "echo":
-        args["model"] = f"{entry['id']}@{entry['revision']}"
-        return args
+        return {"backend": name, "model": f"{entry['id']}@{entry['revision']}"}
+    args: dict[str, Any] = {"backend": name, "model": None}
     if model_folder is not None:
         args["model"] = str(model_folder)
     elif info.get("local_folder"):
@@ -231,8 +230,7 @@ def apply_recorded_threads(run_json: dict[str, Any]) -> None:
 
 def check_bundle(bundle_path: Path, run_dir: Path, slug: str) -> None:
     """Refuse a bundle that was not made from this run folder's predictions (its predictions digest)."""
-    bundle = read_json(bundle_path, what="bundle", expect=dict)
-    claimed = bundle.get("predictions_digest")
+    claimed = read_json(bundle_path, what="bundle", expect=dict).get("predictions_digest")
     if not isinstance(claimed, str):
         raise InputError(bundle_path, "expected a results bundle with a predictions digest (seam-repro submit)",
                          field="predictions_digest")
