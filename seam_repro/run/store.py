@@ -302,10 +302,9 @@ def read_prompts(path: Path, check: Callable[[Path, str, dict[str, Any]], None] 
 
 
 class PredictionStore:
-    """All predictions files of one model in a run dir; resumes and refuses foreign lines. Each line
-    is one ``write`` (flushed); the files are fsynced on :meth:`sync` and :meth:`close` (an fsync per
-    line cost more than generating with the echo backend; one per batch bounds what a machine crash
-    can lose to the batch in flight)."""
+    """All predictions files of one model in a run dir; resumes and refuses foreign lines. Each line is
+    one flushed ``write``; :meth:`sync` (once per batch, module docstring: an fsync per line cost more
+    than generating with the echo backend) and :meth:`close` fsync the files."""
 
     def __init__(self, run_dir: Path, model_id: str, revision: str, prompt_hashes: dict[Key, str]):
         self.run_dir, self.model_id, self.revision = Path(run_dir), model_id, revision
@@ -483,9 +482,8 @@ def prepare_run_dir(run_dir: Path, *, manifest: dict[str, Any], prompts: list[di
         if current is None:
             current = {"schema_version": RUN_SCHEMA_VERSION, "manifest_digest": manifest.get("digest"),
                        "prompt_digest": manifest.get("prompt_digest"), "profile": manifest.get("profile"),
-                       "prompts_sha256": prompts_sha,
-                       "fingerprint": session.get("fingerprint"), "models": {slug: model_entry}, "sessions": [],
-                       **extra}
+                       "prompts_sha256": prompts_sha, "fingerprint": session.get("fingerprint"),
+                       "models": {slug: model_entry}, "sessions": [], **extra}
         else:
             for name, want in (("manifest_digest", manifest.get("digest")), ("prompts_sha256", prompts_sha),
                                *extra.items()):
@@ -630,12 +628,10 @@ class Coverage:
         unscored = self._missing_entries(preds, slug)
         out: dict[str, Any] = {}
         for ds, runs in self.tm.dataset_runs().items():
-            if ds in datasets:
-                out[ds] = datasets[ds]
-                continue
             reasons = sorted({u["reason"] for u in unscored if u["dataset"] == ds}) or ["no scores"]
-            out[ds] = {"task": self.tasks.get(ds), "metric": self.metrics.get(ds, "unknown"),
-                       "runs": {str(r): None for r in runs}, "reason": "; ".join(reasons)}
+            out[ds] = datasets[ds] if ds in datasets else {
+                "task": self.tasks.get(ds), "metric": self.metrics.get(ds, "unknown"),
+                "runs": {str(r): None for r in runs}, "reason": "; ".join(reasons)}
         out.update(datasets)  # a dataset the manifest does not list comes after its own (keys keep their place)
         n_expected = len(self.tm.expected)
         n_scored = sum(1 for k in self.tm.expected if k in preds)
