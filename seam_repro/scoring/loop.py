@@ -131,8 +131,7 @@ class _Fic:
 
 
 VARIANTS: tuple[str, ...] = ("upstream", "corrected")
-"""Every instance is scored twice: with the metric (and extraction) of the upstream profile and of
-the corrected one; the run's profile says which is its score."""
+"""The two scorings of every instance (module docstring); the profile's is its score (``primary_variant``)."""
 EXTRACTION_LABEL = {"upstream": "upstream-port", "clean": "clean"}
 
 
