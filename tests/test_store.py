@@ -15,7 +15,7 @@ from seam_repro.run.store import (
     model_slug,
     predictions_path,
     prepare_run_dir,
-    read_predictions,
+    read_prediction_file,
     repair_torn_tail,
 )
 
@@ -119,10 +119,10 @@ def test_malformed_complete_line_names_file_and_line(tmp_path: Path) -> None:
     p = tmp_path / "run_0.jsonl"
     p.write_text('{"dataset": "A", "run": 0, "instance_id": "x", "output": "", "model": {}}\nnot json\n')
     with pytest.raises(InputError, match=r"run_0.jsonl: record line 2: not valid JSON"):
-        read_predictions(p)
+        read_prediction_file(p)
     p.write_text('{"dataset": "A", "run": "0", "instance_id": "x", "output": "", "model": {}}\n')
     with pytest.raises(InputError, match=r"record line 1: field 'run': missing or not a int"):
-        read_predictions(p)
+        read_prediction_file(p)
 
 
 def _prepare(tmp_path: Path, digest: str = "d1", revision: str = "r1", generation: dict | None = None,

@@ -38,15 +38,17 @@ from seam_repro.files.json_text import jsonl_line
 from seam_repro.files.reading import iter_jsonl, parse_json_text, read_json
 from seam_repro.generate.base import GenerationRequest, GenerationResult
 from seam_repro.hashing import sha256_text
+from seam_repro.manifest.prompts import require_fields
 from seam_repro.run.store import (
     Key,
     load_run_json,
     make_record,
     predictions_path,
     prompts_path,
-    read_predictions,
+    read_prediction_file,
     read_prompt_records,
 )
+from seam_repro.specs import load_suite
 
 UPSTREAM_ID_KEYS = {"ECB": "topic_id", "SciCo": "sample_id", "MusiQue": "id", "MultiNews": "id", "OpenASP": "guid",
                     "FuseReviews": "guid"}
@@ -257,9 +259,6 @@ def read_upstream_dir(root: Path, model_id: str, expected: dict[Key, str]) -> di
 def read_plain_jsonl(path: Path, expected: dict[Key, str], suite: str = "seam") -> dict[Key, Imported]:
     """Outputs from a JSONL of ``{dataset, run, instance_id, output[, prompt | prompt_sha256]}``;
     ``dataset`` in any spelling the suite's resolver accepts (``musique``, ``MuSiQue``)."""
-    from seam_repro.manifest.prompts import require_fields
-    from seam_repro.specs import load_suite
-
     names = load_suite(suite)
     out: dict[Key, Imported] = {}
     matcher = Matcher(expected)
@@ -329,7 +328,8 @@ def _differing(out: Path, model_id: str, outputs: dict[Key, Imported], chosen: S
                              f"{len(covers)}, not the same ones (differing: {listed}); a run folder holds one set of "
                              "prompts: import into a new --out (or import every pair together)")
     paths = (predictions_path(out, model_id, *group) for group in sorted({k[:2] for k in outputs}))
-    stored = [(k, rec) for p in paths if p.is_file() for k, rec in read_predictions(p).items() if k in outputs]
+    stored = [(k, rec) for p in paths if p.is_file()
+              for k, rec in read_prediction_file(p).records.items() if k in outputs]
     differ = [k for k, rec in stored
               if (rec["output"], rec.get("upstream_prompt_text")) != (outputs[k].output, outputs[k].upstream_prompt_text)]
     return differ, len(stored) - len(differ)

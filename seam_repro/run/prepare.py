@@ -25,9 +25,11 @@ from typing import Any
 
 from seam_repro.errors import HashMismatchError, ManifestError, MissingDataError
 from seam_repro.files.atomic import owned_tempdir
+from seam_repro.manifest.format import content_config
 from seam_repro.manifest.trust import TrustedManifest, load_trusted
 from seam_repro.run.store import frozen_manifest_path
 from seam_repro.sources.lock import Lock, load_lock
+from seam_repro.specs import load_suite
 
 Echo = Callable[[str], None]
 
@@ -50,9 +52,8 @@ def _fetch_needed(names: list[str], *, data: bool, prompts: bool, cache: Path, l
     wanted = []
     for name in names:
         for src in lock.select(name):
-            if (data and name in src.data) or (prompts and name in src.prompts):
-                if src not in wanted:
-                    wanted.append(src)
+            if ((data and name in src.data) or (prompts and name in src.prompts)) and src not in wanted:
+                wanted.append(src)
     data_paths: dict[str, Path] = {}
     prompt_paths: dict[str, Path] = {}
     for src in wanted:
@@ -86,9 +87,6 @@ def check_against_pins(unfrozen: TrustedManifest, frozen: TrustedManifest, where
         have = (got.get(name) or {}).get("sha256")
         if want and have != want:
             raise HashMismatchError(f"{name} prompt file (pinned by the unfrozen manifest)", where, want, str(have))
-
-    from seam_repro.manifest.format import content_config
-
     # the config the sampler reads back from each manifest (parsed when it was loaded), data paths left out
     protocol = [(tm.manifest.get("profile"), content_config(tm.config.as_json())) for tm in (unfrozen, frozen)]
     if protocol[0] != protocol[1]:
@@ -125,8 +123,6 @@ def freeze_for_replay(manifest_path: Path, run_dir: Path, *, data_dir: Path | No
             if data_dir is None:
                 data_dir = _view(Path(tmp) / "data", data_paths)
             if prompts_dir is None:
-                from seam_repro.specs import load_suite
-
                 suite = load_suite(loaded.config.suite)
                 prompts_dir = _view(Path(tmp) / "prompts",
                                     {suite.spec(n).prompt_file or f"{n}.json": p for n, p in prompt_paths.items()})

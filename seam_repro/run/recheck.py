@@ -19,14 +19,17 @@ from typing import Any
 
 from seam_repro.config import GenerationSettings
 from seam_repro.errors import InputError
+from seam_repro.files.reading import read_json
 from seam_repro.generate.base import GenerationRequest
 from seam_repro.generate.fingerprint import environment_fingerprint
+from seam_repro.generate.threads import apply_threads, choose_threads
 from seam_repro.run.invariance import batch_invariant, kernels
 from seam_repro.run.store import (
     Key,
     prediction_files,
+    predictions_digest,
     predictions_root,
-    read_predictions,
+    read_prediction_file,
     read_prompt_records,
     require_run_json,
     run_json_path,
@@ -39,19 +42,24 @@ FINGERPRINT_KEYS = ("seam_repro", "python", "machine", "platform", "torch", "tra
 
 @dataclass
 class InstanceCheck:
-    """One sampled instance: identical, or where its regenerated output first departs."""
+    """One sampled instance: its stored and regenerated outputs."""
 
     key: Key
-    identical: bool
-    first_difference: int | None = None
-    stored: str = ""
-    regenerated: str = ""
+    stored: str
+    regenerated: str
+
+    @property
+    def first_difference(self) -> int | None:
+        """Index of the first character where the two outputs differ (None when identical)."""
+        if self.stored == self.regenerated:
+            return None
+        return len(os.path.commonprefix([self.stored, self.regenerated]))
 
     def as_dict(self) -> dict[str, Any]:
+        at = self.first_difference
         out: dict[str, Any] = {"dataset": self.key[0], "run": self.key[1], "instance_id": self.key[2],
-                               "status": "identical" if self.identical else "differs"}
-        if not self.identical:
-            at = self.first_difference or 0
+                               "status": "identical" if at is None else "differs"}
+        if at is not None:
             out.update(first_differing_char=at, stored=self.stored[max(0, at - 20):at + 40],
                        regenerated=self.regenerated[max(0, at - 20):at + 40])
         return out
@@ -73,7 +81,7 @@ class RecheckReport:
 
     @property
     def n_differ(self) -> int:
-        return sum(not c.identical for c in self.checks)
+        return sum(c.first_difference is not None for c in self.checks)
 
     @property
     def verdict(self) -> str:
@@ -97,10 +105,10 @@ class RecheckReport:
                f"{len(self.checks)} instance(s) sampled with seed {self.sample_seed}, regenerated at batch "
                f"{self.batch_size} in shuffled order"]
         for c in self.checks:
-            if not c.identical:
-                out.append(f"  differs: {c.key[0]}/run {c.key[1]}/{c.key[2]} from character {c.first_difference}: "
-                           f"stored {c.stored[c.first_difference or 0:][:40]!r} vs regenerated "
-                           f"{c.regenerated[c.first_difference or 0:][:40]!r}")
+            at = c.first_difference
+            if at is not None:
+                out.append(f"  differs: {c.key[0]}/run {c.key[1]}/{c.key[2]} from character {at}: "
+                           f"stored {c.stored[at:][:40]!r} vs regenerated {c.regenerated[at:][:40]!r}")
         if self.settings_differ:
             out.append("  generation settings here differ from the run's: " + ", ".join(self.settings_differ))
         if self.n_differ and self.fingerprints:
@@ -114,11 +122,6 @@ class RecheckReport:
                    "batches, so a difference need not mean a different model)")
             out.append(f"verdict: DIFFERS: {self.n_differ} of {len(self.checks)} regenerated outputs differ{why}")
         return out
-
-
-def first_difference(a: str, b: str) -> int | None:
-    """Index of the first character where ``a`` and ``b`` differ (None when equal)."""
-    return None if a == b else len(os.path.commonprefix([a, b]))
 
 
 def pick_model(run_json: dict[str, Any], run_dir: Path, model: str | None) -> tuple[str, dict[str, Any]]:
@@ -141,10 +144,9 @@ def backend_arguments(entry: dict[str, Any], model_folder: Path | None) -> dict[
     info = entry.get("backend") or {}
     gen = entry.get("generation") or {}
     name = entry.get("backend_name", "hf")
-    args: dict[str, Any] = {"backend": name, "model": None}
     if name == "echo":
-        args["model"] = f"{entry['id']}@{entry['revision']}"
-        return args
+        return {"backend": name, "model": f"{entry['id']}@{entry['revision']}"}
+    args: dict[str, Any] = {"backend": name, "model": None}
     if model_folder is not None:
         args["model"] = str(model_folder)
     elif info.get("local_folder"):
@@ -178,9 +180,8 @@ def recheck(run_dir: Path, *, sample: int, seed: int, batch_size: int | None = N
         check_bundle(bundle, run_dir, slug)
     if sample < 1:
         raise InputError("--sample", f"expected an integer >= 1, got {sample}")
-    stored: dict[Key, str] = {}
-    for path in prediction_files(predictions_root(run_dir) / slug):
-        stored.update({k: r["output"] for k, r in read_predictions(path, entry["id"], entry["revision"]).items()})
+    stored = {k: r["output"] for path in prediction_files(predictions_root(run_dir) / slug)
+              for k, r in read_prediction_file(path, expect=(entry["id"], entry["revision"])).records.items()}
     if not stored:
         raise InputError(predictions_root(run_dir) / slug, "holds no prediction to recheck")
     prompts = {(p["dataset"], p["run"], p["instance_id"]): p for p in read_prompt_records(run_dir)}
@@ -206,9 +207,7 @@ def recheck(run_dir: Path, *, sample: int, seed: int, batch_size: int | None = N
     for start in range(0, len(requests), size):
         batch = requests[start:start + size]
         for req, res in zip(batch, backend.generate(batch, settings), strict=True):
-            old = stored[req.key]
-            report.checks.append(InstanceCheck(req.key, res.output == old, first_difference(old, res.output),
-                                               old, res.output))
+            report.checks.append(InstanceCheck(req.key, stored[req.key], res.output))
     here = environment_fingerprint(include_torch=entry.get("backend_name") in ("hf", "vllm"))
     recorded = run_json.get("fingerprint") or {}
     report.fingerprints = {k: (recorded.get(k), here.get(k)) for k in FINGERPRINT_KEYS
@@ -225,19 +224,13 @@ def apply_recorded_threads(run_json: dict[str, Any]) -> None:
     for session in reversed(run_json.get("sessions") or []):
         threads = (session.get("threads") or {}).get("threads") if isinstance(session, dict) else None
         if isinstance(threads, int) and threads > 0:
-            from seam_repro.generate.threads import apply_threads, choose_threads
-
             apply_threads(choose_threads(threads))
             return
 
 
 def check_bundle(bundle_path: Path, run_dir: Path, slug: str) -> None:
     """Refuse a bundle that was not made from this run folder's predictions (its predictions digest)."""
-    from seam_repro.files.reading import read_json
-    from seam_repro.run.store import predictions_digest
-
-    bundle = read_json(bundle_path, what="bundle", expect=dict)
-    claimed = bundle.get("predictions_digest")
+    claimed = read_json(bundle_path, what="bundle", expect=dict).get("predictions_digest")
     if not isinstance(claimed, str):
         raise InputError(bundle_path, "expected a results bundle with a predictions digest (seam-repro submit)",
                          field="predictions_digest")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -20,7 +21,10 @@ from seam_repro.config import GenerationSettings
 from seam_repro.errors import InputError
 from seam_repro.generate.base import Backend, BatchOutOfMemory, GenerationRequest
 from seam_repro.generate.fingerprint import environment_fingerprint
-from seam_repro.manifest.trust import TrustedManifest
+from seam_repro.generate.redact import redact_json, redact_record
+from seam_repro.generate.threads import apply_threads, choose_threads
+from seam_repro.manifest.trust import TrustedManifest, iter_checked
+from seam_repro.run.progress import advance_to, close_bar, progress_bar
 from seam_repro.run.shard import Shard, shard_of
 from seam_repro.run.spool import PromptSpool
 from seam_repro.run.store import (
@@ -31,7 +35,8 @@ from seam_repro.run.store import (
     prepare_run_dir,
     write_run_manifest,
 )
-from seam_repro.verbosity import run_accepted
+from seam_repro.specs import load_suite
+from seam_repro.verbosity import PRINTED, log, run_accepted
 
 
 @dataclass(frozen=True)
@@ -55,7 +60,7 @@ class ReplayOptions:
     batch_size: int | str | None = None
     """None = the backend's ``default_batch_size``: its measured best for its device where it has
     one (hf on CPU), at least its concurrency (openai), else the manifest's batch size. ``"auto"``:
-    the largest that fits, found by the backend before the run (:func:`choose_batch_size`)."""
+    the largest that fits, found by the backend (``auto_batch_size``) over the shard's prompts."""
     deterministic: bool | None = None
     """``--deterministic``/``--no-deterministic``: batch-invariant generation (hf, vllm); None = the
     backend's default (hf: on wherever the architecture allows)."""
@@ -98,16 +103,13 @@ def iter_limit(records: Iterable[dict[str, Any]], limit: int | None) -> Iterator
     (a bad ``limit`` is refused at once, not at the first record)."""
     if limit is not None and limit < 1:
         raise InputError("--limit", f"expected an integer >= 1, got {limit}")
-    return iter(records) if limit is None else _limited(records, limit)
+    seen: Counter[tuple[str, int]] = Counter()
 
+    def keep(r: dict[str, Any]) -> bool:
+        seen[(r["dataset"], r["run"])] += 1
+        return seen[(r["dataset"], r["run"])] <= limit  # type: ignore[operator]
 
-def _limited(records: Iterable[dict[str, Any]], limit: int) -> Iterator[dict[str, Any]]:
-    seen: dict[tuple[str, int], int] = {}
-    for r in records:
-        k = (r["dataset"], r["run"])
-        if seen.get(k, 0) < limit:
-            seen[k] = seen.get(k, 0) + 1
-            yield r
+    return iter(records) if limit is None else filter(keep, records)
 
 
 OVERRIDABLE = ("max_new_tokens", "temperature", "top_p")
@@ -154,8 +156,6 @@ def record_selection(manifest: dict[str, Any], datasets: str | None, runs: str |
     ``submit``/``diff``/``report`` mark it partial."""
     if datasets is None and runs is None:
         return lambda r: True, None
-    from seam_repro.specs import load_suite
-
     config = manifest.get("config") or {}
     in_manifest = list(dict.fromkeys(r["dataset"] for r in manifest.get("runs", [])))
     chosen_ds: list[str] | None = None
@@ -185,10 +185,8 @@ def length_order(lengths: Sequence[int], indices: Iterable[int]) -> list[int]:
 
 
 def shard_indices(spool: PromptSpool, shard: Shard | None) -> list[int]:
-    """Positions of ``shard``'s records in ``spool``, in record order."""
-    if shard is None:
-        return list(range(len(spool)))
-    return [j for j, k in enumerate(spool.keys) if shard_of(*k, shard.count) == shard.index]
+    """Positions of ``shard``'s records in ``spool`` (all of them without a shard), in record order."""
+    return [j for j, k in enumerate(spool.keys) if shard is None or shard_of(*k, shard.count) == shard.index]
 
 
 def run_generation(records: Iterable[dict[str, Any]] | PromptSpool, backend: Backend, settings: GenerationSettings,
@@ -233,9 +231,6 @@ def run_generation(records: Iterable[dict[str, Any]] | PromptSpool, backend: Bac
         todo = [b for b in batches if any(keys[j] not in store.done for j in b)]
         summary = ReplaySummary(model_slug(backend.model_id), len(mine),
                                 sum(keys[j] in store.done for j in mine))
-        from seam_repro.run.progress import close_bar, progress_bar
-        from seam_repro.verbosity import PRINTED
-
         # instances already stored before a resume do not count towards the rate (and so the ETA)
         label = summary.model_slug if summary.model_slug == backend.name else f"{summary.model_slug} ({backend.name})"
         bar = progress_bar(len(mine), label, "inst", progress, initial=summary.already_done)
@@ -268,7 +263,6 @@ def _run_records(backend: Backend, settings: GenerationSettings, batch_size: int
     """What this session records: the generation settings every prediction carries, the model's
     entry in run.json and the session's entry (redacted of every registered secret)."""
     from seam_repro.generate.model_args import protocol_args, recorded_args
-    from seam_repro.generate.redact import redact_json
 
     generation = backend.resolved_generation(settings)
     recorded = recorded_args(backend.name, model_args)
@@ -311,13 +305,14 @@ def _resume_notes(note: Callable[[str], None], run_json: dict[str, Any], summary
 def _run_batches(todo: list[list[int]], spool: PromptSpool, backend: Backend, settings: GenerationSettings,
                  store: PredictionStore, generation: dict[str, Any], summary: ReplaySummary, bar: Any,
                  note: Callable[[str], None], start: float) -> None:
-    """Generate the batches in ``todo`` and store their missing instances, one sync per batch."""
-    from seam_repro.generate.redact import redact_record
-    from seam_repro.run.progress import advance_to
-
+    """Generate the batches in ``todo`` and store their missing instances, one sync per batch. A
+    backend that can queue a batch while another is answered (``start``: openai) is given the next
+    batch before replay waits for the current one; others generate when the results are asked for."""
     keys = spool.keys
     step_share = [0.0, 0.0]  # per decoding step: instances of the batch it stands for; progress so far
     hooked = hasattr(backend, "step_hook") and not bar.disable
+    start_batch = getattr(backend, "start", None)
+    invariant = bool(getattr(backend, "deterministic", False))
 
     def step() -> None:
         # a batch is at most max_new_tokens steps long; it finishes early when every row ends, and the
@@ -327,9 +322,27 @@ def _run_batches(todo: list[list[int]], spool: PromptSpool, backend: Backend, se
             step_share[1] += add
             bar.update(add)
 
+    def backing_off(batch: list[GenerationRequest]) -> list[Any]:
+        """A batch-invariant backend's out-of-memory batch is generated again in halves (down to one
+        instance): its outputs cannot change with the batch, so nothing differs from a run that fit."""
+        try:
+            return backend.generate(batch, settings)
+        except BatchOutOfMemory:
+            if not invariant or len(batch) < 2:
+                raise
+        half = len(batch) // 2
+        note(f"out of accelerator memory at a batch of {len(batch)}: generating it as {half} + {len(batch) - half} "
+             "(batch-invariant generation: the outputs are the same)")
+        return backing_off(batch[:half]) + backing_off(batch[half:])
+
+    def begin(batch_idx: list[int]) -> tuple[list[GenerationRequest], Callable[[], list[Any]]]:
+        batch = [spool.request(j) for j in batch_idx]
+        if start_batch is not None:
+            return batch, start_batch(batch, settings)
+        return batch, lambda: backing_off(batch)
+
     if hooked:
         backend.step_hook = step  # type: ignore[attr-defined]
-    begin = _batch_starter(spool, backend, settings, note)
     try:
         pending = begin(todo[0]) if todo else None
         for k, batch_idx in enumerate(todo):
@@ -359,48 +372,6 @@ def _run_batches(todo: list[list[int]], spool: PromptSpool, backend: Backend, se
             backend.step_hook = None  # type: ignore[attr-defined]
 
 
-def _batch_starter(spool: PromptSpool, backend: Backend, settings: GenerationSettings,
-                   note: Callable[[str], None]
-                   ) -> Callable[[list[int]], tuple[list[GenerationRequest], Callable[[], list[Any]]]]:
-    """A batch's requests and what gives its results: a backend that can queue a batch while
-    another is answered (``start``: openai) is given the next batch before replay waits for the
-    current one; others generate when the results are asked for."""
-    start_batch = getattr(backend, "start", None)
-    invariant = bool(getattr(backend, "deterministic", False))
-
-    def backing_off(batch: list[GenerationRequest]) -> list[Any]:
-        """A batch-invariant backend's out-of-memory batch is generated again in halves (down to one
-        instance): its outputs cannot change with the batch, so nothing differs from a run that fit."""
-        try:
-            return backend.generate(batch, settings)
-        except BatchOutOfMemory:
-            if not invariant or len(batch) < 2:
-                raise
-        half = len(batch) // 2
-        note(f"out of accelerator memory at a batch of {len(batch)}: generating it as {half} + {len(batch) - half} "
-             "(batch-invariant generation: the outputs are the same)")
-        return backing_off(batch[:half]) + backing_off(batch[half:])
-
-    def begin(batch_idx: list[int]) -> tuple[list[GenerationRequest], Callable[[], list[Any]]]:
-        batch = [spool.request(j) for j in batch_idx]
-        if start_batch is not None:
-            return batch, start_batch(batch, settings)
-        return batch, lambda: backing_off(batch)
-
-    return begin
-
-
-def choose_batch_size(engine: Backend, spool: PromptSpool, settings: GenerationSettings,
-                      shard: Shard | None) -> tuple[int, str]:
-    """``--batch-size auto``: the backend's ``auto_batch_size`` over this shard's prompts where it
-    has one (hf: tried on the GPU, a fixed measured choice on CPU), else its default batch size."""
-    finder = getattr(engine, "auto_batch_size", None)
-    if finder is None:
-        size = engine.default_batch_size(settings)
-        return size, f"{engine.name}: {size}, the backend's default (it has no memory limit to probe)"
-    return finder(spool.requests(shard_indices(spool, shard)), settings)
-
-
 def replay(tm: TrustedManifest, out: Path, options: ReplayOptions) -> ReplaySummary:
     """Render the prompts of a manifest loaded and checked once by the caller (``load_trusted``,
     ``run.prepare.freeze_for_replay``), refuse any that does not hash to the manifest, then (and only
@@ -408,8 +379,6 @@ def replay(tm: TrustedManifest, out: Path, options: ReplayOptions) -> ReplaySumm
     from seam_repro.generate import make_backend, require_model_available
     from seam_repro.generate.model_args import parse_model_args
     from seam_repro.manifest.prompts import render_records
-    from seam_repro.manifest.trust import iter_checked
-    from seam_repro.verbosity import log
 
     args = parse_model_args(options.backend, options.model_args)  # before any slow step: a typo fails in a second
     problem = display_name_problem(options.name) if options.name is not None else None
@@ -420,8 +389,6 @@ def replay(tm: TrustedManifest, out: Path, options: ReplayOptions) -> ReplaySumm
     notes: dict[str, Any] = {}
     threads = None
     if options.backend == "hf":  # local weights: torch's CPU threads (chosen before this process adds load)
-        from seam_repro.generate.threads import apply_threads, choose_threads
-
         threads = choose_threads(options.threads)
         notes["threads"] = threads.as_dict()
         log().debug(f"torch CPU threads: {threads.threads} ({threads.source}; {threads.usable_cores} usable "
@@ -445,8 +412,13 @@ def replay(tm: TrustedManifest, out: Path, options: ReplayOptions) -> ReplaySumm
                               quantization=options.quantization, prompt_path=options.prompt_path,
                               truncation=options.truncation, echo_delay=options.echo_delay, model_args=args,
                               deterministic=options.deterministic)
-        if options.batch_size == "auto":
-            batch_size, why = choose_batch_size(engine, spool, settings, options.shard)
+        if options.batch_size == "auto":  # the backend probes (hf: tries the GPU, a measured choice on CPU)
+            finder = getattr(engine, "auto_batch_size", None)
+            if finder is None:
+                batch_size = engine.default_batch_size(settings)
+                why = f"{engine.name}: {batch_size}, the backend's default (it has no memory limit to probe)"
+            else:
+                batch_size, why = finder(spool.requests(shard_indices(spool, options.shard)), settings)
             notes["batch_size_auto"] = why
             log().info(f"--batch-size auto: {batch_size} ({why})")
         elif isinstance(options.batch_size, int):

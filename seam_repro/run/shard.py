@@ -17,14 +17,17 @@ from typing import Any
 from seam_repro.errors import InputError, PredictionsError
 from seam_repro.files.atomic import atomic_dir
 from seam_repro.files.guard import guard_output
+from seam_repro.run.invariance import batch_invariant, kernels, session_batch_sizes
 from seam_repro.run.store import (
+    MODEL_FIELDS,
+    RUN_FIELDS,
     RUN_SCHEMA_VERSION,
     Key,
     PredictionStore,
     copy_run_records,
     prediction_files,
     predictions_root,
-    read_predictions,
+    read_prediction_file,
     read_prompt_records,
     require_run_json,
     run_json_path,
@@ -81,7 +84,7 @@ def merge_run_dirs(shard_dirs: Sequence[Path], out: Path) -> dict[str, int]:
     for d, rj in zip(shard_dirs, runs, strict=True):
         for slug, entry in rj["models"].items():
             seen = models.setdefault(slug, entry)
-            for name in ("id", "revision", "backend_name", "generation"):
+            for name in MODEL_FIELDS:
                 if seen.get(name) != entry.get(name):
                     raise PredictionsError(f"{run_json_path(d)}: model {slug}: {name} differs between shards")
     check_batch_sizes(shard_dirs, runs, models)
@@ -93,7 +96,8 @@ def merge_run_dirs(shard_dirs: Sequence[Path], out: Path) -> dict[str, int]:
         origin: dict[Key, Path] = {}
         for d in shard_dirs:
             for path in prediction_files(predictions_root(d) / slug):
-                for key, rec in read_predictions(path, entry["id"], entry["revision"], hashes).items():
+                found = read_prediction_file(path, hashes, expect=(entry["id"], entry["revision"])).records
+                for key, rec in found.items():
                     if key in merged:
                         kind = "conflicting" if merged[key]["output"] != rec["output"] else "duplicate"
                         raise PredictionsError(f"{kind} prediction for {key} of {slug} in {origin[key]} and {path}")
@@ -115,12 +119,9 @@ def merge_run_dirs(shard_dirs: Sequence[Path], out: Path) -> dict[str, int]:
                     store.write(merged[(p["dataset"], p["run"], p["instance_id"])])
             finally:
                 store.close()
-        write_run_json(work, {
-            "schema_version": RUN_SCHEMA_VERSION, "manifest_digest": first.get("manifest_digest"),
-            "prompt_digest": first.get("prompt_digest"), "profile": first.get("profile"),
-            "prompts_sha256": first.get("prompts_sha256"), "fingerprint": first.get("fingerprint"),
-            "limit": first.get("limit"), "selection": first.get("selection"), "shard": None, "models": models,
-            "sessions": [s for rj in runs for s in rj.get("sessions", [])],
+        write_run_json(work, {  # the first shard's record, but for what the merge changes
+            **{name: first.get(name) for name in RUN_FIELDS}, "schema_version": RUN_SCHEMA_VERSION,
+            "shard": None, "models": models, "sessions": [s for rj in runs for s in rj.get("sessions", [])],
             "merged_from": [{"dir": str(d), "shard": rj.get("shard")} for d, rj in zip(shard_dirs, runs, strict=True)],
         })
     return {slug: len(merged) for slug, merged in merged_by_model.items()}
@@ -130,8 +131,6 @@ def check_batch_sizes(shard_dirs: Sequence[Path], runs: Sequence[dict[str, Any]]
                       models: dict[str, dict[str, Any]]) -> None:
     """Refuse to merge shards replayed at different batch sizes unless every model in them generated
     batch-invariantly: otherwise an instance's output depends on which shard it fell in."""
-    from seam_repro.run.invariance import batch_invariant, kernels, session_batch_sizes
-
     sizes = {str(d): session_batch_sizes(rj) for d, rj in zip(shard_dirs, runs, strict=True)}
     every = set().union(*sizes.values())
     if len(every) < 2:

@@ -14,7 +14,7 @@ import json
 import os
 import shutil
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,19 +35,17 @@ class PromptSpool:
     folder's prompts.jsonl: the same bytes, so the same offsets); :meth:`discard` removes it if it
     was never installed."""
 
-    def __init__(self, path: Path, keys: list[Key], lengths: array, offsets: array, hashes: dict[Key, str],
-                 source: str):
+    def __init__(self, path: Path, keys: list[Key], lengths: array, offsets: array, hashes: dict[Key, str]):
         self.path = path
         self.keys = keys
         self.lengths = lengths
         self.offsets = offsets  # len(keys) + 1 entries: line j is bytes offsets[j]:offsets[j + 1]
         self.hashes = hashes
-        self.source = source
         self.installed = False
         self._fh: Any = None
 
     @classmethod
-    def write(cls, near: Path, records: Iterable[dict[str, Any]], source: str = "prompt records") -> PromptSpool:
+    def write(cls, near: Path, records: Iterable[dict[str, Any]]) -> PromptSpool:
         """Spool ``records`` into a private file beside ``near`` (swept if a killed run left it),
         checking each with ``checked_prompt_records`` (fields, prompt hash, no duplicate). On any
         error, the file is removed."""
@@ -57,7 +55,7 @@ class PromptSpool:
         hashes: dict[Key, str] = {}
         try:
             with os.fdopen(fd, "wb") as fh:
-                for key, rec in checked_prompt_records(records, source, hashes):
+                for key, rec in checked_prompt_records(records, "prompt records", hashes):
                     line = json_text.jsonl_line(rec)
                     fh.write(line)
                     keys.append(key)
@@ -70,10 +68,7 @@ class PromptSpool:
                 raise OutputError(f"{tmp}: cannot write the prompts: {atomic.describe_os_error(exc)}; nothing was "
                                   "generated") from None
             raise
-        return cls(Path(tmp), keys, lengths, offsets, hashes, source)
-
-    def __len__(self) -> int:
-        return len(self.keys)
+        return cls(Path(tmp), keys, lengths, offsets, hashes)
 
     def install(self, staged: Path, final: Path) -> None:
         """Move the spooled file to ``staged`` (renamed; copied across file systems), which its
@@ -135,7 +130,4 @@ class Requests(Sequence[GenerationRequest]):
     def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice):
             return [self.spool.request(j) for j in self.indices[i]]
-        return self.spool.request(self.indices[i])
-
-    def __iter__(self) -> Iterator[GenerationRequest]:
-        return (self.spool.request(j) for j in self.indices)
+        return self.spool.request(self.indices[i])  # IndexError past the end: Sequence's iteration stops

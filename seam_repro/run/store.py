@@ -17,7 +17,9 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
+import shlex
 import shutil
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -38,6 +40,7 @@ from seam_repro.manifest.trust import (
     score_keys,
     trusted,
 )
+from seam_repro.specs import load_suite
 
 if TYPE_CHECKING:  # replay's spool; the commands that only read run folders do not import rendering
     from seam_repro.run.spool import PromptSpool
@@ -134,8 +137,6 @@ def display_name_problem(name: str) -> str | None:
     """Why ``name`` cannot be a display name (``None`` when it can): it is shown in report.md's
     tables, notes and plots, where a line break or other control character starts a new row or
     heading. Table pipes are escaped on output (``report.md_cell``), so they are allowed."""
-    import unicodedata
-
     if not name.strip():
         return "expected a non-empty display name"
     if len(name) > MAX_DISPLAY_NAME:
@@ -269,13 +270,6 @@ def read_prediction_file(path: Path, prompt_hashes: Mapping[Key, str] | None = N
     return PredictionFile(out, model, undecodable)
 
 
-def read_predictions(path: Path, model_id: str | None = None, revision: str | None = None,
-                     prompt_hashes: Mapping[Key, str] | None = None) -> dict[Key, dict[str, Any]]:
-    """The lines of :func:`read_prediction_file`, written by ``model_id``@``revision`` when given."""
-    expect = (model_id, revision) if model_id is not None else None
-    return read_prediction_file(path, prompt_hashes, expect=expect).records  # type: ignore[arg-type]
-
-
 SCORED_FIELDS: dict[str, type] = {"dataset": str, "run": int, "instance_id": str, "prompt": str,
                                   "prompt_sha256": str, "task": str}
 """What scoring needs of a prompt record (``gen_seed`` is replay's, not scoring's)."""
@@ -308,10 +302,9 @@ def read_prompts(path: Path, check: Callable[[Path, str, dict[str, Any]], None] 
 
 
 class PredictionStore:
-    """All predictions files of one model in a run dir; resumes and refuses foreign lines. Each line
-    is one ``write`` (flushed); the files are fsynced on :meth:`sync` and :meth:`close` (an fsync per
-    line cost more than generating with the echo backend; one per batch bounds what a machine crash
-    can lose to the batch in flight)."""
+    """All predictions files of one model in a run dir; resumes and refuses foreign lines. Each line is
+    one flushed ``write``; :meth:`sync` (once per batch, module docstring: an fsync per line cost more
+    than generating with the echo backend) and :meth:`close` fsync the files."""
 
     def __init__(self, run_dir: Path, model_id: str, revision: str, prompt_hashes: dict[Key, str]):
         self.run_dir, self.model_id, self.revision = Path(run_dir), model_id, revision
@@ -324,7 +317,7 @@ class PredictionStore:
             if dropped:
                 self.repaired.append((path, dropped))
             # each line is checked to be filed under its own dataset and run (read_prediction_file)
-            self.done.update(read_predictions(path, model_id, revision, prompt_hashes))
+            self.done.update(read_prediction_file(path, prompt_hashes, expect=(model_id, revision)).records)
 
     def append(self, req: GenerationRequest, res: GenerationResult, generation: dict[str, Any]) -> None:
         self.write(make_record(req, res, self.model_id, self.revision, generation))
@@ -377,12 +370,13 @@ class PredictionStore:
             self._files.clear()
 
 
-_RUN_FIELDS: dict[str, tuple[type, ...]] = {
+# run.json's fields and a model entry's, with their JSON types (load_run_json); resume and merge compare them
+RUN_FIELDS: dict[str, tuple[type, ...]] = {
     "manifest_digest": (str, type(None)), "prompt_digest": (str, type(None)), "profile": (str, type(None)),
     "prompts_sha256": (str, type(None)), "models": (dict,), "sessions": (list,), "shard": (str, type(None)),
     "limit": (int, type(None)), "fingerprint": (dict, type(None)), "selection": (dict, type(None)),
 }
-_MODEL_FIELDS: dict[str, tuple[type, ...]] = {"id": (str,), "revision": (str,), "backend_name": (str, type(None)),
+MODEL_FIELDS: dict[str, tuple[type, ...]] = {"id": (str,), "revision": (str,), "backend_name": (str, type(None)),
                                               "generation": (dict, type(None))}
 
 
@@ -417,14 +411,14 @@ def load_run_json(run_dir: Path, required: tuple[str, ...] = ("models", "session
                                                 fp.get("seam_repro") if isinstance(fp, dict) else None,
                                                 "replay the manifest into a new --out with this kit"),
                          field="schema_version")
-    for name, types in _RUN_FIELDS.items():
+    for name, types in RUN_FIELDS.items():
         if name in obj:
             _require_type(path, obj[name], types, name)
         elif name in required:
             raise InputError(path, f"missing; expected {_kinds(types)}", field=name)
     for slug, entry in obj.get("models", {}).items():
         _require_type(path, entry, (dict,), f"models.{slug}")
-        for name, types in _MODEL_FIELDS.items():
+        for name, types in MODEL_FIELDS.items():
             _require_type(path, entry.get(name), types, f"models.{slug}.{name}")
         if model_slug(entry["id"]) != slug:
             raise InputError(path, f"model id {entry['id']!r} does not belong under '{slug}'", field=f"models.{slug}.id")
@@ -488,9 +482,8 @@ def prepare_run_dir(run_dir: Path, *, manifest: dict[str, Any], prompts: list[di
         if current is None:
             current = {"schema_version": RUN_SCHEMA_VERSION, "manifest_digest": manifest.get("digest"),
                        "prompt_digest": manifest.get("prompt_digest"), "profile": manifest.get("profile"),
-                       "prompts_sha256": prompts_sha,
-                       "fingerprint": session.get("fingerprint"), "models": {slug: model_entry}, "sessions": [],
-                       **extra}
+                       "prompts_sha256": prompts_sha, "fingerprint": session.get("fingerprint"),
+                       "models": {slug: model_entry}, "sessions": [], **extra}
         else:
             for name, want in (("manifest_digest", manifest.get("digest")), ("prompts_sha256", prompts_sha),
                                *extra.items()):
@@ -501,7 +494,7 @@ def prepare_run_dir(run_dir: Path, *, manifest: dict[str, Any], prompts: list[di
             if old is None or not has_predictions(run_dir, slug):
                 current["models"][slug] = model_entry  # new, or nothing stored under the old settings: replaced
             else:
-                for name in _MODEL_FIELDS:
+                for name in MODEL_FIELDS:
                     if old.get(name) != model_entry.get(name):
                         raise PredictionsError(f"{run_json_path(run_dir)}: model {slug}: "
                                                f"{first_difference(name, old.get(name), model_entry.get(name))}; "
@@ -569,8 +562,6 @@ def load_run_manifest(run_dir: Path, run_json: dict[str, Any], loaded: RunRecord
 def resume_command(run_json: dict[str, Any], slug: str) -> str:
     """The replay command that made this run folder (its last recorded session for ``slug``), which
     resumes it: a resume regenerates only what is missing."""
-    import shlex
-
     for session in reversed(run_json.get("sessions") or []):
         argv = session.get("argv") if isinstance(session, dict) else None
         if session.get("model") == slug and isinstance(argv, list) and argv[:1] == ["replay"] \
@@ -637,12 +628,10 @@ class Coverage:
         unscored = self._missing_entries(preds, slug)
         out: dict[str, Any] = {}
         for ds, runs in self.tm.dataset_runs().items():
-            if ds in datasets:
-                out[ds] = datasets[ds]
-                continue
             reasons = sorted({u["reason"] for u in unscored if u["dataset"] == ds}) or ["no scores"]
-            out[ds] = {"task": self.tasks.get(ds), "metric": self.metrics.get(ds, "unknown"),
-                       "runs": {str(r): None for r in runs}, "reason": "; ".join(reasons)}
+            out[ds] = datasets[ds] if ds in datasets else {
+                "task": self.tasks.get(ds), "metric": self.metrics.get(ds, "unknown"),
+                "runs": {str(r): None for r in runs}, "reason": "; ".join(reasons)}
         out.update(datasets)  # a dataset the manifest does not list comes after its own (keys keep their place)
         n_expected = len(self.tm.expected)
         n_scored = sum(1 for k in self.tm.expected if k in preds)
@@ -657,8 +646,6 @@ def check_run_prompts(run_dir: Path, prompts: Iterable[tuple[Key, dict[str, Any]
     """Check every prompt record and gold target of ``RUN_DIR/prompts.jsonl`` (``(key, record)``
     pairs, read as they come) against the manifest the run was replayed from (``score``; ``loaded``: its copy
     if the caller has read it); refuse the first that differs."""
-    from seam_repro.specs import load_suite
-
     tm = load_run_manifest(run_dir, run_json, loaded)
     where = prompts_path(run_dir)
     metrics: dict[str, str] = {}

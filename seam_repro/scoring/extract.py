@@ -101,19 +101,14 @@ _NEXT_EXAMPLE = re.compile(
 
 def extract_clean(output: str) -> str:
     """Answer text of a continuation-only output (rules in the module docstring)."""
-    text = output
-    cut = min((i for i in (text.find(m) for m in _END_OF_TURN) if i >= 0), default=-1)
-    if cut >= 0:
-        text = text[:cut]
-    text = text.strip()
+    cut = min((i for i in (output.find(m) for m in _END_OF_TURN) if i >= 0), default=len(output))
+    text = output[:cut].strip()
     for marker in _LEADING_MARKERS:
         if text.startswith(marker):
             text = text[len(marker) :].lstrip()
             break
     match = _NEXT_EXAMPLE.search(text)
-    if match is not None:
-        text = text[: match.start()]
-    return text.strip()
+    return (text if match is None else text[: match.start()]).strip()
 
 
 def extract(profile: str, *, prompt: str, output: str, model_id: str, upstream_prompt_text: str | None = None) -> str:

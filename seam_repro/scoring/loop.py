@@ -36,6 +36,7 @@ from seam_repro.hashing import digest_of_hashes
 from seam_repro.metrics import registry
 from seam_repro.metrics.registry import ScoringContext
 from seam_repro.metrics.unflushed import DEFAULT_BLOCK_SIZE
+from seam_repro.run.progress import close_bar, progress_bar
 from seam_repro.run.store import (
     Coverage,
     Key,
@@ -50,6 +51,7 @@ from seam_repro.run.store import (
     read_lines,
     read_prediction_file,
     read_prompts,
+    require_run_json,
     run_json_path,
     run_manifest_path,
     scores_root,
@@ -86,9 +88,8 @@ def _read_predictions(path: Path, hashes: Mapping[Key, str], model: dict[str, An
 
 
 def _check_complete(model_dir: Path, model: dict[str, Any] | None) -> dict[str, Any]:
-    """The model of the predictions read; no predictions at all is an error. Instances without a prediction (an interrupted replay, a torn
-    last line) are not: they are scored as absent and listed as unscored with the resume command
-    (``store.Coverage``), so the run's summary is marked partial rather than refused."""
+    """The model of the predictions read; none at all is an error. A missing instance (an interrupted
+    replay, a torn last line) is not: it is listed as unscored (``store.Coverage``), the summary partial."""
     if model is None:
         raise PredictionsError(f"{model_dir}: no predictions found (expected <dataset>/run_<k>.jsonl files)")
     return model
@@ -130,16 +131,14 @@ class _Fic:
 
 
 VARIANTS: tuple[str, ...] = ("upstream", "corrected")
-"""Every instance is scored twice: with the metric (and extraction) of the upstream profile and of
-the corrected one; the run's profile says which is its score."""
+"""The two scorings of every instance (module docstring); the profile's is its score (``primary_variant``)."""
 EXTRACTION_LABEL = {"upstream": "upstream-port", "clean": "clean"}
 
 
 def _extract(how: str, rec: dict[str, Any], pred: dict[str, Any], model: dict[str, Any]) -> str:
-    if how == "upstream":
-        return extract("upstream", prompt=rec["prompt"], output=pred["output"], model_id=str(model["id"]),
-                       upstream_prompt_text=pred.get("upstream_prompt_text"))
-    return extract_clean(pred["output"])
+    """The response extraction ``how`` (``upstream`` or ``clean``) gives for one prediction."""
+    return extract(how, prompt=rec["prompt"], output=pred["output"], model_id=str(model["id"]),
+                   upstream_prompt_text=pred.get("upstream_prompt_text"))
 
 
 def primary_variant(profile: str) -> str:
@@ -463,8 +462,6 @@ def score_run_dir(run_dir: Path, out_dir: Path | None = None, profile: str | Non
 
     Streams: prompts.jsonl is read twice (checked and indexed, then one (dataset, run) at a time
     beside that run's predictions file), so memory holds one run's records, not the run folder's."""
-    from seam_repro.run.store import require_run_json
-
     run_dir = Path(run_dir)
     run_json: dict[str, Any] = (run.run_json if run is not None and run.run_json is not None
                                 else require_run_json(run_dir))
@@ -508,8 +505,6 @@ def _score_model(run_dir: Path, model_dir: Path, out_dir: Path, hashes: dict[Key
                  new_scorer: Callable[[dict[str, Any]], ModelScorer]) -> Path:
     """Score one model's predictions a (dataset, run) at a time into ``out_dir``; returns its
     summary.json. ``head``: the summary fields every model of the run shares."""
-    from seam_repro.run.progress import close_bar, progress_bar
-
     model: dict[str, Any] | None = None
     scorer: ModelScorer | None = None
     scored: set[Key] = set()
