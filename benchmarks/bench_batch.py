@@ -39,7 +39,7 @@ def main() -> None:
     from seam_repro.generate.embedded import load_embedded_backend
     from seam_repro.manifest.prompts import render_records
     from seam_repro.manifest.trust import load_trusted
-    from seam_repro.run.replay import batch_order
+    from seam_repro.run.replay import length_order
 
     smoke = REPO / "manifests" / "smoke.json"
     tm = load_trusted(smoke)
@@ -50,7 +50,7 @@ def main() -> None:
     by_length = sorted(records, key=lambda r: len(r["prompt"]))
     step = len(by_length) / min(args.prompts, len(by_length))
     chosen = [by_length[int(i * step)] for i in range(min(args.prompts, len(by_length)))]
-    order = batch_order(chosen)
+    order = length_order([len(r["prompt"]) for r in chosen], range(len(chosen)))
     reqs = [GenerationRequest(r["dataset"], r["run"], r["instance_id"], r["prompt"], r["prompt_sha256"],
                               r["gen_seed"]) for r in (chosen[j] for j in order)]
     backend = load_embedded_backend()

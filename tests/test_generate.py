@@ -275,9 +275,9 @@ def test_embedded_resume_after_partial_batch_equals_uninterrupted(embedded, tmp_
             return embedded.generate(requests, settings)
 
     summary = run_generation(recs, Recording(), settings, full, manifest, batch_size=3, progress=False)
-    from seam_repro.run.replay import batch_order
+    from seam_repro.run.replay import length_order
 
-    order = batch_order(recs)  # replay batches by prompt length; the interrupted batch is the second
+    order = length_order([len(r["prompt"]) for r in recs], range(len(recs)))  # the interrupted batch: the second
     assert seen == [[str(j) for j in order[3:5]]]  # rerun whole, not just its missing instance
     assert summary.already_done == 4 and summary.generated == 1
     assert path.read_bytes() == reference

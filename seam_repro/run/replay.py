@@ -172,15 +172,10 @@ def record_selection(manifest: dict[str, Any], datasets: str | None, runs: str |
     return lambda r: r["dataset"] in keep_ds and (keep_runs is None or r["run"] in keep_runs), selection
 
 
-def batch_order(records: Sequence[dict[str, Any]]) -> list[int]:
-    """Indices of ``records`` in the order replay batches them: longest prompt first, ties in record
-    order (a function of the records only, so a resume rebuilds the same batches)."""
-    return length_order([len(r["prompt"]) for r in records], range(len(records)))
-
-
 def length_order(lengths: Sequence[int], indices: Iterable[int]) -> list[int]:
-    """``indices`` (ascending) by prompt length, longest first, ties in index order: ``batch_order``
-    from the lengths alone, which is all replay keeps of a prompt between batches."""
+    """``indices`` (ascending) in the order replay batches them: longest prompt first, ties in index
+    order. A function of the prompt lengths only (all replay keeps of a prompt between batches), so
+    a resume rebuilds the same batches."""
     return sorted(indices, key=lambda j: (-lengths[j], j))
 
 

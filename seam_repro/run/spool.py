@@ -1,7 +1,7 @@
 """A replay's prompt records on disk, indexed by byte offset: what replay holds per prompt is its key,
 its length and where its line starts, not its text.
 
-Replay batches the prompts of a whole run by length (``replay.batch_order``), so it must know every
+Replay batches the prompts of a whole run by length (``replay.length_order``), so it must know every
 prompt's length before the first batch; holding the rendered prompts for that made its memory grow
 with the work (630 MiB at 64k prompts). Here each record is written once, as it is checked, as the
 line prompts.jsonl holds; the spool then becomes that file, and each batch reads its lines back.
