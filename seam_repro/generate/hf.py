@@ -455,15 +455,6 @@ def attn_error(kernel: str, why: str) -> InputError:
                       "expected a kernel this machine and model support, e.g. sdpa or eager")
 
 
-def check_attn_device(kernel: str | None) -> None:
-    """FlashAttention kernels need a CUDA device; transformers only finds out in the load."""
-    if kernel is not None and kernel.startswith("flash_attention"):
-        import torch
-
-        if not torch.cuda.is_available():
-            raise attn_error(kernel, f"{kernel} runs on CUDA devices only, and none is visible")
-
-
 def check_fits(config: Any, model_id: str, dtype_name: str, quantization: str | None,
                available: tuple[int, str] | None = None, attn_implementation: str | None = None) -> int:
     """Refuse, before any weight is downloaded, a model whose weights alone exceed the machine's memory
@@ -473,7 +464,11 @@ def check_fits(config: Any, model_id: str, dtype_name: str, quantization: str | 
     from transformers import AutoModelForCausalLM
 
     attn = {} if attn_implementation is None else {"attn_implementation": attn_implementation}
-    check_attn_device(attn_implementation)
+    if (attn_implementation or "").startswith("flash_attention"):  # transformers finds out only in the load
+        import torch
+
+        if not torch.cuda.is_available():
+            raise attn_error(attn_implementation, f"{attn_implementation} runs on CUDA devices only, and none is visible")
     with init_empty_weights():
         try:
             skeleton = AutoModelForCausalLM.from_config(config, **attn)
