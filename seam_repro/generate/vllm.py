@@ -100,25 +100,16 @@ class VLLMBackend:
 
     def generate(self, requests: list[GenerationRequest], settings: GenerationSettings) -> list[GenerationResult]:
         resolved = self.resolved_generation(settings)
-        texts, inputs, params = [], [], []
-        for req in requests:
-            text = self.tokenizer.apply_chat_template([{"role": "user", "content": req.prompt}],
-                                                      tokenize=False, add_generation_prompt=True)
-            texts.append(text)
-            # token ids, not text: vLLM would add a second BOS to a template that already has one
-            inputs.append({"prompt_token_ids": list(self.tokenizer(text, add_special_tokens=False)["input_ids"])})
-            if settings.do_sample:
-                params.append(self.vllm.SamplingParams(
-                    temperature=settings.temperature, top_p=resolved["top_p"], top_k=resolved["top_k"],
-                    max_tokens=settings.max_new_tokens, seed=req.seed))
-            else:
-                params.append(self.vllm.SamplingParams(temperature=0.0, max_tokens=settings.max_new_tokens,
-                                                       seed=req.seed))
+        sampling = {"temperature": settings.temperature, "top_p": resolved["top_p"], "top_k": resolved["top_k"]} \
+            if settings.do_sample else {"temperature": 0.0}
+        texts = [self.tokenizer.apply_chat_template([{"role": "user", "content": req.prompt}], tokenize=False,
+                                                    add_generation_prompt=True) for req in requests]
+        # token ids, not text: vLLM would add a second BOS to a template that already has one
+        inputs = [{"prompt_token_ids": list(self.tokenizer(text, add_special_tokens=False)["input_ids"])}
+                  for text in texts]
+        params = [self.vllm.SamplingParams(**sampling, max_tokens=settings.max_new_tokens, seed=req.seed)
+                  for req in requests]
         outs = self.llm.generate(inputs, sampling_params=params, use_tqdm=False)
-        results = []
-        for text, out in zip(texts, outs, strict=True):
-            comp = out.outputs[0]
-            results.append(GenerationResult(output=comp.text, templated_prompt_sha256=sha256_text(text),
-                                            n_prompt_tokens=len(out.prompt_token_ids),
-                                            n_output_tokens=len(comp.token_ids)))
-        return results
+        return [GenerationResult(output=out.outputs[0].text, templated_prompt_sha256=sha256_text(text),
+                                 n_prompt_tokens=len(out.prompt_token_ids), n_output_tokens=len(out.outputs[0].token_ids))
+                for text, out in zip(texts, outs, strict=True)]
