@@ -209,14 +209,6 @@ def draw(scores: Any, rows: Sequence[RowDraw | None], settings: LaneSettings) ->
     return draw_rows(scores, uniforms, settings.temperature, settings.top_k, settings.top_p).tolist()
 
 
-def cache_keyword(model: Any) -> str:
-    """The name ``model.forward`` takes its cache by (transformers renamed ``past_key_values`` to
-    ``cache`` in 5.2x)."""
-    import inspect
-
-    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
-
-
 def _forward(model: Any, ids: Any, positions: Any, cache: LaneCache, keyword: str) -> Any:
     """One forward pass with ``cache`` under ``keyword`` and only the last position's logits. The lanes
     mask by themselves; a placeholder 4-D mask tells transformers a mask is already made, so it never
@@ -246,8 +238,11 @@ def generate_lanes(model: Any, prompts: Sequence[list[int]], seeds: Sequence[int
                    rows: int, step_hook: Callable[[], None] | None = None) -> list[list[int]]:
     """New token ids per prompt (an end-of-sequence token included where one was drawn), lane by lane
     of ``rows`` prompts in the given order."""
+    import inspect
+
     out: list[list[int]] = []
-    keyword = cache_keyword(model)
+    # the name model.forward takes its cache by (transformers renamed past_key_values to cache in 5.2x)
+    keyword = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
     for start in range(0, len(prompts), rows):
         out.extend(_run_lane(model, list(prompts[start:start + rows]), list(seeds[start:start + rows]), settings,
                              rows, step_hook, keyword))
