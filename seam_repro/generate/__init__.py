@@ -6,21 +6,12 @@ of ``scripts/run_model_predictions.py`` (``QUANTIZED_MODELS``), now in ``data/mo
 
 from __future__ import annotations
 
-import json
-from functools import cache
-from importlib import resources
 from typing import Any
 
 from seam_repro.errors import InputError
-from seam_repro.generate.base import Backend, EchoBackend
+from seam_repro.generate.base import Backend, EchoBackend, model_pins
 
 BACKENDS = ("hf", "vllm", "openai", "echo")
-
-
-@cache
-def model_pins() -> dict[str, Any]:
-    """``data/models.json``: revisions of the 7 paper models and the embedded default (read once)."""
-    return json.loads(resources.files("seam_repro").joinpath("data/models.json").read_text("utf-8"))
 
 
 def parse_model_spec(spec: str) -> tuple[str, str]:

@@ -21,7 +21,7 @@ from typing import Any
 from seam_repro.errors import HashMismatchError, PrerequisiteError, SeamReproError
 from seam_repro.files.atomic import OutputError, atomic_dir, atomic_write_json
 from seam_repro.files.reading import read_json
-from seam_repro.generate import model_pins
+from seam_repro.generate.base import model_pins
 from seam_repro.hashing import sha256_file
 from seam_repro.verbosity import say
 
@@ -65,7 +65,6 @@ def _intact(folder: Path, key: dict[str, str]) -> bool:
 def converted_folder(gguf: Path, digest: str) -> Path | None:
     """The cached transformers conversion of the pinned GGUF (module docstring), made when absent or
     damaged. None where the cache cannot be written (the GGUF is then read directly)."""
-    import gguf as gguf_pkg
     import transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -73,7 +72,7 @@ def converted_folder(gguf: Path, digest: str) -> Path | None:
     from seam_repro.sources.fetch import cache_root
 
     key = {"gguf_sha256": digest, "transformers": transformers.__version__,
-           "gguf": importlib.metadata.version(gguf_pkg.__name__)}
+           "gguf": importlib.metadata.version("gguf")}
     folder = cache_root() / "embedded" / f"{digest[:16]}-transformers-{key['transformers']}-gguf-{key['gguf']}"
     if _intact(folder, key):
         return folder
