@@ -17,6 +17,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from seam_repro.errors import InputError
+from seam_repro.generate.sampling import draw_rows
+
 KERNEL_SET = "seam-lanes-v1"
 """Version of the reduction layout below; two runs compare token for token only under the same one."""
 LANE_ROWS = {"cpu": 8, "cuda": 32}
@@ -200,8 +203,6 @@ def draw(scores: Any, rows: Sequence[RowDraw | None], settings: LaneSettings) ->
     the row sampler's inverse-CDF draw from the row's own generator; dummy rows draw at a fixed 0.5."""
     import torch
 
-    from seam_repro.generate.sampling import draw_rows
-
     if not settings.do_sample:
         return scores.float().argmax(dim=-1).tolist()
     uniforms = [torch.rand((), generator=r.generator, dtype=torch.float64).item() if r is not None else 0.5
@@ -295,7 +296,5 @@ def _check_covered(model: Any, lane: Lane, cache: LaneCache) -> None:
     transformers' attention interface, e.g. older remote code, would silently not be invariant)."""
     layers = getattr(model.config, "num_hidden_layers", None)
     if not lane.calls or not cache.updates or (layers and cache.updates % layers):
-        from seam_repro.errors import InputError
-
         raise InputError("--deterministic", "this model's attention does not go through transformers' attention "
                          "interface, so its generation cannot be made batch-invariant; run with --no-deterministic")

@@ -123,7 +123,7 @@ def parse_model_args(backend: str, text: str | None) -> dict[str, Any]:
         name = spec.alias_of or key
         if name in out:
             raise InputError(OPTION, f"{backend} backend: key {name!r} given twice")
-        out[name] = _convert(backend, specs[name] if spec.alias_of else spec, value)
+        out[name] = _convert(backend, specs[name], value)
     return out
 
 
