@@ -36,12 +36,10 @@ def parse_model_spec(spec: str) -> tuple[str, str]:
 def require_model_available(backend: str, model: str | None) -> str | None:
     """For a Hub model on the hf backend (vLLM resolves models itself): refuse in one line, before
     anything slow, when it is neither cached nor reachable; returns it pinned, ``ID@REVISION``."""
-    if backend != "hf" or model is None:
-        return None
     from seam_repro.generate.local import is_local_spec
     from seam_repro.network import quiet_retries, require_hub_or_cache
 
-    if is_local_spec(model):
+    if backend != "hf" or model is None or is_local_spec(model):
         return None
     quiet_retries()
     model_id, revision = parse_model_spec(model)
