@@ -341,17 +341,17 @@ def test_vllm_batch_invariance_is_set_before_the_engine_and_recorded(monkeypatch
     from seam_repro.run.invariance import batch_invariant
 
     monkeypatch.delenv(BATCH_INVARIANT_ENV, raising=False)
-    fake = type("vllm", (), {"__version__": "0.11.0"})
-    default = VLLMBackend("m", "r", llm=_FakeLLM(), vllm_module=fake)
+    monkeypatch.setitem(sys.modules, "vllm", type("vllm", (), {"__version__": "0.11.0"}))
+    default = VLLMBackend("m", "r", llm=_FakeLLM())
     assert default.resolved_generation(GenerationSettings())["kernels"] == "default"
-    on = VLLMBackend("m", "r", llm=_FakeLLM(), vllm_module=fake, deterministic=True)
+    on = VLLMBackend("m", "r", llm=_FakeLLM(), deterministic=True)
     import os
 
     assert os.environ[BATCH_INVARIANT_ENV] == "1" and on.describe()["deterministic"]
     kernels = on.resolved_generation(GenerationSettings())["kernels"]
     assert kernels == "vllm-batch-invariant/0.11.0"
     assert batch_invariant({"backend_name": "vllm", "generation": {"kernels": kernels}})
-    VLLMBackend("m", "r", llm=_FakeLLM(), vllm_module=fake, deterministic=False)
+    VLLMBackend("m", "r", llm=_FakeLLM(), deterministic=False)
     assert os.environ[BATCH_INVARIANT_ENV] == "0"
 
 

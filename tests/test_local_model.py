@@ -176,16 +176,15 @@ def test_a_damaged_or_foreign_conversion_is_not_used(tmp_path: Path) -> None:
     key = {"gguf_sha256": "ab" * 32, "transformers": "5", "gguf": "0.19"}
     atomic_write_json(folder / CONVERSION_FILE, {"key": key, "files": {"model.safetensors":
                                                                         sha256_file(folder / "model.safetensors")}})
-    assert _intact(folder, key, verify=True)
-    assert not _intact(folder, {**key, "transformers": "6"}, verify=True)  # another converter
+    assert _intact(folder, key)
+    assert not _intact(folder, {**key, "transformers": "6"})  # another converter
     (folder / "model.safetensors").write_bytes(b"weightz")
-    assert not _intact(folder, key, verify=True)  # damaged
-    assert _intact(folder, key, verify=False)  # --no-verify style loads trust the record
+    assert not _intact(folder, key)  # damaged
     (folder / "model.safetensors").unlink()
-    assert not _intact(folder, key, verify=False)  # missing
+    assert not _intact(folder, key)  # missing
     (folder / CONVERSION_FILE).write_text("{not json", "utf-8")
-    assert not _intact(tmp_path / "conv", key, verify=True)
-    assert not _intact(tmp_path / "absent", key, verify=True)
+    assert not _intact(tmp_path / "conv", key)
+    assert not _intact(tmp_path / "absent", key)
 
 
 # -- damaged weights: one line naming the file, exit 2 (issue 28 part 3) -----------------------------------

@@ -6,31 +6,15 @@ of ``scripts/run_model_predictions.py`` (``QUANTIZED_MODELS``), now in ``data/mo
 
 from __future__ import annotations
 
-import json
-from functools import cache
-from importlib import resources
-from typing import Any, NamedTuple
+from typing import Any
 
 from seam_repro.errors import InputError
-from seam_repro.generate.base import Backend, EchoBackend
+from seam_repro.generate.base import Backend, EchoBackend, model_pins
 
 BACKENDS = ("hf", "vllm", "openai", "echo")
 
 
-@cache
-def model_pins() -> dict[str, Any]:
-    """``data/models.json``: revisions of the 7 paper models and the embedded default (read once)."""
-    return json.loads(resources.files("seam_repro").joinpath("data/models.json").read_text("utf-8"))
-
-
-class HubModel(NamedTuple):
-    """A Hub model's ``--model`` parsed once (``require_model_available``) and handed to ``make_backend``."""
-
-    model_id: str
-    revision: str
-
-
-def parse_model_spec(spec: str) -> HubModel:
+def parse_model_spec(spec: str) -> tuple[str, str]:
     """``ID[@REVISION]`` -> (id, revision); a bare id must be one of the pinned models."""
     from seam_repro.generate.model_folder import missing_folder_problem
 
@@ -41,36 +25,34 @@ def parse_model_spec(spec: str) -> HubModel:
     if not model_id or "@" in revision:
         raise InputError("--model", f"expected ID, ID@REVISION or a local model folder, got {spec!r}")
     if revision:
-        return HubModel(model_id, revision)
+        return model_id, revision
     pinned = model_pins()["models"].get(model_id)
     if pinned is None:
         raise InputError("--model", f"{model_id!r} has no pinned revision in seam_repro/data/models.json and is not "
                          "a local folder; pass ID@REVISION (a 40-hex commit of the Hub repo) or a folder path")
-    return HubModel(model_id, pinned["revision"])
+    return model_id, pinned["revision"]
 
 
-def require_model_available(backend: str, model: str | None) -> HubModel | None:
+def require_model_available(backend: str, model: str | None) -> str | None:
     """For a Hub model on the hf backend (vLLM resolves models itself): refuse in one line, before
-    anything slow, when it is neither cached nor reachable; returns the parsed model for ``make_backend``."""
-    if backend != "hf" or model is None:
-        return None
+    anything slow, when it is neither cached nor reachable; returns it pinned, ``ID@REVISION``."""
     from seam_repro.generate.local import is_local_spec
     from seam_repro.network import quiet_retries, require_hub_or_cache
 
-    if is_local_spec(model):
+    if backend != "hf" or model is None or is_local_spec(model):
         return None
     quiet_retries()
-    hub = parse_model_spec(model)
-    require_hub_or_cache(*hub)
-    return hub
+    model_id, revision = parse_model_spec(model)
+    require_hub_or_cache(model_id, revision)
+    return f"{model_id}@{revision}"
 
 
-def make_backend(backend: str, model: str | HubModel | None, *, dtype: str = "auto", quantization: str | None = None,
+def make_backend(backend: str, model: str | None, *, dtype: str = "auto", quantization: str | None = None,
                  prompt_path: str = "chat", truncation: str | None = None, echo_delay: float = 0.0,
                  tensor_parallel_size: int = 1, model_args: str | dict[str, Any] | None = None,
                  deterministic: bool | None = None) -> Backend:
     """Build the requested backend. No ``model`` means the embedded SmolLM2 GGUF (hf) or ``echo``; else a
-    pinned Hub id, ``ID@REVISION`` (or either parsed) or a local folder. ``model_args`` is validated
+    pinned Hub id, ``ID@REVISION`` or a local folder. ``model_args`` is validated
     against the backend's keys. A pinned model's recorded quantization applies unless ``quantization``
     overrides it. ``deterministic``: batch-invariant generation; None = where the backend supports it."""
     from seam_repro.generate.model_args import parse_model_args
@@ -110,7 +92,7 @@ def make_backend(backend: str, model: str | HubModel | None, *, dtype: str = "au
 
     source: str | None = None
     local_info: dict[str, Any] | None = None
-    if isinstance(model, str) and is_local_spec(model):
+    if is_local_spec(model):
         from seam_repro.generate.model_folder import check_model_folder
 
         local = resolve_local(model)
@@ -119,7 +101,7 @@ def make_backend(backend: str, model: str | HubModel | None, *, dtype: str = "au
         model_id, revision, source = local.model_id, local.revision, str(local.path)
         local_info = {"path": str(local.path), "files": local.files}
     else:
-        model_id, revision = model if isinstance(model, HubModel) else parse_model_spec(model)
+        model_id, revision = parse_model_spec(model)
     if quantization is None:
         quantization = model_pins()["models"].get(model_id, {}).get("quantization")
     rest = {k: v for k, v in args.items() if k != "dtype"}

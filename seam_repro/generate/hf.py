@@ -112,9 +112,8 @@ class HFBackend:
     name = "hf"
 
     def __init__(self, model: Any, tokenizer: Any, model_id: str, revision: str, *, prompt_path: str = "chat",
-                 truncation: str | None = None, upstream_add_special_tokens: bool = True,
-                 extra_info: dict[str, Any] | None = None, context_length: int | None = None,
-                 deterministic: bool | None = None):
+                 truncation: str | None = None, extra_info: dict[str, Any] | None = None,
+                 context_length: int | None = None, deterministic: bool | None = None):
         if prompt_path not in ("chat", "upstream"):
             raise InputError("--prompt-path", f"expected chat or upstream, got {prompt_path!r}")
         truncation = truncation or ("right" if prompt_path == "upstream" else "left")
@@ -125,7 +124,6 @@ class HFBackend:
         self.model, self.tokenizer = model, tokenizer
         self.model_id, self.revision = model_id, revision
         self.prompt_path, self.truncation = prompt_path, truncation
-        self.upstream_add_special_tokens = upstream_add_special_tokens
         self.extra_info = dict(extra_info or {})
         self.context_length = context_length or int(getattr(model.config, "max_position_embeddings", 0) or 0)
         eos = model.generation_config.eos_token_id
@@ -163,7 +161,7 @@ class HFBackend:
         return {**settings.as_dict(), "top_p": top_p if settings.do_sample else None,
                 "top_k": top_k if settings.do_sample else None, "eos_token_ids": self.eos_ids,
                 "pad_token_id": self.pad_id, "prompt_path": self.prompt_path, "truncation": self.truncation,
-                "add_special_tokens": self.upstream_add_special_tokens if self.prompt_path == "upstream" else False,
+                "add_special_tokens": self.prompt_path == "upstream",
                 "sampler": "seam-repro-row-inverse-cdf-v1" if settings.do_sample else "greedy",
                 # what decides whether two runs agree token for token (``default``: batched generate,
                 # whose outputs may move with batch size, neighbours and padding)
@@ -225,7 +223,7 @@ class HFBackend:
                 msgs, tokenize=True, add_generation_prompt=False, truncation=True, max_length=budget,
                 return_dict=False)
             text = tok.batch_decode([cut], skip_special_tokens=True)[0]
-            ids = tok(text, add_special_tokens=self.upstream_add_special_tokens)["input_ids"]
+            ids = tok(text, add_special_tokens=True)["input_ids"]  # as upstream's pipeline tokenized it
             return PreparedPrompt(list(ids), sha256_text(text), len(full), len(cut) < len(full), text)
         text = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
         ids = list(tok(text, add_special_tokens=False)["input_ids"])
@@ -427,12 +425,12 @@ def check_device_map(value: str | None) -> None:
 
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     have = ", ".join(["cpu"] + [f"cuda:{i}" for i in range(gpus)])
-    expected = f"expected {', '.join(DEVICE_MAP_STRATEGIES)} or a device this machine has ({have})"
-    where = "hf backend, key device_map"
+    refused = (f"hf backend, key device_map: expected {', '.join(DEVICE_MAP_STRATEGIES)} or a device this "
+               f"machine has ({have}), got {value!r}")
     try:
         device = torch.device(value)
     except (RuntimeError, ValueError, TypeError):
-        raise InputError("--model-args", f"{where}: {expected}, got {value!r}") from None
+        raise InputError("--model-args", refused) from None
     if device.type == "cuda":
         ok = gpus > 0 and (device.index is None or device.index < gpus)
         why = "no CUDA device is visible" if not gpus else f"{gpus} CUDA device(s) visible"
@@ -441,7 +439,7 @@ def check_device_map(value: str | None) -> None:
         ok = device.type == "cpu" or (device.type in ("mps", "xpu") and getattr(backend, "is_available", lambda: False)())
         why = f"no {device.type} device is available"
     if not ok:
-        raise InputError("--model-args", f"{where}: {expected}, got {value!r} ({why})")
+        raise InputError("--model-args", f"{refused} ({why})")
 
 
 def first_line(exc: BaseException) -> str:
@@ -455,25 +453,20 @@ def attn_error(kernel: str, why: str) -> InputError:
                       "expected a kernel this machine and model support, e.g. sdpa or eager")
 
 
-def check_attn_device(kernel: str | None) -> None:
-    """FlashAttention kernels need a CUDA device; transformers only finds out in the load."""
-    if kernel is not None and kernel.startswith("flash_attention"):
-        import torch
-
-        if not torch.cuda.is_available():
-            raise attn_error(kernel, f"{kernel} runs on CUDA devices only, and none is visible")
-
-
 def check_fits(config: Any, model_id: str, dtype_name: str, quantization: str | None,
                available: tuple[int, str] | None = None, attn_implementation: str | None = None) -> int:
     """Refuse, before any weight is downloaded, a model whose weights alone exceed the machine's memory
     (GPUs + RAM), counting parameters on the meta device. The skeleton is built with the requested
     ``attn_implementation``, so a kernel that cannot run here is one line rather than a failed load."""
+    import torch
     from accelerate import init_empty_weights
     from transformers import AutoModelForCausalLM
 
     attn = {} if attn_implementation is None else {"attn_implementation": attn_implementation}
-    check_attn_device(attn_implementation)
+    # FlashAttention needs a CUDA device; transformers only finds out in the load
+    if attn_implementation is not None and attn_implementation.startswith("flash_attention") \
+            and not torch.cuda.is_available():
+        raise attn_error(attn_implementation, f"{attn_implementation} runs on CUDA devices only, and none is visible")
     with init_empty_weights():
         try:
             skeleton = AutoModelForCausalLM.from_config(config, **attn)
@@ -523,10 +516,10 @@ def read_chat_template(path: str | Path) -> str:
 
 def load_hf_backend(model_id: str, revision: str, *, dtype: str = "auto", quantization: str | None = None,
                     device_map: str | None = "auto", prompt_path: str = "chat", truncation: str | None = None,
-                    upstream_add_special_tokens: bool = True, source: str | None = None,
-                    local_info: dict[str, Any] | None = None, attn_implementation: str | None = None,
-                    trust_remote_code: bool = False, max_model_len: int | None = None,
-                    chat_template: str | None = None, deterministic: bool | None = None) -> HFBackend:
+                    source: str | None = None, local_info: dict[str, Any] | None = None,
+                    attn_implementation: str | None = None, trust_remote_code: bool = False,
+                    max_model_len: int | None = None, chat_template: str | None = None,
+                    deterministic: bool | None = None) -> HFBackend:
     """Load tokenizer and weights at the same pinned revision (tokenizers changed between revisions).
     ``source`` is a local folder to load from instead of the Hub (``revision`` is then its content
     hash, checked by the caller); the remaining keywords are the hf ``--model-args``."""
@@ -572,8 +565,7 @@ def load_hf_backend(model_id: str, revision: str, *, dtype: str = "auto", quanti
     if local_info is not None:
         extra["local_folder"] = local_info
     return HFBackend(model, tokenizer, model_id, revision, prompt_path=prompt_path, truncation=truncation,
-                     upstream_add_special_tokens=upstream_add_special_tokens, extra_info=extra,
-                     context_length=max_model_len, deterministic=deterministic)
+                     extra_info=extra, context_length=max_model_len, deterministic=deterministic)
 
 
 def _weights_kwargs(revision: str, dtype: str, source: str | None, local_info: dict[str, Any] | None,

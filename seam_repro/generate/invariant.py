@@ -17,6 +17,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from seam_repro.errors import InputError
+from seam_repro.generate.sampling import draw_rows
+
 KERNEL_SET = "seam-lanes-v1"
 """Version of the reduction layout below; two runs compare token for token only under the same one."""
 LANE_ROWS = {"cpu": 8, "cuda": 32}
@@ -200,21 +203,11 @@ def draw(scores: Any, rows: Sequence[RowDraw | None], settings: LaneSettings) ->
     the row sampler's inverse-CDF draw from the row's own generator; dummy rows draw at a fixed 0.5."""
     import torch
 
-    from seam_repro.generate.sampling import draw_rows
-
     if not settings.do_sample:
         return scores.float().argmax(dim=-1).tolist()
     uniforms = [torch.rand((), generator=r.generator, dtype=torch.float64).item() if r is not None else 0.5
                 for r in rows]
     return draw_rows(scores, uniforms, settings.temperature, settings.top_k, settings.top_p).tolist()
-
-
-def cache_keyword(model: Any) -> str:
-    """The name ``model.forward`` takes its cache by (transformers renamed ``past_key_values`` to
-    ``cache`` in 5.2x)."""
-    import inspect
-
-    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
 def _forward(model: Any, ids: Any, positions: Any, cache: LaneCache, keyword: str) -> Any:
@@ -246,8 +239,11 @@ def generate_lanes(model: Any, prompts: Sequence[list[int]], seeds: Sequence[int
                    rows: int, step_hook: Callable[[], None] | None = None) -> list[list[int]]:
     """New token ids per prompt (an end-of-sequence token included where one was drawn), lane by lane
     of ``rows`` prompts in the given order."""
+    import inspect
+
     out: list[list[int]] = []
-    keyword = cache_keyword(model)
+    # the name model.forward takes its cache by (transformers renamed past_key_values to cache in 5.2x)
+    keyword = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
     for start in range(0, len(prompts), rows):
         out.extend(_run_lane(model, list(prompts[start:start + rows]), list(seeds[start:start + rows]), settings,
                              rows, step_hook, keyword))
@@ -300,7 +296,5 @@ def _check_covered(model: Any, lane: Lane, cache: LaneCache) -> None:
     transformers' attention interface, e.g. older remote code, would silently not be invariant)."""
     layers = getattr(model.config, "num_hidden_layers", None)
     if not lane.calls or not cache.updates or (layers and cache.updates % layers):
-        from seam_repro.errors import InputError
-
         raise InputError("--deterministic", "this model's attention does not go through transformers' attention "
                          "interface, so its generation cannot be made batch-invariant; run with --no-deterministic")

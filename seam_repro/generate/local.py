@@ -58,9 +58,8 @@ def model_files(folder: Path) -> list[Path]:
     skipping it would hash, and then load, a model without those weights."""
     out = []
     for p in sorted(folder.rglob("*")):
-        if any(part in EXCLUDED_DIRS for part in p.relative_to(folder).parts[:-1]):
-            continue
-        if not any(fnmatch.fnmatch(p.name, pat) for pat in MODEL_FILE_PATTERNS):
+        if any(part in EXCLUDED_DIRS for part in p.relative_to(folder).parts[:-1]) \
+                or not any(fnmatch.fnmatch(p.name, pat) for pat in MODEL_FILE_PATTERNS):
             continue
         if p.is_symlink() and not p.exists():
             raise InputError(p, f"--model: a symbolic link to {os.readlink(p)!r}, which does not exist (or is a loop); "

@@ -37,13 +37,9 @@ class ArgSpec:
 
 def _load_specs() -> dict[str, dict[str, ArgSpec]]:
     raw = json.loads(resources.files("seam_repro").joinpath("data/model_args.json").read_text("utf-8"))
-    out: dict[str, dict[str, ArgSpec]] = {}
-    for backend, keys in raw["backends"].items():
-        out[backend] = {name: ArgSpec(name=name, type=k["type"], protocol=k["protocol"], help=k["help"],
-                                      choices=tuple(k.get("choices", ())), min=k.get("min"), max=k.get("max"),
-                                      alias_of=k.get("alias_of"))
-                        for name, k in keys.items()}
-    return out
+    return {backend: {name: ArgSpec(name=name, **{**k, "choices": tuple(k.get("choices", ()))})
+                      for name, k in keys.items()}
+            for backend, keys in raw["backends"].items()}
 
 
 SPECS: dict[str, dict[str, ArgSpec]] = _load_specs()
@@ -127,7 +123,7 @@ def parse_model_args(backend: str, text: str | None) -> dict[str, Any]:
         name = spec.alias_of or key
         if name in out:
             raise InputError(OPTION, f"{backend} backend: key {name!r} given twice")
-        out[name] = _convert(backend, specs[name] if spec.alias_of else spec, value)
+        out[name] = _convert(backend, specs[name], value)
     return out
 
 

@@ -50,14 +50,12 @@ def missing_folder_problem(spec: str) -> InputError | None:
     if path.exists():
         return InputError(path, "--model: not a folder; expected a model folder (config.json and weights, as "
                           "save_pretrained writes them) or a Hub id ORG/NAME[@REVISION]")
-    parent = path.parent if str(path.parent) else Path(".")
-    near: list[str] = []
-    if parent.is_dir():
-        try:
-            names = [p.name for p in parent.iterdir() if p.is_dir()]
-        except OSError:
-            names = []
-        near = difflib.get_close_matches(path.name, names, n=3, cutoff=0.6)
+    parent = path.parent
+    try:
+        names = [p.name for p in parent.iterdir() if p.is_dir()]
+    except OSError:  # the parent is missing too, or unreadable
+        names = []
+    near = difflib.get_close_matches(path.name, names, n=3, cutoff=0.6)
     hint = f"; did you mean {', '.join(str(parent / n) for n in near)}?" if near else \
         "; expected an existing model folder (or a Hub id ORG/NAME[@REVISION])"
     return InputError(path, f"--model: no such folder{hint}")

@@ -36,19 +36,18 @@ class VLLMBackend:
     name = "vllm"
 
     def __init__(self, model_id: str, revision: str, *, dtype: str = "auto", tensor_parallel_size: int = 1,
-                 quantization: str | None = None, llm: Any = None, vllm_module: Any = None,
+                 quantization: str | None = None, llm: Any = None,
                  source: str | None = None, local_info: dict[str, Any] | None = None,
                  pipeline_parallel_size: int = 1, gpu_memory_utilization: float | None = None,
                  max_model_len: int | None = None, distributed_executor_backend: str | None = None,
                  trust_remote_code: bool = False, chat_template: str | None = None,
                  deterministic: bool | None = None):
         self.deterministic = batch_invariance(deterministic)
-        if vllm_module is None:
-            try:
-                import vllm as vllm_module
-            except ImportError as exc:
-                raise PrerequisiteError(f"the vllm backend needs the vllm package; run: {INSTALL}") from exc
-        self.vllm = vllm_module
+        try:
+            import vllm
+        except ImportError as exc:
+            raise PrerequisiteError(f"the vllm backend needs the vllm package; run: {INSTALL}") from exc
+        self.vllm = vllm
         self.model_id, self.revision = model_id, revision
         # vllm.LLM's keywords: the pinned revision for weights and tokenizer, or a local folder (its
         # content hash is the recorded revision); unset options keep vLLM's defaults
@@ -72,19 +71,16 @@ class VLLMBackend:
         if local_info is not None:
             self.settings_info["local_folder"] = local_info
 
-    def _model_defaults(self) -> dict[str, Any]:
-        try:
-            return dict(self.llm.get_default_sampling_params().__dict__)
-        except AttributeError:
-            return {}
-
     def describe(self) -> dict[str, Any]:
         return {"backend": self.name, "vllm": getattr(self.vllm, "__version__", None),
                 "chat_template_sha256": template_sha256(self.tokenizer), "deterministic": self.deterministic,
                 **self.settings_info}
 
     def resolved_generation(self, settings: GenerationSettings) -> dict[str, Any]:
-        defaults = self._model_defaults()
+        try:  # the model's generation_config defaults, as vLLM read them
+            defaults = dict(self.llm.get_default_sampling_params().__dict__)
+        except AttributeError:
+            defaults = {}
         top_p = settings.top_p if settings.top_p is not None else defaults.get("top_p", 1.0)
         top_k = defaults.get("top_k")
         top_k = HF_LEGACY_TOP_K if top_k in (None, -1, 0) else top_k
@@ -100,25 +96,16 @@ class VLLMBackend:
 
     def generate(self, requests: list[GenerationRequest], settings: GenerationSettings) -> list[GenerationResult]:
         resolved = self.resolved_generation(settings)
-        texts, inputs, params = [], [], []
-        for req in requests:
-            text = self.tokenizer.apply_chat_template([{"role": "user", "content": req.prompt}],
-                                                      tokenize=False, add_generation_prompt=True)
-            texts.append(text)
-            # token ids, not text: vLLM would add a second BOS to a template that already has one
-            inputs.append({"prompt_token_ids": list(self.tokenizer(text, add_special_tokens=False)["input_ids"])})
-            if settings.do_sample:
-                params.append(self.vllm.SamplingParams(
-                    temperature=settings.temperature, top_p=resolved["top_p"], top_k=resolved["top_k"],
-                    max_tokens=settings.max_new_tokens, seed=req.seed))
-            else:
-                params.append(self.vllm.SamplingParams(temperature=0.0, max_tokens=settings.max_new_tokens,
-                                                       seed=req.seed))
+        sampling = {"temperature": settings.temperature, "top_p": resolved["top_p"], "top_k": resolved["top_k"]} \
+            if settings.do_sample else {"temperature": 0.0}
+        texts = [self.tokenizer.apply_chat_template([{"role": "user", "content": req.prompt}], tokenize=False,
+                                                    add_generation_prompt=True) for req in requests]
+        # token ids, not text: vLLM would add a second BOS to a template that already has one
+        inputs = [{"prompt_token_ids": list(self.tokenizer(text, add_special_tokens=False)["input_ids"])}
+                  for text in texts]
+        params = [self.vllm.SamplingParams(**sampling, max_tokens=settings.max_new_tokens, seed=req.seed)
+                  for req in requests]
         outs = self.llm.generate(inputs, sampling_params=params, use_tqdm=False)
-        results = []
-        for text, out in zip(texts, outs, strict=True):
-            comp = out.outputs[0]
-            results.append(GenerationResult(output=comp.text, templated_prompt_sha256=sha256_text(text),
-                                            n_prompt_tokens=len(out.prompt_token_ids),
-                                            n_output_tokens=len(comp.token_ids)))
-        return results
+        return [GenerationResult(output=out.outputs[0].text, templated_prompt_sha256=sha256_text(text),
+                                 n_prompt_tokens=len(out.prompt_token_ids), n_output_tokens=len(out.outputs[0].token_ids))
+                for text, out in zip(texts, outs, strict=True)]
