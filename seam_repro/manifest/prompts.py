@@ -13,6 +13,7 @@ from typing import Any
 from seam_repro.config import SeamConfig
 from seam_repro.errors import InputError, ManifestError, SeamReproError
 from seam_repro.files.guard import guard_outputs
+from seam_repro.files.reading import is_a
 from seam_repro.hashing import PrefixHasher, sha256_json, sha256_text
 from seam_repro.instances import Instance
 from seam_repro.manifest.format import (
@@ -62,8 +63,8 @@ def iter_rendered_parts(runs: list[dict[str, Any]], profile: str, sources: Sourc
                              f"({', '.join(sources.data)})", field=f"runs[{name} run {run['run']}].dataset")
         if (name, split) not in index:
             index[(name, split)] = {inst.instance_id: inst for inst in sources.data[name].split(split)}
-        by_id = index[(name, split)]
-        spec = specs[name]
+        by_id, spec = index[(name, split)], specs[name]
+        tolerate = missing is not None and name in changed  # else a missing instance is the manifest's fault
         try:
             template = spec.template_obj()
             check_run_choices(run, sources.prompt_files[name], spec.sampling.demo_key, where)
@@ -72,7 +73,7 @@ def iter_rendered_parts(runs: list[dict[str, Any]], profile: str, sources: Sourc
                              max_num_docs=run["max_num_docs"], doc_order=tuple(run["doc_order"]))
             prefix = template.prefix(_few_shots_checked(template, ctx, sources, name, spec.sampling.demo_key))
         except SeamReproError as exc:
-            if missing is None or name not in changed:
+            if not tolerate:
                 raise
             missing += [(name, run["run"], rec["id"], f"run choices no longer fit the data ({exc})")
                         for rec in run["instances"]]
@@ -82,18 +83,18 @@ def iter_rendered_parts(runs: list[dict[str, Any]], profile: str, sources: Sourc
         task, run_number, has_metric = spec.task, run["run"], profile in spec.metrics
         for rec in run["instances"]:
             inst = by_id.get(rec["id"])
-            if inst is None and missing is not None and name in changed:
+            if inst is None:
+                if not tolerate:
+                    raise ManifestError(f"{name} run {run_number}: instance '{rec['id']}' is not in split "
+                                        f"'{split}' of the data given")
                 missing.append((name, run_number, rec["id"], f"not in split '{split}' of the data given"))
                 continue
-            if inst is None:
-                raise ManifestError(f"{name} run {run_number}: instance '{rec['id']}' is not in split "
-                                    f"'{split}' of the data given")
             mention_ids = rec.get("mention_ids")
             try:
                 check_instance_choices(rec, inst, spec, where)
                 block, target = template.test_block(inst, ctx, mention_ids)
             except SeamReproError as exc:
-                if missing is None or name not in changed:
+                if not tolerate:
                     raise
                 missing.append((name, run_number, rec["id"], f"recorded choices no longer fit the data ({exc})"))
                 continue
@@ -214,8 +215,7 @@ def require_fields(rec: dict[str, Any], fields: dict[str, type | tuple[type, ...
                    record: object) -> None:
     """Each of ``fields`` present with its JSON type (a bool is no int), else a one-line error."""
     for name, typ in fields.items():
-        value = rec.get(name)
-        if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
+        if not is_a(rec.get(name), typ):
             names = typ.__name__ if isinstance(typ, type) else "/".join(t.__name__ for t in typ)
             raise InputError(source, f"missing or not a {names}", record=record, field=name)
 
