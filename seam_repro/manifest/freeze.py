@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from seam_repro.config import SeamConfig, read_config
 from seam_repro.errors import ManifestError
 from seam_repro.files.guard import guard_outputs
-from seam_repro.files.reading import read_json
 from seam_repro.hashing import digest_of_hashes
 from seam_repro.manifest.format import (
     SCHEMA_VERSION,
@@ -72,9 +71,6 @@ def _progress(it: Iterator[Any], total: int, enabled: bool) -> Iterator[Any]:
     return iter(tqdm(it, total=total, desc="render", unit="prompt", file=sys.stderr))
 
 
-LOCK_PATH = Path(__file__).parents[1] / "data" / "sources.lock.json"
-
-
 class Written(NamedTuple):
     """What ``sample``/``freeze`` wrote: the sealed manifest and how many prompts and (dataset, run)
     pairs it records (``frozen`` False for ``sample --unfrozen``)."""
@@ -111,11 +107,10 @@ def _source_inputs(sources: Sources) -> list[Path]:
 
 def pinned_sources(cfg: SeamConfig) -> dict[str, Any]:
     """Prompt-file sha256 pins from the sources lock; data hashes are checked by `fetch`."""
-    pins = {}
-    for src in read_json(LOCK_PATH, what="sources lock")["sources"]:
-        name = (src.get("provides") or {}).get("prompts")
-        if name:
-            pins[name] = {"path": None, "sha256": src["files"][0]["sha256"], "url": src["files"][0]["url"]}
+    from seam_repro.sources.lock import load_lock  # only `sample --unfrozen` reads the lock
+
+    pins = {name: {"path": None, "sha256": src.files[0].sha256, "url": src.files[0].url}
+            for src in load_lock().sources for name in src.prompts}
     return {"prompts": {d.name: pins.get(d.name, {"path": None}) for d in cfg.datasets},
             "data": {d.name: {"path": d.path, "files": {}} for d in cfg.datasets}}
 
