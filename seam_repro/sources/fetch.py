@@ -52,10 +52,9 @@ class FetchResult:
 
 def cache_root(cache: str | Path | None = None) -> Path:
     """The cache folder: explicit argument, ``$SEAM_REPRO_CACHE``, or ``~/.cache/seam-repro``."""
-    if cache is not None:
-        return Path(cache).expanduser()
-    env = os.environ.get("SEAM_REPRO_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "seam-repro"
+    if cache is None:
+        cache = os.environ.get("SEAM_REPRO_CACHE") or Path.home() / ".cache" / "seam-repro"
+    return Path(cache).expanduser()
 
 
 def git_blob_sha1(path: str | Path) -> str:
@@ -163,7 +162,9 @@ def obtain(src: Source, f: SourceFile, cache: Path, tofu: dict[str, Any], *, dat
         elif src.kind == "hf":
             if hf_download is None:
                 _require_reachable(artifact, *hub_address())
-                hf_download = _hf_hub_download
+                from huggingface_hub import hf_hub_download as hf_download
+
+                quiet_retries()
             try:
                 origin = Path(hf_download(repo_id=src.repo_id, filename=f.filename, revision=src.revision,
                                           repo_type="dataset"))
@@ -188,13 +189,6 @@ def _require_reachable(artifact: str, host: str, port: int) -> None:
     reason = unreachable_reason(host, port)
     if reason is not None:
         raise DownloadError(f"{artifact}: offline: {reason}; nothing was saved")
-
-
-def _hf_hub_download(**kwargs: Any) -> str:
-    from huggingface_hub import hf_hub_download
-
-    quiet_retries()
-    return hf_hub_download(**kwargs)
 
 
 # ------------------------------------------------------------------------------------------- zips

@@ -34,9 +34,7 @@ class Sources:
 
     def as_json(self, relative_to: Path | None = None) -> dict[str, Any]:
         def rel(p: Path) -> str:
-            if relative_to is None:
-                return str(p)
-            return Path(os.path.relpath(p, relative_to)).as_posix()
+            return str(p) if relative_to is None else Path(os.path.relpath(p, relative_to)).as_posix()
 
         return {
             "prompts": {n: {"path": rel(self.prompt_paths[n]), "sha256": self.prompt_hashes[n]}
