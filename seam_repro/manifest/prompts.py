@@ -188,9 +188,9 @@ def records_jsonl(parts: Iterable[tuple[dict[str, Any], bytes, bytes]]) -> tuple
     return pieces, n
 
 
-def recorded_inputs(m: dict[str, Any], base: Path) -> list[Path]:
-    """Prompt and data files a manifest records (paths, in provenance, relative to the manifest's folder)."""
-    src = recorded_sources(m)
+def recorded_inputs(src: dict[str, Any], base: Path) -> list[Path]:
+    """Prompt and data files of sources in their recorded form (``format.recorded_sources``: paths
+    relative to the manifest's folder ``base``; ``Sources.as_json()``: absolute paths)."""
     out = [base / e["path"] for e in src["prompts"].values() if isinstance(e.get("path"), str)]
     for entry in src["data"].values():
         if isinstance(entry.get("path"), str):
@@ -207,17 +207,15 @@ def prompts_jsonl(manifest: Path, out: Path, data_dir: Any = None, prompts_dir: 
     m = load_manifest(manifest)
     store = (m.get("provenance") or {}).get("prompt_store") or {}
     guard_outputs([("-o", out)], inputs=[manifest.parent / str(store.get("path", manifest.name)),
-                                         *recorded_inputs(m, manifest.parent)])
+                                         *recorded_inputs(recorded_sources(m), manifest.parent)])
     return records_jsonl(_render_parts(m, manifest_config(m, str(manifest)), manifest, data_dir, prompts_dir))
 
 
-def require_fields(rec: dict[str, Any], fields: dict[str, type | tuple[type, ...]], source: object,
-                   record: object) -> None:
+def require_fields(rec: dict[str, Any], fields: dict[str, type], source: object, record: object) -> None:
     """Each of ``fields`` present with its JSON type (a bool is no int), else a one-line error."""
     for name, typ in fields.items():
         if not is_a(rec.get(name), typ):
-            names = typ.__name__ if isinstance(typ, type) else "/".join(t.__name__ for t in typ)
-            raise InputError(source, f"missing or not a {names}", record=record, field=name)
+            raise InputError(source, f"missing or not a {typ.__name__}", record=record, field=name)
 
 
 def check_prompt_record(rec: dict[str, Any], source: object, record: object,
