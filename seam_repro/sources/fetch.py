@@ -81,14 +81,12 @@ def _write_state(cache: Path, name: str, obj: dict[str, Any]) -> None:
 
 
 # -------------------------------------------------------------------------------------- transfers
-def _temp_beside(dest: Path) -> Path:
-    """A new private ``.<name>.<owner>.part`` beside ``dest``, after removing what a killed earlier
-    download of ``dest`` left (``files.sweep_leftovers``)."""
+def _temp_beside(dest: Path, suffix: str = "") -> Path:
+    """A name ``.<name>.<owner><suffix>`` beside ``dest`` for a download or extraction to go to first,
+    after removing what a killed earlier one of ``dest`` left (``files.sweep_leftovers``)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    sweep_leftovers(dest.parent, f".{dest.name}.", ".part")
-    tmp = dest.parent / f".{dest.name}.{owner_token()}.part"
-    os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-    return tmp
+    sweep_leftovers(dest.parent, f".{dest.name}.", suffix)
+    return dest.parent / f".{dest.name}.{owner_token()}{suffix}"
 
 
 def _stream(url: str, tmp: Path, artifact: str, progress: bool, timeout: float) -> None:
@@ -154,7 +152,8 @@ def obtain(src: Source, f: SourceFile, cache: Path, tofu: dict[str, Any], *, dat
     artifact = f"{src.name}:{PurePosixPath(f.dest).name}"
     if dest.is_file():
         return _check(dest, f, artifact, tofu, dest)
-    tmp = _temp_beside(dest)
+    tmp = _temp_beside(dest, ".part")
+    os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))  # private until verified
     try:
         if data_dir is not None:
             origin = _local_copy(data_dir, f, src.data)
@@ -216,9 +215,7 @@ def safe_extract(archive: Path, target: Path) -> list[str]:
             reason = _unsafe_reason(info)
             if reason is not None:
                 raise InputError(archive, f"refusing to extract: {reason}", record=f"member {info.filename!r}")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        sweep_leftovers(target.parent, f".{target.name}.")  # what a killed earlier extraction left
-        tmp = target.parent / f".{target.name}.{owner_token()}"
+        tmp = _temp_beside(target)
         tmp.mkdir(mode=0o700)
         try:
             names = []
