@@ -4,7 +4,7 @@ and hash every prompt, and seal the result into a manifest file (``sample`` and 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -27,6 +27,7 @@ from seam_repro.manifest.format import (
 from seam_repro.manifest.prompts import iter_rendered_parts, recorded_inputs, records_jsonl
 from seam_repro.sample import RunChoices, draw_all
 from seam_repro.sources.resolve import Sources, load_sources
+from seam_repro.verbosity import progress_wanted
 
 if TYPE_CHECKING:  # sample never reads a trusted manifest: trust.py and its dataclass stay unloaded
     from seam_repro.manifest.trust import TrustedManifest
@@ -42,8 +43,13 @@ def build_manifest(cfg: SeamConfig, profile: str, choices: list[RunChoices], sou
     the repository can move). ``unfrozen``: the manifest ``freeze`` fills; its sealed config is kept
     (so both have one protocol digest) and its digest recorded."""
     runs = [choices_to_run(c) for c in choices]
-    parts = list(_progress(iter_rendered_parts(runs, profile, sources, cfg.suite),
-                           sum(len(r["instances"]) for r in runs), progress))
+    rendered: Iterable[tuple[dict[str, Any], bytes, bytes]] = iter_rendered_parts(runs, profile, sources, cfg.suite)
+    if progress_wanted(progress):
+        from tqdm import tqdm
+
+        rendered = tqdm(rendered, total=sum(len(r["instances"]) for r in runs), desc="render", unit="prompt",
+                        file=sys.stderr)
+    parts = list(rendered)
     records = [record for record, _, _ in parts]
     by_key = {(r["dataset"], r["run"], r["instance_id"]): r for r in records}
     for run in runs:
@@ -59,16 +65,6 @@ def build_manifest(cfg: SeamConfig, profile: str, choices: list[RunChoices], sou
         "sources": sealed_sources, "runs": runs, "prompt_digest": digest_of_hashes(r["prompt_sha256"] for r in records),
         "provenance": provenance(command, paths, frozen_from=unfrozen["digest"] if unfrozen else None),
     }), parts
-
-
-def _progress(it: Iterator[Any], total: int, enabled: bool) -> Iterator[Any]:
-    from seam_repro.verbosity import progress_wanted
-
-    if not progress_wanted(enabled):
-        return it
-    from tqdm import tqdm
-
-    return iter(tqdm(it, total=total, desc="render", unit="prompt", file=sys.stderr))
 
 
 class Written(NamedTuple):
