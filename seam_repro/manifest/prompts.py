@@ -26,7 +26,7 @@ from seam_repro.manifest.format import (
 )
 from seam_repro.manifest.trust import TrustedManifest
 from seam_repro.render.context import RunContext
-from seam_repro.sources.resolve import Sources
+from seam_repro.sources.resolve import Sources, load_sources
 from seam_repro.specs import load_suite
 
 REQUIRED: dict[str, Any] = {"dataset": str, "run": int, "instance_id": str, "prompt": str, "prompt_sha256": str, "gen_seed": int}
@@ -136,8 +136,6 @@ def render_records(tm: TrustedManifest, data_dir: Any = None, prompts_dir: Any =
 
 def _render_parts(manifest: dict[str, Any], cfg: SeamConfig, base: Path, data_dir: Any, prompts_dir: Any,
                   allow_unfrozen: bool = False) -> Iterator[tuple[dict[str, Any], bytes, bytes]]:
-    from seam_repro.sources.resolve import load_sources
-
     if not manifest["frozen"] and not allow_unfrozen:
         raise ManifestError("manifest is not frozen: run `seam-repro freeze MANIFEST` first")
     sources = load_sources(cfg, data_dir=data_dir, prompts_dir=prompts_dir,
