@@ -54,7 +54,7 @@ def resolve_data_path(name: str, entry_path: str | None, data_dir: Any, base_dir
         raise MissingDataError(f"{name}: --data-dir {data_dir} has no {name} data; expected {describe_expected(name)} "
                                f"(`seam-repro datasets check --data-dir {data_dir}` lists what was found)")
     if entry_path:
-        candidate = (base_dir / entry_path) if not Path(entry_path).is_absolute() else Path(entry_path)
+        candidate = base_dir / entry_path  # an absolute entry_path replaces base_dir
         if candidate.exists():
             return candidate.resolve()
         raise MissingDataError(f"{name}: path '{entry_path}' (resolved to {candidate}) does not exist")
