@@ -149,10 +149,11 @@ def replay(manifest: Path, out: Path, model: str | None, name: str | None, backe
             if Path(loaded.path) != manifest:  # the frozen copy records where its data lies
                 data_dir, prompts_dir = None, None
         if data_dir is None or prompts_dir is None:  # then the data and prompt files the manifest records are read
+            from seam_repro.manifest.format import recorded_sources
             from seam_repro.manifest.prompts import recorded_inputs
 
-            guard_outputs([("--out", out)], read_dirs=recorded_inputs(loaded.manifest, Path(loaded.path).parent),
-                          writes=RUN_FOLDER_WRITES)
+            inputs = recorded_inputs(recorded_sources(loaded.manifest), Path(loaded.path).parent)
+            guard_outputs([("--out", out)], read_dirs=inputs, writes=RUN_FOLDER_WRITES)
         options = ReplayOptions(model=model, backend=backend, name=name, model_args=model_args, dtype=dtype,
                                 quantization="4bit" if q4 else "8bit" if q8 else None, prompt_path=prompt_path,
                                 truncation=truncation, echo_delay=echo_delay,

@@ -23,7 +23,7 @@ from seam_repro import __version__
 from seam_repro.config import SeamConfig, parse_config
 from seam_repro.errors import InputError, ManifestError, version_mismatch
 from seam_repro.files.atomic import atomic_write_bytes, atomic_write_text
-from seam_repro.files.reading import iter_jsonl, read_json
+from seam_repro.files.reading import is_a, iter_jsonl, read_json
 from seam_repro.hashing import canonical_json, digest_of_hashes, sha256_bytes, sha256_json
 
 if TYPE_CHECKING:  # `prompts` reads a manifest and draws nothing: seam_repro.sample is not needed
@@ -136,10 +136,31 @@ def read_prompt_store(path: str | Path) -> dict[tuple[str, int, str], str]:
     return out
 
 
-def validate_manifest(manifest: Any, where: str) -> None:
-    """Schema, digest over the sealed content, and unique instance keys; one-line errors."""
+def check_prompt_digests(manifest: dict[str, Any], where: str) -> None:
+    """Recompute the per-run and overall ``prompt_digest`` from the instances' ``prompt_sha256``: the
+    seal alone cannot catch a forged digest sealed anew, and bundles and seeds/ carry the digest as
+    the prompts' identity (``verify`` lists the drift instead)."""
+    if not manifest["frozen"]:
+        return
+    runs = manifest["runs"]
+    hashes = [[rec["prompt_sha256"] for rec in run["instances"]] for run in runs]
+    checks = [(f"runs/{i}/prompt_digest", run, hashes[i], "the run's instance") for i, run in enumerate(runs)]
+    checks.append(("prompt_digest", manifest, [h for run_hashes in hashes for h in run_hashes], "the instances'"))
+    for field, holder, values, whose in checks:
+        want = digest_of_hashes(values)
+        if holder["prompt_digest"] != want:
+            raise ManifestError(f"{where}: field '{field}': recorded {holder['prompt_digest']} but {whose} "
+                                f"prompt_sha256 values digest to {want}; the manifest was forged or damaged "
+                                "(re-create it with `seam-repro freeze`)")
+
+
+def load_manifest(path: str | Path) -> dict[str, Any]:
+    """Read a manifest and check its schema, its digest over the sealed content and that its instance
+    keys are unique (one-line errors), never modifying it (``trust.trusted`` parses its config)."""
     from seam_repro.schema_check import conforms
 
+    path = Path(path)
+    where, manifest = str(path), read_json(path, what="manifest")
     if isinstance(manifest, dict) and manifest.get("schema_version") != SCHEMA_VERSION:
         prov = manifest.get("provenance")
         old = " (the old layout whose digest also covered paths and the command line)" \
@@ -167,35 +188,6 @@ def validate_manifest(manifest: Any, where: str) -> None:
             if key in seen:
                 raise ManifestError(f"{where}: duplicate instance {key} in runs")
             seen.add(key)
-
-
-def check_prompt_digests(manifest: dict[str, Any], where: str) -> None:
-    """Recompute the per-run and overall ``prompt_digest`` from the instances' ``prompt_sha256``: the
-    seal alone cannot catch a forged digest sealed anew, and bundles and seeds/ carry the digest as
-    the prompts' identity (``verify`` lists the drift instead)."""
-    if not manifest["frozen"]:
-        return
-    every: list[str] = []
-    for i, run in enumerate(manifest["runs"]):
-        hashes = [rec["prompt_sha256"] for rec in run["instances"]]
-        every += hashes
-        want = digest_of_hashes(hashes)
-        if run["prompt_digest"] != want:
-            raise ManifestError(f"{where}: field 'runs/{i}/prompt_digest': recorded {run['prompt_digest']} but the "
-                                f"run's instance prompt_sha256 values digest to {want}; the manifest was forged "
-                                "or damaged (re-create it with `seam-repro freeze`)")
-    want = digest_of_hashes(every)
-    if manifest["prompt_digest"] != want:
-        raise ManifestError(f"{where}: field 'prompt_digest': recorded {manifest['prompt_digest']} but the "
-                            f"instances' prompt_sha256 values digest to {want}; the manifest was forged or damaged "
-                            "(re-create it with `seam-repro freeze`)")
-
-
-def load_manifest(path: str | Path) -> dict[str, Any]:
-    """Read, schema- and digest-check a manifest, never modifying it (``trust.trusted`` parses its config)."""
-    path = Path(path)
-    manifest = read_json(path, what="manifest")
-    validate_manifest(manifest, str(path))
     return manifest
 
 
@@ -213,7 +205,7 @@ def recorded_sources(manifest: dict[str, Any]) -> dict[str, Any]:
             for kind in ("prompts", "data")}
 
 
-def manifest_config(manifest: dict[str, Any], where: str = "manifest config") -> SeamConfig:
+def manifest_config(manifest: dict[str, Any], where: str) -> SeamConfig:
     """Rebuild the validated config recorded in a manifest."""
     c = manifest["config"]
     raw = {
@@ -227,16 +219,12 @@ def manifest_config(manifest: dict[str, Any], where: str = "manifest config") ->
         raw[c["max_instances_key"]] = c["max_instances"]
     if "design" in c:
         raw["design"] = c["design"]
-    return parse_config(raw, manifest["profile"], where=f"{where}: config" if where != "manifest config" else where)
+    return parse_config(raw, manifest["profile"], where=f"{where}: config")
 
 
 # --- recorded choices: checked before rendering (here, not in sample.py: only `sample` draws) -------
 MAX_DOC_SLOTS = 10_000
 """More document slots than any dataset has documents per instance (SEAM's largest: 20 in MuSiQue)."""
-
-
-def _strict_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def check_run_choices(run: dict[str, Any], prompt_file: dict[str, Any], demo_key: str, where: str) -> None:
@@ -248,19 +236,19 @@ def check_run_choices(run: dict[str, Any], prompt_file: dict[str, Any], demo_key
     n_prompts = len(prompt_file.get("prompts", []))
     pool = prompt_file.get(demo_key, [])
     p = run.get("paraphrase_index")
-    if not _strict_int(p) or not -1 <= p < n_prompts:
+    if not is_a(p, int) or not -1 <= p < n_prompts:
         raise InputError(where, f"expected an integer in -1..{n_prompts - 1} (the prompt file has {n_prompts} "
                          f"paraphrases), got {p!r}", field=f"{field}.paraphrase_index")
     demos = run.get("demo_indices")
-    if (not isinstance(demos, list) or not all(_strict_int(d) and 0 <= d < len(pool) for d in demos)
+    if (not isinstance(demos, list) or not all(is_a(d, int) and 0 <= d < len(pool) for d in demos)
             or len(set(demos)) != len(demos)):
         raise InputError(where, f"expected distinct integers in 0..{len(pool) - 1} (the prompt file has "
                          f"{len(pool)} demonstrations), got {str(demos)[:80]}", field=f"{field}.demo_indices")
     m, order = run.get("max_num_docs"), run.get("doc_order")
-    if not _strict_int(m) or not 0 <= m <= MAX_DOC_SLOTS:
+    if not is_a(m, int) or not 0 <= m <= MAX_DOC_SLOTS:
         raise InputError(where, f"expected an integer in 0..{MAX_DOC_SLOTS}, got {str(m)[:40]}",
                          field=f"{field}.max_num_docs")
-    if not isinstance(order, list) or len(order) != m or not all(_strict_int(d) for d in order) \
+    if not isinstance(order, list) or len(order) != m or not all(is_a(d, int) for d in order) \
             or sorted(order) != list(range(m)):
         raise InputError(where, f"expected a permutation of 0..{m - 1} (max_num_docs {m}), got {str(order)[:80]}",
                          field=f"{field}.doc_order")
@@ -271,7 +259,7 @@ def check_instance_choices(rec: dict[str, Any], inst: Instance, spec: DatasetSpe
     ids, n = rec.get("mention_ids"), len(inst.mentions)
     if spec.sampling.mention_population is None or (ids is None and n == 0):
         return
-    if (not isinstance(ids, list) or len(ids) != n or not all(_strict_int(i) for i in ids)
+    if (not isinstance(ids, list) or len(ids) != n or not all(is_a(i, int) for i in ids)
             or len(set(ids)) != len(ids)):
         raise InputError(where, f"expected {n} distinct integer mention ids (one per gold mention), got "
                          f"{str(ids)[:80]}", record=rec.get("id"), field="mention_ids")

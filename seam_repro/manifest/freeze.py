@@ -4,14 +4,13 @@ and hash every prompt, and seal the result into a manifest file (``sample`` and 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from seam_repro.config import SeamConfig, read_config
 from seam_repro.errors import ManifestError
 from seam_repro.files.guard import guard_outputs
-from seam_repro.files.reading import read_json
 from seam_repro.hashing import digest_of_hashes
 from seam_repro.manifest.format import (
     SCHEMA_VERSION,
@@ -25,9 +24,10 @@ from seam_repro.manifest.format import (
     write_manifest,
     write_prompt_store,
 )
-from seam_repro.manifest.prompts import iter_rendered_parts, records_jsonl
+from seam_repro.manifest.prompts import iter_rendered_parts, recorded_inputs, records_jsonl
 from seam_repro.sample import RunChoices, draw_all
 from seam_repro.sources.resolve import Sources, load_sources
+from seam_repro.verbosity import progress_wanted
 
 if TYPE_CHECKING:  # sample never reads a trusted manifest: trust.py and its dataclass stay unloaded
     from seam_repro.manifest.trust import TrustedManifest
@@ -35,16 +35,21 @@ if TYPE_CHECKING:  # sample never reads a trusted manifest: trust.py and its dat
 
 def build_manifest(cfg: SeamConfig, profile: str, choices: list[RunChoices], sources: Sources,
                    command: str | None = None, progress: bool = False, relative_to: Path | None = None,
-                   frozen_from: str | None = None, config_json: dict[str, Any] | None = None
+                   unfrozen: dict[str, Any] | None = None
                    ) -> tuple[dict[str, Any], list[tuple[dict[str, Any], bytes, bytes]]]:
     """Render every choice and return (sealed manifest, prompt parts as ``records_jsonl`` writes them).
 
     ``relative_to``: the folder recorded data/prompt paths are made relative to (the manifest's, so
-    the repository can move). ``config_json``: the sealed config to keep (``freeze`` keeps the
-    unfrozen manifest's, so both have one protocol digest)."""
+    the repository can move). ``unfrozen``: the manifest ``freeze`` fills; its sealed config is kept
+    (so both have one protocol digest) and its digest recorded."""
     runs = [choices_to_run(c) for c in choices]
-    parts = list(_progress(iter_rendered_parts(runs, profile, sources, cfg.suite),
-                           sum(len(r["instances"]) for r in runs), progress))
+    rendered: Iterable[tuple[dict[str, Any], bytes, bytes]] = iter_rendered_parts(runs, profile, sources, cfg.suite)
+    if progress_wanted(progress):
+        from tqdm import tqdm
+
+        rendered = tqdm(rendered, total=sum(len(r["instances"]) for r in runs), desc="render", unit="prompt",
+                        file=sys.stderr)
+    parts = list(rendered)
     records = [record for record, _, _ in parts]
     by_key = {(r["dataset"], r["run"], r["instance_id"]): r for r in records}
     for run in runs:
@@ -56,23 +61,10 @@ def build_manifest(cfg: SeamConfig, profile: str, choices: list[RunChoices], sou
     sealed_sources, paths = split_sources(sources.as_json(relative_to=relative_to))
     return seal({
         "schema_version": SCHEMA_VERSION, "profile": profile, "frozen": True,
-        "config": config_json if config_json is not None else content_config(cfg.as_json()),
+        "config": unfrozen["config"] if unfrozen else content_config(cfg.as_json()),
         "sources": sealed_sources, "runs": runs, "prompt_digest": digest_of_hashes(r["prompt_sha256"] for r in records),
-        "provenance": provenance(command, paths, frozen_from=frozen_from),
+        "provenance": provenance(command, paths, frozen_from=unfrozen["digest"] if unfrozen else None),
     }), parts
-
-
-def _progress(it: Iterator[Any], total: int, enabled: bool) -> Iterator[Any]:
-    from seam_repro.verbosity import progress_wanted
-
-    if not progress_wanted(enabled):
-        return it
-    from tqdm import tqdm
-
-    return iter(tqdm(it, total=total, desc="render", unit="prompt", file=sys.stderr))
-
-
-LOCK_PATH = Path(__file__).parents[1] / "data" / "sources.lock.json"
 
 
 class Written(NamedTuple):
@@ -100,40 +92,29 @@ def _guard(out: Path, store: bool, inputs: list, read_dirs: list) -> None:
                   inputs=inputs, read_dirs=read_dirs)
 
 
-def _source_inputs(sources: Sources) -> list[Path]:
-    """Every prompt file and data file a sampling run read."""
-    files = list(sources.prompt_paths.values())
-    for name, loaded in sources.data.items():
-        root = Path(sources.data_paths[name])
-        files += [root, *(root / rel for rel in loaded.files)]
-    return files
-
-
 def pinned_sources(cfg: SeamConfig) -> dict[str, Any]:
     """Prompt-file sha256 pins from the sources lock; data hashes are checked by `fetch`."""
-    pins = {}
-    for src in read_json(LOCK_PATH, what="sources lock")["sources"]:
-        name = (src.get("provides") or {}).get("prompts")
-        if name:
-            pins[name] = {"path": None, "sha256": src["files"][0]["sha256"], "url": src["files"][0]["url"]}
+    from seam_repro.sources.lock import load_lock  # only `sample --unfrozen` reads the lock
+
+    pins = {name: {"path": None, "sha256": src.files[0].sha256, "url": src.files[0].url}
+            for src in load_lock().sources for name in src.prompts}
     return {"prompts": {d.name: pins.get(d.name, {"path": None}) for d in cfg.datasets},
             "data": {d.name: {"path": d.path, "files": {}} for d in cfg.datasets}}
 
 
-def _sample(cfg: SeamConfig, profile: str, base_dir: Path, out: Path, data_dir: Any, prompts_dir: Any,
-            store: bool, on_note: Callable[[str], None], recorded: dict[str, Any] | None = None,
-            frozen_from: str | None = None, config_json: dict[str, Any] | None = None,
-            inputs: tuple = ()) -> Written:
+def _sample(cfg: SeamConfig, profile: str, origin: Path, out: Path, data_dir: Any, prompts_dir: Any,
+            store: bool, on_note: Callable[[str], None], unfrozen: dict[str, Any] | None = None) -> Written:
+    """Draw, render and seal ``cfg`` into ``out``. ``origin``: the config or the ``unfrozen`` manifest
+    read (relative data paths start at its folder)."""
     for note in cfg.notes:
         on_note(note)
-    sources = load_sources(cfg, data_dir=data_dir, prompts_dir=prompts_dir, base_dir=base_dir,
-                           recorded=recorded)
-    _guard(out, store, [*inputs, *_source_inputs(sources)], [])
+    sources = load_sources(cfg, data_dir=data_dir, prompts_dir=prompts_dir, base_dir=origin.resolve().parent,
+                           recorded=recorded_sources(unfrozen) if unfrozen else None)
+    _guard(out, store, [origin, *recorded_inputs(sources.as_json(), Path())], [])
     choices = draw_all(cfg, profile, sources.data, sources.prompt_files)
     # Paths are recorded relative to the manifest (so the repository can move), in provenance.
     manifest, parts = build_manifest(cfg, profile, choices, sources, progress=sys.stderr.isatty(),
-                                       relative_to=out.resolve().parent, frozen_from=frozen_from,
-                                       config_json=config_json)
+                                     relative_to=out.resolve().parent, unfrozen=unfrozen)
     if store:  # provenance only: the digest covers content, and the store's records are hashed in it
         path = store_path(out)
         chunks, _ = records_jsonl(parts)
@@ -155,8 +136,7 @@ def sample_manifest(config: Path, out: Path, profile: str, data_dir: Any, prompt
         manifest = unfrozen_manifest(cfg, profile, pinned_sources(cfg))
         write_manifest(manifest, out)
         return Written(out, manifest)
-    return _sample(cfg, profile, config.resolve().parent, out, data_dir, prompts_dir, store, on_note,
-                   inputs=(config,))
+    return _sample(cfg, profile, config, out, data_dir, prompts_dir, store, on_note)
 
 
 def freeze_manifest(loaded: TrustedManifest, out: Path | None, data_dir: Any, prompts_dir: Any, store: bool,
@@ -169,6 +149,4 @@ def freeze_manifest(loaded: TrustedManifest, out: Path | None, data_dir: Any, pr
         raise ManifestError(f"{manifest}: already frozen (digest {m['digest']}); nothing to do")
     out = out or manifest.with_name(manifest.stem + ".frozen.json")
     _guard(out, store, [manifest], [data_dir, prompts_dir])
-    return _sample(loaded.config, m["profile"], manifest.resolve().parent, out, data_dir, prompts_dir, store, on_note,
-                   recorded=recorded_sources(m), frozen_from=m["digest"], config_json=m["config"],
-                   inputs=(manifest,))
+    return _sample(loaded.config, m["profile"], manifest, out, data_dir, prompts_dir, store, on_note, unfrozen=m)

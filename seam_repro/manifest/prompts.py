@@ -13,6 +13,7 @@ from typing import Any
 from seam_repro.config import SeamConfig
 from seam_repro.errors import InputError, ManifestError, SeamReproError
 from seam_repro.files.guard import guard_outputs
+from seam_repro.files.reading import is_a
 from seam_repro.hashing import PrefixHasher, sha256_json, sha256_text
 from seam_repro.instances import Instance
 from seam_repro.manifest.format import (
@@ -25,7 +26,7 @@ from seam_repro.manifest.format import (
 )
 from seam_repro.manifest.trust import TrustedManifest
 from seam_repro.render.context import RunContext
-from seam_repro.sources.resolve import Sources
+from seam_repro.sources.resolve import Sources, load_sources
 from seam_repro.specs import load_suite
 
 REQUIRED: dict[str, Any] = {"dataset": str, "run": int, "instance_id": str, "prompt": str, "prompt_sha256": str, "gen_seed": int}
@@ -62,8 +63,8 @@ def iter_rendered_parts(runs: list[dict[str, Any]], profile: str, sources: Sourc
                              f"({', '.join(sources.data)})", field=f"runs[{name} run {run['run']}].dataset")
         if (name, split) not in index:
             index[(name, split)] = {inst.instance_id: inst for inst in sources.data[name].split(split)}
-        by_id = index[(name, split)]
-        spec = specs[name]
+        by_id, spec = index[(name, split)], specs[name]
+        tolerate = missing is not None and name in changed  # else a missing instance is the manifest's fault
         try:
             template = spec.template_obj()
             check_run_choices(run, sources.prompt_files[name], spec.sampling.demo_key, where)
@@ -72,7 +73,7 @@ def iter_rendered_parts(runs: list[dict[str, Any]], profile: str, sources: Sourc
                              max_num_docs=run["max_num_docs"], doc_order=tuple(run["doc_order"]))
             prefix = template.prefix(_few_shots_checked(template, ctx, sources, name, spec.sampling.demo_key))
         except SeamReproError as exc:
-            if missing is None or name not in changed:
+            if not tolerate:
                 raise
             missing += [(name, run["run"], rec["id"], f"run choices no longer fit the data ({exc})")
                         for rec in run["instances"]]
@@ -82,18 +83,18 @@ def iter_rendered_parts(runs: list[dict[str, Any]], profile: str, sources: Sourc
         task, run_number, has_metric = spec.task, run["run"], profile in spec.metrics
         for rec in run["instances"]:
             inst = by_id.get(rec["id"])
-            if inst is None and missing is not None and name in changed:
+            if inst is None:
+                if not tolerate:
+                    raise ManifestError(f"{name} run {run_number}: instance '{rec['id']}' is not in split "
+                                        f"'{split}' of the data given")
                 missing.append((name, run_number, rec["id"], f"not in split '{split}' of the data given"))
                 continue
-            if inst is None:
-                raise ManifestError(f"{name} run {run_number}: instance '{rec['id']}' is not in split "
-                                    f"'{split}' of the data given")
             mention_ids = rec.get("mention_ids")
             try:
                 check_instance_choices(rec, inst, spec, where)
                 block, target = template.test_block(inst, ctx, mention_ids)
             except SeamReproError as exc:
-                if missing is None or name not in changed:
+                if not tolerate:
                     raise
                 missing.append((name, run_number, rec["id"], f"recorded choices no longer fit the data ({exc})"))
                 continue
@@ -135,8 +136,6 @@ def render_records(tm: TrustedManifest, data_dir: Any = None, prompts_dir: Any =
 
 def _render_parts(manifest: dict[str, Any], cfg: SeamConfig, base: Path, data_dir: Any, prompts_dir: Any,
                   allow_unfrozen: bool = False) -> Iterator[tuple[dict[str, Any], bytes, bytes]]:
-    from seam_repro.sources.resolve import load_sources
-
     if not manifest["frozen"] and not allow_unfrozen:
         raise ManifestError("manifest is not frozen: run `seam-repro freeze MANIFEST` first")
     sources = load_sources(cfg, data_dir=data_dir, prompts_dir=prompts_dir,
@@ -187,9 +186,9 @@ def records_jsonl(parts: Iterable[tuple[dict[str, Any], bytes, bytes]]) -> tuple
     return pieces, n
 
 
-def recorded_inputs(m: dict[str, Any], base: Path) -> list[Path]:
-    """Prompt and data files a manifest records (paths, in provenance, relative to the manifest's folder)."""
-    src = recorded_sources(m)
+def recorded_inputs(src: dict[str, Any], base: Path) -> list[Path]:
+    """Prompt and data files of sources in their recorded form (``format.recorded_sources``: paths
+    relative to the manifest's folder ``base``; ``Sources.as_json()``: absolute paths)."""
     out = [base / e["path"] for e in src["prompts"].values() if isinstance(e.get("path"), str)]
     for entry in src["data"].values():
         if isinstance(entry.get("path"), str):
@@ -206,18 +205,15 @@ def prompts_jsonl(manifest: Path, out: Path, data_dir: Any = None, prompts_dir: 
     m = load_manifest(manifest)
     store = (m.get("provenance") or {}).get("prompt_store") or {}
     guard_outputs([("-o", out)], inputs=[manifest.parent / str(store.get("path", manifest.name)),
-                                         *recorded_inputs(m, manifest.parent)])
+                                         *recorded_inputs(recorded_sources(m), manifest.parent)])
     return records_jsonl(_render_parts(m, manifest_config(m, str(manifest)), manifest, data_dir, prompts_dir))
 
 
-def require_fields(rec: dict[str, Any], fields: dict[str, type | tuple[type, ...]], source: object,
-                   record: object) -> None:
+def require_fields(rec: dict[str, Any], fields: dict[str, type], source: object, record: object) -> None:
     """Each of ``fields`` present with its JSON type (a bool is no int), else a one-line error."""
     for name, typ in fields.items():
-        value = rec.get(name)
-        if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
-            names = typ.__name__ if isinstance(typ, type) else "/".join(t.__name__ for t in typ)
-            raise InputError(source, f"missing or not a {names}", record=record, field=name)
+        if not is_a(rec.get(name), typ):
+            raise InputError(source, f"missing or not a {typ.__name__}", record=record, field=name)
 
 
 def check_prompt_record(rec: dict[str, Any], source: object, record: object,

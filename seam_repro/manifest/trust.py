@@ -85,14 +85,6 @@ def load_trusted(path: str | Path, *, allow_unfrozen: bool = False, purpose: str
     return tm
 
 
-def _target_hash(target: Any) -> set[str]:
-    """Accepted hashes of a gold target: canonical JSON (as rendered), or the text of a string target."""
-    out = {sha256_json(target)}
-    if isinstance(target, str):
-        out.add(sha256_text(target))
-    return out
-
-
 def record_problems(tm: TrustedManifest, rec: dict[str, Any]) -> str | None:
     """Why a prompt record does not match the manifest (``None`` when it does)."""
     key = (rec["dataset"], rec["run"], rec["instance_id"])
@@ -102,8 +94,10 @@ def record_problems(tm: TrustedManifest, rec: dict[str, Any]) -> str | None:
     got = sha256_text(rec["prompt"])
     if got != want["prompt_sha256"]:
         return f"prompt hashes to {got}, the manifest expects prompt_sha256 {want['prompt_sha256']}"
-    if "target" in rec and want["target_sha256"] not in _target_hash(rec["target"]):
-        return f"gold target hashes to {sha256_json(rec['target'])}, the manifest expects target_sha256 " \
+    target = rec.get("target")  # hashed as canonical JSON (as rendered), or as the text of a string target
+    if "target" in rec and want["target_sha256"] not in (
+            sha256_json(target), sha256_text(target) if isinstance(target, str) else None):
+        return f"gold target hashes to {sha256_json(target)}, the manifest expects target_sha256 " \
                f"{want['target_sha256']}"
     if "gen_seed" in rec and rec["gen_seed"] != want["gen_seed"]:
         return f"gen_seed {rec['gen_seed']}, the manifest expects {want['gen_seed']}"

@@ -88,31 +88,10 @@ def _compare_choices(recorded: dict[str, Any], derived: dict[str, Any], out: lis
             for key in ("gen_seed", "mention_ids") if rec.get(key) != der.get(key)]
 
 
-def _load_each(cfg: Any, data_dir: Any, prompts_dir: Any, base_dir: Path,
-               recorded: dict[str, Any], out: list[Mismatch]) -> Sources:
-    """Load each dataset on its own, so one that cannot be loaded (a deleted or unparsable file) is
-    listed and the others are still verified."""
-    merged = Sources()
-    # recorded paths without the hashes: changed files are read (and compared here) rather than
-    # stopping the load at the first mismatch
-    unchecked = {kind: {n: {"path": e.get("path")} for n, e in recorded[kind].items()} for kind in ("prompts", "data")}
-    for entry in cfg.datasets:
-        sub = cfg._replace(datasets=(entry,))
-        try:
-            one = load_sources(sub, data_dir=data_dir, prompts_dir=prompts_dir, base_dir=base_dir,
-                               recorded=unchecked)
-        except SeamReproError as exc:
-            out.append(Mismatch(entry.name, -1, None, f"cannot be loaded: {exc}"))
-            continue
-        for attr in ("data", "data_paths", "prompt_files", "prompt_paths", "prompt_hashes"):
-            getattr(merged, attr).update(getattr(one, attr))
-    return merged
-
-
 def _compare_sources(manifest: dict[str, Any], sources: Sources, out: list[Mismatch]) -> None:
     for name, entry in manifest["sources"]["data"].items():
         if name not in sources.data:
-            continue  # listed by _load_each
+            continue  # listed as not loaded
         files = sources.data[name].files
         for fname, want in sorted(entry.get("files", {}).items()):
             got = files.get(fname)
@@ -133,7 +112,15 @@ def verify_manifest(loaded: TrustedManifest, data_dir: Any = None, prompts_dir: 
     path, manifest, cfg = Path(loaded.path), loaded.manifest, loaded.config
     report = VerifyReport(str(path))
     profile = manifest["profile"]
-    sources = _load_each(cfg, data_dir, prompts_dir, path.parent, recorded_sources(manifest), report.sources)
+    # Recorded paths without the hashes: changed files are read (and compared below) rather than
+    # stopping the load at the first mismatch, and a dataset that cannot be loaded (a deleted or
+    # unparsable file) is listed while the others are still verified.
+    unchecked = {kind: {n: {"path": e.get("path")} for n, e in entries.items()}
+                 for kind, entries in recorded_sources(manifest).items()}
+    failed: list[tuple[str, SeamReproError]] = []
+    sources = load_sources(cfg, data_dir=data_dir, prompts_dir=prompts_dir, base_dir=path.parent, recorded=unchecked,
+                           failed=failed)
+    report.sources += [Mismatch(name, -1, None, f"cannot be loaded: {exc}") for name, exc in failed]
     _compare_sources(manifest, sources, report.sources)
     runs = manifest["runs"]
     report.n_runs = len(runs)
@@ -155,15 +142,14 @@ def verify_manifest(loaded: TrustedManifest, data_dir: Any = None, prompts_dir: 
                                        "not be loaded") for run in runs if run["dataset"] not in sources.data
                               for i in run["instances"]]
         runs = [r for r in runs if r["dataset"] in sources.data]
-    recorded = {(r["dataset"], r["run"], i["id"]): i for r in runs for i in r["instances"]}
-    store = _prompt_store(path, manifest, recorded)
+    store = _prompt_store(loaded)
     hashes = []
     missing: list[tuple[str, int, str, str]] = []
     changed = frozenset(m.dataset for m in report.sources)
     for rec in joined(iter_rendered_parts(runs, profile, sources, cfg.suite, str(path), missing, changed)):
         report.n_instances += 1
         key = (rec["dataset"], rec["run"], rec["instance_id"])
-        want = recorded[key]
+        want = loaded.expected[key]
         hashes.append(rec["prompt_sha256"])
         if rec["prompt_sha256"] != want["prompt_sha256"]:
             report.mismatches.append(Mismatch(key[0], key[1], key[2], "prompt_sha256 differs"))
@@ -181,20 +167,20 @@ def verify_manifest(loaded: TrustedManifest, data_dir: Any = None, prompts_dir: 
     return report
 
 
-def _prompt_store(path: Path, manifest: dict[str, Any], recorded: dict[tuple[str, int, str], dict[str, Any]]
-                  ) -> dict[tuple[str, int, str], tuple[str, bool]] | str | None:
+def _prompt_store(tm: TrustedManifest) -> dict[tuple[str, int, str], tuple[str, bool]] | str | None:
     """Stored prompt texts, each with whether it hashes to the sealed per-instance value (the store
     is provenance, not sealed: a text that does not is shown, but labelled). An unreadable store
     only loses the diff (the hashes still decide): its error is returned as the text to show."""
-    info = (manifest.get("provenance") or {}).get("prompt_store")
-    store_path = path.parent / info["path"] if info else None
+    info = (tm.manifest.get("provenance") or {}).get("prompt_store")
+    store_path = Path(tm.path).parent / info["path"] if info else None
     if store_path is None or not store_path.is_file():
         return None
     try:
         texts = read_prompt_store(store_path)
     except InputError as exc:
         return f"(no diff: the prompt store is unreadable: {exc})"
-    return {k: (text, sha256_text(text) == recorded[k]["prompt_sha256"]) for k, text in texts.items() if k in recorded}
+    return {k: (text, sha256_text(text) == tm.expected[k]["prompt_sha256"]) for k, text in texts.items()
+            if k in tm.expected}
 
 
 def _diff(store: dict[tuple[str, int, str], tuple[str, bool]] | str | None, key: tuple[str, int, str],

@@ -30,13 +30,13 @@ def check_data_dir(data_dir: Path, suite: str = "seam", prompts_dir: Path | None
     """Find and load every dataset of ``suite`` under ``data_dir`` (the loaders' own validation runs,
     so a folder that is found but malformed is reported with the loader's one-line error)."""
     from seam_repro.datasets.layout import describe_expected, find_dataset_dir
+    from seam_repro.sources.resolve import read_prompt_file
     from seam_repro.specs import load_suite
 
     spec = load_suite(suite)
     out = []
     for name, ds in spec.datasets.items():
-        res = DatasetCheck(name, ds.default_split)
-        res.folder = find_dataset_dir(Path(data_dir), name)
+        res = DatasetCheck(name, ds.default_split, find_dataset_dir(Path(data_dir), name))
         if res.folder is None:
             res.missing.append(f"data: expected {describe_expected(name)}")
         else:
@@ -57,8 +57,6 @@ def check_data_dir(data_dir: Path, suite: str = "seam", prompts_dir: Path | None
             if not candidate.is_file():
                 res.missing.append(f"prompt file {candidate}")
             else:  # read as sample/replay will: a truncated or malformed file is not "found"
-                from seam_repro.sources.resolve import read_prompt_file
-
                 try:
                     read_prompt_file(candidate, spec.spec(name))
                 except SeamReproError as exc:
@@ -74,8 +72,7 @@ def render_checks(checks: list[DatasetCheck], data_dir: Path) -> str:
     lines = [f"data dir: {data_dir}"]
     width = max((len(c.name) for c in checks), default=0) + 1
     for c in checks:
-        status = "ok" if c.ok else "MISSING"
-        lines.append(f"{c.name:<{width}}{status}")
+        lines.append(f"{c.name:<{width}}{'ok' if c.ok else 'MISSING'}")
         if c.folder is not None:
             lines.append(f"  found:   {c.folder}")
         if c.splits:
@@ -85,6 +82,5 @@ def render_checks(checks: list[DatasetCheck], data_dir: Path) -> str:
         if c.prompt_file is not None:
             lines.append(f"  prompts: {c.prompt_file}")
         lines += [f"  missing: {m}" for m in c.missing]
-    n_ok = sum(c.ok for c in checks)
-    lines.append(f"{n_ok} of {len(checks)} datasets complete")
+    lines.append(f"{sum(c.ok for c in checks)} of {len(checks)} datasets complete")
     return "\n".join(lines)

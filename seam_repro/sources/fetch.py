@@ -52,10 +52,9 @@ class FetchResult:
 
 def cache_root(cache: str | Path | None = None) -> Path:
     """The cache folder: explicit argument, ``$SEAM_REPRO_CACHE``, or ``~/.cache/seam-repro``."""
-    if cache is not None:
-        return Path(cache).expanduser()
-    env = os.environ.get("SEAM_REPRO_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "seam-repro"
+    if cache is None:
+        cache = os.environ.get("SEAM_REPRO_CACHE") or Path.home() / ".cache" / "seam-repro"
+    return Path(cache).expanduser()
 
 
 def git_blob_sha1(path: str | Path) -> str:
@@ -82,14 +81,12 @@ def _write_state(cache: Path, name: str, obj: dict[str, Any]) -> None:
 
 
 # -------------------------------------------------------------------------------------- transfers
-def _temp_beside(dest: Path) -> Path:
-    """A new private ``.<name>.<owner>.part`` beside ``dest``, after removing what a killed earlier
-    download of ``dest`` left (``files.sweep_leftovers``)."""
+def _temp_beside(dest: Path, suffix: str = "") -> Path:
+    """A name ``.<name>.<owner><suffix>`` beside ``dest`` for a download or extraction to go to first,
+    after removing what a killed earlier one of ``dest`` left (``files.sweep_leftovers``)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    sweep_leftovers(dest.parent, f".{dest.name}.", ".part")
-    tmp = dest.parent / f".{dest.name}.{owner_token()}.part"
-    os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-    return tmp
+    sweep_leftovers(dest.parent, f".{dest.name}.", suffix)
+    return dest.parent / f".{dest.name}.{owner_token()}{suffix}"
 
 
 def _stream(url: str, tmp: Path, artifact: str, progress: bool, timeout: float) -> None:
@@ -155,7 +152,8 @@ def obtain(src: Source, f: SourceFile, cache: Path, tofu: dict[str, Any], *, dat
     artifact = f"{src.name}:{PurePosixPath(f.dest).name}"
     if dest.is_file():
         return _check(dest, f, artifact, tofu, dest)
-    tmp = _temp_beside(dest)
+    tmp = _temp_beside(dest, ".part")
+    os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))  # private until verified
     try:
         if data_dir is not None:
             origin = _local_copy(data_dir, f, src.data)
@@ -163,7 +161,9 @@ def obtain(src: Source, f: SourceFile, cache: Path, tofu: dict[str, Any], *, dat
         elif src.kind == "hf":
             if hf_download is None:
                 _require_reachable(artifact, *hub_address())
-                hf_download = _hf_hub_download
+                from huggingface_hub import hf_hub_download as hf_download
+
+                quiet_retries()
             try:
                 origin = Path(hf_download(repo_id=src.repo_id, filename=f.filename, revision=src.revision,
                                           repo_type="dataset"))
@@ -188,13 +188,6 @@ def _require_reachable(artifact: str, host: str, port: int) -> None:
     reason = unreachable_reason(host, port)
     if reason is not None:
         raise DownloadError(f"{artifact}: offline: {reason}; nothing was saved")
-
-
-def _hf_hub_download(**kwargs: Any) -> str:
-    from huggingface_hub import hf_hub_download
-
-    quiet_retries()
-    return hf_hub_download(**kwargs)
 
 
 # ------------------------------------------------------------------------------------------- zips
@@ -222,9 +215,7 @@ def safe_extract(archive: Path, target: Path) -> list[str]:
             reason = _unsafe_reason(info)
             if reason is not None:
                 raise InputError(archive, f"refusing to extract: {reason}", record=f"member {info.filename!r}")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        sweep_leftovers(target.parent, f".{target.name}.")  # what a killed earlier extraction left
-        tmp = target.parent / f".{target.name}.{owner_token()}"
+        tmp = _temp_beside(target)
         tmp.mkdir(mode=0o700)
         try:
             names = []

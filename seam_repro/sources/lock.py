@@ -123,8 +123,7 @@ def _file(raw: Any, where: str, path: str) -> SourceFile:
         v = raw.get(key)
         if v is not None and (not isinstance(v, str) or not pattern.match(v)):
             raise InputError(path, f"{key} {v!r} is not a lowercase hex digest", record=where, field=key)
-    return SourceFile(dest=dest, url=raw.get("url"), filename=raw.get("filename"), sha256=raw.get("sha256"),
-                      git_blob_sha1=raw.get("git_blob_sha1"))
+    return SourceFile(dest=dest, **{key: raw.get(key) for key in ("url", "filename", *_HEX)})
 
 
 def parse_lock(obj: Any, path: str) -> Lock:

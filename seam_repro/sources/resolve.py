@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from seam_repro.config import SeamConfig
-from seam_repro.errors import HashMismatchError, InputError, MissingDataError
+from seam_repro.errors import HashMismatchError, InputError, MissingDataError, SeamReproError
 from seam_repro.files.reading import read_json
 from seam_repro.hashing import sha256_file
 from seam_repro.instances import LoadedDataset
@@ -34,9 +34,7 @@ class Sources:
 
     def as_json(self, relative_to: Path | None = None) -> dict[str, Any]:
         def rel(p: Path) -> str:
-            if relative_to is None:
-                return str(p)
-            return Path(os.path.relpath(p, relative_to)).as_posix()
+            return str(p) if relative_to is None else Path(os.path.relpath(p, relative_to)).as_posix()
 
         return {
             "prompts": {n: {"path": rel(self.prompt_paths[n]), "sha256": self.prompt_hashes[n]}
@@ -56,7 +54,7 @@ def resolve_data_path(name: str, entry_path: str | None, data_dir: Any, base_dir
         raise MissingDataError(f"{name}: --data-dir {data_dir} has no {name} data; expected {describe_expected(name)} "
                                f"(`seam-repro datasets check --data-dir {data_dir}` lists what was found)")
     if entry_path:
-        candidate = (base_dir / entry_path) if not Path(entry_path).is_absolute() else Path(entry_path)
+        candidate = base_dir / entry_path  # an absolute entry_path replaces base_dir
         if candidate.exists():
             return candidate.resolve()
         raise MissingDataError(f"{name}: path '{entry_path}' (resolved to {candidate}) does not exist")
@@ -121,29 +119,33 @@ def load_checked_data(spec: Any, data_path: Path, expected_files: dict[str, str]
     return loaded
 
 
-def load_sources(cfg: SeamConfig, *, data_dir: Any = None, prompts_dir: Any = None,
-                 base_dir: Path | None = None, recorded: dict[str, Any] | None = None) -> Sources:
-    """Load every dataset and prompt file the config names, checking recorded hashes."""
+def load_sources(cfg: SeamConfig, *, data_dir: Any = None, prompts_dir: Any = None, base_dir: Path | None = None,
+                 recorded: dict[str, Any] | None = None,
+                 failed: list[tuple[str, SeamReproError]] | None = None) -> Sources:
+    """Load every dataset and prompt file the config names, checking recorded hashes. Given ``failed``,
+    a dataset that cannot be loaded is listed there and left out, so the others still load (``verify``)."""
     from seam_repro.specs import load_suite
 
     suite = load_suite(cfg.suite)
     base_dir = base_dir or Path.cwd()
-    recorded = recorded or {}
-    rec_prompts = recorded.get("prompts", {}) or {}
-    rec_data = recorded.get("data", {}) or {}
+    rec_prompts, rec_data = (recorded or {}).get("prompts") or {}, (recorded or {}).get("data") or {}
     sources = Sources()
     for entry in cfg.datasets:
         name, spec = entry.name, suite.spec(entry.name)  # looked up once per dataset
-        rec_path = (rec_data.get(name) or {}).get("path")
-        data_path = resolve_data_path(name, entry.path or rec_path, data_dir, base_dir)
-        loaded = load_checked_data(spec, data_path, (rec_data.get(name) or {}).get("files") or {})
+        rd, rp = rec_data.get(name) or {}, rec_prompts.get(name) or {}
+        try:
+            data_path = resolve_data_path(name, entry.path or rd.get("path"), data_dir, base_dir)
+            loaded = load_checked_data(spec, data_path, rd.get("files") or {})
+            ppath = resolve_prompt_path(name, prompts_dir, rp.get("path"), base_dir, spec.prompt_file)
+            content = read_prompt_file(ppath, spec)  # read once; hashed from the same bytes
+            digest = sha256_file(ppath)
+            if rp.get("sha256") and rp["sha256"] != digest:
+                raise HashMismatchError(f"{name} prompt file", ppath, rp["sha256"], digest)
+        except SeamReproError as exc:
+            if failed is None:
+                raise
+            failed.append((name, exc))
+            continue
         sources.data[name], sources.data_paths[name] = loaded, data_path
-        rp = rec_prompts.get(name) or {}
-        ppath = resolve_prompt_path(name, prompts_dir, rp.get("path"), base_dir, spec.prompt_file)
-        content = read_prompt_file(ppath, spec)  # read once; hashed from the same bytes
-        digest = sha256_file(ppath)
-        if rp.get("sha256") and rp["sha256"] != digest:
-            raise HashMismatchError(f"{name} prompt file", ppath, rp["sha256"], digest)
-        sources.prompt_files[name] = content
-        sources.prompt_paths[name], sources.prompt_hashes[name] = ppath, digest
+        sources.prompt_files[name], sources.prompt_paths[name], sources.prompt_hashes[name] = content, ppath, digest
     return sources
