@@ -28,11 +28,8 @@ class PrefixHasher:
         self.prefix_utf8 = prefix.encode("utf-8")
         self._state = hashlib.sha256(self.prefix_utf8)
 
-    def hexdigest(self, text: str) -> str:
-        return self.hexdigest_utf8(text.encode("utf-8"))
-
     def hexdigest_utf8(self, data: bytes) -> str:
-        """``hexdigest`` of the text whose UTF-8 bytes are ``data``."""
+        """``sha256_text(prefix + text)`` for the text whose UTF-8 bytes are ``data``."""
         h = self._state.copy()
         h.update(data)
         return h.hexdigest()

@@ -20,9 +20,7 @@ class BatchSize(click.ParamType):
     name = "N|auto"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int | str:
-        if isinstance(value, int) and value >= 1 or value == "auto":
-            return value
-        text = str(value).strip().lower()
+        text = str(value).strip().lower()  # an int (already converted) passes as its digits
         if text == "auto":
             return "auto"
         if text.isdigit() and int(text) >= 1:
