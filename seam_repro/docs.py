@@ -82,36 +82,26 @@ def _options_table(cmd: click.Command, ctx: click.Context) -> list[str]:
     return ["| Option | Description | Environment variable |", "|---|---|---|", *rows]
 
 
-def _arguments(cmd: click.Command) -> list[str]:
-    args = [p for p in cmd.params if isinstance(p, click.Argument)]
-    if not args:
-        return []
-    lines = ["Arguments:", ""]
-    for arg in args:
-        flags = [] if arg.required else ["optional"]
-        if arg.nargs == -1:
-            flags.append("repeatable")
-        suffix = f" ({', '.join(flags)})" if flags else ""
-        lines.append(f"- `{arg.human_readable_name}`{suffix}")
-    return [*lines, ""]
+def _arguments(cmd: click.Command) -> str:
+    """The command's arguments as a Markdown list ("" when it takes none)."""
+    lines = []
+    for arg in cmd.params:
+        if isinstance(arg, click.Argument):
+            flags = [] if arg.required else ["optional"]
+            if arg.nargs == -1:
+                flags.append("repeatable")
+            lines.append(f"- `{arg.human_readable_name}`" + (f" ({', '.join(flags)})" if flags else ""))
+    return "\n".join(["Arguments:", "", *lines]) if lines else ""
 
 
 def _command_section(name: str, cmd: click.Command, parent: click.Context) -> str:
+    """One command's section: its blocks (heading, help, usage, arguments, options, epilog) one
+    blank line apart, those it lacks left out."""
     ctx = click.Context(cmd, info_name=name, parent=parent, **cmd.context_settings)
     usage = " ".join([ctx.command_path, *cmd.collect_usage_pieces(ctx)])
-    parts = [f"### `{ctx.command_path}`", ""]
-    if cmd.deprecated:
-        parts += ["**Deprecated.**", ""]
-    help_md = _help_paragraphs(cmd.help)
-    if help_md:
-        parts += [help_md, ""]
-    parts += [f"Usage: `{usage}`", "", *_arguments(cmd)]
-    table = _options_table(cmd, ctx)
-    if table:
-        parts += [*table, ""]
-    if cmd.epilog:
-        parts += [_help_paragraphs(cmd.epilog), ""]
-    sections = ["\n".join(parts)]
+    blocks = [f"### `{ctx.command_path}`", "**Deprecated.**" if cmd.deprecated else "", _help_paragraphs(cmd.help),
+              f"Usage: `{usage}`", _arguments(cmd), "\n".join(_options_table(cmd, ctx)), _help_paragraphs(cmd.epilog)]
+    sections = ["\n\n".join(b for b in blocks if b) + "\n"]
     if isinstance(cmd, click.Group):  # nested groups (e.g. `datasets list`): one section per subcommand
         for sub_name, sub in _subcommands(cmd, ctx):
             sections.append(_command_section(sub_name, sub, ctx))

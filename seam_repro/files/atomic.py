@@ -176,12 +176,8 @@ def temp_sibling(p: Path) -> tuple[int, str]:
 
 
 def atomic_write_bytes(path: str | Path, data: bytes | Iterable[bytes]) -> None:
-    """Write ``data`` (bytes, or byte chunks: their concatenation, never joined into a second copy)
-    to ``path`` through :func:`atomic_writer`: a temporary sibling + fsync + rename.
-
-    On any failure the temporary file is removed and the previous content of ``path`` (if any) is
-    left exactly as it was; the failure becomes an :class:`OutputError` naming ``path``.
-    """
+    """Write ``data`` (bytes, or byte chunks: never joined into a second copy) to ``path`` through
+    :func:`atomic_writer`; on failure ``path`` is left as it was and an :class:`OutputError` names it."""
     with atomic_writer(path) as fh:
         if isinstance(data, (bytes, bytearray, memoryview)):
             fh.write(data)
