@@ -166,13 +166,8 @@ def temp_sibling(p: Path) -> tuple[int, str]:
     write of ``p`` left there is removed first (:func:`sweep_leftovers`)."""
     ensure_dir(p.parent)
     sweep_leftovers(p.parent, f".{p.name}.", ".tmp")
-    for _ in range(100):
-        tmp = os.path.join(p.parent, f".{p.name}.{owner_token()}.tmp")
-        try:
-            return os.open(tmp, _CREATE_NEW, 0o600), tmp
-        except FileExistsError:
-            continue
-    raise FileExistsError(errno.EEXIST, "no unused temporary name", str(p.parent))
+    tmp = os.path.join(p.parent, f".{p.name}.{owner_token()}.tmp")  # 48 random bits: no retry on a clash
+    return os.open(tmp, _CREATE_NEW, 0o600), tmp
 
 
 def atomic_write_bytes(path: str | Path, data: bytes | Iterable[bytes]) -> None:
