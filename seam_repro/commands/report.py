@@ -12,11 +12,6 @@ from seam_repro.commands import scored_inputs
 from seam_repro.errors import InputError
 
 
-def _manifest_file(spec: str | None) -> list[Path]:
-    """``--manifest`` when it names a file (it may also be a bare digest)."""
-    return [Path(spec)] if spec and Path(spec).exists() else []
-
-
 @click.command(epilog="\b\nExamples:\n  seam-repro report runs/llama --out reports/llama --reference paper\n"
                "  seam-repro report my_model.bundle.json --reference paper --out reports/new")
 @scored_inputs("Directory for report.md, report.json, box_plots.png, ar_arsd.png.",
@@ -37,8 +32,9 @@ def report(inputs: tuple[Path, ...], out_dir: Path, reference: str | None, manif
     from seam_repro.manifest.trust import seeds_read_dirs
 
     names = ("report.json", "report.md", "box_plots.png", "ar_arsd.png", "view")
+    manifest_file = Path(manifest) if manifest and Path(manifest).exists() else None  # else a bare digest
     guard_outputs([("--out", out_dir)],
-                  inputs=[*inputs, reference if reference not in (None, "paper") else None, *_manifest_file(manifest)],
+                  inputs=[*inputs, reference if reference not in (None, "paper") else None, manifest_file],
                   read_dirs=[*(p for p in inputs if p.is_dir()), *seeds_read_dirs()], writes=names)
     models = load_inputs(list(inputs), resolve_manifest_digest(manifest))
     ref = load_reference(reference) if reference else None
