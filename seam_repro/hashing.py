@@ -9,8 +9,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-_CHUNK = 1 << 20
-
 
 def sha256_text(text: str) -> str:
     """sha256 of the UTF-8 bytes of ``text`` (prompts, targets, chat templates)."""
@@ -74,11 +72,8 @@ def sha256_file(path: str | Path) -> str:
         cached = None
     if cached is not None:
         return cached
-    h = hashlib.sha256()
     with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(_CHUNK), b""):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def canonical_json(obj: Any) -> bytes:
