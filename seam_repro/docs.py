@@ -63,13 +63,9 @@ def _envvar(param: click.Option, ctx: click.Context) -> str:
 def _options_table(cmd: click.Command, ctx: click.Context) -> list[str]:
     rows = []
     for param in cmd.params:
-        if not isinstance(param, click.Option) or param.hidden:
-            continue
-        record = param.get_help_record(ctx)
-        if record is None:
-            continue
-        opts, help_text = record
-        rows.append(f"| `{_cell(opts)}` | {_cell(help_text)} | {_envvar(param, ctx)} |")
+        record = param.get_help_record(ctx) if isinstance(param, click.Option) else None  # None: hidden
+        if record is not None:
+            rows.append(f"| `{_cell(record[0])}` | {_cell(record[1])} | {_envvar(param, ctx)} |")
     # The help option from this context's names, as a fresh process builds it: click caches a
     # command's help option from the first context it sees (a command invoked on its own gets
     # plain --help), so cmd.get_params(ctx) would depend on what ran earlier in the process.

@@ -214,12 +214,9 @@ def _suite_dirs() -> list[Path]:
 @cache
 def load_suite(name: str = "seam") -> Suite:
     """A suite by name (shipped, else from ``$SEAM_REPRO_SUITES``), or a suite file by path."""
-    if name.endswith(".json"):
-        path = Path(name)
-    else:
-        path = next((d / f"{name}.json" for d in _suite_dirs() if (d / f"{name}.json").is_file()),
-                    SUITES_DIR / f"{name}.json")
-    if not path.is_file():
+    candidates = [Path(name)] if name.endswith(".json") else [d / f"{name}.json" for d in _suite_dirs()]
+    path = next((p for p in candidates if p.is_file()), None)
+    if path is None:
         known = ", ".join(suite_names())
         raise InputError("suite", f"unknown suite '{name}'; known suites: {known} (a suite of your own: put its "
                          f"folder in ${SUITES_PATH_ENV})")
