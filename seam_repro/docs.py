@@ -34,9 +34,7 @@ def _cell(text: str) -> str:
 def _help_paragraphs(text: str | None) -> str:
     """Click help text as Markdown: ``\\b`` paragraphs (kept verbatim by click) become code blocks,
     other paragraphs are re-flowed; text after ``\\f`` is hidden from help, as click does."""
-    if not text:
-        return ""
-    text = inspect.cleandoc(text.split("\f", 1)[0])
+    text = inspect.cleandoc((text or "").split("\f", 1)[0])
     blocks: list[str] = []
     for para in text.split("\n\n"):
         lines = para.splitlines()

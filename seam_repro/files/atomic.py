@@ -96,14 +96,13 @@ def owner_token() -> str:
 
 
 def _pid_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # no permission: another user's live process
-        return True
+    if pid != os.getpid():  # this process is alive (and signalling itself is not asked)
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except OSError:  # no permission: another user's live process
+            pass
     return True
 
 
