@@ -9,7 +9,6 @@ import click
 
 from seam_repro.cli import command_line
 from seam_repro.commands import scored_inputs
-from seam_repro.errors import InputError
 
 
 @click.command(epilog="\b\nExamples:\n  seam-repro report runs/llama --out reports/llama --reference paper\n"
@@ -98,8 +97,6 @@ def submit(run_dir: Path, out: Path, model_id: str | None) -> int:
     from seam_repro.analysis.submit import explain_partial, make_bundle, write_bundle
     from seam_repro.files.guard import guard_outputs
 
-    if out.is_dir():
-        raise InputError(out, "is a directory; expected a .json file path")
     guard_outputs([("--out", out)], inputs=[run_dir], read_dirs=[run_dir])
     bundle = make_bundle(run_dir, model_id)
     write_bundle(bundle, out)
