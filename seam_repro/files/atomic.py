@@ -96,7 +96,7 @@ def owner_token() -> str:
 
 
 def _pid_alive(pid: int) -> bool:
-    if pid != os.getpid():  # this process is alive (and signalling itself is not asked)
+    if pid != os.getpid():  # our own pid needs no probe
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
