@@ -157,8 +157,6 @@ def main(argv: list[str] | None = None) -> None:
         exc.message = _redacted(exc.message)
         exc.show()
         sys.exit(exc.exit_code)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
     except OSError as exc:
         from seam_repro.files.atomic import describe_os_error
 

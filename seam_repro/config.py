@@ -12,12 +12,13 @@ The config records are named tuples, as the records of ``instances.py`` are (tha
 
 # Annotations are evaluated (no __future__ import): see instances.py, cheaper for NamedTuple fields.
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from seam_repro.design import design_json, parse_design
 from seam_repro.errors import InputError
-from seam_repro.files.reading import read_json
+from seam_repro.files.reading import is_a, read_json
 from seam_repro.specs import load_suite
 
 PROFILES = ("upstream", "seam-repro-1")
@@ -38,6 +39,17 @@ def _known_generation_keys(raw: Any, source: str, field: str) -> dict[str, Any]:
     if unknown:
         raise InputError(source, f"unknown keys {sorted(unknown)}; expected {sorted(PAPER_GENERATION)}", field=field)
     return raw
+
+
+_GENERATION_RULES: tuple[tuple[str, str, Callable[[Any, dict[str, Any]], bool]], ...] = (
+    ("temperature", "a number >= 0", lambda v, g: is_a(v, (int, float)) and not v < 0),
+    ("max_new_tokens", "an integer >= 1", lambda v, g: is_a(v, int) and v >= 1),
+    ("do_sample", "true/false", lambda v, g: isinstance(v, bool)),
+    ("top_p", "null or a number in (0, 1]", lambda v, g: v is None or is_a(v, (int, float)) and 0 < v <= 1),
+    ("truncation", '"max", null or a token count above max_new_tokens as a string',
+     lambda v, g: v in (None, "max") or isinstance(v, str) and v.isdigit() and int(v) > g["max_new_tokens"]),
+    ("batch_size", "an integer >= 1", lambda v, g: is_a(v, int) and v >= 1),
+)  # each config.generation key's expected form and check (g: the whole block)
 
 
 class GenerationSettings(NamedTuple):
@@ -62,28 +74,15 @@ class GenerationSettings(NamedTuple):
             # truncation ("max": context minus max_new_tokens) and batch_size are protocol facts of
             # upstream predict.json recorded in the manifest, checked here like the sampling settings.
             merged.update(_known_generation_keys(generation, source, "config.generation"))
-        t, n, s, p = merged["temperature"], merged["max_new_tokens"], merged["do_sample"], merged["top_p"]
-        if not isinstance(t, (int, float)) or isinstance(t, bool) or t < 0:
-            raise InputError(source, f"expected a number >= 0, got {t!r}", field="config.generation.temperature")
-        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-            raise InputError(source, f"expected an integer >= 1, got {n!r}", field="config.generation.max_new_tokens")
-        if not isinstance(s, bool):
-            raise InputError(source, f"expected true/false, got {s!r}", field="config.generation.do_sample")
-        if p is not None and (not isinstance(p, (int, float)) or isinstance(p, bool) or not 0 < p <= 1):
-            raise InputError(source, f"expected null or a number in (0, 1], got {p!r}", field="config.generation.top_p")
-        trunc, bs = merged["truncation"], merged["batch_size"]
-        window = None
-        if trunc not in (None, "max"):
-            if not isinstance(trunc, str) or not trunc.isdigit() or int(trunc) <= n:
-                raise InputError(source, f"expected \"max\", null or a token count above max_new_tokens as a "
-                                 f"string, got {trunc!r}", field="config.generation.truncation")
-            window = int(trunc)
-        if not isinstance(bs, int) or isinstance(bs, bool) or bs < 1:
-            raise InputError(source, f"expected an integer >= 1, got {bs!r}", field="config.generation.batch_size")
+        for key, form, ok in _GENERATION_RULES:  # in this order: the first bad key is the one named
+            if not ok(merged[key], merged):
+                raise InputError(source, f"expected {form}, got {merged[key]!r}", field=f"config.generation.{key}")
+        t, s, p, trunc = merged["temperature"], merged["do_sample"], merged["top_p"], merged["truncation"]
         if s and t == 0:
             raise InputError(source, "do_sample true needs temperature > 0", field="config.generation.temperature")
-        return cls(temperature=float(t), max_new_tokens=n, do_sample=s, top_p=None if p is None else float(p),
-                   context_window=window, batch_size=bs)
+        return cls(temperature=float(t), max_new_tokens=merged["max_new_tokens"], do_sample=s,
+                   top_p=None if p is None else float(p), context_window=None if trunc in (None, "max") else int(trunc),
+                   batch_size=merged["batch_size"])
 
     def as_dict(self) -> dict[str, Any]:
         """The result-relevant settings (recorded with every prediction; batch size is not)."""
@@ -151,8 +150,7 @@ def _int(raw: dict[str, Any], key: str, where: str, default: int | None = None, 
             raise InputError(where, f"missing; expected {form}", field=key)
         return default
     value = raw[key]
-    if not isinstance(value, int) or isinstance(value, bool) or (low is not None and value < low) \
-            or (high is not None and value > high):
+    if not is_a(value, int) or (low is not None and value < low) or (high is not None and value > high):
         raise InputError(where, f"expected {form}, got {_show(value)}", field=key)
     return value
 

@@ -34,9 +34,7 @@ def _cell(text: str) -> str:
 def _help_paragraphs(text: str | None) -> str:
     """Click help text as Markdown: ``\\b`` paragraphs (kept verbatim by click) become code blocks,
     other paragraphs are re-flowed; text after ``\\f`` is hidden from help, as click does."""
-    if not text:
-        return ""
-    text = inspect.cleandoc(text.split("\f", 1)[0])
+    text = inspect.cleandoc((text or "").split("\f", 1)[0])
     blocks: list[str] = []
     for para in text.split("\n\n"):
         lines = para.splitlines()
@@ -63,13 +61,9 @@ def _envvar(param: click.Option, ctx: click.Context) -> str:
 def _options_table(cmd: click.Command, ctx: click.Context) -> list[str]:
     rows = []
     for param in cmd.params:
-        if not isinstance(param, click.Option) or param.hidden:
-            continue
-        record = param.get_help_record(ctx)
-        if record is None:
-            continue
-        opts, help_text = record
-        rows.append(f"| `{_cell(opts)}` | {_cell(help_text)} | {_envvar(param, ctx)} |")
+        record = param.get_help_record(ctx) if isinstance(param, click.Option) else None  # None: hidden
+        if record is not None:
+            rows.append(f"| `{_cell(record[0])}` | {_cell(record[1])} | {_envvar(param, ctx)} |")
     # The help option from this context's names, as a fresh process builds it: click caches a
     # command's help option from the first context it sees (a command invoked on its own gets
     # plain --help), so cmd.get_params(ctx) would depend on what ran earlier in the process.
@@ -82,36 +76,26 @@ def _options_table(cmd: click.Command, ctx: click.Context) -> list[str]:
     return ["| Option | Description | Environment variable |", "|---|---|---|", *rows]
 
 
-def _arguments(cmd: click.Command) -> list[str]:
-    args = [p for p in cmd.params if isinstance(p, click.Argument)]
-    if not args:
-        return []
-    lines = ["Arguments:", ""]
-    for arg in args:
-        flags = [] if arg.required else ["optional"]
-        if arg.nargs == -1:
-            flags.append("repeatable")
-        suffix = f" ({', '.join(flags)})" if flags else ""
-        lines.append(f"- `{arg.human_readable_name}`{suffix}")
-    return [*lines, ""]
+def _arguments(cmd: click.Command) -> str:
+    """The command's arguments as a Markdown list ("" when it takes none)."""
+    lines = []
+    for arg in cmd.params:
+        if isinstance(arg, click.Argument):
+            flags = [] if arg.required else ["optional"]
+            if arg.nargs == -1:
+                flags.append("repeatable")
+            lines.append(f"- `{arg.human_readable_name}`" + (f" ({', '.join(flags)})" if flags else ""))
+    return "\n".join(["Arguments:", "", *lines]) if lines else ""
 
 
 def _command_section(name: str, cmd: click.Command, parent: click.Context) -> str:
+    """One command's section: its blocks (heading, help, usage, arguments, options, epilog) one
+    blank line apart, those it lacks left out."""
     ctx = click.Context(cmd, info_name=name, parent=parent, **cmd.context_settings)
     usage = " ".join([ctx.command_path, *cmd.collect_usage_pieces(ctx)])
-    parts = [f"### `{ctx.command_path}`", ""]
-    if cmd.deprecated:
-        parts += ["**Deprecated.**", ""]
-    help_md = _help_paragraphs(cmd.help)
-    if help_md:
-        parts += [help_md, ""]
-    parts += [f"Usage: `{usage}`", "", *_arguments(cmd)]
-    table = _options_table(cmd, ctx)
-    if table:
-        parts += [*table, ""]
-    if cmd.epilog:
-        parts += [_help_paragraphs(cmd.epilog), ""]
-    sections = ["\n".join(parts)]
+    blocks = [f"### `{ctx.command_path}`", "**Deprecated.**" if cmd.deprecated else "", _help_paragraphs(cmd.help),
+              f"Usage: `{usage}`", _arguments(cmd), "\n".join(_options_table(cmd, ctx)), _help_paragraphs(cmd.epilog)]
+    sections = ["\n\n".join(b for b in blocks if b) + "\n"]
     if isinstance(cmd, click.Group):  # nested groups (e.g. `datasets list`): one section per subcommand
         for sub_name, sub in _subcommands(cmd, ctx):
             sections.append(_command_section(sub_name, sub, ctx))

@@ -9,8 +9,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-_CHUNK = 1 << 20
-
 
 def sha256_text(text: str) -> str:
     """sha256 of the UTF-8 bytes of ``text`` (prompts, targets, chat templates)."""
@@ -28,11 +26,8 @@ class PrefixHasher:
         self.prefix_utf8 = prefix.encode("utf-8")
         self._state = hashlib.sha256(self.prefix_utf8)
 
-    def hexdigest(self, text: str) -> str:
-        return self.hexdigest_utf8(text.encode("utf-8"))
-
     def hexdigest_utf8(self, data: bytes) -> str:
-        """``hexdigest`` of the text whose UTF-8 bytes are ``data``."""
+        """``sha256_text(prefix + text)`` for the text whose UTF-8 bytes are ``data``."""
         h = self._state.copy()
         h.update(data)
         return h.hexdigest()
@@ -77,11 +72,8 @@ def sha256_file(path: str | Path) -> str:
         cached = None
     if cached is not None:
         return cached
-    h = hashlib.sha256()
     with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(_CHUNK), b""):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def canonical_json(obj: Any) -> bytes:

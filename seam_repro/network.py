@@ -52,11 +52,11 @@ def network_wanted(args: list[str]) -> bool:
     return False
 
 
-def apply_policy(args: list[str]) -> bool:
-    """Switch the Hugging Face libraries offline unless ``args`` asks for the network; returns
-    whether the network stays allowed. Must run before those libraries are imported."""
+def apply_policy(args: list[str]) -> None:
+    """Switch the Hugging Face libraries offline unless ``args`` asks for the network. Must run
+    before those libraries are imported."""
     if network_wanted(args):
-        return True
+        return
     os.environ.update(OFFLINE_ENV)
     # The libraries read these at import; when something imported them earlier, switch them too
     # (huggingface_hub otherwise fetches an agent registry even for local_files_only loads).
@@ -64,7 +64,6 @@ def apply_policy(args: list[str]) -> bool:
     if hub_constants is not None:
         hub_constants.HF_HUB_OFFLINE = True
         hub_constants.HF_HUB_DISABLE_TELEMETRY = True
-    return False
 
 
 def first_hop(url: str) -> tuple[str, int]:
@@ -124,16 +123,14 @@ def unreachable_reason(host: str, port: int, timeout: float = PROBE_TIMEOUT_S) -
             if left <= 0:
                 reason = f"{where} cannot be reached (no answer within {timeout:g} s)"
                 break
-            sock = socket.socket(family, kind, proto)
-            try:
-                sock.settimeout(left)
-                sock.connect(address)
-                reason = None
-                break
-            except OSError as exc:
-                reason = f"{where} cannot be reached ({exc.strerror or type(exc).__name__})"
-            finally:
-                sock.close()
+            with socket.socket(family, kind, proto) as sock:
+                try:
+                    sock.settimeout(left)
+                    sock.connect(address)
+                    reason = None
+                    break
+                except OSError as exc:
+                    reason = f"{where} cannot be reached ({exc.strerror or type(exc).__name__})"
     _probed[(host, port)] = reason
     return reason
 
@@ -161,8 +158,7 @@ def is_cached(model_id: str, revision: str | None) -> bool:
     """Whether the model's config.json at ``revision`` is in the local Hugging Face cache."""
     from huggingface_hub import try_to_load_from_cache
 
-    found = try_to_load_from_cache(model_id, "config.json", revision=revision)
-    return isinstance(found, str)
+    return isinstance(try_to_load_from_cache(model_id, "config.json", revision=revision), str)
 
 
 def require_hub_or_cache(model_id: str, revision: str | None) -> None:

@@ -1,15 +1,12 @@
 """Manifest schema conformance: ``fastjsonschema`` decides, ``jsonschema`` explains.
 
-Every manifest-reading command (``prompts``, ``verify``, ``replay``, ``score``) validates the manifest
-against ``data/manifest.schema.json``. ``jsonschema`` walks ``$ref`` per instance: at the paper's
-scale (6 datasets x 10 runs x 100 instances) its check is a large share of a short command such as
-``verify`` (docs/performance.md has the measured figures), so the schema is compiled to plain
-Python by ``fastjsonschema`` once per process and only a document it rejects goes to
-``jsonschema``, whose error messages are the ones shown. Both accept exactly the same documents for
-the keywords this schema uses (type, const, enum, pattern, required, properties,
-additionalProperties, items, minItems, minimum, minLength, anyOf and a sibling-free ``$ref``: their
-meaning is the same in draft 7 and 2020-12); tests/test_startup.py checks agreement on valid and
-broken manifests.
+Every manifest-reading command validates the manifest against ``data/manifest.schema.json``.
+``jsonschema`` is slow at the paper's scale (docs/performance.md), so the schema is compiled by
+``fastjsonschema`` once per process and only a document it rejects goes to ``jsonschema``, whose
+messages are the ones shown. Both accept the same documents for the keywords this schema uses (type,
+const, enum, pattern, required, properties, additionalProperties, items, minItems, minimum, minLength,
+anyOf, a sibling-free ``$ref``: the same meaning in draft 7 and 2020-12); tests/test_startup.py
+checks that they agree.
 """
 
 from __future__ import annotations

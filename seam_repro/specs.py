@@ -186,12 +186,9 @@ def parse_suite(raw: Any, where: str) -> Suite:
                 raise InputError(w, "expected a string", field=key)
         if ":" not in d["template"]:
             raise InputError(w, "expected 'module:attribute'", field="template")
-        metrics = d.get("metrics", {})
-        if not isinstance(metrics, dict):
-            raise InputError(w, "expected {profile: metric name}", field="metrics")
-        options = d.get("template_options", {})
-        if not isinstance(options, dict):
-            raise InputError(w, "expected an object of template settings", field="template_options")
+        for key, form in (("metrics", "{profile: metric name}"), ("template_options", "an object of template settings")):
+            if not isinstance(d.get(key, {}), dict):
+                raise InputError(w, f"expected {form}", field=key)
         units = d.get("units", "instance")
         if units not in UNITS:
             raise InputError(w, f"expected one of {UNITS}, got {units!r}", field="units")
@@ -199,8 +196,8 @@ def parse_suite(raw: Any, where: str) -> Suite:
         if not isinstance(paper_name, str):
             raise InputError(w, "expected the paper's spelling of the name as a string", field="paper_name")
         specs[name] = DatasetSpec(name, d["task"], d["default_split"], d["loader"], d["template"], d["prompt_file"],
-                                  dict(metrics), _plan(d.get("sampling"), w), dict(options), units, suite,
-                                  paper_name)
+                                  dict(d.get("metrics", {})), _plan(d.get("sampling"), w),
+                                  dict(d.get("template_options", {})), units, suite, paper_name)
     return Suite(suite, int(raw.get("version", 1)), str(raw.get("description", "")), specs)
 
 
@@ -217,12 +214,9 @@ def _suite_dirs() -> list[Path]:
 @cache
 def load_suite(name: str = "seam") -> Suite:
     """A suite by name (shipped, else from ``$SEAM_REPRO_SUITES``), or a suite file by path."""
-    if name.endswith(".json"):
-        path = Path(name)
-    else:
-        path = next((d / f"{name}.json" for d in _suite_dirs() if (d / f"{name}.json").is_file()),
-                    SUITES_DIR / f"{name}.json")
-    if not path.is_file():
+    candidates = [Path(name)] if name.endswith(".json") else [d / f"{name}.json" for d in _suite_dirs()]
+    path = next((p for p in candidates if p.is_file()), None)
+    if path is None:
         known = ", ".join(suite_names())
         raise InputError("suite", f"unknown suite '{name}'; known suites: {known} (a suite of your own: put its "
                          f"folder in ${SUITES_PATH_ENV})")

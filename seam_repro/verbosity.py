@@ -63,13 +63,9 @@ def set_verbosity(level: int) -> None:
     logger.propagate = False
 
 
-def quiet() -> bool:
-    return os.environ.get(QUIET_ENV) == "1"
-
-
 def progress_wanted(asked: bool = True) -> bool:
     """Whether to draw a progress bar: asked for, and not under ``-q``."""
-    return asked and not quiet()
+    return asked and os.environ.get(QUIET_ENV) != "1"
 
 
 def log() -> logging.Logger:
@@ -80,7 +76,7 @@ def log() -> logging.Logger:
 
 def say(line: str, err: bool = False) -> None:
     """Print an informational line (not under ``-q``) and keep it in the run's log file."""
-    if not quiet():
+    if os.environ.get(QUIET_ENV) != "1":
         from seam_repro.bidi import show_bidi
 
         print(show_bidi(line), file=sys.stderr if err else sys.stdout, flush=True)

@@ -43,15 +43,19 @@ def _options(*decorators: Callable[[F], F]) -> Callable[[F], F]:
     return wrap
 
 
-def render_inputs(data_help: str, prompts_help: str) -> Callable[[F], F]:
-    """``--data-dir``, ``--prompts-dir``, ``--allow-unfrozen``: what a manifest's prompts are rendered
-    from (replay, import)."""
+def input_dirs(data_help: str, prompts_help: str) -> Callable[[F], F]:
+    """``--data-dir`` and ``--prompts-dir``: local dataset copies and prompt files to read instead of
+    the cache (sample, freeze, prompts, verify, and with :func:`render_inputs` replay and import)."""
     return _options(
         click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help=data_help),
         click.option("--prompts-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-                     help=prompts_help),
-        click.option("--allow-unfrozen", is_flag=True,
-                     help="Accept a manifest with frozen: false (results are not citable)."))
+                     help=prompts_help))
+
+
+def render_inputs(data_help: str, prompts_help: str) -> Callable[[F], F]:
+    """:func:`input_dirs` and ``--allow-unfrozen``: what a manifest's prompts are rendered from."""
+    return _options(input_dirs(data_help, prompts_help), click.option(
+        "--allow-unfrozen", is_flag=True, help="Accept a manifest with frozen: false (results are not citable)."))
 
 
 def scored_inputs(out_help: str, reference_help: str) -> Callable[[F], F]:

@@ -26,8 +26,7 @@ def list_datasets(cache: Path | None, suite: str) -> None:
     from seam_repro.config import PROFILES
     from seam_repro.specs import load_suite, shipped_suites
 
-    names = shipped_suites() if suite == "all" else [suite]
-    for name in names:
+    for name in shipped_suites() if suite == "all" else [suite]:
         if name != "seam":
             spec = load_suite(name)
             click.echo(f"suite {spec.name}: {spec.description}")

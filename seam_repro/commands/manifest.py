@@ -7,13 +7,11 @@ from pathlib import Path
 
 import click
 
-from seam_repro.commands import MANIFEST
+from seam_repro.commands import MANIFEST, input_dirs
 from seam_repro.config import PROFILES
 
-data_dir_option = click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path),
-                               help="Read each dataset from DIR/<name> instead of config paths or the cache.")
-prompts_dir_option = click.option("--prompts-dir", type=click.Path(file_okay=False, path_type=Path),
-                                  help="Read prompt files from DIR/<name>.json instead of the pinned upstream ones.")
+local_inputs = input_dirs("Read each dataset from DIR/<name> instead of config paths or the cache.",
+                          "Read prompt files from DIR/<name>.json instead of the pinned upstream ones.")
 
 
 def _note(note: str) -> None:
@@ -35,8 +33,7 @@ def _wrote(w) -> None:
 @click.option("-o", "--out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Manifest to write.")
 @click.option("--profile", type=click.Choice(PROFILES), default="upstream", show_default=True,
               help="upstream = bit-exact SEAM@6ad83f4; seam-repro-1 = corrected protocol.")
-@data_dir_option
-@prompts_dir_option
+@local_inputs
 @click.option("--store-prompts", is_flag=True, help="Also write <manifest>.prompts.jsonl.gz so verify can show diffs.")
 @click.option("--unfrozen", is_flag=True,
               help="Write only the protocol and the pinned prompt-file hashes (no data needed); fill it later "
@@ -65,8 +62,7 @@ def sample(config: Path, out: Path, profile: str, data_dir, prompts_dir, store_p
 @click.argument("manifest", type=MANIFEST)
 @click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=Path),
               help="Where to write the frozen manifest (default: a new file MANIFEST stem + '.frozen.json').")
-@data_dir_option
-@prompts_dir_option
+@local_inputs
 @click.option("--store-prompts", is_flag=True, help="Also write the prompt texts beside the manifest.")
 def freeze(manifest: Path, out: Path | None, data_dir, prompts_dir, store_prompts: bool) -> None:
     """Fill an unfrozen MANIFEST (protocol + pins, no choices) from verified local data.
@@ -84,8 +80,7 @@ def freeze(manifest: Path, out: Path | None, data_dir, prompts_dir, store_prompt
 @click.argument("manifest", type=MANIFEST)
 @click.option("-o", "--out", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="JSONL file: one prompt record per line ('-' for stdout).")
-@data_dir_option
-@prompts_dir_option
+@local_inputs
 def prompts(manifest: Path, out: Path, data_dir, prompts_dir) -> None:
     """Write the exact prompt of every instance of MANIFEST, rendered from its recorded choices."""
     from seam_repro.files.atomic import atomic_write_bytes
@@ -101,8 +96,7 @@ def prompts(manifest: Path, out: Path, data_dir, prompts_dir) -> None:
 
 @click.command(epilog="\b\nExamples:\n  seam-repro verify manifests/*.json                 # every shipped manifest\n  seam-repro verify smoke                            # a shipped manifest by name (installed kit, no clone)\n  seam-repro verify paper.frozen.json --data-dir data/ --json > drift.json")
 @click.argument("manifests", nargs=-1, required=True, type=MANIFEST)
-@data_dir_option
-@prompts_dir_option
+@local_inputs
 @click.option("--max-listed", default=20, show_default=True, help="How many mismatches to list per manifest.")
 @click.option("--json", "json_out", is_flag=True,
               help="Print one JSON object per manifest (ok, changed sources, every mismatch, affected instances, "

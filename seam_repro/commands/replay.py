@@ -20,9 +20,7 @@ class BatchSize(click.ParamType):
     name = "N|auto"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int | str:
-        if isinstance(value, int) and value >= 1 or value == "auto":
-            return value
-        text = str(value).strip().lower()
+        text = str(value).strip().lower()  # an int (already converted) passes as its digits
         if text == "auto":
             return "auto"
         if text.isdigit() and int(text) >= 1:
@@ -264,8 +262,7 @@ def recheck(run_dir: Path, sample: int, seed: int, batch_size: int | None, model
     from seam_repro.files.guard import guard_outputs
     from seam_repro.run.recheck import recheck as run_recheck
 
-    if json_out is not None:
-        guard_outputs([("--json", json_out)], inputs=[bundle], read_dirs=[run_dir, model_folder])
+    guard_outputs([("--json", json_out)], inputs=[bundle], read_dirs=[run_dir, model_folder])  # None: nothing
     report = run_recheck(run_dir, sample=sample, seed=seed, batch_size=batch_size, model=model,
                          model_folder=model_folder, bundle=bundle)
     for line in report.lines():

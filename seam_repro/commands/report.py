@@ -9,12 +9,6 @@ import click
 
 from seam_repro.cli import command_line
 from seam_repro.commands import scored_inputs
-from seam_repro.errors import InputError
-
-
-def _manifest_file(spec: str | None) -> list[Path]:
-    """``--manifest`` when it names a file (it may also be a bare digest)."""
-    return [Path(spec)] if spec and Path(spec).exists() else []
 
 
 @click.command(epilog="\b\nExamples:\n  seam-repro report runs/llama --out reports/llama --reference paper\n"
@@ -37,8 +31,9 @@ def report(inputs: tuple[Path, ...], out_dir: Path, reference: str | None, manif
     from seam_repro.manifest.trust import seeds_read_dirs
 
     names = ("report.json", "report.md", "box_plots.png", "ar_arsd.png", "view")
+    manifest_file = Path(manifest) if manifest and Path(manifest).exists() else None  # else a bare digest
     guard_outputs([("--out", out_dir)],
-                  inputs=[*inputs, reference if reference not in (None, "paper") else None, *_manifest_file(manifest)],
+                  inputs=[*inputs, reference if reference not in (None, "paper") else None, manifest_file],
                   read_dirs=[*(p for p in inputs if p.is_dir()), *seeds_read_dirs()], writes=names)
     models = load_inputs(list(inputs), resolve_manifest_digest(manifest))
     ref = load_reference(reference) if reference else None
@@ -102,8 +97,6 @@ def submit(run_dir: Path, out: Path, model_id: str | None) -> int:
     from seam_repro.analysis.submit import explain_partial, make_bundle, write_bundle
     from seam_repro.files.guard import guard_outputs
 
-    if out.is_dir():
-        raise InputError(out, "is a directory; expected a .json file path")
     guard_outputs([("--out", out)], inputs=[run_dir], read_dirs=[run_dir])
     bundle = make_bundle(run_dir, model_id)
     write_bundle(bundle, out)

@@ -96,14 +96,13 @@ def owner_token() -> str:
 
 
 def _pid_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # no permission: another user's live process
-        return True
+    if pid != os.getpid():  # our own pid needs no probe
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except OSError:  # no permission: another user's live process
+            pass
     return True
 
 
@@ -166,22 +165,13 @@ def temp_sibling(p: Path) -> tuple[int, str]:
     write of ``p`` left there is removed first (:func:`sweep_leftovers`)."""
     ensure_dir(p.parent)
     sweep_leftovers(p.parent, f".{p.name}.", ".tmp")
-    for _ in range(100):
-        tmp = os.path.join(p.parent, f".{p.name}.{owner_token()}.tmp")
-        try:
-            return os.open(tmp, _CREATE_NEW, 0o600), tmp
-        except FileExistsError:
-            continue
-    raise FileExistsError(errno.EEXIST, "no unused temporary name", str(p.parent))
+    tmp = os.path.join(p.parent, f".{p.name}.{owner_token()}.tmp")  # 48 random bits: no retry on a clash
+    return os.open(tmp, _CREATE_NEW, 0o600), tmp
 
 
 def atomic_write_bytes(path: str | Path, data: bytes | Iterable[bytes]) -> None:
-    """Write ``data`` (bytes, or byte chunks: their concatenation, never joined into a second copy)
-    to ``path`` through :func:`atomic_writer`: a temporary sibling + fsync + rename.
-
-    On any failure the temporary file is removed and the previous content of ``path`` (if any) is
-    left exactly as it was; the failure becomes an :class:`OutputError` naming ``path``.
-    """
+    """Write ``data`` (bytes, or byte chunks: never joined into a second copy) to ``path`` through
+    :func:`atomic_writer`; on failure ``path`` is left as it was and an :class:`OutputError` names it."""
     with atomic_writer(path) as fh:
         if isinstance(data, (bytes, bytearray, memoryview)):
             fh.write(data)

@@ -48,12 +48,10 @@ def guard_output(output: str | Path, *, inputs: Iterable[str | Path | None] = ()
     ``predictions`` is a link into a model folder are caught too. Inputs include those a command
     finds indirectly (seeds files, a manifest's recorded data, a run's manifest copy).
     """
-    inputs, read_dirs = list(inputs), list(read_dirs)
+    inputs, read_dirs = [i for i in inputs if i is not None], [d for d in read_dirs if d is not None]
     out = _resolved(output)
     out_id = _file_id(out)
     for item in inputs:
-        if item is None:
-            continue
         if out_id is not _UNKNOWN:
             item_id = _file_id(os.path.abspath(item))
             if item_id is not None and item_id is not _UNKNOWN and item_id != out_id:
@@ -62,16 +60,12 @@ def guard_output(output: str | Path, *, inputs: Iterable[str | Path | None] = ()
             raise OutputError(f"{option} {output}: is one of this command's inputs ({item}); "
                               "choose another output path")
     for folder in read_dirs:
-        if folder is None:
-            continue
         root = _resolved(folder)
         if out == root or root in out.parents:
             raise OutputError(f"{option} {output}: lies inside {folder}, which this command reads; "
                               "choose a path outside it")
     spots = [(w, _resolved(out / w)) for w in writes]
     for item in (*inputs, *read_dirs) if spots else ():
-        if item is None:
-            continue
         where = _resolved(item)
         for name, spot in spots:
             if where == spot or spot in where.parents:
