@@ -71,8 +71,8 @@ def load_pins(path: Path = PINS_FILE) -> tuple[ModelPin, ModelPin]:
 def _hub_cache() -> Path:
     """The Hugging Face hub cache as the environment names it now (huggingface_hub reads it once, at import)."""
     env = os.environ
-    if env.get("HF_HUB_CACHE") or env.get("HUGGINGFACE_HUB_CACHE"):
-        return Path(env.get("HF_HUB_CACHE") or env["HUGGINGFACE_HUB_CACHE"]).expanduser()
+    if cache := env.get("HF_HUB_CACHE") or env.get("HUGGINGFACE_HUB_CACHE"):
+        return Path(cache).expanduser()
     home = env.get("HF_HOME") or os.path.join(env.get("XDG_CACHE_HOME") or "~/.cache", "huggingface")
     return Path(home).expanduser() / "hub"
 
