@@ -207,10 +207,7 @@ class _Identified:
                                 seen_rows.add(i)
                                 rows.append(i)
                                 stack.append(i)
-            edges = [(i, j) for i in rows for j in by_row[i]]
-            if len(edges) == 1:
-                components.append(edges)
-                continue
+            edges = [(i, j) for i in rows for j in by_row[i]]  # two or more: one edge took the fast path
             rows.sort()
             cols.sort()
             r_at, c_at = {i: n for n, i in enumerate(rows)}, {j: n for n, j in enumerate(cols)}
@@ -275,13 +272,11 @@ def _bcub(ident: _Identified) -> Counts:
     the scorer's set-membership count is computed literally instead."""
     key_lens = [len(c) for c in ident.key]
     flat_k = [m for c in ident.key for m in c]
-    distinct = len(set(flat_k)) == len(flat_k)
-    key_sets = None if distinct else [set(c) for c in ident.key]
-    kidx = ident.kidx
+    key_sets = None if len(set(flat_k)) == len(flat_k) else [set(c) for c in ident.key]
     acum_r = acum_p = 0.0
     for chain in ident.response:
         ri = len(chain)
-        ks = [kidx.get(m) for m in chain]
+        ks = [ident.kidx.get(m) for m in chain]
         common: dict[int, int] = {}
         if key_sets is None:
             for k in ks:
@@ -342,16 +337,14 @@ def _ceaf(ident: _Identified, mention_based: bool) -> Counts:
     return Counts(total, den_rec, total, den_pre)
 
 
-def _pairs_coref(chains: list[list[int]], base: int) -> set[int]:
-    """The scorer's set of coreference links, a link {x, y} written ``min * base + max``."""
-    return {x * base + y if x <= y else y * base + x for chain in chains for a, x in enumerate(chain)
-            for y in chain[a + 1:]}
-
-
-def _pairs_noncoref(chains: list[list[int]], base: int) -> set[int]:
-    """The scorer's set of non-coreference links (mentions of two different chains), as ``_pairs_coref``."""
-    return {x * base + y if x <= y else y * base + x for p, first in enumerate(chains) for second in chains[p + 1:]
-            for x in first for y in second}
+def _links(chains: list[list[int]], base: int) -> tuple[set[int], set[int]]:
+    """The scorer's sets of coreference links and of non-coreference links (mentions of two different
+    chains), a link {x, y} written ``min * base + max``."""
+    coref = {min(x, y) * base + max(x, y) for chain in chains for a, x in enumerate(chain)
+             for y in chain[a + 1:]}
+    noncoref = {min(x, y) * base + max(x, y) for p, first in enumerate(chains) for second in chains[p + 1:]
+                for x in first for y in second}
+    return coref, noncoref
 
 
 def _blanc(ident: _Identified) -> BlancCounts:
@@ -361,8 +354,7 @@ def _blanc(ident: _Identified) -> BlancCounts:
     if len(set(flat_k)) != len(flat_k) or len(set(flat_r)) != len(flat_r):
         # duplicated ids: the scorer's set-of-link-strings semantics, computed literally
         base = max(flat_k + flat_r) + 1
-        kc, rc = _pairs_coref(key, base), _pairs_coref(resp, base)
-        kn, rn = _pairs_noncoref(key, base), _pairs_noncoref(resp, base)
+        (kc, kn), (rc, rn) = _links(key, base), _links(resp, base)
         return BlancCounts(Counts(len(kc & rc), len(kc), len(kc & rc), len(rc)),
                            Counts(len(kn & rn), len(kn), len(kn & rn), len(rn)))
     # all ids distinct: count links arithmetically (O(mentions) instead of O(mentions^2)); n * (n - 1)

@@ -50,6 +50,7 @@ _NUMBER = re.compile(r"[0-9]+")
 # an int literal eval takes: zeros (any length), or no leading zero and at most 4300 digits
 _INT = rf"(?:0+|[1-9][0-9]{{0,{_UPSTREAM_INT_DIGITS - 1}}})"
 _INT_LIST = re.compile(rf"\[ *(?:{_INT} *, *)*+(?:{_INT} *)?+\]", re.ASCII)
+# ``[[int, ...], ...]`` (whitespace and trailing commas allowed); possessive repeats never backtrack
 _STRICT_INNER = r"\[\s*(?:[0-9]+\s*,\s*)*+(?:[0-9]+\s*)?+\]"
 _STRICT = re.compile(rf"\[\s*(?:{_STRICT_INNER}\s*,\s*)*+(?:{_STRICT_INNER}\s*)?+\]", re.ASCII)
 
@@ -77,20 +78,6 @@ class ParsedClusters:
         return chains_from_assignment(self.mention_to_cluster)
 
 
-def _int_list(text: str) -> list[int] | None:
-    """The value Python's ``eval`` gives for ``text`` ('[' + digits/commas/spaces + ']'), or None
-    where ``eval`` raises SyntaxError (a missing comma, a leading zero, a non-ASCII digit...)."""
-    if _INT_LIST.fullmatch(text) is None:
-        return None
-    return [0 if n[0] == "0" else int(n) for n in _NUMBER.findall(text)]
-
-
-def _strictly_valid(text: str) -> bool:
-    """True if ``text`` is ``[[int, ...], ...]`` (whitespace and Python-style trailing commas
-    allowed); the regex's repeats are possessive, so adversarial input cannot make it backtrack."""
-    return _STRICT.fullmatch(text.strip()) is not None
-
-
 def parse_clusters(response: str) -> ParsedClusters:
     """Parse one (already extracted) model answer with upstream's rules (module docstring)."""
     lists: list[tuple[int, ...]] = []
@@ -99,16 +86,16 @@ def parse_clusters(response: str) -> ParsedClusters:
     tail = _OPEN.search(response, closed[-1].end() if closed else 0)
     found = [(m.group(), m.group()) for m in closed] + ([(tail.group(), tail.group() + "]")] if tail else [])
     for shown, text in found:  # an unclosed tail is evaluated with a "]" appended
-        value = _int_list(text)
-        if value is None:
+        if _INT_LIST.fullmatch(text) is None:  # eval raises SyntaxError (missing comma, leading zero...)
             crash.append(shown[:80])
-        else:
-            lists.append(tuple(value))
+        else:  # the value eval gives
+            lists.append(tuple(0 if n[0] == "0" else int(n) for n in _NUMBER.findall(text)))
     assignment: dict[int, int] = {}
     for i, cluster in enumerate(c for c in lists if len(c) > 1):
         for mention in cluster:
             assignment[mention] = i
-    return ParsedClusters(tuple(lists), assignment, len(lists) > 0, _strictly_valid(response), tuple(crash))
+    valid = _STRICT.fullmatch(response.strip()) is not None
+    return ParsedClusters(tuple(lists), assignment, len(lists) > 0, valid, tuple(crash))
 
 
 @dataclass(frozen=True)
@@ -164,7 +151,6 @@ def score_run(gold: Sequence[tuple[str, Sequence[Sequence[int]]]], pred: Sequenc
     ``gold_block_size`` (mode ``upstream`` only): score the gold file as published (module docstring)."""
     parsed: dict[str, ParsedClusters] = {str(iid): parse_clusters(text) for iid, text in pred}
     gold_by_id = {str(iid): gold_assignment(clusters, "gold", iid) for iid, clusters in gold}
-    per_doc: dict[str, CorefScores] = {}
     read: dict[str, Literal["whole", "partial", "absent"]] = {iid: "whole" for iid in gold_by_id}
     extra: dict[str, int] = {}
     if mode == "upstream":
@@ -176,9 +162,9 @@ def score_run(gold: Sequence[tuple[str, Sequence[Sequence[int]]]], pred: Sequenc
         key_docs = parse_conll_file(gold_text, "<gold conll>", require_documents=False).documents
         pred_text = seam_prediction_text((iid, p.mention_to_cluster) for iid, p in parsed.items())
         resp_docs = parse_conll_file(pred_text, "<prediction conll>", require_documents=False).documents
-        for name, key in key_docs.items():  # perl scores every document of the key file it read
-            resp = resp_docs.get(name)
-            per_doc[name] = score_document(key.entities, resp.entities if resp else [], METRICS)
+        # perl scores every document of the key file it read
+        scored = {name: score_document(key.entities, resp_docs[name].entities if name in resp_docs else [],
+                                       METRICS) for name, key in key_docs.items()}
         if gold_block_size is not None:
             extra["gold_documents_read"] = len(key_docs)
             for iid, assignment in gold_by_id.items():
@@ -187,15 +173,12 @@ def score_run(gold: Sequence[tuple[str, Sequence[Sequence[int]]]], pred: Sequenc
                     read[iid] = "absent"
                 elif sum(map(len, doc.entities)) < len(assignment):
                     read[iid] = "partial"
-        run_total = total(per_doc.values())
-        per_doc = {iid: per_doc.get(f"id={iid}", CorefScores()) for iid in gold_by_id}
+        per_doc = {iid: scored.get(f"id={iid}", CorefScores()) for iid in gold_by_id}
     else:
-        for iid, assignment in gold_by_id.items():
-            p = parsed.get(iid)
-            per_doc[iid] = score_document(chains_from_assignment(assignment), p.clusters if p else [],
-                                          METRICS)
-        run_total = total(per_doc.values())
+        scored = per_doc = {iid: score_document(chains_from_assignment(assignment),
+                                                parsed[iid].clusters if iid in parsed else [], METRICS)
+                            for iid, assignment in gold_by_id.items()}
     ids = [str(iid) for iid, _ in gold]
     instances = [InstanceCorefScore(iid, per_doc[iid], parsed.get(iid), read[iid]) for iid in ids]
-    return CorefRunScore(run_total, instances, **extra)
+    return CorefRunScore(total(scored.values()), instances, **extra)
 

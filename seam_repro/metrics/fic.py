@@ -71,8 +71,8 @@ def load_pins(path: Path = PINS_FILE) -> tuple[ModelPin, ModelPin]:
 def _hub_cache() -> Path:
     """The Hugging Face hub cache as the environment names it now (huggingface_hub reads it once, at import)."""
     env = os.environ
-    if env.get("HF_HUB_CACHE") or env.get("HUGGINGFACE_HUB_CACHE"):
-        return Path(env.get("HF_HUB_CACHE") or env["HUGGINGFACE_HUB_CACHE"]).expanduser()
+    if cache := env.get("HF_HUB_CACHE") or env.get("HUGGINGFACE_HUB_CACHE"):
+        return Path(cache).expanduser()
     home = env.get("HF_HOME") or os.path.join(env.get("XDG_CACHE_HOME") or "~/.cache", "huggingface")
     return Path(home).expanduser() / "hub"
 
@@ -175,6 +175,13 @@ def hmean_100(faithfulness: float, coverage: float) -> float:
     return float(hmean([faithfulness, coverage])) * 100
 
 
+def _mean(values: list[float]) -> float:
+    """Mean in float32, as fic-evaluation's ``torch.mean`` of the per-item scores."""
+    import torch
+
+    return float(torch.mean(torch.tensor(values, dtype=torch.float32)))
+
+
 class FicScorer:
     """Holds both models and the splitter; ``score`` gives one instance's FicResult."""
 
@@ -257,21 +264,6 @@ class FicScorer:
             logits = model(input_ids=ids, attention_mask=mask, decoder_input_ids=start).logits[:, -1, :]
         return [float(v) for v in torch.softmax(logits.float(), dim=1)[:, self.yes_id].cpu()]
 
-    def faithfulness(self, prediction: str, highlights: str) -> float | None:
-        import torch
-
-        sentences = [s.text for s in self.nlp(prediction).sents]
-        if not sentences:
-            return None
-        return float(torch.mean(torch.tensor(self.sentence_entailment(highlights, sentences), dtype=torch.float32)))
-
-    def coverage(self, prediction: str, alignments: list[str]) -> float | None:
-        import torch
-
-        if not alignments:
-            return None
-        return float(torch.mean(torch.tensor(self.alignment_yes(prediction, alignments), dtype=torch.float32)))
-
     def score(self, prediction: str, target: dict[str, Any]) -> FicResult:
         """One instance. An empty prediction scores 0 (nothing fused); missing gold alignments
         give null with a reason."""
@@ -284,8 +276,10 @@ class FicScorer:
         elif prediction.strip() == "":
             result = FicResult(0.0, 0.0, 0.0, "empty response")
         else:
-            faith, cov = self.faithfulness(prediction, highlights), self.coverage(prediction, alignments)
-            if faith is None or cov is None:
+            sentences = [s.text for s in self.nlp(prediction).sents]
+            faith = _mean(self.sentence_entailment(highlights, sentences)) if sentences else None
+            cov = _mean(self.alignment_yes(prediction, alignments))
+            if faith is None:
                 result = FicResult(faith, cov, 0.0, "no sentence in response")
             else:
                 result = FicResult(faith, cov, hmean_100(faith, cov))

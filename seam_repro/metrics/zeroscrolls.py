@@ -17,8 +17,6 @@ from collections.abc import Callable, Sequence
 from seam_repro.errors import InputError
 from seam_repro.metrics.musique import normalize_answer as squad_normalize
 
-# --------------------------------------------------------------------------- metrics
-
 
 def _max_over(fn: Callable[[str, str], float], prediction: str, references: Sequence[str]) -> float:
     """ZeroSCROLLS' ``metric_max_over_ground_truths``: the best score over the references."""
@@ -45,11 +43,8 @@ def rouge_geometric_mean(prediction: str, references: Sequence[str], *, use_stem
 
     references = _references(references)
     scorer = rouge_scorer.RougeScorer(list(_ROUGE_TYPES), use_stemmer=use_stemmer)
-    best = dict.fromkeys(_ROUGE_TYPES, 0.0)
-    for ref in references:
-        scores = scorer.score(ref, prediction)  # rouge-score takes the target first
-        for t in _ROUGE_TYPES:
-            best[t] = max(best[t], scores[t].fmeasure)
+    scores = [scorer.score(ref, prediction) for ref in references]  # rouge-score takes the target first
+    best = {t: max(0.0, *(s[t].fmeasure for s in scores)) for t in _ROUGE_TYPES}
     geo = math.prod(best.values()) ** (1 / 3)
     return {"score": 100 * geo, **{t: 100 * v for t, v in best.items()}}
 
@@ -117,8 +112,7 @@ def exponential_similarity(prediction: str, references: Sequence[str]) -> float:
         p_hat = first_percentage(pred)
         if p_hat is None:
             return 0.0
-        p = first_percentage(ref)
-        p = 0.0 if p is None else p
+        p = first_percentage(ref) or 0.0
         return 2.0 ** (-10.0 * abs(p - p_hat) / 100)
 
     return 100 * _max_over(one, prediction, references)
