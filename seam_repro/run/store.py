@@ -31,7 +31,7 @@ from seam_repro.files import atomic, json_text, reading
 from seam_repro.files.atomic import OutputError
 from seam_repro.generate.base import GenerationRequest, GenerationResult
 from seam_repro.hashing import digest_of_hashes, sha256_bytes, sha256_file, sha256_json, sha256_text
-from seam_repro.manifest.format import dump_manifest, load_manifest
+from seam_repro.manifest.format import load_manifest, write_manifest
 from seam_repro.manifest.trust import (
     PROTOCOL_FIELDS,
     TrustedManifest,
@@ -508,12 +508,12 @@ def prepare_run_dir(run_dir: Path, *, manifest: dict[str, Any], prompts: list[di
 
 
 # --- copying a run folder's records (merge) ------------------------------------------------------------
-def read_prompt_records(run_dir: Path) -> list[dict[str, Any]]:
-    """``RUN_DIR/prompts.jsonl`` through :func:`read_prompts`, with the fields replay needs
-    (``gen_seed`` too): merge, recheck and import regenerate or re-file these records."""
+def read_prompt_records(run_dir: Path) -> dict[Key, dict[str, Any]]:
+    """``RUN_DIR/prompts.jsonl`` through :func:`read_prompts`, keyed in file order, with the fields
+    replay needs (``gen_seed`` too): merge, recheck and import regenerate or re-file these records."""
     from seam_repro.manifest.prompts import REQUIRED
 
-    return [rec for _, rec in read_prompts(prompts_path(run_dir), required=REQUIRED)]
+    return dict(read_prompts(prompts_path(run_dir), required=REQUIRED))
 
 
 def copy_run_records(src: Path, dst: Path) -> None:
@@ -539,7 +539,7 @@ def write_run_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
             raise PredictionsError(f"{path}: field 'digest': this run folder belongs to manifest {have}, not "
                                    f"{digest}; use a new --out directory")
         return
-    atomic.atomic_write_text(path, dump_manifest(manifest))
+    write_manifest(manifest, path)
 
 
 def load_run_manifest(run_dir: Path, run_json: dict[str, Any], loaded: RunRecords | None = None) -> TrustedManifest:
