@@ -102,7 +102,6 @@ class ScoresWriter:
     def __init__(self, target: Path):
         self.target = Path(target)
         self.summary: dict[str, Any] | None = None
-        self._stack = contextlib.ExitStack()
 
     def __enter__(self) -> ScoresWriter:
         with contextlib.ExitStack() as stack:
@@ -116,9 +115,6 @@ class ScoresWriter:
             fh.write(json_text.dumps_json(obj, indent=None).encode("utf-8"))
 
     def __exit__(self, *exc: Any) -> None:
-        if exc[0] is None and self.summary is None:
-            self._stack.__exit__(RuntimeError, RuntimeError("no summary"), None)
-            raise RuntimeError("ScoresWriter: summary not set")
         self._stack.__exit__(*exc)
         if exc[0] is None:
             atomic.atomic_write_bytes(self.target / "summary.json", json_text.dumps_json(self.summary, indent=1).encode("utf-8"))
@@ -303,8 +299,7 @@ def read_prompts(path: Path, check: Callable[[Path, str, dict[str, Any]], None] 
 
 class PredictionStore:
     """All predictions files of one model in a run dir; resumes and refuses foreign lines. Each line is
-    one flushed ``write``; :meth:`sync` (once per batch, module docstring: an fsync per line cost more
-    than generating with the echo backend) and :meth:`close` fsync the files."""
+    one flushed ``write``; :meth:`sync` (once per batch: module docstring) and :meth:`close` fsync the files."""
 
     def __init__(self, run_dir: Path, model_id: str, revision: str, prompt_hashes: dict[Key, str]):
         self.run_dir, self.model_id, self.revision = Path(run_dir), model_id, revision
@@ -532,14 +527,13 @@ def write_run_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
     """Copy the replayed manifest into ``RUN_DIR/manifest.json``; an existing copy must have the
     same digest."""
     path = run_manifest_path(run_dir)
-    digest = str(manifest["digest"])
-    if path.exists():
-        have = load_manifest(path)["digest"]
-        if have != digest:
-            raise PredictionsError(f"{path}: field 'digest': this run folder belongs to manifest {have}, not "
-                                   f"{digest}; use a new --out directory")
+    if not path.exists():
+        write_manifest(manifest, path)
         return
-    write_manifest(manifest, path)
+    have = load_manifest(path)["digest"]
+    if have != str(manifest["digest"]):
+        raise PredictionsError(f"{path}: field 'digest': this run folder belongs to manifest {have}, not "
+                               f"{manifest['digest']}; use a new --out directory")
 
 
 def load_run_manifest(run_dir: Path, run_json: dict[str, Any], loaded: RunRecords | None = None) -> TrustedManifest:
