@@ -58,6 +58,11 @@ class GenerationRequest:
     def key(self) -> tuple[str, int, str]:
         return (self.dataset, self.run, self.instance_id)
 
+    @classmethod
+    def from_record(cls, rec: dict[str, Any]) -> GenerationRequest:
+        """The request of a prompt record (``prompts.jsonl``'s form): replay, recheck and import's --replace."""
+        return cls(rec["dataset"], rec["run"], rec["instance_id"], rec["prompt"], rec["prompt_sha256"], rec["gen_seed"])
+
 
 @dataclass
 class GenerationResult:

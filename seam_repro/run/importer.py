@@ -320,7 +320,7 @@ def _differing(out: Path, model_id: str, outputs: dict[Key, Imported], chosen: S
     if run_json is not None and run_json.get("manifest_digest") != digest:
         return [], 0  # another manifest's folder: prepare_run_dir refuses it before anything is written
     if run_json is not None and prompts_path(out).is_file():
-        held = {(r["dataset"], r["run"]) for r in read_prompt_records(out)}
+        held = {k[:2] for k in read_prompt_records(out)}
         covers = {(r["dataset"], r["run"]) for r in chosen}
         if held != covers:
             listed = ", ".join(f"{d} run {r}" for d, r in sorted(held ^ covers)[:MAX_LISTED])
@@ -347,9 +347,7 @@ def _replace_stored(out: Path, backend: ImportBackend, settings: GenerationSetti
             rec = parse_json_text(raw.decode("utf-8"), path, record=f"line {n}")
             key = (rec.get("dataset"), rec.get("run"), rec.get("instance_id"))
             if key in wanted:
-                r = records[key]  # type: ignore[index]
-                req = GenerationRequest(r["dataset"], r["run"], r["instance_id"], r["prompt"], r["prompt_sha256"],
-                                        r["gen_seed"])
+                req = GenerationRequest.from_record(records[key])  # type: ignore[index]
                 [res] = backend.generate([req], settings)
                 raw = jsonl_line(make_record(req, res, backend.model_id, backend.revision, generation))
             lines.append(raw)

@@ -184,7 +184,7 @@ def recheck(run_dir: Path, *, sample: int, seed: int, batch_size: int | None = N
               for k, r in read_prediction_file(path, expect=(entry["id"], entry["revision"])).records.items()}
     if not stored:
         raise InputError(predictions_root(run_dir) / slug, "holds no prediction to recheck")
-    prompts = {(p["dataset"], p["run"], p["instance_id"]): p for p in read_prompt_records(run_dir)}
+    prompts = read_prompt_records(run_dir)
     rng = random.Random(seed)
     keys = sorted(k for k in stored if k in prompts)
     chosen = rng.sample(keys, min(sample, len(keys)))
@@ -202,8 +202,7 @@ def recheck(run_dir: Path, *, sample: int, seed: int, batch_size: int | None = N
     report = RecheckReport(run_dir, slug, kernels(entry), batch_invariant(entry), seed, size)
     ours = backend.resolved_generation(settings)
     report.settings_differ = sorted(k for k in ours if k in entry["generation"] and ours[k] != entry["generation"][k])
-    requests = [GenerationRequest(k[0], k[1], k[2], prompts[k]["prompt"], prompts[k]["prompt_sha256"],
-                                  int(prompts[k]["gen_seed"])) for k in chosen]
+    requests = [GenerationRequest.from_record(prompts[k]) for k in chosen]
     for start in range(0, len(requests), size):
         batch = requests[start:start + size]
         for req, res in zip(batch, backend.generate(batch, settings), strict=True):
@@ -234,8 +233,7 @@ def check_bundle(bundle_path: Path, run_dir: Path, slug: str) -> None:
     if not isinstance(claimed, str):
         raise InputError(bundle_path, "expected a results bundle with a predictions digest (seam-repro submit)",
                          field="predictions_digest")
-    keys = [(p["dataset"], p["run"], p["instance_id"]) for p in read_prompt_records(run_dir)]
-    actual = predictions_digest(predictions_root(run_dir) / slug, keys)
+    actual = predictions_digest(predictions_root(run_dir) / slug, read_prompt_records(run_dir))
     if actual != claimed:
         raise InputError(bundle_path, f"was not made from the predictions in {run_dir} (digest {claimed[:12]}..., "
                          f"the folder's is {actual[:12]}...)", field="predictions_digest")

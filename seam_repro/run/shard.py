@@ -89,7 +89,7 @@ def merge_run_dirs(shard_dirs: Sequence[Path], out: Path) -> dict[str, int]:
                     raise PredictionsError(f"{run_json_path(d)}: model {slug}: {name} differs between shards")
     check_batch_sizes(shard_dirs, runs, models)
     prompts = read_prompt_records(shard_dirs[0])
-    hashes: dict[Key, str] = {(p["dataset"], p["run"], p["instance_id"]): p["prompt_sha256"] for p in prompts}
+    hashes: dict[Key, str] = {k: p["prompt_sha256"] for k, p in prompts.items()}
     merged_by_model: dict[str, dict[Key, dict[str, Any]]] = {}
     for slug, entry in models.items():
         merged: dict[Key, dict[str, Any]] = {}
@@ -115,8 +115,8 @@ def merge_run_dirs(shard_dirs: Sequence[Path], out: Path) -> dict[str, int]:
         for slug, merged in merged_by_model.items():  # in prompt order, through the store replay appends with
             store = PredictionStore(work, models[slug]["id"], models[slug]["revision"], {})
             try:
-                for p in prompts:
-                    store.write(merged[(p["dataset"], p["run"], p["instance_id"])])
+                for key in prompts:
+                    store.write(merged[key])
             finally:
                 store.close()
         write_run_json(work, {  # the first shard's record, but for what the merge changes

@@ -109,9 +109,7 @@ class PromptSpool:
         return rec
 
     def request(self, j: int) -> GenerationRequest:
-        rec = self.record(j)
-        return GenerationRequest(rec["dataset"], rec["run"], rec["instance_id"], rec["prompt"], rec["prompt_sha256"],
-                                 rec["gen_seed"])
+        return GenerationRequest.from_record(self.record(j))
 
     def requests(self, indices: Sequence[int]) -> Requests:
         return Requests(self, indices)

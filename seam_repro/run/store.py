@@ -31,7 +31,7 @@ from seam_repro.files import atomic, json_text, reading
 from seam_repro.files.atomic import OutputError
 from seam_repro.generate.base import GenerationRequest, GenerationResult
 from seam_repro.hashing import digest_of_hashes, sha256_bytes, sha256_file, sha256_json, sha256_text
-from seam_repro.manifest.format import dump_manifest, load_manifest
+from seam_repro.manifest.format import load_manifest, write_manifest
 from seam_repro.manifest.trust import (
     PROTOCOL_FIELDS,
     TrustedManifest,
@@ -102,7 +102,6 @@ class ScoresWriter:
     def __init__(self, target: Path):
         self.target = Path(target)
         self.summary: dict[str, Any] | None = None
-        self._stack = contextlib.ExitStack()
 
     def __enter__(self) -> ScoresWriter:
         with contextlib.ExitStack() as stack:
@@ -116,9 +115,6 @@ class ScoresWriter:
             fh.write(json_text.dumps_json(obj, indent=None).encode("utf-8"))
 
     def __exit__(self, *exc: Any) -> None:
-        if exc[0] is None and self.summary is None:
-            self._stack.__exit__(RuntimeError, RuntimeError("no summary"), None)
-            raise RuntimeError("ScoresWriter: summary not set")
         self._stack.__exit__(*exc)
         if exc[0] is None:
             atomic.atomic_write_bytes(self.target / "summary.json", json_text.dumps_json(self.summary, indent=1).encode("utf-8"))
@@ -303,8 +299,7 @@ def read_prompts(path: Path, check: Callable[[Path, str, dict[str, Any]], None] 
 
 class PredictionStore:
     """All predictions files of one model in a run dir; resumes and refuses foreign lines. Each line is
-    one flushed ``write``; :meth:`sync` (once per batch, module docstring: an fsync per line cost more
-    than generating with the echo backend) and :meth:`close` fsync the files."""
+    one flushed ``write``; :meth:`sync` (once per batch: module docstring) and :meth:`close` fsync the files."""
 
     def __init__(self, run_dir: Path, model_id: str, revision: str, prompt_hashes: dict[Key, str]):
         self.run_dir, self.model_id, self.revision = Path(run_dir), model_id, revision
@@ -508,12 +503,12 @@ def prepare_run_dir(run_dir: Path, *, manifest: dict[str, Any], prompts: list[di
 
 
 # --- copying a run folder's records (merge) ------------------------------------------------------------
-def read_prompt_records(run_dir: Path) -> list[dict[str, Any]]:
-    """``RUN_DIR/prompts.jsonl`` through :func:`read_prompts`, with the fields replay needs
-    (``gen_seed`` too): merge, recheck and import regenerate or re-file these records."""
+def read_prompt_records(run_dir: Path) -> dict[Key, dict[str, Any]]:
+    """``RUN_DIR/prompts.jsonl`` through :func:`read_prompts`, keyed in file order, with the fields
+    replay needs (``gen_seed`` too): merge, recheck and import regenerate or re-file these records."""
     from seam_repro.manifest.prompts import REQUIRED
 
-    return [rec for _, rec in read_prompts(prompts_path(run_dir), required=REQUIRED)]
+    return dict(read_prompts(prompts_path(run_dir), required=REQUIRED))
 
 
 def copy_run_records(src: Path, dst: Path) -> None:
@@ -532,14 +527,13 @@ def write_run_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
     """Copy the replayed manifest into ``RUN_DIR/manifest.json``; an existing copy must have the
     same digest."""
     path = run_manifest_path(run_dir)
-    digest = str(manifest["digest"])
-    if path.exists():
-        have = load_manifest(path)["digest"]
-        if have != digest:
-            raise PredictionsError(f"{path}: field 'digest': this run folder belongs to manifest {have}, not "
-                                   f"{digest}; use a new --out directory")
+    if not path.exists():
+        write_manifest(manifest, path)
         return
-    atomic.atomic_write_text(path, dump_manifest(manifest))
+    have = load_manifest(path)["digest"]
+    if have != str(manifest["digest"]):
+        raise PredictionsError(f"{path}: field 'digest': this run folder belongs to manifest {have}, not "
+                               f"{manifest['digest']}; use a new --out directory")
 
 
 def load_run_manifest(run_dir: Path, run_json: dict[str, Any], loaded: RunRecords | None = None) -> TrustedManifest:

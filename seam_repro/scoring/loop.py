@@ -328,8 +328,6 @@ class ModelScorer:
             out: dict[str, Any] = {"task": self.tasks[ds], "runs": {}, "format_rate": {}, "n_instances": {},
                                    "metric": specs[self.primary].name}
             corrected: dict[str, Any] = {"metric": specs["corrected"].name, "runs": {}}
-            if specs["corrected"].run_extras is not None:
-                corrected["extra"] = {}
             for run in sorted(runs):
                 _merge(out, runs[run][0])
                 _merge(corrected, runs[run][1])
