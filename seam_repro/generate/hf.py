@@ -28,6 +28,7 @@ from typing import Any
 
 from seam_repro.config import GenerationSettings
 from seam_repro.errors import InputError, PrerequisiteError, SeamReproError
+from seam_repro.generate import invariant
 from seam_repro.generate.base import HF_LEGACY_TOP_K, BatchOutOfMemory, GenerationRequest, GenerationResult
 from seam_repro.generate.model_folder import check_tokenizer_template
 from seam_repro.generate.sampling import draw_rows
@@ -127,8 +128,7 @@ class HFBackend:
         self.extra_info = dict(extra_info or {})
         self.context_length = context_length or int(getattr(model.config, "max_position_embeddings", 0) or 0)
         eos = model.generation_config.eos_token_id
-        if eos is None:
-            eos = tokenizer.eos_token_id
+        eos = tokenizer.eos_token_id if eos is None else eos
         self.eos_ids: list[int] = [eos] if isinstance(eos, int) else list(eos or [])
         pad = tokenizer.pad_token_id
         # upstream: pad_token_id = model.config.eos_token_id
@@ -152,12 +152,9 @@ class HFBackend:
         }
 
     def resolved_generation(self, settings: GenerationSettings) -> dict[str, Any]:
-        from seam_repro.generate.invariant import kernel_set
-
         gc = self.model.generation_config
         top_p = settings.top_p if settings.top_p is not None else getattr(gc, "top_p", None)
-        top_k = getattr(gc, "top_k", None)
-        top_k = HF_LEGACY_TOP_K if top_k is None else top_k
+        top_k = HF_LEGACY_TOP_K if getattr(gc, "top_k", None) is None else gc.top_k
         return {**settings.as_dict(), "top_p": top_p if settings.do_sample else None,
                 "top_k": top_k if settings.do_sample else None, "eos_token_ids": self.eos_ids,
                 "pad_token_id": self.pad_id, "prompt_path": self.prompt_path, "truncation": self.truncation,
@@ -165,15 +162,13 @@ class HFBackend:
                 "sampler": "seam-repro-row-inverse-cdf-v1" if settings.do_sample else "greedy",
                 # what decides whether two runs agree token for token (``default``: batched generate,
                 # whose outputs may move with batch size, neighbours and padding)
-                "kernels": kernel_set(str(self.model.device)) if self.deterministic else "default"}
+                "kernels": invariant.kernel_set(str(self.model.device)) if self.deterministic else "default"}
 
     def default_batch_size(self, settings: GenerationSettings) -> int:
         """Deterministic: one lane (a larger batch runs lane after lane). Else ``CPU_BATCH_SIZE`` on CPU,
         the manifest's on an accelerator."""
         if self.deterministic:
-            from seam_repro.generate.invariant import lane_rows
-
-            return lane_rows(str(self.model.device))
+            return invariant.lane_rows(str(self.model.device))
         return CPU_BATCH_SIZE if str(getattr(self.model, "device", "")) == "cpu" else settings.batch_size
 
     def auto_batch_size(self, requests: list[GenerationRequest], settings: GenerationSettings) -> tuple[int, str]:
@@ -242,18 +237,16 @@ class HFBackend:
         input_ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
         mask = torch.zeros((len(rows), width), dtype=torch.long)
         for row, ids in enumerate(rows):
-            if ids:
-                input_ids[row, width - len(ids):] = torch.tensor(ids, dtype=torch.long)
-                mask[row, width - len(ids):] = 1
+            input_ids[row, width - len(ids):] = torch.tensor(ids, dtype=torch.long)
+            mask[row, width - len(ids):] = 1
         return input_ids, mask
 
     def _generation_config(self, settings: GenerationSettings) -> Any:
         gc = copy.deepcopy(self.model.generation_config)
         gc.do_sample = False  # the RowSampler samples; greedy selection then copies its choice
-        gc.temperature = gc.top_p = gc.top_k = None
+        gc.temperature = gc.top_p = gc.top_k = gc.max_length = None
         gc.num_beams = 1
         gc.max_new_tokens = settings.max_new_tokens
-        gc.max_length = None
         gc.pad_token_id = self.pad_id
         gc.eos_token_id = self.eos_ids or None
         return gc
@@ -291,17 +284,15 @@ class HFBackend:
         """Batch-invariant generation (``generate/invariant.py``); an out-of-memory lane is one line."""
         import torch
 
-        from seam_repro.generate.invariant import LaneSettings, generate_lanes, lane_rows
-
         resolved = self.resolved_generation(settings)
-        lane = LaneSettings(max_new_tokens=settings.max_new_tokens, do_sample=settings.do_sample,
-                            temperature=settings.temperature, top_k=resolved["top_k"], top_p=resolved["top_p"],
-                            eos_ids=self.eos_ids, pad_id=self.pad_id)
-        rows = lane_rows(str(self.model.device))
+        lane = invariant.LaneSettings(max_new_tokens=settings.max_new_tokens, do_sample=settings.do_sample,
+                                      temperature=settings.temperature, top_k=resolved["top_k"],
+                                      top_p=resolved["top_p"], eos_ids=self.eos_ids, pad_id=self.pad_id)
+        rows = invariant.lane_rows(str(self.model.device))
         failed: str | None = None
         try:
-            new = generate_lanes(self.model, [p.ids for p in prepared], [r.seed for r in requests], lane,
-                                 rows=rows, step_hook=self.step_hook)
+            new = invariant.generate_lanes(self.model, [p.ids for p in prepared], [r.seed for r in requests],
+                                           lane, rows=rows, step_hook=self.step_hook)
         except torch.cuda.OutOfMemoryError as exc:
             failed = first_line(exc)  # leaving the handler frees the lane's pools the traceback held
         if failed is not None:
@@ -328,25 +319,21 @@ class HFBackend:
 def template_sha256(tokenizer: Any) -> str | None:
     """sha256 of the tokenizer's chat template (text, or JSON for a list of named templates), or None."""
     tpl = getattr(tokenizer, "chat_template", None)
-    if tpl is None:
-        return None
-    return sha256_text(tpl) if isinstance(tpl, str) else sha256_json(tpl)
+    return None if tpl is None else sha256_text(tpl) if isinstance(tpl, str) else sha256_json(tpl)
 
 
 def choose_deterministic(model: Any, requested: bool | None) -> tuple[bool, str]:
     """Whether this backend generates batch-invariantly, and why. ``None`` (the default) turns it on
     wherever the architecture allows; ``True`` refuses in one line where it does not."""
-    from seam_repro.generate.invariant import install, unsupported_reason
-
     if requested is False:
         return False, "off (--no-deterministic): outputs may change with batch size, neighbours and padding"
-    reason = unsupported_reason(model.config)
+    reason = invariant.unsupported_reason(model.config)
     if reason is not None:
         if requested:
             raise InputError("--deterministic", f"this model cannot be generated batch-invariantly: {reason}; "
                              "run with --no-deterministic")
         return False, f"off: {reason}"
-    install(model)
+    invariant.install(model)
     return True, "on: each prediction depends on its own prompt, seed and settings, not on the batch"
 
 
@@ -529,8 +516,26 @@ def load_hf_backend(model_id: str, revision: str, *, dtype: str = "auto", quanti
     from seam_repro.network import require_hub_or_cache
 
     where = source or model_id
-    kwargs, load_from = _weights_kwargs(revision, dtype, source, local_info, attn_implementation, quantization,
-                                        device_map, trust_remote_code)
+    # what config and tokenizer are read with too (a local folder, a GGUF file); a missing optional
+    # package is told before anything loads
+    load_from: dict[str, Any] = {"revision": None if source else revision, "trust_remote_code": trust_remote_code}
+    if source:
+        load_from["local_files_only"] = True
+        gguf = gguf_only(local_info)
+        if gguf:  # a GGUF-only folder: transformers de-quantizes it
+            load_from["gguf_file"] = gguf
+    kwargs: dict[str, Any] = {**load_from, "dtype": resolve_dtype(dtype)}
+    if attn_implementation is not None:
+        kwargs["attn_implementation"] = attn_implementation
+    if quantization is not None:
+        kwargs["quantization_config"] = _quantization_config(quantization)
+    if device_map is not None:
+        check_device_map(device_map)
+        try:
+            import accelerate  # noqa: F401
+        except ImportError as exc:
+            raise PrerequisiteError(f"device_map={device_map!r} needs accelerate; run: {INSTALL_INFERENCE}") from exc
+        kwargs["device_map"] = device_map
     require_hub_or_cache(where, revision)  # offline and not cached: one line in seconds, no retries
     try:
         config = AutoConfig.from_pretrained(where, **load_from)
@@ -568,40 +573,18 @@ def load_hf_backend(model_id: str, revision: str, *, dtype: str = "auto", quanti
                      extra_info=extra, context_length=max_model_len, deterministic=deterministic)
 
 
-def _weights_kwargs(revision: str, dtype: str, source: str | None, local_info: dict[str, Any] | None,
-                    attn_implementation: str | None, quantization: str | None, device_map: str | None,
-                    trust_remote_code: bool) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``from_pretrained``'s keywords for the weights, and those config and tokenizer are read with
-    too (a local folder, a GGUF file); a missing optional package is told before anything loads."""
-    load_from: dict[str, Any] = {"revision": None if source else revision, "trust_remote_code": trust_remote_code}
-    if source:
-        load_from["local_files_only"] = True
-        gguf = gguf_only(local_info)
-        if gguf:  # a GGUF-only folder: transformers de-quantizes it
-            load_from["gguf_file"] = gguf
-    kwargs: dict[str, Any] = {**load_from, "dtype": resolve_dtype(dtype)}
-    if attn_implementation is not None:
-        kwargs["attn_implementation"] = attn_implementation
-    if quantization is not None:
-        if quantization not in ("4bit", "8bit"):
-            raise InputError("--quantization", f"expected 4bit or 8bit, got {quantization!r}")
-        try:
-            import bitsandbytes  # noqa: F401
-            from transformers import BitsAndBytesConfig
-        except ImportError as exc:
-            raise PrerequisiteError(f"{quantization} loading needs bitsandbytes; run: pip install "
-                                    "'seam-repro[quant]'") from exc
-        kwargs["quantization_config"] = BitsAndBytesConfig(load_in_4bit=quantization == "4bit",
-                                                           load_in_8bit=quantization == "8bit")
-        if quantization == "8bit":  # one FirstOnly per process
-            logger = logging.getLogger(INT8_CAST_LOGGER)
-            if not any(isinstance(f, FirstOnly) for f in logger.filters):
-                logger.addFilter(FirstOnly(INT8_CAST_MESSAGE))
-    if device_map is not None:
-        check_device_map(device_map)
-        try:
-            import accelerate  # noqa: F401
-        except ImportError as exc:
-            raise PrerequisiteError(f"device_map={device_map!r} needs accelerate; run: {INSTALL_INFERENCE}") from exc
-        kwargs["device_map"] = device_map
-    return kwargs, load_from
+def _quantization_config(quantization: str) -> Any:
+    """bitsandbytes' config for ``4bit`` or ``8bit`` loading (8-bit: its per-product log shown once)."""
+    if quantization not in ("4bit", "8bit"):
+        raise InputError("--quantization", f"expected 4bit or 8bit, got {quantization!r}")
+    try:
+        import bitsandbytes  # noqa: F401
+        from transformers import BitsAndBytesConfig
+    except ImportError as exc:
+        raise PrerequisiteError(f"{quantization} loading needs bitsandbytes; run: pip install "
+                                "'seam-repro[quant]'") from exc
+    if quantization == "8bit":  # one FirstOnly per process
+        logger = logging.getLogger(INT8_CAST_LOGGER)
+        if not any(isinstance(f, FirstOnly) for f in logger.filters):
+            logger.addFilter(FirstOnly(INT8_CAST_MESSAGE))
+    return BitsAndBytesConfig(load_in_4bit=quantization == "4bit", load_in_8bit=quantization == "8bit")

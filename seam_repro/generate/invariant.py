@@ -241,13 +241,11 @@ def generate_lanes(model: Any, prompts: Sequence[list[int]], seeds: Sequence[int
     of ``rows`` prompts in the given order."""
     import inspect
 
-    out: list[list[int]] = []
     # the name model.forward takes its cache by (transformers renamed past_key_values to cache in 5.2x)
     keyword = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
-    for start in range(0, len(prompts), rows):
-        out.extend(_run_lane(model, list(prompts[start:start + rows]), list(seeds[start:start + rows]), settings,
-                             rows, step_hook, keyword))
-    return out
+    return [tokens for start in range(0, len(prompts), rows)
+            for tokens in _run_lane(model, list(prompts[start:start + rows]), list(seeds[start:start + rows]),
+                                    settings, rows, step_hook, keyword)]
 
 
 def _run_lane(model: Any, prompts: list[list[int]], seeds: list[int], settings: LaneSettings, rows: int,
@@ -269,17 +267,22 @@ def _run_lane(model: Any, prompts: list[list[int]], seeds: list[int], settings: 
                 logits = _forward(model, torch.tensor([ids], device=device),
                                   torch.arange(len(ids), device=device).unsqueeze(0), cache, keyword)
                 states[s].take(draw(logits, [states[s]], settings)[0], settings)
-            _check_covered(model, lane, cache)
+            # every attention layer must have gone through the lane (a model whose attention bypasses
+            # transformers' attention interface, e.g. older remote code, would silently not be invariant)
+            layers = getattr(model.config, "num_hidden_layers", None)
+            if not lane.calls or not cache.updates or (layers and cache.updates % layers):
+                raise InputError("--deterministic", "this model's attention does not go through "
+                                 "transformers' attention interface, so its generation cannot be made "
+                                 "batch-invariant; run with --no-deterministic")
             live = [s for s in range(n) if not states[s].done]
             while live:
-                lane.slots = [s if s < n and not states[s].done else None for s in range(rows)]
+                lane.slots = [s if s in live else None for s in range(rows)]
                 lane.set_decode_groups(device)
-                ids = [states[s].tokens[-1] if lane.slots[s] is not None else settings.pad_id for s in range(rows)]
-                pos = [lane.length[s] if lane.slots[s] is not None else 0 for s in range(rows)]
+                ids = [states[s].tokens[-1] if s in live else settings.pad_id for s in range(rows)]
+                pos = [lane.length[s] if s in live else 0 for s in range(rows)]
                 logits = _forward(model, torch.tensor(ids, device=device).unsqueeze(1),
                                   torch.tensor(pos, device=device).unsqueeze(1), cache, keyword)
-                live_rows = [states[s] if lane.slots[s] is not None else None for s in range(rows)]
-                drawn = draw(logits, live_rows, settings)
+                drawn = draw(logits, [states[s] if s in live else None for s in range(rows)], settings)
                 for s in live:
                     lane.length[s] += 1
                     states[s].take(drawn[s], settings)
@@ -290,11 +293,3 @@ def _run_lane(model: Any, prompts: list[list[int]], seeds: list[int], settings: 
         _LANE.reset(token)
     return [st.tokens for st in states]
 
-
-def _check_covered(model: Any, lane: Lane, cache: LaneCache) -> None:
-    """Every attention layer must have gone through the lane (a model whose attention bypasses
-    transformers' attention interface, e.g. older remote code, would silently not be invariant)."""
-    layers = getattr(model.config, "num_hidden_layers", None)
-    if not lane.calls or not cache.updates or (layers and cache.updates % layers):
-        raise InputError("--deterministic", "this model's attention does not go through transformers' attention "
-                         "interface, so its generation cannot be made batch-invariant; run with --no-deterministic")

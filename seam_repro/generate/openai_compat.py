@@ -170,20 +170,6 @@ class OpenAIBackend:
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._key}"} if self._key else {}
 
-    def payload(self, req: GenerationRequest, settings: GenerationSettings) -> dict[str, Any]:
-        """The request body: the rendered prompt as one user message (chat) or as the prompt (completions)."""
-        body: dict[str, Any] = {"model": self.model_id, "max_tokens": settings.max_new_tokens, "n": 1, "stream": False}
-        if self.endpoint == "chat":
-            body["messages"] = [{"role": "user", "content": req.prompt}]
-        else:
-            body["prompt"] = req.prompt
-        body["temperature"] = settings.temperature if settings.do_sample else 0.0
-        if settings.do_sample and settings.top_p is not None:
-            body["top_p"] = settings.top_p
-        if self.send_seed:
-            body["seed"] = req.seed
-        return body
-
     def _attempt(self, url: str, body: dict[str, Any]) -> dict[str, Any]:
         import httpx
 
@@ -209,8 +195,17 @@ class OpenAIBackend:
 
     def _request(self, req: GenerationRequest, settings: GenerationSettings) -> GenerationResult:
         url = f"{self.base_url}/{'chat/completions' if self.endpoint == 'chat' else 'completions'}"
-        body = self.payload(req, settings)
-        reasons: list[str] = []
+        # the rendered prompt as one user message (chat) or as the prompt (completions)
+        body: dict[str, Any] = {"model": self.model_id, "max_tokens": settings.max_new_tokens, "n": 1, "stream": False}
+        if self.endpoint == "chat":
+            body["messages"] = [{"role": "user", "content": req.prompt}]
+        else:
+            body["prompt"] = req.prompt
+        body["temperature"] = settings.temperature if settings.do_sample else 0.0
+        if settings.do_sample and settings.top_p is not None:
+            body["top_p"] = settings.top_p
+        if self.send_seed:
+            body["seed"] = req.seed
         for attempt in range(self.max_retries + 1):
             if self._stop.is_set():
                 raise ServerError(f"{url}: instance {req.key}: abandoned (another request of the batch failed, or the "
@@ -219,10 +214,9 @@ class OpenAIBackend:
                 data = self._attempt(url, body)
                 break
             except _Retry as exc:
-                reasons.append(str(exc))
                 if attempt == self.max_retries or self._stop.is_set():
                     raise ServerError(f"{url}: instance {req.key}: gave up after {attempt + 1} attempts; last: "
-                                      f"{reasons[-1]}; the run resumes from here with the same command") from None
+                                      f"{exc}; the run resumes from here with the same command") from None
                 with self._lock:
                     self.retries += 1
                 self._stop.wait(exc.wait if exc.wait is not None else _backoff(self.backoff, attempt))
@@ -343,7 +337,7 @@ def _response_problem(data: Any, endpoint: str) -> str | None:
     elif not isinstance(c.get("text"), str):
         return "choices[0].text missing"
     usage = data.get("usage")
-    if not isinstance(usage, dict) or not all(isinstance(usage.get(k), int) and not isinstance(usage.get(k), bool)
+    if not isinstance(usage, dict) or not all(type(usage.get(k)) is int  # a bool is no count
                                               for k in ("prompt_tokens", "completion_tokens")):
         return "usage.prompt_tokens / usage.completion_tokens missing"
     return None

@@ -35,8 +35,7 @@ def redact_text(text: str) -> str:
     if not _secrets or not isinstance(text, str):
         return text
     for secret in sorted(_secrets, key=len, reverse=True):
-        if secret in text:
-            text = text.replace(secret, MASK)
+        text = text.replace(secret, MASK)
     return text
 
 

@@ -80,8 +80,7 @@ def choose_threads(explicit: int | None = None, *, environ: dict[str, str] | Non
     ``load`` default to this process's; tests pass their own."""
     env = os.environ if environ is None else environ
     n_cores = usable_cores() if cores is None else cores
-    if load is None:
-        load = busy_cores()
+    load = busy_cores() if load is None else load
     if explicit is not None:
         return ThreadChoice(explicit, "--threads", n_cores, load)
     for name in THREAD_ENV:
