@@ -59,11 +59,10 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check seam_repro tests benchmarks
 
-# pytest exits 5 when it collected no test; make treats that as the failure it is. The suite runs in
-# pytest-xdist workers, one per usable core plus one (tests/conftest.py says why; worksteal: the long
-# model tests start first on whichever worker is free and the short ones fill the others);
-# PYTEST_WORKERS=0 runs it in one process. The slowest tests are listed at the end so their cost
-# stays visible.
+# pytest exits 5 when it collected no test; make treats that as the failure it is. The suite runs on
+# every core (pytest-xdist; worksteal: the long model tests start first on whichever worker is free and
+# the short ones fill the other); PYTEST_WORKERS=0 runs it in one process. The slowest tests are
+# listed at the end so their cost stays visible.
 PYTEST_WORKERS = auto
 test: lint
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal --durations=20 --durations-min=10

@@ -32,16 +32,6 @@ def _fair_thread_share() -> int | None:
 THREAD_SHARE = _fair_thread_share()
 
 
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """What ``-n auto`` (``make test``) starts: a worker per usable core, plus one. Much of the suite
-    waits instead of computing (interpreter and torch start-ups in subprocess tests, pip and the
-    package index, the browser), and the extra worker fills those waits; a second extra one only
-    makes the compute-bound tests share the cores further (docs/performance.md has the timings)."""
-    from seam_repro.generate.threads import usable_cores
-
-    return usable_cores() + 1
-
-
 def _pin_torch_threads() -> None:
     """torch is not imported here: a worker that has not imported it has no torch work to pin."""
     torch = sys.modules.get("torch")
