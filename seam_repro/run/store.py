@@ -622,10 +622,12 @@ class Coverage:
         unscored = self._missing_entries(preds, slug)
         out: dict[str, Any] = {}
         for ds, runs in self.tm.dataset_runs().items():
+            if ds in datasets:
+                out[ds] = datasets[ds]
+                continue
             reasons = sorted({u["reason"] for u in unscored if u["dataset"] == ds}) or ["no scores"]
-            out[ds] = datasets[ds] if ds in datasets else {
-                "task": self.tasks.get(ds), "metric": self.metrics.get(ds, "unknown"),
-                "runs": {str(r): None for r in runs}, "reason": "; ".join(reasons)}
+            out[ds] = {"task": self.tasks.get(ds), "metric": self.metrics.get(ds, "unknown"),
+                       "runs": {str(r): None for r in runs}, "reason": "; ".join(reasons)}
         out.update(datasets)  # a dataset the manifest does not list comes after its own (keys keep their place)
         n_expected = len(self.tm.expected)
         n_scored = sum(1 for k in self.tm.expected if k in preds)
