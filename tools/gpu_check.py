@@ -29,6 +29,7 @@ shows up here rather than on the only GPU hour a user has.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -45,6 +46,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 MANIFEST = REPO / "manifests" / "smoke.json"
 SCHEMA = "seam-repro-gpu-check-1"
+CHILD_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERED": "1", "TQDM_MININTERVAL": "5"}
+"""The commands' environment: no network, and a progress bar that does not flood the logs (set before
+anything reads it: huggingface_hub and tqdm read these when imported)."""
 
 # Model shapes: big enough that a decoding step is matrix work, not only kernel launches (the Llama one
 # is ~57M parameters), small enough to build, save and load in seconds. --small shrinks them for CPU.
@@ -223,22 +227,50 @@ def build_models(work: Path, small: bool) -> dict[str, Any]:
 
 # ---- CLI replays -----------------------------------------------------------------------------------------
 def cli(args: list[str], log_path: Path, *, check: bool = False, timeout: float = 600) -> dict[str, Any]:
+    """One ``seam-repro`` command through the console entry point (``seam_repro.cli.main``), in this
+    process, its output in ``log_path``. In this process rather than a fresh one: torch and transformers
+    are imported once for the whole check instead of once per command, time a GPU lease pays for. The
+    kill drill (``resume``) still runs its replay as a process of its own. A command still running after
+    ``timeout`` seconds is interrupted (SIGALRM) and reported as failed."""
+    from seam_repro.cli import main as seam_repro_main
+
     t0 = time.time()
-    with open(log_path, "w", encoding="utf-8") as fh:
-        proc = subprocess.run([sys.executable, "-m", "seam_repro", *args], stdout=fh, stderr=subprocess.STDOUT,
-                              timeout=timeout, cwd=REPO, env=child_env())
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise TimeoutError(f"still running after {timeout:.0f} s")
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    code: int
+    with open(log_path, "w", encoding="utf-8") as fh, contextlib.redirect_stdout(fh), contextlib.redirect_stderr(fh):
+        try:
+            seam_repro_main(list(args))
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+        except BaseException as exc:  # noqa: BLE001 - the check goes on; the log keeps what happened
+            print(f"gpu_check: {type(exc).__name__}: {exc}", file=fh)
+            code = 1
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+    release_memory()
     text = log_path.read_text("utf-8", errors="replace")
-    res = {"argv": ["seam-repro", *args], "exit": proc.returncode, "seconds": round(time.time() - t0, 1),
+    res = {"argv": ["seam-repro", *args], "exit": code, "seconds": round(time.time() - t0, 1),
            "tail": text.strip().splitlines()[-3:] if text.strip() else []}
-    if check and proc.returncode != 0:
-        raise RuntimeError(f"seam-repro {' '.join(args)} exited {proc.returncode}: {' | '.join(res['tail'])}")
+    if check and code != 0:
+        raise RuntimeError(f"seam-repro {' '.join(args)} exited {code}: {' | '.join(res['tail'])}")
     return res
 
 
-def child_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1", TQDM_MININTERVAL="5")
-    return env
+def release_memory() -> None:
+    """What a finished command's model held goes back before the next command loads its own."""
+    import gc
+
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 def read_predictions(run: Path) -> tuple[list[str], dict[str, dict[str, Any]]]:
@@ -611,7 +643,7 @@ def resume(work: Path, models: dict[str, Any], batch: int, resume_batch: int) ->
     args = [sys.executable, "-m", "seam_repro", "replay", str(MANIFEST), "--model", llama, "--dtype", "bf16",
             "--batch-size", str(batch), "--out", str(run), "--no-score", "--deterministic"]
     with open(work / "killed.log", "w", encoding="utf-8") as fh:
-        proc = subprocess.Popen(args, stdout=fh, stderr=subprocess.STDOUT, cwd=REPO, env=child_env(),
+        proc = subprocess.Popen(args, stdout=fh, stderr=subprocess.STDOUT, cwd=REPO,
                                 start_new_session=True)
         t0 = time.time()
         while proc.poll() is None and time.time() - t0 < 300:
@@ -732,6 +764,7 @@ def main() -> int:
     ap.add_argument("--new-tokens", type=int, default=128, help="throughput section's new tokens per row")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
+    os.environ.update(CHILD_ENV)
     args.out.mkdir(parents=True, exist_ok=True)
     work = args.out / "work"
     work.mkdir(exist_ok=True)
