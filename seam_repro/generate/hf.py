@@ -552,7 +552,7 @@ def load_hf_backend(model_id: str, revision: str, *, dtype: str = "auto", quanti
         if chat_template is not None:
             tokenizer.chat_template = read_chat_template(chat_template)
         check_tokenizer_template(tokenizer, where, chat_template)  # a base model: one line, before the weights
-        model = AutoModelForCausalLM.from_pretrained(where, **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(where, config=config, **kwargs)  # a GGUF's is read once
     except (SeamReproError, MemoryError, torch.cuda.OutOfMemoryError):
         raise
     except Exception as exc:
