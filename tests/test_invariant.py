@@ -107,9 +107,9 @@ def test_capacity_depends_on_the_sequence_alone() -> None:
     assert all(capacity_for(n, 48) >= n + 48 for n in range(1, 3000, 37))
 
 
-# ---- in memory: random Llama and Qwen2, fp32 and bf16 -------------------------------------------------------
-@pytest.mark.slow
-@pytest.mark.parametrize(("arch", "dtype"), [("llama", "bf16"), ("llama", "fp32"), ("qwen2", "bf16")])
+# ---- in memory: random Llama and Qwen2 in bf16 (fp32: the CLI replays below) --------------------------------
+@pytest.mark.slow(seconds=21)
+@pytest.mark.parametrize(("arch", "dtype"), [("llama", "bf16"), ("qwen2", "bf16")])
 def test_predictions_do_not_depend_on_batch_or_order(arch: str, dtype: str, folders: dict[str, Path],
                                                       prompts: list[dict[str, Any]],
                                                       measured: Callable[[str], None]) -> None:
@@ -127,8 +127,8 @@ def test_predictions_do_not_depend_on_batch_or_order(arch: str, dtype: str, fold
              f"batch 3 / 8: {got[3]} / {got[8]} (deterministic: 0 / 0 at batch 2, 3, 8, 32)")
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("dtype", ["bf16", "fp32"])
+@pytest.mark.parametrize("dtype", [pytest.param("bf16", marks=pytest.mark.slow(seconds=65)),
+                                   pytest.param("fp32", marks=pytest.mark.slow(seconds=20))])
 def test_the_embedded_trained_model_is_batch_invariant(dtype: str, prompts: list[dict[str, Any]],
                                                         measured: Callable[[str], None]) -> None:
     """SmolLM2-135M-Instruct, de-quantized from the shipped GGUF by transformers: a trained model, whose
@@ -140,16 +140,15 @@ def test_the_embedded_trained_model_is_batch_invariant(dtype: str, prompts: list
     from seam_repro.generate import make_backend
     from seam_repro.generate.hf import HFBackend
 
-    reqs = requests_of(sorted(prompts, key=lambda r: len(r["prompt"]))[:6 if dtype == "bf16" else 4])
+    reqs = requests_of(sorted(prompts, key=lambda r: len(r["prompt"]))[:6 if dtype == "bf16" else 3])
     settings = GenerationSettings(max_new_tokens=10)
     det = make_backend("hf", None, dtype=dtype, deterministic=True)
-    batches = (1, 3, 8) if dtype == "bf16" else (1, 3)
-    assert flips(det, reqs, settings, batches) == {b: 0 for b in batches[1:]}
+    assert flips(det, reqs, settings, (1, 3)) == {3: 0}  # alone, then beside 2 others in shuffled lanes
     if dtype == "bf16":
         default = HFBackend(det.model, det.tokenizer, det.model_id, det.revision, deterministic=False)
         got = flips(default, reqs, settings, (1, 3))
         measured(f"default mode, embedded SmolLM2 bf16, {len(reqs)} shortest smoke prompts x 10 tokens: outputs that "
-                 f"differ from batch 1 at batch 3: {got[3]} (deterministic: 0 at batch 3 and 8)")
+                 f"differ from batch 1 at batch 3: {got[3]} (deterministic: 0)")
 
 
 def test_unsupported_architectures_are_refused_or_fall_back() -> None:
@@ -217,8 +216,8 @@ def killed_and_resumed(out: Path, folder: Path, dtype: str, batch: int, resume_b
     return before, out
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("dtype", ["bf16", "fp32"])
+@pytest.mark.parametrize("dtype", [pytest.param("bf16", marks=pytest.mark.slow(seconds=22)),
+                                   pytest.param("fp32", marks=pytest.mark.slow(seconds=12))])
 def test_replay_is_invariant_to_batch_shards_selection_and_resume(dtype: str, folders: dict[str, Path],
                                                                    tmp_path: Path) -> None:
     llama = folders["llama"]
