@@ -19,6 +19,7 @@ import tomllib
 from functools import cache
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import pytest
@@ -339,7 +340,8 @@ needs_index = pytest.mark.skipif("not _index_reachable()", reason="package index
 
 @needs_index
 @pytest.mark.slow
-@pytest.mark.parametrize("path", [BUILD_LOCK, LOCKS["cpu"], MODEL_LOCK], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [BUILD_LOCK, pytest.param(LOCKS["cpu"], marks=pytest.mark.slow(seconds=37)), MODEL_LOCK],
+                         ids=lambda p: p.name)
 def test_pip_accepts_the_lock_in_hash_checking_mode(path: Path, tmp_path: Path) -> None:
     """pip itself downloads every pinned file and checks it against the lock's hashes."""
     report = tmp_path / "report.json"
@@ -383,16 +385,23 @@ def _installable_on_linux_cp311(filename: str) -> bool:
 
 
 @needs_index
+@pytest.mark.slow(seconds=10)
 def test_cuda_lock_hashes_are_published_by_the_index() -> None:
     """Without downloading GBs of CUDA wheels: for each pin the index lists a file of that version,
     installable on Linux x86_64 / CPython 3.11, whose published sha256 is one of the lock's hashes."""
     import urllib.request
+    from concurrent.futures import ThreadPoolExecutor
 
-    for name, (version, hashes) in parse_lock(LOCKS["cuda"]).items():
+    def listed(name: str) -> list[dict[str, Any]]:
         req = urllib.request.Request(f"{_index_url()}/{name}/", headers={"Accept": "application/vnd.pypi.simple.v1+json"})
         with urllib.request.urlopen(req, timeout=30) as resp:
-            files = json.load(resp)["files"]
-        usable = [f for f in files if _file_version(f["filename"]) == (name, Version(version))
+            return json.load(resp)["files"]
+
+    pins = parse_lock(LOCKS["cuda"])
+    with ThreadPoolExecutor(8) as pool:  # ~100 index pages: the wait is the network's, not this machine's
+        pages = dict(zip(pins, pool.map(listed, pins), strict=True))
+    for name, (version, hashes) in pins.items():
+        usable = [f for f in pages[name] if _file_version(f["filename"]) == (name, Version(version))
                   and _installable_on_linux_cp311(f["filename"])]
         assert any(f["hashes"].get("sha256") in hashes for f in usable), f"{name}=={version}: no published file matches"
 
