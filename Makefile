@@ -60,9 +60,9 @@ lint: $(STAMP)
 	$(BIN)/ruff check seam_repro tests benchmarks
 
 # pytest exits 5 when it collected no test; make treats that as the failure it is. The suite runs on
-# every core (pytest-xdist; worksteal: the long model tests start first on whichever worker is free and
-# the short ones fill the other); PYTEST_WORKERS=0 runs it in one process. The slowest tests are
-# listed at the end so their cost stays visible.
+# every core (pytest-xdist, worksteal; tests marked slow(seconds=N) are dealt longest first, one share
+# at the head of each worker's block, and the short ones fill in: tests/conftest.py); PYTEST_WORKERS=0
+# runs it in one process. The slowest tests are listed at the end so their cost stays visible.
 PYTEST_WORKERS = auto
 test: lint
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal --durations=20 --durations-min=10

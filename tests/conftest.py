@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterator
+from itertools import islice
 
 import pytest
 
@@ -37,6 +38,40 @@ def _pin_torch_threads() -> None:
     torch = sys.modules.get("torch")
     if THREAD_SHARE is not None and torch is not None and hasattr(torch, "set_num_threads"):
         torch.set_num_threads(THREAD_SHARE)
+
+
+def expected_seconds(item: pytest.Item) -> float:
+    """What ``@pytest.mark.slow(seconds=N)`` says the test takes on the 2-core CI machine; 0 unmarked."""
+    return max((float(m.kwargs.get("seconds", 0)) for m in item.iter_markers("slow")), default=0.0)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The long tests first, spread over the workers. pytest-xdist's worksteal hands each of its W
+    workers one contiguous block of the collected order and lets an idle worker steal from the end of
+    another's queue, so a long test left late in a block ran while the other worker sat idle (the
+    README test, last in name order, kept one worker busy a minute after the other had finished).
+    Here the tests with an expected time are dealt longest first to the least loaded of W bins, and
+    each bin opens one block; the rest keep their order (in one process, W = 1: longest first)."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+    long = sorted((i for i in items if expected_seconds(i) > 0), key=expected_seconds, reverse=True)
+    if not long:
+        return
+    bins: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    loads = [0.0] * workers
+    for item in long:
+        k = loads.index(min(loads))
+        bins[k].append(item)
+        loads[k] += expected_seconds(item)
+    rest = iter(i for i in items if expected_seconds(i) == 0)
+    ordered: list[pytest.Item] = []
+    left = len(items)
+    for k, head in enumerate(bins):
+        size = left // (workers - k)  # the block worksteal sends worker k
+        block = head + list(islice(rest, max(0, size - len(head))))
+        ordered += block
+        left -= len(block)
+    ordered += list(rest)
+    items[:] = ordered
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -178,7 +178,7 @@ def embedded():
         pytest.skip(str(exc))
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=11)
 def test_embedded_batched_equals_unbatched_and_reordered(embedded) -> None:
     settings = GenerationSettings(max_new_tokens=8)
     batched = embedded.generate(reqs(), settings)

@@ -24,7 +24,7 @@ pytest.importorskip("transformers")
 pytest.importorskip("accelerate")
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=55)
 def test_gpu_check_rehearsed_on_cpu(tmp_path: Path) -> None:
     out = tmp_path / "check"
     wheels = tmp_path / "wheels"  # empty: every dependency must already be in the given Python

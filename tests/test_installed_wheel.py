@@ -62,6 +62,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     return venv / "bin" / "seam-repro", env, work
 
 
+@pytest.mark.slow(seconds=16)
 def test_installed_kit_runs_shipped_manifests_and_checks_seeds(installed: tuple[Path, dict[str, str], Path]) -> None:
     exe, env, work = installed
 

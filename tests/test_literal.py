@@ -91,6 +91,7 @@ def _agree(src: str) -> None:
             SET_ORDER_GAP.append(src)
 
 
+@pytest.mark.slow(seconds=16)
 @settings(max_examples=6000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(EXPRESSIONS)
 def test_generated_expressions_match_eval(src: str) -> None:

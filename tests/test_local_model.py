@@ -127,7 +127,7 @@ def test_local_folder_replays_scores_submits_and_reports_by_name(tiny_model: Pat
     assert isinstance(again.exception, PredictionsError) and "revision" in str(again.exception)
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=30)
 def test_gguf_only_folder_loads_and_generates(tmp_path: Path) -> None:
     """A folder holding just a .gguf (here a link to the embedded SmolLM2 file) is a local model too."""
     pytest.importorskip("gguf")

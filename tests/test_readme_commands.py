@@ -182,6 +182,7 @@ def test_extraction_sees_continuations_comments_and_exit_codes() -> None:
     assert readme_commands(text) == [("seam-repro a --b c", "exit 3: why"), ("ls", "70.7")]
 
 
+@pytest.mark.slow(seconds=70)
 def test_readme_commands_run(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()

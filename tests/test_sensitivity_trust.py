@@ -123,6 +123,7 @@ def test_interval_near_0_stays_within_what_the_data_support_and_moves_continuous
     assert cell2["share_ci95"][FACTOR][1] < hi + 0.1 and cell2["share_ci95"][FACTOR][0] <= cell2["share"][FACTOR]
 
 
+@pytest.mark.slow(seconds=11)
 def test_intervals_cover_the_planted_population_shares() -> None:
     # The full grid is benchmarks/bench_sensitivity.py (docs/sensitivity.md reports it); 60 studies
     # give a Monte-Carlo s.e. of ~2.8 points at 95 %.
