@@ -67,6 +67,34 @@ def test_gpu_check_rehearsed_on_cpu(tmp_path: Path) -> None:
     assert (out / "venv").is_dir() and not list(wheels.iterdir())
 
 
+def test_a_command_past_its_time_is_stopped_and_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check runs the kit's commands in its own process; one that overruns is interrupted, its
+    log says so and the check goes on (exit 124, as timeout(1))."""
+    from seam_repro.network import OFFLINE_ENV
+
+    for name in OFFLINE_ENV:  # the commands switch this process offline; the tests after it get it back
+        if name in os.environ:
+            monkeypatch.setenv(name, os.environ[name])
+        else:
+            monkeypatch.delenv(name, raising=False)
+    hub = sys.modules.get("huggingface_hub.constants")
+    if hub is not None:
+        for name in ("HF_HUB_OFFLINE", "HF_HUB_DISABLE_TELEMETRY"):
+            monkeypatch.setattr(hub, name, getattr(hub, name))
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import gpu_check
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    log = tmp_path / "slow.log"
+    res = gpu_check.cli(["replay", str(ROOT / "manifests" / "smoke.json"), "--backend", "echo", "--out",
+                         str(tmp_path / "run")], log, timeout=0.01)
+    assert res["exit"] == 124 and "still running after 0.01 s" in log.read_text("utf-8")
+    done = gpu_check.cli(["prompts", str(ROOT / "manifests" / "smoke.json"), "-o", str(tmp_path / "p.jsonl")],
+                         tmp_path / "p.log")
+    assert done["exit"] == 0 and (tmp_path / "p.jsonl").stat().st_size > 0
+
+
 def test_gpu_check_refuses_a_python_without_torch(tmp_path: Path) -> None:
     """A Python that lacks the stack is named in one line instead of a pip or import traceback."""
     bare = tmp_path / "bare"

@@ -46,7 +46,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 MANIFEST = REPO / "manifests" / "smoke.json"
 SCHEMA = "seam-repro-gpu-check-1"
-CHILD_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERED": "1", "TQDM_MININTERVAL": "5"}
+COMMAND_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERED": "1", "TQDM_MININTERVAL": "5"}
 """The commands' environment: no network, and a progress bar that does not flood the logs (set before
 anything reads it: huggingface_hub and tqdm read these when imported)."""
 
@@ -231,13 +231,13 @@ def cli(args: list[str], log_path: Path, *, check: bool = False, timeout: float 
     process, its output in ``log_path``. In this process rather than a fresh one: torch and transformers
     are imported once for the whole check instead of once per command, time a GPU lease pays for. The
     kill drill (``resume``) still runs its replay as a process of its own. A command still running after
-    ``timeout`` seconds is interrupted (SIGALRM) and reported as failed."""
+    ``timeout`` seconds is interrupted (SIGALRM) and recorded with exit 124, as timeout(1) would."""
     from seam_repro.cli import main as seam_repro_main
 
     t0 = time.time()
 
     def interrupt(signum: int, frame: Any) -> None:
-        raise TimeoutError(f"still running after {timeout:.0f} s")
+        raise CommandTimeout(f"still running after {timeout:g} s")
 
     previous = signal.signal(signal.SIGALRM, interrupt)
     signal.setitimer(signal.ITIMER_REAL, timeout)
@@ -248,9 +248,9 @@ def cli(args: list[str], log_path: Path, *, check: bool = False, timeout: float 
             code = 0
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
-        except BaseException as exc:  # noqa: BLE001 - the check goes on; the log keeps what happened
-            print(f"gpu_check: {type(exc).__name__}: {exc}", file=fh)
-            code = 1
+        except CommandTimeout as exc:
+            print(f"gpu_check: stopped: {exc}", file=fh)
+            code = 124  # what timeout(1) exits with
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
@@ -261,6 +261,11 @@ def cli(args: list[str], log_path: Path, *, check: bool = False, timeout: float 
     if check and code != 0:
         raise RuntimeError(f"seam-repro {' '.join(args)} exited {code}: {' | '.join(res['tail'])}")
     return res
+
+
+class CommandTimeout(BaseException):
+    """Raised into a command that ran past its time. A BaseException, so the kit's own handler (which
+    reports any Exception as a bug in the kit) lets it through to :func:`cli`."""
 
 
 def release_memory() -> None:
@@ -764,7 +769,7 @@ def main() -> int:
     ap.add_argument("--new-tokens", type=int, default=128, help="throughput section's new tokens per row")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    os.environ.update(CHILD_ENV)
+    os.environ.update(COMMAND_ENV)
     args.out.mkdir(parents=True, exist_ok=True)
     work = args.out / "work"
     work.mkdir(exist_ok=True)
