@@ -37,7 +37,7 @@ LOCK_ENV = env -u PIP_FIND_LINKS PIP_CONFIG_FILE=/dev/null
 LOCK_FLAGS = --quiet --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url \
 	--no-emit-find-links $(LOCK_ARGS)
 
-.PHONY: install demo test lint verify bench docs image image-cpu image-check image-check-cuda docker-engine lock clean distclean
+.PHONY: install demo test lint verify bench docs aso-pairs image image-cpu image-check image-check-cuda docker-engine lock clean distclean
 
 # The editable install is a plain path .pth (pyproject.toml spells out package-dir), not setuptools'
 # import-hook finder that every Python start in .venv would load (~12 ms of CPU, before any kit code).
@@ -94,8 +94,9 @@ verify: $(STAMP)
 # `sensitivity` at the paper's shape (benchmarks/bench_sensitivity_scale.py), and `sensitivity` end to end
 # on scores planted through an OpenAI-compatible stub (benchmarks/bench_planted.py, 3 studies, 1-1.5 min;
 # `python benchmarks/bench_planted.py --studies 60` for docs/sensitivity.md's figures), the embedded
-# model's load (benchmarks/bench_embedded_load.py), and `report` with and without the ASO pair memo
-# (benchmarks/bench_report.py). The other benchmarks/bench_*.py print more detail on one stage each.
+# model's load (benchmarks/bench_embedded_load.py), and `report` with and without the shipped paper
+# pairs and the ASO pair memo (benchmarks/bench_report.py). The other benchmarks/bench_*.py print more
+# detail on one stage each.
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py $(BENCH_ARGS)
 	$(BIN)/python benchmarks/bench_growth.py --scales $(GROWTH_SCALES)
@@ -108,6 +109,12 @@ bench: $(STAMP)
 
 docs: $(STAMP)
 	$(BIN)/python -m seam_repro.docs --write docs/cli.md
+
+# The paper's model pairs' ASO results that every report against the paper reads
+# (seam_repro/data/reference/aso_pairs.json); rerun after changing the reference table or the ASO
+# constants (tests/test_aso.py fails until then).
+aso-pairs: $(STAMP)
+	$(BIN)/python tools/make_aso_pairs.py
 
 docker-engine:
 	@command -v docker >/dev/null 2>&1 || { echo "make: the docker client is not installed" >&2; exit 1; }

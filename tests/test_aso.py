@@ -123,6 +123,62 @@ def test_a_pair_computed_twice_is_remembered_and_equal() -> None:
                               "eps_min": direct.eps_min}
 
 
+def _reference_pairs() -> list[tuple[str, str, str, list[float], list[float]]]:
+    import sys
+    from pathlib import Path
+
+    tools = str(Path(__file__).resolve().parents[1] / "tools")
+    sys.path.insert(0, tools)
+    try:
+        from make_aso_pairs import reference_pairs
+    finally:
+        sys.path.remove(tools)
+    return reference_pairs()
+
+
+def test_shipped_pairs_are_every_paper_pair_and_equal_a_fresh_computation() -> None:
+    """The shipped table holds exactly the paper-model pairs a report against the paper ranks
+    (``make aso-pairs`` after a reference or constant change), and its numbers are aso()'s, to the bit."""
+    import random
+
+    from seam_repro.analysis.aso import known_pairs, pair_digest
+
+    params = AsoParams()
+    pairs = _reference_pairs()
+    digests = [pair_digest(*pair, params) for pair in pairs]
+    assert set(digests) == set(known_pairs()) and len(pairs) >= 100
+    for i in random.Random(0).sample(range(len(pairs)), 6):
+        dataset, a, b, a_runs, b_runs = pairs[i]
+        fresh = aso(a_runs, b_runs, pair_rng(params.seed, dataset, a, b), params)
+        assert known_pairs()[digests[i]] == (fresh.epsilon, fresh.sigma), pairs[i][:3]
+    # another seed, run or name is another digest: computed, not looked up
+    dataset, a, b, a_runs, b_runs = pairs[0]
+    assert pair_digest(dataset, a, b, a_runs, b_runs, AsoParams(seed=7)) not in known_pairs()
+    assert pair_digest(dataset, a, b, [*a_runs[:-1], a_runs[-1] + 1e-12], b_runs, params) not in known_pairs()
+    assert pair_digest(dataset, b, a, b_runs, a_runs, params) not in known_pairs()
+
+
+def test_a_report_against_the_paper_computes_only_its_own_models_pairs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ranked as a report ranks them (its own model first, then the paper's), only the pairs with
+    the new model run the bootstrap; each is equal whether looked up or computed."""
+    from seam_repro.analysis import aso as aso_module
+    from seam_repro.analysis.reference import load_reference
+    from seam_repro.analysis.report import collect_entries
+
+    calls: list[int] = []
+    real = aso_module.aso
+    monkeypatch.setattr(aso_module, "aso", lambda *a, **k: calls.append(1) or real(*a, **k))
+    pair_aso.cache_clear()
+    entries = collect_entries([], load_reference("paper"))["MusiQue"]
+    scores = {"mine": [30.0, 31.0, 29.5], **{e.model: e.runs for e in entries}}
+    looked_up = rank_models(scores, "MusiQue")
+    assert len(calls) == len(entries)
+    monkeypatch.setattr(aso_module, "known_pairs", dict)
+    pair_aso.cache_clear()
+    assert rank_models(scores, "MusiQue").pairs == looked_up.pairs
+    pair_aso.cache_clear()
+
+
 def test_seeded_repeatability_and_pair_independence() -> None:
     rng = np.random.default_rng(3)
     scores = {m: list(rng.normal(mu, 1.0, 10)) for m, mu in (("A", 20), ("B", 20.3), ("C", 19.8))}
