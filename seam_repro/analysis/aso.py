@@ -156,8 +156,8 @@ def pair_rng(seed: int, dataset: str, a: str, b: str) -> np.random.Generator:
 
 KNOWN_PAIRS = "data/reference/aso_pairs.json"
 """The paper's models paired with each other as every ``--reference paper`` report pairs them
-(written by ``make aso-pairs``, tools/make_aso_pairs.py): the same 120-odd pairs in every report, about
-2.5 s of its bootstrap, so they are computed once, when the kit is built."""
+(written by ``make aso-pairs``, tools/make_aso_pairs.py): the same 120 pairs in every report, most
+of its bootstrap work, so they are computed once, when the kit is built."""
 
 
 def pair_digest(dataset: str, a: str, b: str, a_runs: Sequence[float], b_runs: Sequence[float],
