@@ -27,7 +27,7 @@ from typing import Any
 
 from seam_repro.config import GenerationSettings
 from seam_repro.errors import InputError, SeamReproError
-from seam_repro.files.reading import parse_json_text
+from seam_repro.files.reading import is_a, parse_json_text
 from seam_repro.generate.base import GenerationRequest, GenerationResult
 from seam_repro.generate.fingerprint import _version
 from seam_repro.generate.redact import redact_json, redact_text, register_secret
@@ -337,8 +337,7 @@ def _response_problem(data: Any, endpoint: str) -> str | None:
     elif not isinstance(c.get("text"), str):
         return "choices[0].text missing"
     usage = data.get("usage")
-    if not isinstance(usage, dict) or not all(type(usage.get(k)) is int  # a bool is no count
-                                              for k in ("prompt_tokens", "completion_tokens")):
+    if not isinstance(usage, dict) or not all(is_a(usage.get(k), int) for k in ("prompt_tokens", "completion_tokens")):
         return "usage.prompt_tokens / usage.completion_tokens missing"
     return None
 
