@@ -418,3 +418,14 @@ def test_a_non_finite_number_in_an_answer_is_a_malformed_answer() -> None:
         with pytest.raises(ServerError, match=r"gave up after 1 attempts; last: response: not valid JSON \(NaN is not "
                                               r"valid JSON \(expected a finite number\)\)"):
             backend(srv, max_retries=0).generate(reqs(1), GenerationSettings())
+
+
+def test_usage_counts_must_be_integers_not_booleans() -> None:
+    """JSON true is no token count, though Python counts True as the int 1."""
+    from seam_repro.generate.openai_compat import _response_problem
+
+    ok = {"choices": [{"text": "x"}], "usage": {"prompt_tokens": 3, "completion_tokens": 1}}
+    assert _response_problem(ok, "completions") is None
+    for bad in (True, 1.0, "1", None):
+        body = {**ok, "usage": {"prompt_tokens": 3, "completion_tokens": bad}}
+        assert _response_problem(body, "completions") == "usage.prompt_tokens / usage.completion_tokens missing"
