@@ -4,6 +4,8 @@ ASD.py's bootstrap (written here independently of the vectorised code)."""
 from __future__ import annotations
 
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,6 +24,8 @@ from seam_repro.analysis.aso import (
     stability,
     upstream_stored,
 )
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))  # make_aso_pairs, the table's writer
 
 PPF_95 = 1.6448536269514722  # Phi^-1(0.95) = -Phi^-1(0.05)
 
@@ -123,28 +127,17 @@ def test_a_pair_computed_twice_is_remembered_and_equal() -> None:
                               "eps_min": direct.eps_min}
 
 
-def _reference_pairs() -> list[tuple[str, str, str, list[float], list[float]]]:
-    import sys
-    from pathlib import Path
-
-    tools = str(Path(__file__).resolve().parents[1] / "tools")
-    sys.path.insert(0, tools)
-    try:
-        from make_aso_pairs import reference_pairs
-    finally:
-        sys.path.remove(tools)
-    return reference_pairs()
-
-
 def test_shipped_pairs_are_every_paper_pair_and_equal_a_fresh_computation() -> None:
     """The shipped table holds exactly the paper-model pairs a report against the paper ranks
     (``make aso-pairs`` after a reference or constant change), and its numbers are aso()'s, to the bit."""
     import random
 
+    from make_aso_pairs import reference_pairs
+
     from seam_repro.analysis.aso import known_pairs, pair_digest
 
     params = AsoParams()
-    pairs = _reference_pairs()
+    pairs = reference_pairs()
     digests = [pair_digest(*pair, params) for pair in pairs]
     assert set(digests) == set(known_pairs()) and len(pairs) >= 100
     for i in random.Random(0).sample(range(len(pairs)), 6):
